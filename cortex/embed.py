@@ -1,0 +1,161 @@
+"""The one loader of cortex's static embedding model.
+
+A model2vec model is a token table plus a tokenizer: a text's vector is the mean of its
+tokens' rows, L2-normalised. Importing model2vec costs ~230 ms (and ~180 ms more for
+huggingface_hub in `from_pretrained`), so this module reproduces `StaticModel.encode`
+with numpy + tokenizers + safetensors, which load the shipped model in a few tens of ms.
+`tests/test_embed.py` checks the result against model2vec itself.
+
+    get_model()            the model shipped in cortex/data/model
+    get_model("path/dir")  any other model2vec folder (model.safetensors, tokenizer.json, config.json)
+    get_model("org/name")  a hub id: only where model2vec is installed and the network allows
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy
+
+SHIPPED_MODEL = Path(__file__).resolve().parent / "data" / "model"
+DEFAULT_MAX_LENGTH = 512  # model2vec's default when a config names none
+
+_cache: dict[str, "Embedder"] = {}
+_lock = threading.Lock()
+
+
+class ModelError(Exception):
+    """The model folder is missing, incomplete or unreadable."""
+
+
+def get_model(path: str | os.PathLike | None = None) -> "Embedder":
+    """Return the embedder for `path` (None: the shipped model), loading it once per path."""
+    key = str(SHIPPED_MODEL if path is None else path)
+    with _lock:
+        model = _cache.get(key)
+        if model is None:
+            model = _cache[key] = _load(key)
+    return model
+
+
+class Embedder:
+    """Encodes texts as L2-normalised float32 rows, exactly as model2vec's `encode` does."""
+
+    def __init__(self, vectors, tokenizer, config: dict, *, weights=None, mapping=None, name: str = ""):
+        import numpy as np
+
+        self.name = name
+        self.vectors = vectors
+        self.weights = weights
+        self.mapping = mapping
+        self.config = config
+        self.dim: int = int(vectors.shape[1])
+        self.max_length: int | None = config.get("max_length", DEFAULT_MAX_LENGTH)
+        self._tokenizer = tokenizer
+        self._tokenizer.no_padding()
+        if self.max_length is None:
+            self._tokenizer.no_truncation()
+        else:
+            self._tokenizer.enable_truncation(self.max_length)
+        vocab = tokenizer.get_vocab()
+        self._unk_id = _unk_token_id(tokenizer)
+        # model2vec cuts each text to max_length * the median token length (in characters)
+        # before tokenizing, so that a huge text cannot stall the tokenizer.
+        lengths = sorted(len(token) for token in vocab)
+        self._char_cap = None
+        if self.max_length is not None and lengths:
+            self._char_cap = self.max_length * int(np.median(np.asarray(lengths)))
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        if self._char_cap is not None:
+            texts = [text[: self._char_cap] for text in texts]
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        unk = self._unk_id
+        if unk is None:
+            return [enc.ids for enc in encodings]
+        return [[i for i in enc.ids if i != unk] for enc in encodings]
+
+    def encode(self, texts: Sequence[str]) -> "numpy.ndarray":
+        """Float32 array (len(texts), dim); rows L2-normalised; a text with no known token is a zero row."""
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise TypeError("encode takes a sequence of texts, not a single string")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        ids = self.token_ids(texts)
+        counts = np.fromiter((len(row) for row in ids), dtype=np.int64, count=len(ids))
+        filled = np.flatnonzero(counts)
+        if filled.size == 0:
+            return out
+        flat = np.fromiter((i for row in ids for i in row), dtype=np.int64, count=int(counts.sum()))
+        rows = self.mapping[flat] if self.mapping is not None else flat
+        table = self.vectors[rows].astype(np.float32)
+        if self.weights is not None:
+            table *= self.weights[flat].astype(np.float32)[:, None]
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))[filled]
+        sums = np.add.reduceat(table, starts, axis=0)
+        out[filled] = sums / counts[filled, None]
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+
+def _unk_token_id(tokenizer) -> int | None:
+    model = tokenizer.model
+    if hasattr(model, "unk_token"):  # WordPiece, BPE, WordLevel
+        token = model.unk_token
+        return None if token is None else tokenizer.token_to_id(token)
+    return json.loads(tokenizer.to_str())["model"].get("unk_id")  # Unigram
+
+
+def _load(spec: str) -> Embedder:
+    folder = Path(spec).expanduser()
+    if folder.is_dir():
+        return _load_folder(folder)
+    if folder.exists() or spec.startswith((".", "/", "~")) or spec.count("/") != 1:
+        raise ModelError(f"no model2vec model folder at {spec}: expected a folder with model.safetensors, tokenizer.json and config.json")
+    return _load_hub(spec)
+
+
+def _load_folder(folder: Path) -> Embedder:
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    tensors = folder / "model.safetensors"
+    tokenizer_file = folder / "tokenizer.json"
+    config_file = folder / "config.json"
+    missing = [p.name for p in (tensors, tokenizer_file, config_file) if not p.is_file()]
+    if missing:
+        raise ModelError(f"model folder {folder} lacks {', '.join(missing)}")
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        with safe_open(str(tensors), framework="numpy") as fh:
+            names = set(fh.keys())
+            vectors = fh.get_tensor("embeddings")
+            weights = fh.get_tensor("weights") if "weights" in names else None
+            mapping = fh.get_tensor("mapping") if "mapping" in names else None
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    except Exception as exc:  # safetensors and tokenizers raise their own, unexported error types
+        raise ModelError(f"cannot read the model in {folder}: {exc}") from exc
+    return Embedder(vectors, tokenizer, config, weights=weights, mapping=mapping, name=str(folder))
+
+
+def _load_hub(repo_id: str) -> Embedder:
+    try:
+        from model2vec import StaticModel  # slow import: only for hub ids
+    except ImportError as exc:
+        raise ModelError(f"{repo_id} is not a local folder, and loading a hub id needs model2vec installed") from exc
+    try:
+        model = StaticModel.from_pretrained(repo_id, force_download=False)
+    except Exception as exc:  # network, hub and format errors all mean the same to the caller
+        raise ModelError(f"cannot load model {repo_id} from the hub: {exc}") from exc
+    config = dict(model.config)
+    config["max_length"] = model.max_length
+    return Embedder(model.embedding, model.tokenizer, config, weights=model.weights, mapping=model.token_mapping, name=repo_id)
