@@ -1,0 +1,3 @@
+from cortex.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""Entry point: ``cortex`` → ``main()``. One error handler for every command: a known
+problem prints what to do and exits 1 (or its own code); a bug exits 3 and leaves a
+report with versions and the traceback."""
+
+from __future__ import annotations
+
+import sys
+
+from cortex.cli.app import app
+
+# Command modules register themselves on `app` (each keeps heavy imports inside functions).
+from cortex.cli import core  # noqa: E402,F401
+
+
+def main(argv: list[str] | None = None) -> int:
+    import click
+
+    from cortex.errors import CortexError
+
+    try:
+        result = app(args=argv, prog_name="cortex", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except CortexError as exc:
+        sys.stderr.write(f"cortex: {exc.message}\n")
+        if exc.hint:
+            sys.stderr.write(f"  hint: {exc.hint}\n")
+        return exc.exit_code
+    except click.exceptions.Abort:
+        sys.stderr.write("cortex: interrupted\n")
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        sys.stderr.write("cortex: interrupted\n")
+        return 130
+    except Exception:  # a bug: keep the evidence
+        path = _bug_report()
+        sys.stderr.write(f"cortex: unexpected error (a bug). Details written to {path}\n")
+        return 3
+
+
+def _bug_report() -> str:
+    import platform
+    import tempfile
+    import traceback
+
+    from cortex import __version__
+
+    fd, path = tempfile.mkstemp(prefix="cortex-bug-", suffix=".log")
+    with open(fd, "w") as fh:
+        fh.write(f"cortex {__version__}\npython {platform.python_version()} on {platform.platform()}\n")
+        fh.write("argv: " + " ".join(sys.argv) + "\n\n")
+        fh.write(traceback.format_exc())
+    traceback.print_exc()
+    return path

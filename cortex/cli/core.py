@@ -1,0 +1,248 @@
+"""The write path: init, write, run, status, quarantine."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from cortex.cli.app import JSON_HELP, app, emit_json, emit_jsonl, info, open_vault
+
+
+@app.command()
+def init(path: Path = typer.Argument(Path("."), help="Directory to make a vault (created if missing).")) -> None:
+    """Make PATH a ready vault: git repo, folders, schemas, config, hooks. Safe to re-run."""
+    from cortex.vault import Vault
+
+    vault, created = Vault.init(path)
+    if not created:
+        info(f"{vault.root} is already a cortex vault: nothing changed.")
+        return
+    info(f"Initialised cortex vault in {vault.root}")
+    for rel in created:
+        info(f"  created {rel}")
+    info(f"Next: `cortex --vault {path} write --type fact --body '...'`, then `cortex --vault {path} run`.")
+
+
+def _parse_entity(text: str) -> dict:
+    name, sep, kind = text.rpartition(":")
+    if not sep or not name.strip() or not kind.strip():
+        raise typer.BadParameter(f"{text!r}: use NAME:TYPE, e.g. --entity Cortex:project")
+    return {"name": name.strip(), "type": kind.strip()}
+
+
+@app.command()
+def write(
+    source: Optional[str] = typer.Argument(None, metavar="[-]", help="`-` reads JSON lines from stdin (a batch)."),
+    type_: Optional[str] = typer.Option(None, "--type", "-t", help="A taxonomy type: fact, decision, preference, ..."),
+    body: Optional[str] = typer.Option(None, "--body", "-b", help="The memory itself (1–500 characters)."),
+    bucket: str = typer.Option("explicit", help="explicit (the person said it) or ambient (inferred)."),
+    entity: List[str] = typer.Option([], "--entity", "-e", help="NAME:TYPE, repeatable."),
+    tag: List[str] = typer.Option([], "--tag", help="Repeatable."),
+    importance: Optional[float] = typer.Option(None, help="0.0–1.0."),
+    confidence: Optional[float] = typer.Option(None, help="0.0–1.0."),
+    context: Optional[str] = typer.Option(None, help="What was going on (≤ 1000 characters)."),
+    quote: Optional[str] = typer.Option(None, "--quote", help="The person's words (≤ 500 characters)."),
+    session: str = typer.Option("cli", help="Session id: a UUID, or `cli`."),
+    author: Optional[str] = typer.Option(None, help="Attribution (default: system)."),
+    timestamp: Optional[str] = typer.Option(None, help="ISO-8601 (default: now)."),
+) -> None:
+    """Append one validated observation to the buffer (or a batch from stdin with `-`)."""
+    from cortex.errors import InvalidObservation
+
+    vault = open_vault()
+    if source == "-":
+        batch = []
+        for n, line in enumerate(sys.stdin, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidObservation(f"stdin line {n}: malformed JSON: {exc.msg}", "send one JSON object per line") from None
+            batch.append(vault.complete_observation(obj) if isinstance(obj, dict) else obj)
+        if not batch:
+            raise InvalidObservation("no observations on stdin")
+    elif source is not None:
+        raise typer.BadParameter(f"unexpected argument {source!r}; use `-` to read stdin")
+    else:
+        if not type_ or body is None:
+            raise InvalidObservation("--type and --body are required", "e.g. cortex write --type fact --body 'The API is rate-limited'")
+        obs = {"type": type_, "body": body, "bucket": bucket, "session_id": session}
+        if author:
+            obs["attribution"] = author
+        if timestamp:
+            obs["timestamp"] = timestamp
+        if entity:
+            obs["entities"] = [_parse_entity(e) for e in entity]
+        if tag:
+            obs["tags"] = tag
+        for key, value in (("importance", importance), ("confidence", confidence), ("context", context), ("source_quote", quote)):
+            if value is not None:
+                obs[key] = value
+        batch = [vault.complete_observation(obs)]
+    for warning in vault.write(batch):
+        info(f"warning: {warning}")
+    info(f"appended {len(batch)} observation{'s' if len(batch) != 1 else ''} to {vault.buffer_path.relative_to(vault.root)}")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def render_report(report) -> str:
+    q = report.quarantined_total
+    lines = [
+        f"cortex run: {_plural(report.read, 'line')} read in {report.seconds:.2f}s" + (" (dry run: nothing written)" if report.dry_run else ""),
+        f"  memorized        {report.memorized}" + (f"  ({_plural(report.commits, 'commit')})" if not report.dry_run else ""),
+        f"  reinforced       {report.reinforced}",
+        f"  below threshold  {report.below_threshold}",
+        f"  quarantined      {q}"
+        + (f"  ({', '.join(f'{k} {v}' for k, v in sorted(report.quarantined.items()))}) → `cortex quarantine list`" if q else ""),
+    ]
+    if report.dropped:
+        lines.append(f"  dropped          {report.dropped}  (untrusted sources, see observer/skipped.jsonl)")
+    if report.redacted:
+        lines.append(f"  redacted         {_plural(report.redacted, 'credential')}")
+    if report.truncated:
+        lines.append(f"  truncated        {_plural(report.truncated, 'field')}")
+    if report.recovered:
+        lines.append("  recovered an interrupted run first")
+    if report.rotated:
+        lines.append("  buffer fully consumed: rotated into observer/archive/")
+    lines += [f"  warning: {w}" for w in report.warnings[:20]]
+    if len(report.warnings) > 20:
+        lines.append(f"  … and {len(report.warnings) - 20} more warnings (--json shows all)")
+    return "\n".join(lines)
+
+
+@app.command()
+def run(
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan; write and commit nothing."),
+    commit_per: Optional[str] = typer.Option(None, "--commit-per", help="note | session | run (default: run, or observer/config.yml)."),
+    limit: Optional[int] = typer.Option(None, help="Process at most this many lines."),
+) -> None:
+    """Process the buffer: validate, scan, score, dedup, route, write notes, commit."""
+    if commit_per not in (None, "note", "session", "run"):
+        raise typer.BadParameter("--commit-per must be note, session or run")
+    vault = open_vault()
+    report = vault.run(dry_run=dry_run, commit_per=commit_per, limit=limit)
+    if dry_run:
+        plan = report.plan
+        payload = {
+            "report": report.to_json(),
+            "notes": [{"path": n.path, "title": n.title, "id": n.note_id} for n in plan.notes],
+            "reinforcements": [{"id": r.note_id, "path": r.path, "at": r.at} for r in plan.reinforcements],
+            "rejections": [{"key": k, "reason": w.reason, "detail": w.detail} for k, _, w in plan.rejections],
+        }
+        if json_:
+            emit_json(payload)
+        else:
+            for n in payload["notes"]:
+                print(f"new        {n['path']}  {n['title']}")
+            for r in payload["reinforcements"]:
+                print(f"reinforce  {r['path']}")
+            for r in payload["rejections"]:
+                print(f"{r['reason']:<10} {r['key']}  {r['detail']}")
+    elif json_:
+        emit_json(report.to_json())
+    info(render_report(report))
+
+
+@app.command()
+def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Backlog, notes per partition and type, quarantine, pending reinforcements, last runs."""
+    vault = open_vault()
+    s = vault.status()
+    if json_:
+        emit_json(s)
+        return
+    print(f"vault        {s['vault']}")
+    print(f"backlog      {s['backlog']['lines']} lines ({s['backlog']['bytes']} bytes) waiting for `cortex run`")
+    n = s["notes"]
+    print(f"notes        {n['total']} ({', '.join(f'{p} {c}' for p, c in n['by_partition'].items())}; {n['archived']} archived)")
+    for partition, types in n["by_type"].items():
+        if types:
+            print(f"  {partition:<6} " + ", ".join(f"{t} {c}" for t, c in types.items()))
+    print(f"quarantine   {s['quarantine']} held" + (" → `cortex quarantine list`" if s["quarantine"] else ""))
+    pr = s["pending_reinforcements"]
+    print(f"reinforce    {pr['observations']} pending on {pr['notes']} notes")
+    last = s["last_run"] or {}
+    print(f"last run     {last.get('at', 'never')}")
+    for job, info_ in sorted((s.get("jobs") or {}).items()):
+        print(f"  {job:<10} last {info_.get('last_run', 'never')}" + (f", next {info_['next_run']}" if info_.get("next_run") else ""))
+    if s["run_in_progress"]:
+        print("note: a run was interrupted; the next `cortex run` completes it")
+
+
+quarantine_app = typer.Typer(help="Review held and rejected buffer lines.", no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(quarantine_app, name="quarantine")
+
+
+@quarantine_app.command("list")
+def quarantine_list(
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    jsonl: bool = typer.Option(False, "--jsonl", help="One JSON object per line."),
+    reason: Optional[str] = typer.Option(None, help="Only this reason (parse, schema, injection, untrusted)."),
+) -> None:
+    """Every held line: id, reason, and why."""
+    entries = [e for e in open_vault().quarantine.entries() if reason is None or e.reason == reason]
+    if json_:
+        emit_json([{"id": e.short_id, **e.to_json()} for e in entries])
+    elif jsonl:
+        emit_jsonl({"id": e.short_id, **e.to_json()} for e in entries)
+    else:
+        for e in entries:
+            print(f"{e.short_id:<24} {e.reason:<10} {e.detail[:100]}")
+        info(f"{len(entries)} held. `cortex quarantine show ID` for a line; promote or discard it.")
+    raise typer.Exit(0)
+
+
+@quarantine_app.command("show")
+def quarantine_show(ident: str = typer.Argument(..., metavar="ID"), json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """One held line, in full, with every detail (layer and score for security holds)."""
+    e = open_vault().quarantine.find(ident)
+    if json_:
+        emit_json({"id": e.short_id, **e.to_json()})
+        return
+    print(f"id      {e.short_id}\nreason  {e.reason}\ndetail  {e.detail}\nat      {e.at}")
+    for k, v in sorted(e.extra.items()):
+        print(f"{k:<7} {v}")
+    print(f"line    {e.line}")
+
+
+@quarantine_app.command("promote")
+def quarantine_promote(
+    ident: str = typer.Argument(..., metavar="ID"),
+    force: bool = typer.Option(False, "--force", help="Also override a security hold (injection)."),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Send a held line through the pipeline again, skipping the trust hold."""
+    report = open_vault().promote(ident, force=force)
+    if json_:
+        emit_json(report.to_json())
+    info(f"promoted {ident}: {report.memorized} memorized, {report.reinforced} reinforced, {report.below_threshold} below threshold")
+
+
+@quarantine_app.command("discard")
+def quarantine_discard(ident: str = typer.Argument(..., metavar="ID")) -> None:
+    """Remove a held line for good."""
+    open_vault().discard(ident)
+    info(f"discarded {ident}")
+
+
+@quarantine_app.command("purge")
+def quarantine_purge(older_than: str = typer.Option(..., "--older-than", help="e.g. 30d, 2w, 12h.")) -> None:
+    """Remove held lines older than a duration."""
+    from cortex.timefmt import parse_duration
+
+    try:
+        age = parse_duration(older_than)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    n = open_vault().purge(age)
+    info(f"purged {n} entr{'y' if n == 1 else 'ies'} older than {older_than}")

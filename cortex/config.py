@@ -1,0 +1,152 @@
+"""Vault settings: ``observer/config.yml`` (trust, threshold, commits, security) and
+``observer/calibration.yml`` (scoring rules). Both frozen once loaded.
+
+A corrupt or oversized calibration file is ignored with a warning, never fatal: scoring
+falls back to the defaults (DESIGN §3 step 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cortex.errors import ConfigError
+
+CALIBRATION_MAX_BYTES = 4096
+TRUST_POLICIES = ("full", "quarantine", "none")
+MATCH_KEYS = ("type", "bucket", "attribution", "category")
+ADJUST_KEYS = ("confidence", "importance")
+
+
+@dataclass(frozen=True)
+class Trust:
+    default: str = "full"
+    trusted_attributions: frozenset[str] = frozenset()
+    trusted_sessions: frozenset[str] = frozenset()
+    policies: tuple[tuple[str, str], ...] = ()  # attribution -> policy overrides
+
+    def policy_for(self, attribution: str, session_id: str) -> str:
+        if attribution in self.trusted_attributions or session_id in self.trusted_sessions:
+            return "full"
+        return dict(self.policies).get(attribution, self.default)
+
+
+@dataclass(frozen=True)
+class Settings:
+    threshold: float = 0.5
+    trust: Trust = Trust()
+    author_name: str = "cortex"
+    author_email: str = "cortex@localhost"
+    commit_per: str = "run"
+    injection_patterns: tuple[Any, ...] = ()  # extra patterns, appended to the shipped list
+    classifier_threshold: float | None = None
+    use_classifier: bool = True
+    run_pre_commit: bool = False  # also run the person's other pre-commit hooks
+    lock_timeout: float = 10.0
+    embedding_model: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    match: tuple[tuple[str, tuple[str, ...]], ...]
+    adjust: tuple[tuple[str, float], ...]
+
+    def matches(self, fields: dict[str, str]) -> bool:
+        return all(fields.get(key) in values for key, values in self.match)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    rules: tuple[Rule, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+
+def _read_yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+
+
+def load_settings(path: Path) -> Settings:
+    if not path.exists():
+        return Settings()
+    data = _read_yaml(path) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping")
+    trust_data = data.get("trust") or {}
+    default = trust_data.get("default", "full")
+    policies = trust_data.get("policies") or {}
+    for who, policy in [("default", default), *policies.items()]:
+        if policy not in TRUST_POLICIES:
+            raise ConfigError(
+                f"{path}: trust policy for {who} is {policy!r}", f"use one of {', '.join(TRUST_POLICIES)}"
+            )
+    trust = Trust(
+        default=default,
+        trusted_attributions=frozenset(map(str, trust_data.get("trusted_attributions") or ())),
+        trusted_sessions=frozenset(map(str, trust_data.get("trusted_sessions") or ())),
+        policies=tuple((str(k), str(v)) for k, v in policies.items()),
+    )
+    commit = data.get("commit") or {}
+    security = data.get("security") or {}
+    commit_per = commit.get("per", "run")
+    if commit_per not in ("note", "session", "run"):
+        raise ConfigError(f"{path}: commit.per must be note, session or run")
+    try:
+        return Settings(
+            threshold=float(data.get("threshold", 0.5)),
+            trust=trust,
+            author_name=str(commit.get("author_name", "cortex")),
+            author_email=str(commit.get("author_email", "cortex@localhost")),
+            commit_per=commit_per,
+            injection_patterns=tuple(security.get("injection_patterns") or ()),
+            classifier_threshold=security.get("classifier_threshold"),
+            use_classifier=bool(security.get("classifier", True)),
+            run_pre_commit=bool(commit.get("run_pre_commit", False)),
+            lock_timeout=float(data.get("lock_timeout", 10.0)),
+            embedding_model=data.get("embedding_model"),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def load_calibration(path: Path) -> Calibration:
+    """Never raises: a bad file yields no rules and a warning."""
+    if not path.exists():
+        return Calibration()
+    size = path.stat().st_size
+    if size > CALIBRATION_MAX_BYTES:
+        return Calibration(warnings=(f"{path.name} is {size} bytes (limit {CALIBRATION_MAX_BYTES}): ignored",))
+    try:
+        return parse_calibration(_read_yaml(path))
+    except ConfigError as exc:
+        return Calibration(warnings=(f"{path.name} ignored: {exc.message}",))
+
+
+def parse_calibration(data: Any) -> Calibration:
+    if data is None:
+        return Calibration()
+    if not isinstance(data, dict) or not isinstance(data.get("rules", []), list):
+        raise ConfigError("expected `rules:` as a list")
+    rules = []
+    for n, raw in enumerate(data.get("rules") or [], start=1):
+        if not isinstance(raw, dict) or not isinstance(raw.get("match"), dict) or not isinstance(raw.get("adjust"), dict):
+            raise ConfigError(f"rule {n} needs `match:` and `adjust:` mappings")
+        match = []
+        for key, value in raw["match"].items():
+            key = "attribution" if key == "source" else key
+            if key not in MATCH_KEYS:
+                raise ConfigError(f"rule {n}: cannot match on {key!r} (use {', '.join(MATCH_KEYS)})")
+            values = value if isinstance(value, list) else [value]
+            match.append((key, tuple(str(v) for v in values)))
+        adjust = []
+        for key, value in raw["adjust"].items():
+            if key not in ADJUST_KEYS or isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"rule {n}: adjust {key!r} must be confidence or importance with a number")
+            adjust.append((key, float(value)))
+        rules.append(Rule(tuple(match), tuple(adjust)))
+    return Calibration(tuple(rules))

@@ -1,0 +1,142 @@
+"""One ``cortex run`` pass: recover, read the buffer, plan, apply, rotate.
+
+This is the imperative shell around the pure pipeline (``cortex.pipeline``) and the
+exactly-once protocol (``cortex.runner``).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+from cortex import buffer
+from cortex.gitrepo import GitRepo
+from cortex.hashindex import HashIndex
+from cortex.model import Plan, RunReport
+from cortex.pipeline.plan import make_plan
+from cortex.quarantine import Entry
+from cortex.runner import apply, finish
+from cortex.state import State, new_buffer_id
+from cortex.timefmt import utcnow
+
+
+def _author(vault) -> tuple[str, str]:
+    return (vault.settings.author_name, vault.settings.author_email)
+
+
+def recover(vault, repo: GitRepo, state: State, report: RunReport, now: datetime) -> None:
+    """Finish what a killed run decided, and notice a rotation it did not record."""
+    if state.pending is not None:
+        report.recovered = True
+        finish(repo, state, vault.save_state, vault.quarantine, _author(vault), now, report)
+    archived = vault.archive_dir / f"observations-{state.buffer_id}.jsonl"
+    if archived.exists():  # rotated, then killed before the state said so
+        state.offset, state.buffer_id = 0, new_buffer_id()
+        vault.save_state(state)
+    elif buffer.size(vault.buffer_path) < state.offset:
+        report.warnings.append(
+            f"the buffer is shorter than the processed offset {state.offset}: it was truncated or replaced "
+            "by hand; reading it from the start"
+        )
+        state.offset, state.buffer_id = 0, new_buffer_id()
+        vault.save_state(state)
+
+
+def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = None, limit: int | None = None) -> RunReport:
+    started = time.monotonic()
+    now = now or utcnow()
+    report = RunReport(dry_run=dry_run)
+    report.warnings += list(vault.calibration.warnings)
+    with vault.lock():
+        repo = GitRepo(vault.root)
+        state = vault.load_state()
+        if not dry_run:
+            recover(vault, repo, state, report, now)
+        plan = _plan(vault, repo, state, now, limit)
+        if dry_run:
+            report.plan = plan
+            _count_plan(plan, report)
+        else:
+            apply(
+                plan,
+                repo=repo,
+                state=state,
+                save=vault.save_state,
+                quarantine=vault.quarantine,
+                skipped=vault.skipped,
+                author=_author(vault),
+                per=commit_per,
+                now=now,
+                report=report,
+            )
+            archive = vault.archive_dir / f"observations-{state.buffer_id}.jsonl"
+            if buffer.rotate_if_consumed(vault.buffer_path, state.offset, archive):
+                state.offset, state.buffer_id = 0, new_buffer_id()
+                vault.save_state(state)
+                report.rotated = True
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _plan(vault, repo: GitRepo, state: State, now: datetime, limit: int | None, **flags: bool) -> Plan:
+    index = HashIndex(repo, vault.cache_dir / "hashes.json").load()
+    lines = buffer.read_lines(vault.buffer_path, state.offset, limit)
+    return make_plan(lines, state.buffer_id, vault.context(now, **flags), index, vault.note_validator().check)
+
+
+def _count_plan(plan: Plan, report: RunReport) -> None:
+    from collections import Counter
+
+    reasons = Counter(why.reason for _, _, why in plan.rejections)
+    report.read = plan.lines_read - plan.empty_lines
+    report.empty = plan.empty_lines
+    report.memorized = len(plan.notes)
+    report.reinforced = len(plan.reinforcements)
+    report.below_threshold = reasons.pop("below_threshold", 0)
+    report.dropped = reasons.pop("dropped", 0)
+    report.quarantined = dict(reasons)
+    report.redacted = plan.redacted
+    report.truncated = plan.truncated
+    report.warnings += plan.warnings
+    report.paths = [n.path for n in plan.notes]
+
+
+def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) -> RunReport:
+    """Send a held line through the pipeline again, skipping the trust hold (and, with
+    ``force``, the injection hold). The entry leaves the quarantine in the same
+    exactly-once step that commits its note."""
+    from cortex.buffer import Line
+
+    now = now or utcnow()
+    report = RunReport()
+    with vault.lock():
+        repo = GitRepo(vault.root)
+        state = vault.load_state()
+        recover(vault, repo, state, report, now)
+        index = HashIndex(repo, vault.cache_dir / "hashes.json").load()
+        raw = entry.line.encode("utf-8")
+        buffer_id, _, offset = entry.key.rpartition(":")
+        line = Line(int(offset) if offset.isdigit() else 0, 0, raw)
+        ctx = vault.context(now, skip_trust=True, skip_injection=force)
+        plan = make_plan([line], buffer_id or "promoted", ctx, index, vault.note_validator().check)
+        plan.target_offset = None  # the buffer position is not ours to move
+        still_held = [r for r in plan.rejections if r[2].held]
+        if still_held:
+            why = still_held[0][2]
+            from cortex.errors import CortexError
+
+            raise CortexError(f"{entry.short_id} is still rejected: {why.reason}: {why.detail}", "fix the line or discard it")
+        apply(
+            plan,
+            repo=repo,
+            state=state,
+            save=vault.save_state,
+            quarantine=vault.quarantine,
+            skipped=vault.skipped,
+            author=(vault.settings.author_name, vault.settings.author_email),
+            per="run",
+            now=now,
+            report=report,
+            quarantine_remove=[entry.key],
+        )
+    return report

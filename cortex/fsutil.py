@@ -1,0 +1,98 @@
+"""Small durable-file primitives: atomic replace, locked append, advisory locks."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from cortex.errors import LockBusy
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write to a temp file, fsync, rename over ``path``: readers see old or new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, obj: Any, mode: int = 0o600) -> None:
+    atomic_write(path, (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode(), mode)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append_locked(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Append ``data`` in a single ``write()`` under an exclusive flock.
+
+    The lock also serialises against buffer rotation: if the file we opened was renamed
+    away while we waited, reopen the path so the line lands in the live buffer.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                current = None
+            if current is None or current.st_ino != os.fstat(fd).st_ino:
+                continue  # rotated while we waited: try again on the new file
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            return
+        finally:
+            os.close(fd)
+
+
+@contextmanager
+def file_lock(path: Path, timeout: float, what: str) -> Iterator[None]:
+    """An exclusive advisory lock on ``path``; waits up to ``timeout`` seconds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+                    raise LockBusy(
+                        f"{what} is busy: {holder} holds {path.name}",
+                        "wait for it to finish, or retry later (cortex waits "
+                        f"{timeout:g}s; set lock_timeout in observer/config.yml)",
+                    ) from None
+                time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)

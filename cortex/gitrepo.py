@@ -1,0 +1,173 @@
+"""The only module that talks to pygit2.
+
+Commits are built from HEAD's tree plus exactly the paths cortex changes, never from
+the index: a person's staged or unstaged work is neither committed nor disturbed. After
+a commit, the index entries of those paths (and only those) are refreshed, so
+``git status`` shows nothing of cortex's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import pygit2
+
+from cortex.errors import CortexError
+
+BLOB = pygit2.enums.FileMode.BLOB
+TREE = pygit2.enums.FileMode.TREE
+TRAILER_RE = re.compile(r"^Cortex-([A-Za-z-]+): (.+)$", re.M)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    oid: str
+    message: str
+    trailers: dict[str, str]
+
+
+class GitRepo:
+    def __init__(self, root: Path) -> None:
+        try:
+            self.repo = pygit2.Repository(str(root))
+        except pygit2.GitError:
+            raise CortexError(f"{root} is not a git repository", f"run `cortex init {root}`") from None
+        if self.repo.workdir is None:
+            raise CortexError(f"{root} is a bare repository", "cortex needs a working tree")
+        self.root = Path(self.repo.workdir)
+
+    # --- reading -------------------------------------------------------------------
+
+    def head_oid(self) -> str | None:
+        return None if self.repo.head_is_unborn else str(self.repo.head.target)
+
+    def head_tree(self) -> pygit2.Tree | None:
+        return None if self.repo.head_is_unborn else self.repo.head.peel(pygit2.Commit).tree
+
+    def subtree(self, path: str) -> pygit2.Tree | None:
+        tree = self.head_tree()
+        if tree is None:
+            return None
+        try:
+            obj = tree[path]
+        except KeyError:
+            return None
+        return obj if obj.type == pygit2.enums.ObjectType.TREE else None
+
+    def blob_text(self, oid: str) -> str:
+        return self.repo[oid].data.decode("utf-8", errors="replace")
+
+    def file_at_head(self, path: str) -> bytes | None:
+        tree = self.head_tree()
+        if tree is None:
+            return None
+        try:
+            return tree[path].data
+        except KeyError:
+            return None
+
+    def commits_since(self, stop: str | None, limit: int = 10_000) -> Iterator[CommitInfo]:
+        """First-parent commits from HEAD back to (not including) ``stop``."""
+        if self.repo.head_is_unborn:
+            return
+        commit = self.repo.head.peel(pygit2.Commit)
+        for _ in range(limit):
+            if stop is not None and str(commit.id) == stop:
+                return
+            message = commit.message
+            yield CommitInfo(str(commit.id), message, dict(TRAILER_RE.findall(message)))
+            if not commit.parents:
+                return
+            commit = commit.parents[0]
+
+    # --- writing -------------------------------------------------------------------
+
+    def write_blob(self, data: bytes) -> str:
+        return str(self.repo.create_blob(data))
+
+    def commit(self, changes: Mapping[str, str | None], message: str, author: tuple[str, str]) -> str:
+        """Commit HEAD's tree with ``changes`` applied (path → blob oid, or None to delete).
+
+        Retries when a person's commit moves HEAD underneath us.
+        """
+        signature = pygit2.Signature(*author)
+        for _ in range(5):
+            base = self.head_tree()
+            parents = [] if self.repo.head_is_unborn else [self.repo.head.target]
+            tree = self._apply(base, _nest(changes))
+            try:
+                oid = self.repo.create_commit("HEAD", signature, signature, message, tree, parents)
+                return str(oid)
+            except pygit2.GitError as exc:
+                if "current tip" not in str(exc) and "not the first parent" not in str(exc):
+                    raise
+        raise CortexError("HEAD kept moving while cortex committed", "retry when other git work is done")
+
+    def _apply(self, base: pygit2.Tree | None, nested: dict) -> pygit2.Oid:
+        builder = self.repo.TreeBuilder(base) if base is not None else self.repo.TreeBuilder()
+        for name, change in nested.items():
+            if isinstance(change, dict):
+                sub = None
+                if base is not None and name in base:
+                    obj = base[name]
+                    sub = obj if obj.type == pygit2.enums.ObjectType.TREE else None
+                oid = self._apply(sub, change)
+                if len(self.repo[oid]) == 0:
+                    if builder.get(name) is not None:
+                        builder.remove(name)
+                else:
+                    builder.insert(name, oid, TREE)
+            elif change is None:
+                if builder.get(name) is not None:
+                    builder.remove(name)
+            else:
+                builder.insert(name, pygit2.Oid(hex=change), BLOB)
+        return builder.write()
+
+    def materialize(self, changes: Mapping[str, str | None]) -> None:
+        """Make the working tree and the index agree with committed ``changes``."""
+        index = self.repo.index
+        index.read()
+        for path, oid in changes.items():
+            target = self.root / path
+            if oid is None:
+                if target.exists():
+                    target.unlink()
+                if path in index:
+                    index.remove(path)
+                continue
+            data = self.repo[oid].data
+            if not target.exists() or target.read_bytes() != data:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_name(f".{target.name}.cortex-tmp")
+                tmp.write_bytes(data)
+                os.replace(tmp, target)
+            index.add(path)
+        index.write()
+
+    def is_dirty(self, path: str) -> bool:
+        """True when a person has staged or unstaged changes to ``path``."""
+        try:
+            flags = self.repo.status_file(path)
+        except KeyError:
+            return False
+        return flags != pygit2.enums.FileStatus.CURRENT
+
+
+def _nest(changes: Mapping[str, str | None]) -> dict:
+    root: dict = {}
+    for path, oid in changes.items():
+        parts = path.split("/")
+        node = root
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = oid
+    return root
+
+
+def trailer_lines(trailers: Mapping[str, str]) -> str:
+    return "\n".join(f"Cortex-{k}: {v}" for k, v in trailers.items())

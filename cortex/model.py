@@ -1,0 +1,131 @@
+"""Frozen records that flow through ``cortex run``: a buffer line becomes an
+``Observation``, then a ``Scored`` one, then a note or a reinforcement; a line that
+stops early becomes a ``Rejection``. Plans and reports are values too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A line that will not become a note. ``held`` lines go to the quarantine;
+    the others (below threshold, untrusted-and-dropped) to the skipped log."""
+
+    reason: str  # parse | schema | injection | untrusted | below_threshold | dropped
+    detail: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def held(self) -> bool:
+        return self.reason in ("parse", "schema", "injection", "untrusted")
+
+
+@dataclass(frozen=True)
+class Observation:
+    key: str  # "<buffer id>:<byte offset>": the line's identity, stable across crashes
+    timestamp: datetime
+    bucket: str
+    type: str
+    body: str
+    attribution: str
+    session_id: str
+    entities: tuple[tuple[str, str], ...] = ()
+    tags: tuple[str, ...] = ()
+    confidence: float | None = None
+    importance: float | None = None
+    context: str | None = None
+    source_quote: str | None = None
+    warnings: tuple[str, ...] = ()
+    redactions: tuple[str, ...] = ()
+    truncated: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scored:
+    obs: Observation
+    confidence: float
+    importance: float
+    signals: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlannedNote:
+    path: str  # repo-relative, e.g. "mind/facts/2026-02-16-e7f4a2b9.md"
+    note_id: str
+    source_hash: str
+    text: str
+    key: str  # the buffer line it came from
+    session_id: str
+    title: str
+    attribution: str
+
+
+@dataclass(frozen=True)
+class Reinforcement:
+    note_id: str
+    path: str
+    at: str
+    key: str
+
+
+@dataclass
+class Plan:
+    """What one pass will do. Printing it is ``--dry-run``; ``runner.apply`` performs it."""
+
+    notes: list[PlannedNote] = field(default_factory=list)
+    reinforcements: list[Reinforcement] = field(default_factory=list)
+    rejections: list[tuple[str, str, Rejection]] = field(default_factory=list)  # (key, raw line, why)
+    target_offset: int | None = None
+    lines_read: int = 0
+    empty_lines: int = 0
+    redacted: int = 0
+    truncated: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunReport:
+    read: int = 0
+    memorized: int = 0
+    reinforced: int = 0
+    below_threshold: int = 0
+    quarantined: dict[str, int] = field(default_factory=dict)
+    dropped: int = 0
+    redacted: int = 0
+    truncated: int = 0
+    empty: int = 0
+    commits: int = 0
+    recovered: bool = False
+    rotated: bool = False
+    dry_run: bool = False
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    plan: Plan | None = None  # kept by --dry-run so the plan can be shown
+
+    @property
+    def quarantined_total(self) -> int:
+        return sum(self.quarantined.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "read": self.read,
+            "memorized": self.memorized,
+            "reinforced": self.reinforced,
+            "below_threshold": self.below_threshold,
+            "quarantined": dict(sorted(self.quarantined.items())),
+            "dropped": self.dropped,
+            "redacted": self.redacted,
+            "truncated": self.truncated,
+            "empty": self.empty,
+            "commits": self.commits,
+            "recovered": self.recovered,
+            "rotated": self.rotated,
+            "dry_run": self.dry_run,
+            "seconds": round(self.seconds, 3),
+            "warnings": self.warnings,
+            "paths": self.paths,
+        }

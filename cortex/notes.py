@@ -1,0 +1,297 @@
+"""Note files: the frontmatter text format of DESIGN §4, parsed and rendered.
+
+Rendering is deterministic and hand-written (no ``yaml.dump``): the exact text is a
+contract with people editing in Obsidian and with the git hook. Editing goes through
+``set_fields``, which rewrites only the lines of the keys it touches, so every other
+byte a person wrote (key order, comments, body) survives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+SEPARATOR = "# ---"
+REQUIRED_FIELDS = ("id", "type", "category", "created", "source_hash")
+TITLE_MAX = 80
+
+_WS_RE = re.compile(r"\s+")
+_PLAIN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_ .+@-]*")
+_YAML_WORDS = frozenset(
+    "true false yes no on off null none ~ y n".split()
+)  # plain scalars YAML would not read back as strings
+_UNSAFE_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+
+
+# --- content identity -------------------------------------------------------------
+
+def normalise_body(body: str) -> str:
+    """The dedup normal form: NFC, lowercase, trimmed, whitespace collapsed."""
+    return _WS_RE.sub(" ", unicodedata.normalize("NFC", body).lower()).strip()
+
+
+def source_hash(body: str) -> str:
+    return hashlib.sha256(normalise_body(body).encode("utf-8")).hexdigest()
+
+
+def uuid7(unix_ms: int, rand: bytes | None = None) -> str:
+    """A UUIDv7 (RFC 9562): 48-bit Unix milliseconds, version 7, variant 10, 74 random bits."""
+    rand = os.urandom(10) if rand is None else rand
+    value = (unix_ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= (int.from_bytes(rand[:2], "big") & 0x0FFF) << 64
+    value |= 0b10 << 62
+    value |= int.from_bytes(rand[2:10], "big") & ((1 << 62) - 1)
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+UUID7_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+def make_title(body: str) -> str:
+    """At most 80 characters of the body: when longer, cut at the last word boundary
+    that leaves room for the ``…`` appended (the title, ellipsis included, fits in 80)."""
+    flat = _WS_RE.sub(" ", body).strip()
+    if len(flat) <= TITLE_MAX:
+        return flat
+    head = flat[: TITLE_MAX - 1]
+    if flat[TITLE_MAX - 1] != " ":
+        cut = head.rfind(" ")
+        if cut > 0:
+            head = head[:cut]
+    return head.rstrip() + "…"
+
+
+def note_filename(date_iso: str, hash_hex: str, n: int = 1) -> str:
+    suffix = "" if n == 1 else f"-{n}"
+    return f"{date_iso}-{hash_hex[:8]}{suffix}.md"
+
+
+# --- rendering --------------------------------------------------------------------
+
+def quote(text: str) -> str:
+    """A YAML double-quoted scalar (JSON escapes are valid YAML; line breaks YAML treats
+    specially are escaped too)."""
+    out = json.dumps(text, ensure_ascii=False)
+    return _UNSAFE_CHARS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", out)
+
+
+def scalar(value: Any) -> str:
+    """A flow-safe YAML scalar: plain when it reads back as the same string, else quoted."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(round(float(value), 4)) if isinstance(value, float) else str(value)
+    text = str(value)
+    if (
+        _PLAIN_RE.fullmatch(text)
+        and text.lower() not in _YAML_WORDS
+        and not text.endswith(" ")
+        and "  " not in text
+        and not _looks_numeric(text)
+    ):
+        return text
+    return quote(text)
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text.replace("_", ""))
+        return True
+    except ValueError:
+        return False
+
+
+def flow_list(items: Iterable[Any]) -> str:
+    return "[" + ", ".join(scalar(i) for i in items) + "]"
+
+
+def wikilink(name: str) -> str:
+    """An Obsidian link to an entity; characters Obsidian forbids in link targets dropped."""
+    clean = re.sub(r"[\[\]|#^\n]", "", name).strip()
+    return f"[[{clean}]]"
+
+
+@dataclass(frozen=True)
+class NoteDraft:
+    """Everything needed to render a note cortex writes."""
+
+    id: str
+    type: str
+    category: str
+    created: str
+    source_hash: str
+    title: str
+    body: str
+    bucket: str
+    attribution: str
+    confidence: float
+    importance: float
+    entities: tuple[tuple[str, str], ...] = ()
+    tags: tuple[str, ...] = ()
+    context: str | None = None
+    source_quote: str | None = None
+    session_id: str | None = None
+    last_reinforced: str | None = None
+    extra: tuple[tuple[str, str], ...] = field(default=())  # pre-rendered (key, value) lines
+
+
+def render_note(d: NoteDraft) -> str:
+    lines = [
+        "---",
+        f"id: {quote(d.id)}",
+        f"type: {d.type}",
+        f"category: {d.category}",
+        f"created: {d.created}",
+        f"source_hash: {d.source_hash}",
+        SEPARATOR,
+        f"title: {quote(d.title)}",
+        f"bucket: {d.bucket}",
+        f"attribution: {scalar(d.attribution)}",
+        f"confidence: {_score(d.confidence)}",
+        f"importance: {_score(d.importance)}",
+    ]
+    if d.entities:
+        lines.append("entities:")
+        lines += [f"  - {{name: {scalar(n)}, type: {scalar(t)}}}" for n, t in d.entities]
+        lines.append("links: " + "[" + ", ".join(quote(wikilink(n)) for n, _ in d.entities) + "]")
+    if d.tags:
+        lines.append(f"tags: {flow_list(d.tags)}")
+    if d.context:
+        lines.append(f"context: {quote(d.context)}")
+    if d.source_quote:
+        lines.append(f"source_quote: {quote(d.source_quote)}")
+    if d.session_id:
+        lines.append(f"session_id: {quote(d.session_id)}")
+    lines.append(f"last_reinforced: {d.last_reinforced or d.created}")
+    lines += [f"{k}: {v}" for k, v in d.extra]
+    lines += ["---", "", d.body.strip(), ""]
+    return "\n".join(lines)
+
+
+def _score(value: float) -> str:
+    text = f"{round(float(value), 3):.3f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+# --- parsing ----------------------------------------------------------------------
+
+class NoteSyntaxError(ValueError):
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Note:
+    meta: dict[str, Any]
+    body: str
+    frontmatter: str  # the raw text between the fences
+    body_line: int  # 1-based line number where the body starts
+    key_lines: Mapping[str, int]  # top-level key -> 1-based line number
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.meta.get(key, default)
+
+
+_KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
+
+
+def split_frontmatter(text: str) -> tuple[str, str, int] | None:
+    """``(frontmatter, body, body_line)`` or None when the file has no frontmatter."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+        return None
+    lines = text.splitlines(keepends=True)
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") in ("---", "..."):
+            fm = "".join(lines[1:i])
+            body = "".join(lines[i + 1 :])
+            return fm, body, i + 2
+    raise NoteSyntaxError("frontmatter opened with `---` is never closed", 1)
+
+
+def _loader():
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_note(text: str) -> Note:
+    """Parse a note file. Raises ``NoteSyntaxError`` (with a line) on broken frontmatter."""
+    import yaml
+
+    split = split_frontmatter(text)
+    if split is None:
+        return Note({}, text, "", 1, {})
+    fm, body, body_line = split
+    try:
+        meta = yaml.load(fm, Loader=_loader()) if fm.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = (mark.line + 2) if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise NoteSyntaxError(f"frontmatter is not valid YAML: {problem}", line) from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise NoteSyntaxError("frontmatter must be a mapping of `key: value` lines", 2)
+    key_lines = {}
+    for n, line in enumerate(fm.splitlines(), start=2):
+        m = _KEY_RE.match(line)
+        if m and m.group(1) not in key_lines:
+            key_lines[m.group(1)] = n
+    return Note(meta, body, fm, body_line, key_lines)
+
+
+def note_body(text: str) -> str:
+    split = split_frontmatter(text)
+    return text if split is None else split[1]
+
+
+# --- byte-preserving edits ------------------------------------------------------------
+
+def set_fields(text: str, updates: Mapping[str, str | None], *, after: str | None = None) -> str:
+    """Set top-level frontmatter keys to pre-rendered values, touching only their lines.
+
+    A value of None removes the key. A new key goes after ``after`` (when present), else
+    before the closing fence. A key's continuation lines (block lists) are replaced too.
+    """
+    split = split_frontmatter(text)
+    if split is None:
+        raise NoteSyntaxError("note has no frontmatter", 1)
+    lines = text.splitlines(keepends=True)
+    newline = "\r\n" if lines[0].endswith("\r\n") else "\n"
+    close = split[2] - 2  # index of the closing fence line
+    fm_lines = lines[1:close]
+    pending = dict(updates)
+    out: list[str] = []
+    i = 0
+    while i < len(fm_lines):
+        line = fm_lines[i]
+        m = _KEY_RE.match(line)
+        j = i + 1
+        if m:  # the key's block: following indented or list-item lines
+            while j < len(fm_lines) and fm_lines[j][:1] in (" ", "\t", "-") and not fm_lines[j].startswith("---"):
+                j += 1
+        if m and m.group(1) in pending:
+            value = pending.pop(m.group(1))
+            if value is not None:
+                out.append(f"{m.group(1)}: {value}{newline}")
+        else:
+            out.extend(fm_lines[i:j])
+            if m and after is not None and m.group(1) == after:
+                for key in [k for k in pending if pending[k] is not None]:
+                    out.append(f"{key}: {pending.pop(key)}{newline}")
+        i = j
+    for key, value in pending.items():
+        if value is not None:
+            out.append(f"{key}: {value}{newline}")
+    return "".join([lines[0], *out, *lines[close:]])

@@ -1,0 +1,37 @@
+"""Stage 7: a scored observation → the note text (DESIGN §4)."""
+
+from __future__ import annotations
+
+from cortex.model import Scored
+from cortex.notes import NoteDraft, make_title, render_note
+from cortex.pipeline.context import Context
+from cortex.timefmt import format_time
+
+
+def draft(scored: Scored, note_id: str, hash_hex: str, ctx: Context) -> NoteDraft:
+    obs = scored.obs
+    spec = ctx.taxonomy.get(obs.type)
+    created = format_time(obs.timestamp)
+    return NoteDraft(
+        id=note_id,
+        type=obs.type,
+        category=spec.category,
+        created=created,
+        source_hash=hash_hex,
+        title=make_title(obs.body),
+        body=obs.body,
+        bucket=obs.bucket,
+        attribution=obs.attribution,
+        confidence=scored.confidence,
+        importance=scored.importance,
+        entities=tuple(dict.fromkeys(obs.entities)),
+        tags=obs.tags,
+        context=obs.context,
+        source_quote=obs.source_quote,
+        session_id=obs.session_id,
+        last_reinforced=created,
+    )
+
+
+def render(scored: Scored, note_id: str, hash_hex: str, ctx: Context) -> str:
+    return render_note(draft(scored, note_id, hash_hex, ctx))

@@ -1,0 +1,82 @@
+"""Stage 2: JSON Schema (``schemas/observation.schema.json``) plus the taxonomy.
+
+Over-long body, context or quote is cut to its cap with a warning first (DESIGN §3.2),
+so only the remaining rules can reject a line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cortex.model import Observation, Rejection
+from cortex.pipeline.context import Context
+from cortex.timefmt import parse_time
+
+CAPS = {"body": 500, "context": 1000, "source_quote": 500}
+
+
+def truncate(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    cut = []
+    for name, cap in CAPS.items():
+        value = obj.get(name)
+        if isinstance(value, str) and len(value) > cap:
+            obj = {**obj, name: value[:cap]}
+            cut.append(f"{name} truncated from {len(value)} to {cap} characters")
+    return obj, tuple(cut)
+
+
+def _describe(error: Any) -> str:
+    where = ".".join(str(p) for p in error.absolute_path) or "(line)"
+    if error.validator == "required":
+        return f"{where}: {error.message}"
+    if error.validator == "not":
+        return f"{where}: {error.instance!r} is the staging type, not a note type"
+    if error.validator == "pattern":
+        return f"{where}: {error.instance!r} has the wrong format"
+    return f"{where}: {error.message}"
+
+
+def validate(obj: dict[str, Any], key: str, ctx: Context) -> Observation | Rejection:
+    obj, truncated = truncate(obj)
+    validator = ctx.observation_validator
+    if not validator.is_valid(obj):
+        errors = sorted(validator.iter_errors(obj), key=lambda e: (list(e.absolute_path), e.validator))
+        return Rejection("schema", "; ".join(_describe(e) for e in errors[:5]), {"rule": errors[0].validator})
+    type_name = obj["type"]
+    if type_name not in ctx.taxonomy:
+        return Rejection(
+            "schema",
+            f"type: {type_name!r} is not in the taxonomy (add it to observer/taxonomy.yml, "
+            f"or use one of {', '.join(ctx.taxonomy.names())})",
+            {"rule": "taxonomy"},
+        )
+    try:
+        timestamp = parse_time(obj["timestamp"])
+    except ValueError:
+        return Rejection("schema", f"timestamp: {obj['timestamp']!r} is not a valid ISO-8601 time", {"rule": "timestamp"})
+    warnings = list(truncated)
+    scores = {}
+    for name in ("confidence", "importance"):
+        value = obj.get(name)
+        if value is not None:
+            clamped = min(1.0, max(0.0, float(value)))
+            if clamped != value:
+                warnings.append(f"{name} {value} clamped to {clamped}")
+            scores[name] = clamped
+    return Observation(
+        key=key,
+        timestamp=timestamp,
+        bucket=obj["bucket"],
+        type=type_name,
+        body=obj["body"],
+        attribution=obj["attribution"],
+        session_id=obj["session_id"],
+        entities=tuple((e["name"].strip(), e["type"]) for e in obj.get("entities") or ()),
+        tags=tuple(dict.fromkeys(t.lower() for t in obj.get("tags") or ())),
+        confidence=scores.get("confidence"),
+        importance=scores.get("importance"),
+        context=obj.get("context") or None,
+        source_quote=obj.get("source_quote") or None,
+        warnings=tuple(warnings),
+        truncated=truncated,
+    )

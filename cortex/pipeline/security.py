@@ -1,0 +1,57 @@
+"""Stage 3: injection hold, credential redaction, source trust (DESIGN §3.3).
+
+The scanning itself lives in ``cortex.security``; this stage decides what a finding
+means for the line. Texts are scanned in one batch so the classifier embeds once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cortex.model import Observation, Rejection
+from cortex.pipeline.context import Context
+
+SCANNED_FIELDS = ("body", "context", "source_quote")
+
+
+def screen(observations: list[Observation], ctx: Context) -> list[Observation | Rejection]:
+    texts: list[str] = []
+    for obs in observations:
+        texts += [getattr(obs, name) or "" for name in SCANNED_FIELDS]
+    results = ctx.scanner.scan_many(texts)
+    out: list[Observation | Rejection] = []
+    for i, obs in enumerate(observations):
+        scans = dict(zip(SCANNED_FIELDS, results[3 * i : 3 * i + 3]))
+        out.append(_judge(obs, scans, ctx))
+    return out
+
+
+def _judge(obs: Observation, scans: dict, ctx: Context) -> Observation | Rejection:
+    if not ctx.skip_injection:
+        for name, scan in scans.items():
+            verdict = scan.injection
+            if verdict is not None:
+                return Rejection(
+                    "injection",
+                    f"{name}: {verdict.layer} layer fired ({verdict.rule}, score {verdict.score:.2f}): {verdict.excerpt!r}",
+                    {"layer": verdict.layer, "score": round(float(verdict.score), 4), "rule": verdict.rule, "field": name},
+                )
+    if not ctx.skip_trust:
+        policy = ctx.settings.trust.policy_for(obs.attribution, obs.session_id)
+        if policy == "quarantine":
+            return Rejection("untrusted", f"source {obs.attribution!r} is held for review by the trust policy")
+        if policy == "none":
+            return Rejection("dropped", f"source {obs.attribution!r} is dropped by the trust policy")
+    redactions: list[str] = []
+    changes = {}
+    for name, scan in scans.items():
+        original = getattr(obs, name)
+        if original is None:
+            continue
+        redactions += scan.redactions
+        if scan.text != original:
+            changes[name] = scan.text
+    if not (changes.get("body") or obs.body).strip():
+        return Rejection("schema", "body: nothing left after removing hidden characters", {"rule": "minLength"})
+    warnings = obs.warnings + tuple(f"redacted a credential ({kind})" for kind in redactions)
+    return replace(obs, **changes, redactions=tuple(redactions), warnings=warnings)

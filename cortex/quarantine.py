@@ -1,0 +1,117 @@
+"""``observer/quarantine.jsonl``: every rejected or held buffer line, with its reason.
+
+Entries are keyed by ``<buffer id>:<byte offset>`` so that re-processing a line after a
+crash never records it twice. ``discard`` and ``promote`` rewrite the file atomically.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+from cortex.errors import CortexError
+from cortex.fsutil import append_locked, atomic_write
+from cortex.timefmt import parse_time
+
+# Reasons a line is held or rejected. Security holds need --force to promote.
+SECURITY_REASONS = frozenset({"injection"})
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    reason: str
+    detail: str
+    line: str
+    at: str
+    extra: dict[str, Any]
+
+    @property
+    def short_id(self) -> str:
+        return self.key.replace(":", "-")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "reason": self.reason, "detail": self.detail, "line": self.line, "at": self.at, **self.extra}
+
+
+def _entry(obj: dict[str, Any]) -> Entry:
+    base = {"key", "reason", "detail", "line", "at"}
+    return Entry(
+        key=str(obj.get("key", "")),
+        reason=str(obj.get("reason", "")),
+        detail=str(obj.get("detail", "")),
+        line=str(obj.get("line", "")),
+        at=str(obj.get("at", "")),
+        extra={k: v for k, v in obj.items() if k not in base},
+    )
+
+
+class Quarantine:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def entries(self) -> list[Entry]:
+        if not self.path.exists():
+            return []
+        out = []
+        for raw in self.path.read_text(encoding="utf-8").splitlines():
+            if raw.strip():
+                try:
+                    out.append(_entry(json.loads(raw)))
+                except json.JSONDecodeError:
+                    continue  # a torn line from a crash mid-append; its key is re-added
+        return out
+
+    def keys(self) -> set[str]:
+        return {e.key for e in self.entries()}
+
+    def add(self, records: Iterable[dict[str, Any]]) -> int:
+        """Append records whose keys are not already present. Returns how many were added."""
+        records = list(records)
+        if not records:
+            return 0
+        seen = self.keys()
+        fresh = [r for r in records if r["key"] not in seen]
+        if fresh:
+            data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in fresh)
+            if self.path.exists() and self.path.stat().st_size:
+                with open(self.path, "rb") as fh:
+                    fh.seek(-1, 2)
+                    if fh.read(1) != b"\n":
+                        data = "\n" + data  # heal a torn last line left by a crash
+            append_locked(self.path, data.encode("utf-8"))
+        return len(fresh)
+
+    def find(self, ident: str) -> Entry:
+        matches = [e for e in self.entries() if ident in (e.key, e.short_id) or e.short_id.endswith(ident)]
+        if not matches:
+            raise CortexError(f"no quarantine entry {ident!r}", "list them with `cortex quarantine list`")
+        if len(matches) > 1:
+            raise CortexError(f"{ident!r} matches {len(matches)} entries", "give the full id from `cortex quarantine list`")
+        return matches[0]
+
+    def remove(self, keys: set[str]) -> int:
+        entries = self.entries()
+        kept = [e for e in entries if e.key not in keys]
+        self._rewrite(kept)
+        return len(entries) - len(kept)
+
+    def purge_older_than(self, cutoff: datetime) -> int:
+        entries = self.entries()
+        kept = []
+        for e in entries:
+            try:
+                old = parse_time(e.at) < cutoff
+            except ValueError:
+                old = False
+            if not old:
+                kept.append(e)
+        self._rewrite(kept)
+        return len(entries) - len(kept)
+
+    def _rewrite(self, entries: list[Entry]) -> None:
+        data = "".join(json.dumps(e.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for e in entries)
+        atomic_write(self.path, data.encode("utf-8"), 0o600)

@@ -1,0 +1,154 @@
+"""Applying a plan, exactly once.
+
+The protocol (every step safe to be killed after):
+
+1. held and skipped lines are appended to their logs, keyed by line, so repeats are no-ops;
+2. note blobs are written to the object store (content-addressed: harmless if orphaned);
+3. the whole outcome — commits to make, reinforcements, target offset — is recorded as
+   ``pending`` in ``state.json`` (an atomic replace): this is the decision point;
+4. each commit carries a ``Cortex-Batch: <batch>/<part>`` trailer; ``finish`` makes
+   the commits that HEAD's history does not have yet, writes the files and index
+   entries, merges the reinforcements, moves the offset and clears ``pending``.
+
+A run that finds ``pending`` at start completes it first. Before step 3 nothing is
+decided, so the lines are simply planned again.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+from cortex.gitrepo import GitRepo, trailer_lines
+from cortex.model import Plan, PlannedNote, RunReport
+from cortex.quarantine import Quarantine
+from cortex.state import State
+from cortex.timefmt import format_time
+
+SUMMARY_MAX = 60
+
+
+def log_records(plan: Plan, at: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    held, skipped = [], []
+    for key, raw, why in plan.rejections:
+        record = {"key": key, "reason": why.reason, "detail": why.detail, "line": raw, "at": at, **why.extra}
+        (held if why.held else skipped).append(record)
+    return held, skipped
+
+
+def group_notes(notes: list[PlannedNote], per: str) -> list[list[PlannedNote]]:
+    if not notes:
+        return []
+    if per == "note":
+        return [[n] for n in notes]
+    if per == "session":
+        groups: dict[str, list[PlannedNote]] = {}
+        for note in notes:
+            groups.setdefault(note.session_id, []).append(note)
+        return list(groups.values())
+    return [notes]
+
+
+def commit_message(notes: list[PlannedNote], reinforced: int) -> str:
+    if len(notes) == 1:
+        note = notes[0]
+        summary = note.title if len(note.title) <= SUMMARY_MAX else note.title[: SUMMARY_MAX - 1].rsplit(" ", 1)[0] + "…"
+        head = f"observe: {summary} ({note.attribution})"
+    else:
+        head = f"observe: {len(notes)} memories ({reinforced} reinforced)"
+    body = "\n".join(f"{n.path} — {n.title} ({n.attribution})" for n in notes)
+    return f"{head}\n\n{body}\n"
+
+
+def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove: list[str] = ()) -> dict[str, Any]:
+    """Steps 2–3's content: the pending record for ``plan``."""
+    batch = secrets.token_hex(8)
+    groups = []
+    for notes in group_notes(plan.notes, per):
+        groups.append(
+            {
+                "message": commit_message(notes, len(plan.reinforcements)),
+                "changes": {n.path: repo.write_blob(n.text.encode("utf-8")) for n in notes},
+            }
+        )
+    return {
+        "batch": batch,
+        "head_before": repo.head_oid(),
+        "buffer_id": state.buffer_id,
+        "target_offset": plan.target_offset,
+        "groups": groups,
+        "reinforcements": [[r.note_id, r.at, r.path] for r in plan.reinforcements],
+        "quarantine_remove": list(quarantine_remove),
+    }
+
+
+def apply(
+    plan: Plan,
+    *,
+    repo: GitRepo,
+    state: State,
+    save,
+    quarantine: Quarantine,
+    skipped: Quarantine,
+    author: tuple[str, str],
+    per: str,
+    now: datetime,
+    report: RunReport,
+    quarantine_remove: list[str] = (),
+) -> None:
+    at = format_time(now)
+    held, dropped = log_records(plan, at)
+    quarantine.add(held)
+    skipped.add(dropped)
+    state.pending = prepare(repo, state, plan, per, list(quarantine_remove))
+    save(state)
+    finish(repo, state, save, quarantine, author, now, report)
+    reasons = Counter(why.reason for _, _, why in plan.rejections)
+    report.read += plan.lines_read - plan.empty_lines
+    report.empty += plan.empty_lines
+    report.memorized += len(plan.notes)
+    report.reinforced += len(plan.reinforcements)
+    report.below_threshold += reasons.pop("below_threshold", 0)
+    report.dropped += reasons.pop("dropped", 0)
+    for reason, n in reasons.items():
+        report.quarantined[reason] = report.quarantined.get(reason, 0) + n
+    report.redacted += plan.redacted
+    report.truncated += plan.truncated
+    report.warnings += plan.warnings
+    report.paths += [n.path for n in plan.notes]
+
+
+def finish(repo: GitRepo, state: State, save, quarantine: Quarantine, author, now: datetime, report: RunReport) -> None:
+    """Step 4: complete ``state.pending`` whatever was done of it before."""
+    pending = state.pending
+    if pending is None:
+        return
+    batch = pending["batch"]
+    done = {
+        info.trailers.get("Batch")
+        for info in repo.commits_since(pending.get("head_before"))
+        if info.trailers.get("Batch", "").startswith(batch + "/")
+    }
+    all_changes: dict[str, str] = {}
+    for part, group in enumerate(pending["groups"]):
+        tag = f"{batch}/{part}"
+        if tag not in done:
+            trailers = {"Batch": tag}
+            if pending.get("target_offset") is not None:
+                trailers["Offset"] = f"{pending['buffer_id']}:{pending['target_offset']}"
+            repo.commit(group["changes"], group["message"] + "\n" + trailer_lines(trailers) + "\n", author)
+            report.commits += 1
+        all_changes.update(group["changes"])
+    if all_changes:
+        repo.materialize(all_changes)
+    for note_id, at, path in pending["reinforcements"]:
+        state.add_reinforcement(note_id, at, path)
+    if pending.get("quarantine_remove"):
+        quarantine.remove(set(pending["quarantine_remove"]))
+    if pending.get("target_offset") is not None and pending.get("buffer_id") == state.buffer_id:
+        state.offset = pending["target_offset"]
+    state.pending = None
+    state.last_run = {"at": format_time(now), "commits": report.commits, "batch": batch}
+    save(state)

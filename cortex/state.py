@@ -1,0 +1,70 @@
+"""``observer/state.json``: the buffer position, the reinforcement map, job bookkeeping,
+and the write-ahead record of a run in flight (``pending``).
+
+The file is only ever replaced atomically; every change goes through ``save``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cortex.fsutil import atomic_write_json
+
+
+def new_buffer_id() -> str:
+    return secrets.token_hex(6)
+
+
+@dataclass
+class State:
+    offset: int = 0
+    buffer_id: str = field(default_factory=new_buffer_id)
+    # note id -> {"count": n, "last": iso timestamp, "path": last known path}
+    reinforcements: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pending: dict[str, Any] | None = None
+    last_run: dict[str, Any] | None = None
+    jobs: dict[str, Any] = field(default_factory=dict)  # job name -> bookkeeping
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown keys, kept as they were
+
+    @classmethod
+    def load(cls, path: Path) -> "State":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return cls()
+        known = {"offset", "buffer_id", "reinforcements", "pending", "last_run", "jobs"}
+        return cls(
+            offset=int(data.get("offset", 0)),
+            buffer_id=str(data.get("buffer_id") or new_buffer_id()),
+            reinforcements=dict(data.get("reinforcements") or {}),
+            pending=data.get("pending"),
+            last_run=data.get("last_run"),
+            jobs=dict(data.get("jobs") or {}),
+            extra={k: v for k, v in data.items() if k not in known},
+        )
+
+    def save(self, path: Path) -> None:
+        atomic_write_json(
+            path,
+            {
+                **self.extra,
+                "offset": self.offset,
+                "buffer_id": self.buffer_id,
+                "reinforcements": self.reinforcements,
+                "pending": self.pending,
+                "last_run": self.last_run,
+                "jobs": self.jobs,
+            },
+        )
+
+    def add_reinforcement(self, note_id: str, at: str, path: str | None) -> None:
+        entry = self.reinforcements.setdefault(note_id, {"count": 0, "last": at})
+        entry["count"] = int(entry.get("count", 0)) + 1
+        if at > str(entry.get("last", "")):
+            entry["last"] = at
+        if path:
+            entry["path"] = path

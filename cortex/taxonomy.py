@@ -1,0 +1,158 @@
+"""The type taxonomy: which partition and folder each type routes to, and how fast it decays.
+
+Seventeen default types (DESIGN §5); ``observer/taxonomy.yml`` adds types and overrides
+partition, folder and decay. Names are validated so a type or folder can never escape
+its partition (no ``..``, no slashes).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+from cortex.errors import ConfigError
+
+NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
+PARTITIONS = ("mind", "vault")
+CATEGORIES = ("concept", "entity", "relation")
+ARCHIVE = "archive"  # mind/archive/<folder>/: faded or merged memories
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    name: str
+    category: str
+    partition: str
+    folder: str
+    decay: float  # importance lost per month; 0 for permanent or non-decaying types
+
+    @property
+    def directory(self) -> str:
+        return f"{self.partition}/{self.folder}"
+
+
+def _t(name: str, category: str, partition: str, folder: str, decay: float = 0.0) -> TypeSpec:
+    return TypeSpec(name, category, partition, folder, decay)
+
+
+DEFAULT_TYPES: tuple[TypeSpec, ...] = (
+    _t("fact", "concept", "mind", "facts", 0.01),
+    _t("opinion", "concept", "mind", "opinions", 0.05),
+    _t("belief", "concept", "mind", "beliefs", 0.02),
+    _t("preference", "concept", "mind", "preferences", 0.0),
+    _t("lesson", "concept", "mind", "lessons", 0.0),
+    _t("decision", "concept", "vault", "decisions"),
+    _t("commitment", "concept", "mind", "commitments", 0.10),
+    _t("goal_short", "concept", "mind", "goals", 0.15),
+    _t("goal_long", "concept", "mind", "goals", 0.03),
+    _t("aspiration", "concept", "mind", "aspirations", 0.02),
+    _t("constraint", "concept", "mind", "constraints", 0.0),
+    _t("milestone", "entity", "vault", "milestones"),
+    _t("task", "entity", "vault", "tasks"),
+    _t("event", "entity", "vault", "events"),
+    _t("resource", "entity", "vault", "resources"),
+    _t("project", "relation", "vault", "projects"),
+    _t("dependency", "relation", "vault", "dependencies"),
+)
+
+# `observation` is the staging state of a buffer line, never a note type.
+RESERVED_TYPES = frozenset({"observation"})
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    types: Mapping[str, TypeSpec]
+
+    def get(self, name: str) -> TypeSpec | None:
+        return self.types.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.types
+
+    def names(self) -> list[str]:
+        return sorted(self.types)
+
+    def folders(self) -> set[str]:
+        """Every ``partition/folder`` a note may live in (archive excluded)."""
+        return {spec.directory for spec in self.types.values()}
+
+    def types_for_directory(self, directory: str) -> list[TypeSpec]:
+        """Types whose notes live in ``partition/folder`` (archive paths map to their folder)."""
+        parts = directory.split("/")
+        if len(parts) == 3 and parts[0] == "mind" and parts[1] == ARCHIVE:
+            directory = f"mind/{parts[2]}"
+        return [s for s in self.types.values() if s.directory == directory]
+
+
+DEFAULT_TAXONOMY = Taxonomy({spec.name: spec for spec in DEFAULT_TYPES})
+
+
+def _check_name(value: object, what: str, source: str) -> str:
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
+        raise ConfigError(
+            f"{source}: {what} {value!r} is not a valid name",
+            "use lowercase letters, digits and underscores, starting with a letter",
+        )
+    return value
+
+
+def parse_taxonomy(data: object, source: str = "taxonomy.yml") -> Taxonomy:
+    """Build a taxonomy from the parsed ``taxonomy.yml`` mapping.
+
+    Shape::
+
+        types:
+          meeting_note: {category: entity, partition: vault, folder: meetings}
+          opinion: {decay: 0.1}        # override one field of a default type
+    """
+    types = dict(DEFAULT_TAXONOMY.types)
+    if data is None:
+        return Taxonomy(types)
+    if not isinstance(data, dict) or not isinstance(data.get("types", {}), dict):
+        raise ConfigError(f"{source}: expected a mapping with a `types:` mapping")
+    for name, fields in (data.get("types") or {}).items():
+        _check_name(name, "type", source)
+        if name in RESERVED_TYPES:
+            raise ConfigError(f"{source}: `{name}` is reserved for buffer lines")
+        fields = fields or {}
+        if not isinstance(fields, dict):
+            raise ConfigError(f"{source}: type {name} must map to fields, got {fields!r}")
+        unknown = set(fields) - {"category", "partition", "folder", "decay"}
+        if unknown:
+            raise ConfigError(f"{source}: type {name}: unknown field(s) {sorted(unknown)}")
+        base = types.get(name)
+        if base is None:
+            missing = {"category", "partition"} - set(fields)
+            if missing:
+                raise ConfigError(f"{source}: new type {name} needs {sorted(missing)}")
+            base = TypeSpec(name, "concept", "mind", name, 0.0)
+        spec = replace(base, **fields)
+        if spec.category not in CATEGORIES:
+            raise ConfigError(f"{source}: type {name}: category must be one of {CATEGORIES}")
+        if spec.partition not in PARTITIONS:
+            raise ConfigError(f"{source}: type {name}: partition must be one of {PARTITIONS}")
+        _check_name(spec.folder, "folder", source)
+        if spec.folder == ARCHIVE:
+            raise ConfigError(f"{source}: type {name}: `archive` is reserved")
+        try:
+            decay = float(spec.decay)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{source}: type {name}: decay must be a number") from None
+        if not 0.0 <= decay <= 1.0:
+            raise ConfigError(f"{source}: type {name}: decay must be within 0..1 per month")
+        types[name] = replace(spec, decay=decay)
+    return Taxonomy(types)
+
+
+def load_taxonomy(path: Path) -> Taxonomy:
+    if not path.exists():
+        return DEFAULT_TAXONOMY
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}", "fix the file or delete it to use the defaults") from None
+    return parse_taxonomy(data, str(path))

@@ -1,0 +1,45 @@
+"""Timestamps: ISO-8601 in UTC with milliseconds and a ``Z`` (``2026-02-16T15:23:14.527Z``)."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta, timezone
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_time(value: object) -> datetime:
+    """Parse an ISO-8601 string (or a datetime/date from YAML) into an aware UTC datetime."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        text = value.strip()
+        if not text or not text[0].isdigit():
+            raise ValueError(f"not an ISO-8601 timestamp: {value!r}")
+        dt = datetime.fromisoformat(text.replace("z", "Z"))
+    else:
+        raise ValueError(f"not a timestamp: {value!r}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def format_time(dt: datetime) -> str:
+    dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30d``, ``24h``, ``1w2d``, ``90m`` → timedelta."""
+    cleaned = text.strip().lower()
+    matches = list(_DURATION_RE.finditer(cleaned))
+    if not matches or "".join(m.group(0) for m in matches).replace(" ", "") != cleaned.replace(" ", ""):
+        raise ValueError(f"not a duration: {text!r} (try 30d, 24h, 90m, 2w)")
+    return timedelta(seconds=sum(float(m.group(1)) * _UNITS[m.group(2)] for m in matches))

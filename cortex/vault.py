@@ -1,0 +1,246 @@
+"""``Vault``: the Python API. The CLI is a thin shell over it.
+
+A vault is found the way git finds a repository: an explicit path, else
+``$CORTEX_VAULT``, else the git repository around the current directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timedelta
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from cortex import buffer
+from cortex.config import Calibration, Settings, load_calibration, load_settings
+from cortex.errors import CortexError, InvalidObservation, VaultNotFound
+from cortex.fsutil import file_lock
+from cortex.model import RunReport
+from cortex.quarantine import SECURITY_REASONS, Quarantine
+from cortex.state import State
+from cortex.taxonomy import Taxonomy, load_taxonomy
+from cortex.timefmt import format_time, utcnow
+
+DATA = Path(__file__).parent / "data"
+PARTITIONS = ("vault", "mind")
+
+
+class Vault:
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root).resolve()
+        observer = self.root / "observer"
+        self.buffer_path = observer / "observations.jsonl"
+        self.state_path = observer / "state.json"
+        self.quarantine = Quarantine(observer / "quarantine.jsonl")
+        self.skipped = Quarantine(observer / "skipped.jsonl")
+        self.archive_dir = observer / "archive"
+        self.lock_path = observer / "cortex.lock"
+        self.cache_dir = self.root / ".cortex"
+
+    def __repr__(self) -> str:
+        return f"Vault({str(self.root)!r})"
+
+    # --- discovery and creation ------------------------------------------------------
+
+    @classmethod
+    def discover(cls, path: str | os.PathLike | None = None) -> "Vault":
+        if path is None:
+            path = os.environ.get("CORTEX_VAULT") or None
+        if path is not None:
+            root = Path(path)
+            if not root.is_dir():
+                raise VaultNotFound(f"vault {root} does not exist", f"create it with `cortex init {root}`")
+            return cls(root)
+        here = Path.cwd().resolve()
+        for candidate in (here, *here.parents):
+            if (candidate / ".git").exists():
+                return cls(candidate)
+        raise VaultNotFound(
+            "not inside a cortex vault (no git repository here or above)",
+            "pass --vault PATH, set CORTEX_VAULT, or create one with `cortex init PATH`",
+        )
+
+    @classmethod
+    def init(cls, path: str | os.PathLike) -> tuple["Vault", list[str]]:
+        from cortex.scaffold import init_vault
+
+        vault = cls(path)
+        return vault, init_vault(vault)
+
+    # --- configuration -----------------------------------------------------------------
+
+    @cached_property
+    def settings(self) -> Settings:
+        return load_settings(self.root / "observer" / "config.yml")
+
+    @cached_property
+    def taxonomy(self) -> Taxonomy:
+        return load_taxonomy(self.root / "observer" / "taxonomy.yml")
+
+    @cached_property
+    def calibration(self) -> Calibration:
+        return load_calibration(self.root / "observer" / "calibration.yml")
+
+    def schema(self, name: str) -> dict[str, Any]:
+        """A JSON Schema from the vault's ``schemas/``, else the shipped copy."""
+        for base in (self.root / "schemas", DATA / "schemas"):
+            path = base / f"{name}.schema.json"
+            if path.exists():
+                try:
+                    return json.loads(path.read_text(encoding="utf-8"))
+                except json.JSONDecodeError as exc:
+                    raise CortexError(f"{path}: not valid JSON ({exc})", "restore it with `cortex init`") from None
+        raise CortexError(f"no {name} schema found")
+
+    @cached_property
+    def observation_validator(self):
+        from jsonschema import Draft202012Validator
+
+        return Draft202012Validator(self.schema("observation"))
+
+    @cached_property
+    def scanner(self):
+        from cortex.security import Scanner
+
+        s = self.settings
+        return Scanner(
+            extra_patterns=s.injection_patterns,
+            classifier_threshold=s.classifier_threshold,
+            use_classifier=s.use_classifier,
+        )
+
+    def note_validator(self, *, redact: bool = False):
+        from cortex.validate import NoteValidator
+
+        return NoteValidator(
+            self.taxonomy,
+            self.schema("note"),
+            tag_allow=self.tag_allow(),
+            redact=self.scanner.redact if redact else None,
+        )
+
+    def tag_allow(self) -> frozenset[str] | None:
+        path = self.root / "observer" / "tags.yml"
+        if not path.exists():
+            return None
+        import yaml
+
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        tags = data.get("tags") if isinstance(data, dict) else data
+        return frozenset(str(t) for t in tags or ())
+
+    def context(self, now: datetime | None = None, **flags: bool):
+        from cortex.notes import uuid7
+        from cortex.pipeline.context import Context
+
+        return Context(
+            taxonomy=self.taxonomy,
+            settings=self.settings,
+            calibration=self.calibration,
+            observation_validator=self.observation_validator,
+            scanner=self.scanner,
+            now=now or utcnow(),
+            new_id=uuid7,
+            **flags,
+        )
+
+    def lock(self, timeout: float | None = None):
+        return file_lock(self.lock_path, self.settings.lock_timeout if timeout is None else timeout, "the vault")
+
+    def load_state(self) -> State:
+        return State.load(self.state_path)
+
+    def save_state(self, state: State) -> None:
+        state.save(self.state_path)
+
+    # --- the write path ----------------------------------------------------------------
+
+    def complete_observation(self, obs: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+        """Fill the defaults ``cortex write`` promises (timestamp, bucket, session, author)."""
+        out = dict(obs)
+        out.setdefault("timestamp", format_time(now or utcnow()))
+        out.setdefault("bucket", "explicit")
+        out.setdefault("session_id", "cli")
+        out.setdefault("attribution", "system")
+        return out
+
+    def check_observation(self, obs: dict[str, Any]) -> list[str]:
+        """Why an observation would be rejected by the schema stage (empty: valid)."""
+        from cortex.model import Rejection
+        from cortex.pipeline import schema
+
+        result = schema.validate(obs, "check", self.context())
+        return [result.detail] if isinstance(result, Rejection) else list(result.warnings)
+
+    def write(self, observations: dict[str, Any] | Iterable[dict[str, Any]]) -> list[str]:
+        """Validate and append observations (all or none). Returns warnings."""
+        from cortex.model import Rejection
+        from cortex.pipeline import schema
+
+        batch = [observations] if isinstance(observations, dict) else list(observations)
+        lines, warnings = [], []
+        ctx = self.context()
+        for n, obs in enumerate(batch, start=1):
+            if not isinstance(obs, dict):
+                raise InvalidObservation(f"observation {n}: expected a JSON object")
+            result = schema.validate(obs, "write", ctx)
+            if isinstance(result, Rejection):
+                where = f"observation {n}: " if len(batch) > 1 else ""
+                raise InvalidObservation(f"{where}{result.detail}", "fix the field and write it again")
+            warnings += list(result.warnings)
+            lines.append(json.dumps(obs, ensure_ascii=False, separators=(",", ":")))
+        buffer.append(self.buffer_path, lines)
+        return warnings
+
+    def run(
+        self,
+        *,
+        dry_run: bool = False,
+        commit_per: str | None = None,
+        now: datetime | None = None,
+        limit: int | None = None,
+    ) -> RunReport:
+        from cortex.cycle import run_pass
+
+        return run_pass(self, dry_run=dry_run, commit_per=commit_per or self.settings.commit_per, now=now, limit=limit)
+
+    # --- quarantine ---------------------------------------------------------------------
+
+    def promote(self, ident: str, *, force: bool = False, now: datetime | None = None) -> RunReport:
+        from cortex.cycle import promote
+
+        entry = self.quarantine.find(ident)
+        if entry.reason in SECURITY_REASONS and not force:
+            raise CortexError(
+                f"{entry.short_id} was held by a security layer ({entry.reason}: {entry.detail})",
+                "read it with `cortex quarantine show`; promote it anyway with --force",
+            )
+        return promote(self, entry, force=force, now=now)
+
+    def discard(self, ident: str) -> int:
+        entry = self.quarantine.find(ident)
+        with self.lock():
+            return self.quarantine.remove({entry.key})
+
+    def purge(self, older_than: timedelta, now: datetime | None = None) -> int:
+        with self.lock():
+            return self.quarantine.purge_older_than((now or utcnow()) - older_than)
+
+    # --- status -------------------------------------------------------------------------
+
+    def iter_note_paths(self) -> Iterator[Path]:
+        for partition in PARTITIONS:
+            base = self.root / partition
+            if base.is_dir():
+                for dirpath, dirnames, filenames in os.walk(base):
+                    dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                    for name in filenames:
+                        if name.endswith(".md"):
+                            yield Path(dirpath) / name
+
+    def status(self) -> dict[str, Any]:
+        from cortex.status import vault_status
+
+        return vault_status(self)
