@@ -174,8 +174,11 @@ class Vault:
         result = schema.validate(obs, "check", self.context())
         return [result.detail] if isinstance(result, Rejection) else list(result.warnings)
 
-    def write(self, observations: dict[str, Any] | Iterable[dict[str, Any]]) -> list[str]:
-        """Validate and append observations (all or none). Returns warnings."""
+    def write(self, observations: dict[str, Any] | Iterable[dict[str, Any]], *, complete: bool = True) -> list[str]:
+        """Validate and append observations (all or none). Returns warnings.
+
+        With ``complete`` (the default), missing timestamp, bucket, session and
+        attribution take the defaults ``cortex write`` documents."""
         from cortex.model import Rejection
         from cortex.pipeline import schema
 
@@ -185,6 +188,8 @@ class Vault:
         for n, obs in enumerate(batch, start=1):
             if not isinstance(obs, dict):
                 raise InvalidObservation(f"observation {n}: expected a JSON object")
+            if complete:
+                obs = self.complete_observation(obs)
             result = schema.validate(obs, "write", ctx)
             if isinstance(result, Rejection):
                 where = f"observation {n}: " if len(batch) > 1 else ""

@@ -63,7 +63,7 @@ def write(
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InvalidObservation(f"stdin line {n}: malformed JSON: {exc.msg}", "send one JSON object per line") from None
-            batch.append(vault.complete_observation(obj) if isinstance(obj, dict) else obj)
+            batch.append(obj)
         if not batch:
             raise InvalidObservation("no observations on stdin")
     elif source is not None:
@@ -83,7 +83,7 @@ def write(
         for key, value in (("importance", importance), ("confidence", confidence), ("context", context), ("source_quote", quote)):
             if value is not None:
                 obs[key] = value
-        batch = [vault.complete_observation(obs)]
+        batch = [obs]
     for warning in vault.write(batch):
         info(f"warning: {warning}")
     info(f"appended {len(batch)} observation{'s' if len(batch) != 1 else ''} to {vault.buffer_path.relative_to(vault.root)}")
