@@ -1,0 +1,76 @@
+"""Shared fixtures. Every test runs with HOME, git config and pre-commit's cache in a
+temp dir, so no test can read or touch the real home directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(home / ".cache" / "pre-commit"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Person")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "person@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Person")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "person@example.com")
+    monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.delenv("CORTEX_VAULT", raising=False)
+    return home
+
+
+@pytest.fixture
+def vault(tmp_path):
+    from cortex.vault import Vault
+
+    v, _ = Vault.init(tmp_path / "vault")
+    return v
+
+
+def observation(**fields) -> dict:
+    """A valid observation; keyword arguments override or (with None) remove fields."""
+    obs = {
+        "timestamp": "2026-02-16T15:23:14.527Z",
+        "bucket": "explicit",
+        "type": "fact",
+        "body": "The staging database is rebuilt every night at 02:00.",
+        "attribution": "owner",
+        "session_id": "022a598a-7ca8-4ccf-80bb-f1919386421e",
+    }
+    for key, value in fields.items():
+        if value is None:
+            obs.pop(key, None)
+        else:
+            obs[key] = value
+    return obs
+
+
+def append_lines(vault, *lines) -> None:
+    """Append raw buffer lines (dicts are JSON-encoded) the way an agent's `>>` would."""
+    vault.buffer_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(vault.buffer_path, "a", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write((json.dumps(line, ensure_ascii=False) if isinstance(line, dict) else line) + "\n")
+
+
+def git(root, *args, check=True) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=check).stdout
+
+
+def cortex(*args, cwd=None, input=None, env=None, check=False):
+    """The real CLI in a subprocess."""
+    return subprocess.run(
+        [str(VENV_BIN / "cortex"), *args], cwd=cwd, input=input, capture_output=True, text=True, env=env, check=check
+    )
