@@ -1,0 +1,96 @@
+"""Write-time security: hidden characters, credentials and instruction injection.
+
+    scanner = Scanner()
+    result = scanner.scan(text)      # ScanResult(text, redactions, injection)
+    results = scanner.scan_many(texts)  # one batch: the classifier embeds all at once
+    clean, kinds = scanner.redact(text)  # credentials only (the git hook uses this)
+
+``result.text`` is what may be stored: the original with hidden characters removed and
+each credential replaced by ``[REDACTED]``. ``result.injection`` is the first finding of
+the pattern layer (patterns as data, over normalised and decoded views) or, failing
+that, of the learned classifier, or None.
+
+Constructing a Scanner is cheap; the classifier (numpy and the embedding model) loads on
+first use, and the pattern layer needs neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from cortex.security import normalise, secrets
+from cortex.security.injection import Pattern, Verdict, compile_patterns, default_patterns, match_patterns
+
+__all__ = ["Scanner", "ScanResult", "Verdict"]
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    text: str  # what may be stored: hidden chars removed, secrets -> [REDACTED]
+    redactions: tuple[str, ...]  # kinds/providers redacted, one per secret
+    injection: Verdict | None
+
+
+class Scanner:
+    def __init__(
+        self,
+        *,
+        extra_patterns: Sequence[str | dict] = (),
+        classifier_threshold: float | None = None,
+        use_classifier: bool = True,
+    ):
+        # Compile the vault's own patterns now so a bad one fails at start, with its name.
+        self._extra = compile_patterns(extra_patterns)
+        self._threshold = classifier_threshold
+        self._use_classifier = use_classifier
+        self._classifier = None
+
+    @property
+    def patterns(self) -> tuple[Pattern, ...]:
+        return default_patterns() + self._extra
+
+    @property
+    def classifier(self):
+        if self._classifier is None:
+            from cortex.security.classifier import InjectionClassifier
+
+            self._classifier = InjectionClassifier()
+        return self._classifier
+
+    @property
+    def threshold(self) -> float:
+        return self._threshold if self._threshold is not None else self.classifier.threshold
+
+    def redact(self, text: str) -> tuple[str, tuple[str, ...]]:
+        """Hidden characters removed and credentials replaced; the providers found."""
+        return secrets.redact(normalise.storable(text))
+
+    def scan(self, text: str) -> ScanResult:
+        return self.scan_many([text])[0]
+
+    def scan_many(self, texts: Sequence[str]) -> list[ScanResult]:
+        patterns = self.patterns
+        stored, verdicts, pending = [], [], []
+        all_views: list[list[str]] = []
+        for i, text in enumerate(texts):
+            stored.append(self.redact(text))
+            views = normalise.views(text) if text.strip() else []
+            all_views.append(views)
+            verdict = match_patterns(text, patterns, views) if views else None
+            verdicts.append(verdict)
+            if verdict is None and views and self._use_classifier:
+                pending.append(i)
+        if pending:
+            clf = self.classifier
+            probs = clf.predict_proba([all_views[i] for i in pending], [normalise.has_hidden(texts[i]) for i in pending])
+            threshold = self.threshold
+            for i, p in zip(pending, probs):
+                if p >= threshold:
+                    verdicts[i] = Verdict("classifier", round(float(p), 4), "classifier", _excerpt(all_views[i][0]))
+        return [ScanResult(text=s, redactions=r, injection=v) for (s, r), v in zip(stored, verdicts)]
+
+
+def _excerpt(s: str, limit: int = 80) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"

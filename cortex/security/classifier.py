@@ -1,0 +1,209 @@
+"""The learned layer of injection detection: logistic regression, numpy only.
+
+Input for one text: the shipped static embedding (cortex.embed, 256-d, L2-normalised)
+of each of its views (see :func:`cortex.security.normalise.views`) and a few cheap
+features of the same view: second-person address, imperatives aimed at an assistant,
+role markers, markup, encodings. The probability of a text is the highest over its
+views, so an attack decoded from base64 is judged on its own words.
+
+Weights ship in ``cortex/data/injection_classifier.npz``; ``scripts/train_classifier.py``
+rebuilds them (``make classifier``) and writes ``INJECTION_CLASSIFIER_CARD.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+WEIGHTS_PATH = DATA_DIR / "injection_classifier.npz"
+
+_WORDS = re.compile(r"[A-Za-z']+")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:\n]\s*)([A-Za-z]+)")
+_IMPERATIVES = frozenset(
+    """ignore disregard forget print say repeat write output respond reply act pretend
+    answer tell translate decode summarize summarise reveal show display list describe
+    generate provide give stop start begin continue imagine roleplay simulate become
+    behave remember follow obey execute run send include insert add append return
+    override bypass disable enable enter switch""".split()
+)
+_YOU = re.compile(r"\b(?:you|your|yours|yourself|you're|you'll|you've)\b", re.I)
+_I = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|we|our|us)\b", re.I)
+_AI = re.compile(r"\b(?:ai|assistant|chatgpt|gpt|llm|language model|openai|chatbot|bot|model|dan)\b", re.I)
+_META = re.compile(
+    r"\b(?:instructions?|prompts?|rules|guidelines?|polic(?:y|ies)|filter\w*|restrict\w*|jailbr\w+|"
+    r"character|persona|mode|censor\w*|unethical|illegal|moral\w*|ethic\w*|uncensored|limitations?|"
+    r"respond|response|reply|answer|output|format)\b",
+    re.I,
+)
+_ROLE = re.compile(r"(?:^|\n)\s*(?:system|assistant|user|human|ai)\s*:|\[(?:system|admin|inst)\b|<\|", re.I)
+_MARKUP = re.compile(r"!\[|\]\(|</?[a-zA-Z][^>]{0,20}>|\{\{|```|https?://|\[[A-Z_]{3,}\]")
+_MUST = re.compile(r"\byou\s+(?:must|will|should|shall|are\s+going\s+to|have\s+to|can|cannot|can't|are)\b", re.I)
+
+FEATURE_NAMES = (
+    "log_length",
+    "second_person",
+    "first_person",
+    "you_must",
+    "imperative_starts",
+    "ai_reference",
+    "meta_words",
+    "role_marker",
+    "markup",
+    "quotes",
+    "upper_ratio",
+    "non_ascii",
+    "newlines",
+    "brackets",
+    "question",
+    "decoded_view",
+    "hidden_chars",
+)
+
+
+def cheap_features(view: str, *, decoded: bool, hidden: bool) -> list[float]:
+    """Hand features of one view, each roughly in [0, 1]."""
+    n = max(len(view), 1)
+    words = _WORDS.findall(view)
+    nw = max(len(words), 1)
+    starts = _SENTENCE_START.findall(view)
+    imperative = sum(1 for w in starts if w.lower() in _IMPERATIVES) / max(len(starts), 1)
+    letters = sum(ch.isalpha() for ch in view) or 1
+    return [
+        min(math.log1p(len(view)) / 7.0, 1.0),
+        min(len(_YOU.findall(view)) / nw * 5, 1.0),
+        min(len(_I.findall(view)) / nw * 5, 1.0),
+        min(len(_MUST.findall(view)) / 3, 1.0),
+        imperative,
+        min(len(_AI.findall(view)) / 3, 1.0),
+        min(len(_META.findall(view)) / nw * 10, 1.0),
+        1.0 if _ROLE.search(view) else 0.0,
+        min(len(_MARKUP.findall(view)) / 3, 1.0),
+        min(sum(view.count(q) for q in "\"'“”«»<>") / n * 20, 1.0),
+        sum(ch.isupper() for ch in view) / letters,
+        sum(not ch.isascii() for ch in view) / n,
+        min(view.count("\n") / 10, 1.0),
+        min((view.count("[") + view.count("{")) / n * 50, 1.0),
+        1.0 if view.rstrip().endswith("?") else 0.0,
+        1.0 if decoded else 0.0,
+        1.0 if hidden else 0.0,
+    ]
+
+
+@dataclass(frozen=True)
+class Weights:
+    coef: np.ndarray  # (dim + n_features,)
+    bias: float
+    feat_mean: np.ndarray  # standardisation of the cheap features
+    feat_std: np.ndarray
+    threshold: float
+
+    def save(self, path: Path) -> None:
+        np.savez(
+            path,
+            coef=self.coef.astype(np.float32),
+            bias=np.float32(self.bias),
+            feat_mean=self.feat_mean.astype(np.float32),
+            feat_std=self.feat_std.astype(np.float32),
+            threshold=np.float32(self.threshold),
+        )
+
+    @classmethod
+    def load(cls, path: Path) -> "Weights":
+        with np.load(path) as z:
+            return cls(
+                coef=z["coef"].astype(np.float32),
+                bias=float(z["bias"]),
+                feat_mean=z["feat_mean"].astype(np.float32),
+                feat_std=z["feat_std"].astype(np.float32),
+                threshold=float(z["threshold"]),
+            )
+
+
+Encoder = Callable[[list[str]], np.ndarray]
+
+
+def _default_encoder() -> Encoder:
+    from cortex.embed import get_model
+
+    return get_model().encode
+
+
+def design_matrix(views: Sequence[str], flags: Sequence[tuple[bool, bool]], encode: Encoder) -> tuple[np.ndarray, np.ndarray]:
+    """Embeddings and raw cheap features for a flat list of views."""
+    emb = np.asarray(encode(list(views)), dtype=np.float32) if views else np.zeros((0, 0), np.float32)
+    feats = np.array(
+        [cheap_features(v, decoded=d, hidden=h) for v, (d, h) in zip(views, flags)], dtype=np.float32
+    ).reshape(len(views), len(FEATURE_NAMES))
+    return emb, feats
+
+
+def judgeable(view: str) -> bool:
+    """Whether the English embedding can judge this view: most of its letters Latin.
+
+    Chinese or Russian text is out of the model's reach (its WordPiece vocabulary is
+    English); without this, a model that saw a few Chinese attacks flags every Chinese
+    sentence. Such text is left to the pattern layer.
+    """
+    letters = [ch for ch in view if ch.isalpha()]
+    if not letters:
+        return True
+    return sum(ord(ch) < 0x250 for ch in letters) >= 0.5 * len(letters)
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+class InjectionClassifier:
+    """Loads weights and the embedding model on first use."""
+
+    def __init__(self, weights: Weights | None = None, encode: Encoder | None = None, path: Path = WEIGHTS_PATH):
+        self._weights = weights
+        self._encode = encode
+        self._path = path
+
+    @property
+    def weights(self) -> Weights:
+        if self._weights is None:
+            self._weights = Weights.load(self._path)
+        return self._weights
+
+    @property
+    def threshold(self) -> float:
+        return self.weights.threshold
+
+    def _encoder(self) -> Encoder:
+        if self._encode is None:
+            self._encode = _default_encoder()
+        return self._encode
+
+    def score_views(self, views: Sequence[str], flags: Sequence[tuple[bool, bool]]) -> np.ndarray:
+        """Probability for each view."""
+        if not views:
+            return np.zeros(0, np.float32)
+        w = self.weights
+        emb, feats = design_matrix(views, flags, self._encoder())
+        x = np.hstack([emb, (feats - w.feat_mean) / w.feat_std])
+        ok = np.array([judgeable(v) for v in views])
+        return np.where(ok, sigmoid(x @ w.coef + w.bias), 0.0)
+
+    def predict_proba(self, texts_views: Sequence[Sequence[str]], hidden: Sequence[bool]) -> np.ndarray:
+        """Highest view probability for each text. ``texts_views[i][0]`` is the main
+        view; later ones are decoded payloads."""
+        flat, flags, owner = [], [], []
+        for i, vs in enumerate(texts_views):
+            decoded = len(vs) > 1
+            for v in vs:
+                flat.append(v)
+                flags.append((decoded, hidden[i]))
+                owner.append(i)
+        probs = self.score_views(flat, flags)
+        out = np.zeros(len(texts_views), np.float32)
+        np.maximum.at(out, np.asarray(owner, dtype=np.int64), probs.astype(np.float32))
+        return out

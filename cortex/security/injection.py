@@ -1,0 +1,98 @@
+"""The pattern layer of injection detection.
+
+Patterns are data (``cortex/data/injection_patterns.yml``), extendable per vault. They run
+on every view :func:`cortex.security.normalise.views` produces: the canonical text and
+each payload decoded from it. A payload carried in an invisible channel (tag
+characters, variation selectors, invisible-operator bits) is itself a finding: nobody
+hides ordinary text from the reader.
+
+Standard library and PyYAML only; no numpy here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+from cortex.security import normalise
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An injection finding."""
+
+    layer: str  # "pattern" | "classifier"
+    score: float  # pattern: 1.0; classifier: probability
+    rule: str  # pattern name, or "classifier"
+    excerpt: str  # the matched text (short)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    regex: re.Pattern
+
+
+_FLAGS = re.IGNORECASE | re.DOTALL
+
+
+def compile_patterns(raw: Sequence[str | dict]) -> tuple[Pattern, ...]:
+    """Patterns from config: plain strings (named ``extra-N``) or ``{name, pattern}``."""
+    out = []
+    for i, item in enumerate(raw, 1):
+        if isinstance(item, str):
+            name, pattern = f"extra-{i}", item
+        else:
+            name, pattern = str(item.get("name") or f"extra-{i}"), str(item["pattern"])
+        try:
+            out.append(Pattern(name, re.compile(pattern, _FLAGS)))
+        except re.error as exc:
+            raise ValueError(f"injection pattern {name!r} is not a valid regular expression: {exc}") from exc
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def default_patterns() -> tuple[Pattern, ...]:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load((DATA_DIR / "injection_patterns.yml").read_text(encoding="utf-8"), Loader=loader) or {}
+    return compile_patterns(data.get("patterns", []))
+
+
+_SPACES = re.compile(r"[ \t\f\v]+")
+
+
+def _excerpt(s: str, limit: int = 80) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def hidden_payload(text: str) -> str:
+    """Readable text carried in an invisible channel, or ''."""
+    if text.isascii():
+        return ""
+    for decoder in (normalise._decode_tags, normalise._decode_variation_selectors, normalise._decode_invisible_bits):
+        s = decoder(text)
+        if len(s.strip()) >= 4 and sum(ch.isalpha() for ch in s) >= 3:
+            return s
+    return ""
+
+
+def match_patterns(text: str, patterns: Sequence[Pattern], views: Sequence[str] | None = None) -> Verdict | None:
+    """The first pattern that matches any view of ``text``, as a Verdict."""
+    payload = hidden_payload(text)
+    if payload:
+        return Verdict("pattern", 1.0, "hidden-payload", _excerpt(payload))
+    for view in views if views is not None else normalise.views(text):
+        flat = _SPACES.sub(" ", view)
+        for p in patterns:
+            m = p.regex.search(flat)
+            if m:
+                return Verdict("pattern", 1.0, p.name, _excerpt(m.group(0)))
+    return None

