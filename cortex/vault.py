@@ -38,6 +38,7 @@ class Vault:
         self.archive_dir = observer / "archive"
         self.lock_path = observer / "cortex.lock"
         self.cache_dir = self.root / ".cortex"
+        self._config_cache: dict[str, tuple[Any, Any]] = {}
 
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"
@@ -71,17 +72,34 @@ class Vault:
 
     # --- configuration -----------------------------------------------------------------
 
-    @cached_property
+    # Config files are re-read when they change, so a long-lived Vault (the MCP server,
+    # `cortex schedule`) follows a person's edits.
+    def _config(self, name: str, loader):
+        path = self.root / "observer" / name
+        try:
+            st = path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = None
+        cached = self._config_cache.get(name)
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, loader(path))
+            self._config_cache[name] = cached
+            self.__dict__.pop("scanner", None)
+            self.__dict__.pop("observation_validator", None)
+        return cached[1]
+
+    @property
     def settings(self) -> Settings:
-        return load_settings(self.root / "observer" / "config.yml")
+        return self._config("config.yml", load_settings)
 
-    @cached_property
+    @property
     def taxonomy(self) -> Taxonomy:
-        return load_taxonomy(self.root / "observer" / "taxonomy.yml")
+        return self._config("taxonomy.yml", load_taxonomy)
 
-    @cached_property
+    @property
     def calibration(self) -> Calibration:
-        return load_calibration(self.root / "observer" / "calibration.yml")
+        return self._config("calibration.yml", load_calibration)
 
     def schema(self, name: str) -> dict[str, Any]:
         """A JSON Schema from the vault's ``schemas/``, else the shipped copy."""

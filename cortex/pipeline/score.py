@@ -18,7 +18,7 @@ DEFAULTS = {"explicit": (0.9, 0.5), "ambient": (0.7, 0.4)}  # bucket -> (confide
 SIGNALS = (
     # (name, pattern, field, delta)
     ("imperative", re.compile(r"\b(must|always|never|don'?t|don’t|do not)\b", re.I), "importance", 0.1),
-    ("emphasis", re.compile(r"\b(critical|urgent|hate|love)\b", re.I), "importance", 0.1),
+    ("emphasis", re.compile(r"\b(critical|urgent|hat(?:e|es|ed)|lov(?:e|es|ed))\b", re.I), "importance", 0.1),
     ("hedge", re.compile(r"\b(maybe|might|i think)\b", re.I), "confidence", -0.1),
 )
 
