@@ -1,0 +1,392 @@
+"""The search index of a vault: Whoosh + embedding rows under `.cortex/search/`,
+kept current incrementally by content hash.
+
+    .cortex/search/state.json        format, model, HEAD and folder mtimes at the last check
+    .cortex/search/whoosh/           lexical index and stored fields (lexical.py)
+    .cortex/search/vectors.npy, vector_keys.txt                        (vectors.py)
+
+Only notes that were added, changed, moved or deleted are re-read: a candidate whose
+(mtime, size) matches what the index stored is skipped; one whose bytes hash the same is
+only re-stamped; a note that moved keeps its embedding (found by its content hash).
+Everything here is rebuildable from the note files, so a missing, foreign or corrupt
+index is simply rebuilt (`IndexUnavailable` says why).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+from cortex.search import freshness
+from cortex.search.records import NoteRecord, record_from_file
+
+FORMAT = 1
+BATCH = 2048
+Progress = Callable[[int, int], None]
+
+
+class IndexUnavailable(Exception):
+    """The index is missing, from another format or model, or unreadable."""
+
+
+@dataclass
+class UpdateReport:
+    added: int = 0
+    changed: int = 0
+    moved: int = 0
+    deleted: int = 0
+    restamped: int = 0
+    notes: int = 0
+    rebuilt: bool = False
+    reason: str = ""
+    seconds: float = 0.0
+
+    @property
+    def touched(self) -> int:
+        return self.added + self.changed + self.moved + self.deleted
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("added", "changed", "moved", "deleted", "notes", "rebuilt", "reason", "seconds")}
+
+
+@dataclass
+class State:
+    model: str
+    dim: int
+    head: str | None = None
+    dirs: dict[str, int] = field(default_factory=dict)
+    format: int = FORMAT
+
+    @classmethod
+    def read(cls, path: Path) -> "State":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            state = cls(model=data["model"], dim=int(data["dim"]), head=data.get("head"),
+                        dirs={str(k): int(v) for k, v in data.get("dirs", {}).items()}, format=int(data["format"]))
+        except FileNotFoundError:
+            raise IndexUnavailable("no search index yet") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexUnavailable(f"search index state is unreadable ({exc})") from None
+        if state.format != FORMAT:
+            raise IndexUnavailable(f"search index has format {state.format}, this cortex writes {FORMAT}")
+        return state
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"format": self.format, "model": self.model, "dim": self.dim,
+                                   "head": self.head, "dirs": self.dirs}), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def walk_notes(root: Path) -> Iterator[str]:
+    """Every note path (vault-relative, posix) under vault/ and mind/, archive included."""
+    for rel_dir in sorted(freshness.note_dirs(root)):
+        yield from sorted(freshness.scan_dir(root, rel_dir))
+
+
+class SearchIndex:
+    def __init__(self, root: Path | str, *, model: str | os.PathLike | None = None, taxonomy=None):
+        self.root = Path(root)
+        self.directory = self.root / ".cortex" / "search"
+        self.model_spec = model
+        self._taxonomy = taxonomy
+        self._embedder = None
+        self.state: State | None = None
+        self.lexical = None
+        self.vectors = None
+
+    # --- parts --------------------------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        return "shipped" if self.model_spec is None else str(self.model_spec)
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from cortex.embed import get_model
+
+            self._embedder = get_model(self.model_spec)
+        return self._embedder
+
+    @property
+    def taxonomy(self):
+        if self._taxonomy is None:
+            from cortex.taxonomy import load_taxonomy
+
+            self._taxonomy = load_taxonomy(self.root / "observer" / "taxonomy.yml")
+        return self._taxonomy
+
+    def load(self, *, vectors: bool = True) -> "SearchIndex":
+        """Open the stored index; IndexUnavailable when it must be rebuilt."""
+        from cortex.search.lexical import LexicalIndex
+
+        state = State.read(self.directory / "state.json")
+        if state.model != self.model_name:
+            raise IndexUnavailable(f"search index was built with model {state.model}, not {self.model_name}")
+        try:
+            lexical = LexicalIndex.open(self.directory / "whoosh")
+            count = lexical.doc_count()
+        except Exception as exc:  # Whoosh reports damage through many exception types
+            raise IndexUnavailable(f"lexical index is unreadable ({type(exc).__name__}: {exc})") from None
+        self.state, self.lexical = state, lexical
+        if vectors:
+            self._load_vectors(count)
+        return self
+
+    def _load_vectors(self, expected: int | None = None) -> None:
+        from cortex.search.vectors import VectorStore
+
+        try:
+            store = VectorStore.load(self.directory)
+        except (OSError, ValueError) as exc:
+            raise IndexUnavailable(f"vector store is unreadable ({exc})") from None
+        if store.dim != self.state.dim or (expected is not None and len(store) != expected):
+            raise IndexUnavailable(f"vector store holds {len(store)} rows for {expected} notes")
+        self.vectors = store
+
+    def ensure_vectors(self) -> None:
+        if self.vectors is None:
+            self._load_vectors(self.lexical.doc_count())
+
+    def close(self) -> None:
+        if self.lexical is not None:
+            self.lexical.close()
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer at a time; a second waits (updates take well under a second)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.directory / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    # --- full builds ----------------------------------------------------------------------
+
+    def build(self, records: Iterable[NoteRecord], *, total: int | None = None, progress: Progress | None = None,
+              head: str | None = None, dirs: dict[str, int] | None = None) -> UpdateReport:
+        """Index `records` from scratch (the benchmark's entry point; `rebuild` reads files)."""
+        from cortex.search.lexical import LexicalIndex
+        from cortex.search.vectors import VectorStore
+
+        start = time.perf_counter()
+        with self._locked():
+            for name in ("state.json", "whoosh", "vectors.npy", "vector_keys.txt"):
+                target = self.directory / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                elif target.exists():
+                    target.unlink()
+            lexical = LexicalIndex.create(self.directory / "whoosh")
+            embedder = self.embedder
+            import numpy as np
+
+            chunks, keys, done = [], [], 0
+            writer_batches = []
+            for batch in _batches(records, BATCH):
+                chunks.append(embedder.encode([r.text for r in batch]))
+                keys.extend(r.path for r in batch)
+                writer_batches.append(batch)
+                done += len(batch)
+                if progress:
+                    progress(done, total or done)
+            matrix = np.concatenate(chunks) if chunks else np.zeros((0, embedder.dim), dtype=np.float32)
+            lexical.write((r for batch in writer_batches for r in batch), bulk=True)
+            VectorStore(self.directory, matrix, keys).save()
+            self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {})
+            self.state.write(self.directory / "state.json")
+            self.lexical, self.vectors = lexical, VectorStore.load(self.directory)
+        return UpdateReport(added=len(keys), notes=len(keys), rebuilt=True, seconds=time.perf_counter() - start)
+
+    def rebuild(self, *, progress: Progress | None = None, reason: str = "") -> UpdateReport:
+        probe = freshness.GitProbe.start(self.root)
+        dirs = freshness.note_dirs(self.root)  # before reading: a change during the build is seen next time
+        paths = list(walk_notes(self.root))
+        head = probe.result().head
+        taxonomy = self.taxonomy
+        report = self.build((self._read(p, taxonomy) for p in paths), total=len(paths), progress=progress,
+                            head=head, dirs=dirs)
+        report.reason = reason
+        return report
+
+    def _read(self, path: str, taxonomy) -> NoteRecord:
+        full = self.root / path
+        with open(full, "rb") as fh:
+            data = fh.read()
+            mtime = os.fstat(fh.fileno()).st_mtime_ns
+        return record_from_file(path, data, taxonomy, mtime_ns=mtime)
+
+    # --- incremental updates --------------------------------------------------------------
+
+    def candidates(self, probe: freshness.GitProbe | None) -> tuple[dict[str, tuple[int, int] | None], dict[str, int], str | None]:
+        """Notes that may differ from the index: {path: (mtime_ns, size) or None if gone},
+        with the folder mtimes and HEAD to record once they are applied."""
+        state, root = self.state, self.root
+        dirs_now: dict[str, int] = {}
+        changed_dirs: list[str] = []
+        for rel_dir, old in state.dirs.items():
+            try:
+                mtime = os.stat(root / rel_dir).st_mtime_ns
+            except OSError:
+                changed_dirs.append(rel_dir)  # gone: its notes are deleted
+                continue
+            dirs_now[rel_dir] = mtime
+            if mtime != old:
+                changed_dirs.append(rel_dir)
+        for top in freshness.PARTITIONS:
+            if top not in state.dirs and (root / top).is_dir():
+                changed_dirs.append(top)
+        full_sweep = probe is None
+        head = None
+        if probe is not None:
+            probe.result()
+            head = probe.head
+            if not probe.ok:
+                full_sweep = True
+            elif head != state.head:
+                committed = probe.committed_since(state.head) if state.head else None
+                if committed is None:
+                    full_sweep = True
+        if full_sweep:
+            dirs_now = freshness.note_dirs(root)
+            changed_dirs = sorted(set(dirs_now) | set(state.dirs))
+        found: dict[str, tuple[int, int] | None] = {}
+        seen_dirs = set()
+        while changed_dirs:
+            rel_dir = changed_dirs.pop()
+            if rel_dir in seen_dirs:
+                continue
+            seen_dirs.add(rel_dir)
+            listing = freshness.scan_dir(root, rel_dir)
+            for path, stored in self.lexical.paths_in(rel_dir).items():
+                now = listing.pop(path, None)
+                if now != (stored.get("mtime"), stored.get("size")):
+                    found[path] = now
+            found.update(listing)  # new notes in this folder
+            if (root / rel_dir).is_dir():
+                dirs_now[rel_dir] = os.stat(root / rel_dir).st_mtime_ns
+                for entry in os.scandir(root / rel_dir):
+                    sub = f"{rel_dir}/{entry.name}"
+                    if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") and sub not in state.dirs:
+                        changed_dirs.append(sub)  # a new folder
+            else:
+                dirs_now.pop(rel_dir, None)
+        if probe is not None and probe.ok and not full_sweep:
+            extra = set(probe.dirty)
+            if head != state.head:
+                extra |= probe.committed_since(state.head) or set()
+            for path in extra:
+                if freshness.is_note_path(path) and path not in found:
+                    now = freshness.stat_note(root, path)
+                    num = self.lexical.docnum(path)
+                    if num is None:
+                        if now is not None:
+                            found[path] = now
+                        continue
+                    stored = self.lexical.stored(num)
+                    if now != (stored.get("mtime"), stored.get("size")):
+                        found[path] = now
+        return found, dirs_now, head
+
+    def refresh(self, probe: freshness.GitProbe | None = None) -> UpdateReport:
+        """Bring a loaded index up to date with the vault, cheaply when nothing changed."""
+        start = time.perf_counter()
+        found, dirs_now, head = self.candidates(probe)
+        report = UpdateReport()
+        if found or dirs_now != self.state.dirs or head != self.state.head:
+            with self._locked():
+                self.load(vectors=False)  # another process may have updated meanwhile
+                report = self.apply(found)
+                self.state.dirs, self.state.head = dirs_now, head
+                self.state.write(self.directory / "state.json")
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def apply(self, found: dict[str, tuple[int, int] | None]) -> UpdateReport:
+        """Re-read the candidate notes and write what really changed."""
+        report = UpdateReport()
+        if not found:
+            return report
+        lexical, taxonomy = self.lexical, self.taxonomy
+        stored: dict[str, dict] = {}
+        for path in found:
+            num = lexical.docnum(path)
+            if num is not None:
+                stored[path] = lexical.stored(num)
+        deletes = [p for p, st in found.items() if st is None and p in stored]
+        records: list[NoteRecord] = []
+        for path, st in found.items():
+            if st is None:
+                continue
+            try:
+                records.append(self._read(path, taxonomy))
+            except OSError:  # vanished between the listing and the read
+                if path in stored:
+                    deletes.append(path)
+        fresh, restamped = [], []
+        for r in records:
+            old = stored.get(r.path)
+            if old is not None and old.get("hash") == r.content_hash:
+                restamped.append(r)
+            else:
+                fresh.append(r)
+        self.ensure_vectors()
+        gone_by_hash = {stored[p].get("hash"): p for p in deletes}
+        vectors, to_embed = [], []
+        for r in fresh:
+            origin = gone_by_hash.get(r.content_hash) if r.path not in stored else None
+            reused = self.vectors.vector(origin) if origin else None
+            if reused is not None:
+                vectors.append((r.path, reused))
+                report.moved += 1
+            else:
+                to_embed.append(r)
+                if r.path in stored:
+                    report.changed += 1
+                else:
+                    report.added += 1
+        if to_embed:
+            encoded = self.embedder.encode([r.text for r in to_embed])
+            vectors.extend((r.path, encoded[i]) for i, r in enumerate(to_embed))
+        report.deleted = len(deletes) - report.moved
+        report.restamped = len(restamped)
+        self.vectors.apply(vectors, deletes)
+        self.vectors.save()
+        lexical.write(fresh + restamped, deletes)
+        report.notes = lexical.doc_count()
+        return report
+
+
+def _batches(items: Iterable, size: int) -> Iterator[list]:
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def stderr_progress(label: str = "indexed") -> Progress:
+    """A progress callback that prints at most twice a second, and only for long builds."""
+    last = [time.monotonic()]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.5 or done == total:
+            last[0] = now
+            print(f"\r{label} {done}/{total} notes", end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    return report

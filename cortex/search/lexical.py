@@ -1,0 +1,222 @@
+"""The lexical side: a Whoosh (BM25F) index of note text plus the stored fields that
+filters, ranking and output read back. The only module that imports Whoosh.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+import types
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from cortex.search.records import SNIPPET_CHARS, NoteRecord
+
+INDEX_NAME = "notes"
+
+
+def _import_whoosh():
+    """Import Whoosh without its two slow, unused imports.
+
+    `whoosh.compat` imports `urllib.request` (http.client, email, ssl: ~35 ms) only to
+    re-export `urlretrieve`, and `whoosh.reading` imports the `cached_property` package,
+    which imports asyncio (~25 ms). A query command pays for every import, so for the
+    duration of Whoosh's import those two names resolve to light stand-ins; the real
+    modules stay importable afterwards.
+    """
+    if "whoosh.index" in sys.modules:
+        return
+    stand_ins = {}
+    if "urllib.request" not in sys.modules:
+        mod = types.ModuleType("urllib.request")
+
+        def urlretrieve(*args, **kwargs):  # never called by the parts cortex uses
+            del sys.modules["urllib.request"]
+            return importlib.import_module("urllib.request").urlretrieve(*args, **kwargs)
+
+        mod.urlretrieve = urlretrieve
+        stand_ins["urllib.request"] = mod
+    if "cached_property" not in sys.modules:
+        mod = types.ModuleType("cached_property")
+        mod.cached_property = functools.cached_property
+        stand_ins["cached_property"] = mod
+    sys.modules.update(stand_ins)
+    try:
+        import whoosh.index  # noqa: F401
+        import whoosh.query  # noqa: F401
+        import whoosh.searching  # noqa: F401
+    finally:
+        for name, mod in stand_ins.items():
+            if sys.modules.get(name) is mod:
+                del sys.modules[name]
+        urllib = sys.modules.get("urllib")
+        if urllib is not None and getattr(urllib, "request", None) is stand_ins.get("urllib.request"):
+            delattr(urllib, "request")
+
+
+@functools.lru_cache(maxsize=1)
+def analyzer():
+    _import_whoosh()
+    from whoosh.analysis import StemmingAnalyzer
+
+    return StemmingAnalyzer()
+
+
+@functools.lru_cache(maxsize=1)
+def schema():
+    _import_whoosh()
+    from whoosh.fields import BOOLEAN, ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
+
+    return Schema(
+        path=ID(stored=True, unique=True),
+        dir=ID,
+        hash=ID(stored=True),
+        text=TEXT(analyzer=analyzer()),
+        title=STORED,
+        snippet=STORED,
+        id=ID(stored=True),
+        type=ID(stored=True),
+        category=ID(stored=True),
+        partition=ID(stored=True),
+        archived=BOOLEAN(stored=True),
+        tags=KEYWORD(stored=True, commas=True, lowercase=True),
+        entities=KEYWORD(stored=True, commas=True, lowercase=True),
+        attribution=ID(stored=True),
+        created=STORED,
+        ts=NUMERIC(int, bits=64, stored=True, sortable=True),
+        reinforced_ts=STORED,
+        importance=STORED,
+        confidence=STORED,
+        mtime=STORED,
+        size=STORED,
+    )
+
+
+def fields_of(record: NoteRecord) -> dict:
+    return {
+        "path": record.path,
+        "dir": record.folder,
+        "hash": record.content_hash,
+        "text": record.text,
+        "title": record.title,
+        "snippet": " ".join(record.body[: SNIPPET_CHARS * 2].split())[:SNIPPET_CHARS],
+        "id": record.id,
+        "type": record.type,
+        "category": record.category,
+        "partition": record.partition,
+        "archived": record.archived,
+        "tags": ",".join(t.replace(",", " ") for t in record.tags),
+        "entities": ",".join(e.replace(",", " ") for e in record.entities),
+        "attribution": record.attribution,
+        "created": record.created,
+        "ts": int(record.created_ts),
+        "reinforced_ts": float(record.last_reinforced_ts),
+        "importance": record.importance,
+        "confidence": record.confidence,
+        "mtime": record.mtime_ns,
+        "size": record.size,
+    }
+
+
+class LexicalIndex:
+    def __init__(self, directory: Path, ix):
+        self.directory = directory
+        self._ix = ix
+        self._searcher = None
+
+    @classmethod
+    def create(cls, directory: Path) -> "LexicalIndex":
+        _import_whoosh()
+        from whoosh import index
+
+        directory.mkdir(parents=True, exist_ok=True)
+        return cls(directory, index.create_in(str(directory), schema(), indexname=INDEX_NAME))
+
+    @classmethod
+    def open(cls, directory: Path) -> "LexicalIndex":
+        """Raises OSError/ValueError-family errors when the index is missing or corrupt."""
+        _import_whoosh()
+        from whoosh import index
+
+        return cls(directory, index.open_dir(str(directory), indexname=INDEX_NAME))
+
+    # --- reading --------------------------------------------------------------------
+
+    @property
+    def searcher(self):
+        if self._searcher is None:
+            self._searcher = self._ix.searcher()
+        return self._searcher
+
+    def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+
+    def refresh(self) -> None:
+        self.close()
+
+    def doc_count(self) -> int:
+        return self.searcher.doc_count()
+
+    def search(self, text: str, limit: int) -> list[tuple[int, float]]:
+        """(docnum, BM25F score) of the best `limit` notes for a free-text query."""
+        from whoosh.query import Or, Term
+
+        terms = list(dict.fromkeys(t.text for t in analyzer()(text, mode="query")))
+        if not terms:
+            return []
+        results = self.searcher.search(Or([Term("text", t) for t in terms]), limit=limit, terms=False)
+        return [(docnum, score) for score, docnum in results.top_n]
+
+    def newest(self, since_ts: float | None, limit: int | None) -> Iterator[int]:
+        """Docnums newest first (by `created`), optionally only those created since a time."""
+        from whoosh.query import Every, NumericRange
+
+        q = Every() if since_ts is None else NumericRange("ts", int(since_ts), None)
+        results = self.searcher.search(q, limit=limit, sortedby="ts", reverse=True)
+        return (hit.docnum for hit in results)
+
+    def stored(self, docnum: int) -> dict:
+        return self.searcher.stored_fields(docnum)
+
+    def docnum(self, path: str) -> int | None:
+        return self.searcher.document_number(path=path)
+
+    def paths_in(self, folder: str) -> dict[str, dict]:
+        """Stored fields of every indexed note directly in `folder`."""
+        from whoosh.query import Term
+
+        s = self.searcher
+        return {f["path"]: f for f in (s.stored_fields(d) for d in s.docs_for_query(Term("dir", folder)))}
+
+    def all_stored(self) -> Iterator[dict]:
+        s = self.searcher
+        reader = s.reader()
+        for docnum in reader.all_doc_ids():
+            yield s.stored_fields(docnum)
+
+    def by_hash(self, content_hash: str) -> list[dict]:
+        from whoosh.query import Term
+
+        s = self.searcher
+        return [s.stored_fields(d) for d in s.docs_for_query(Term("hash", content_hash))]
+
+    # --- writing --------------------------------------------------------------------
+
+    def write(self, upserts: Iterable[NoteRecord], deletes: Iterable[str] = (), *, bulk: bool = False) -> None:
+        self.close()
+        writer = self._ix.writer(limitmb=256) if bulk else self._ix.writer()
+        try:
+            for path in deletes:
+                writer.delete_by_term("path", path)
+            for record in upserts:
+                if bulk:
+                    writer.add_document(**fields_of(record))
+                else:
+                    writer.update_document(**fields_of(record))
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit(optimize=False)

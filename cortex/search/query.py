@@ -1,0 +1,192 @@
+"""Answering a query: retrieve from both sides, filter, fuse, and order by memory priors.
+
+`search()` and `recent()` take a loaded `SearchIndex` and return `Hit` values; the CLI
+only renders them. Filters and ranking read the fields the index stored, never the
+note files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Sequence
+
+from cortex.search import fusion
+
+MODES = ("hybrid", "lexical", "semantic")
+FIRST_K = 100  # candidates per side; widened when filters reject too many
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Each field lists accepted values (any of them); different fields must all hold."""
+
+    types: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    attributions: tuple[str, ...] = ()
+    since: float | None = None  # created at or after (epoch seconds)
+    until: float | None = None  # created before
+    archived: bool = False  # include mind/archive/
+
+    @property
+    def narrowing(self) -> bool:
+        return any((self.types, self.categories, self.partitions, self.tags, self.entities, self.attributions,
+                    self.since is not None, self.until is not None))
+
+
+def _split(value: str | None) -> set[str]:
+    return {v.strip().lower() for v in (value or "").split(",") if v.strip()}
+
+
+def matches(doc: dict, f: Filters) -> bool:
+    if doc.get("archived") and not f.archived:
+        return False
+    if f.types and doc.get("type") not in f.types:
+        return False
+    if f.categories and doc.get("category") not in f.categories:
+        return False
+    if f.partitions and doc.get("partition") not in f.partitions:
+        return False
+    if f.attributions and doc.get("attribution") not in f.attributions:
+        return False
+    if f.tags and not _split(doc.get("tags")) & {t.lower() for t in f.tags}:
+        return False
+    if f.entities and not _split(doc.get("entities")) & {e.lower() for e in f.entities}:
+        return False
+    ts = doc.get("ts") or 0.0
+    if f.since is not None and ts < f.since:
+        return False
+    if f.until is not None and ts >= f.until:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    id: str
+    title: str
+    type: str
+    category: str
+    partition: str
+    archived: bool
+    tags: list[str]
+    entities: list[str]
+    attribution: str
+    created: str
+    snippet: str
+    score: float
+    why: dict = field(default_factory=dict)
+
+    def as_dict(self, rank: int) -> dict:
+        return {"rank": rank, **asdict(self)}
+
+
+def _priors(doc: dict, taxonomy, now: datetime) -> dict:
+    from cortex.decay import effective_importance
+
+    created = doc.get("ts") or 0.0
+    reinforced = doc.get("reinforced_ts") or 0.0
+    meta = {"importance": doc.get("importance", 0.5), "type": doc.get("type", "")}
+    if reinforced:
+        meta["last_reinforced"] = datetime.fromtimestamp(reinforced, timezone.utc)
+    if created:
+        meta["created"] = datetime.fromtimestamp(created, timezone.utc)
+    eff = effective_importance(meta, taxonomy, now)
+    rec = fusion.recency(max(created, reinforced), now.timestamp())
+    conf = float(doc.get("confidence", 0.5))
+    return {"effective_importance": round(eff, 4), "confidence": round(conf, 4), "recency": round(rec, 4),
+            "prior": round(fusion.prior(eff, conf, rec), 4)}
+
+
+def _hit(doc: dict, score: float, why: dict) -> Hit:
+    title = doc.get("title") or doc.get("snippet", "")[:80]
+    return Hit(
+        path=doc["path"], id=doc.get("id", ""), title=title, type=doc.get("type", ""),
+        category=doc.get("category", ""), partition=doc.get("partition", ""), archived=bool(doc.get("archived")),
+        tags=[t for t in (doc.get("tags") or "").split(",") if t],
+        entities=[e for e in (doc.get("entities") or "").split(",") if e],
+        attribution=doc.get("attribution", ""), created=doc.get("created", ""), snippet=doc.get("snippet", ""),
+        score=round(score, 6), why=why,
+    )
+
+
+def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, mode: str = "hybrid",
+           now: datetime | None = None, weights: fusion.FusionWeights = fusion.DEFAULT_WEIGHTS,
+           use_priors: bool = True) -> list[Hit]:
+    """The best `limit` notes for `text`, filtered, fused and ordered by memory priors."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}")
+    now = now or datetime.now(timezone.utc)
+    lexical = index.lexical
+    total = lexical.doc_count()
+    k = max(FIRST_K, limit * 3)
+    query_vec = None
+    while True:
+        docs: dict[str, dict] = {}
+        lex_hits: list[tuple[str, float]] = []
+        sem_hits: list[tuple[str, float]] = []
+        if mode in ("hybrid", "lexical"):
+            for docnum, score in lexical.search(text, k):
+                doc = lexical.stored(docnum)
+                if matches(doc, filters):
+                    docs[doc["path"]] = doc
+                    lex_hits.append((doc["path"], score))
+        if mode in ("hybrid", "semantic"):
+            index.ensure_vectors()
+            if query_vec is None:
+                query_vec = index.embedder.encode([text])[0]
+            for path, cosine in index.vectors.top(query_vec, k):
+                doc = docs.get(path)
+                if doc is None:
+                    num = lexical.docnum(path)
+                    doc = lexical.stored(num) if num is not None else None
+                    if doc is None or not matches(doc, filters):
+                        continue
+                    docs[path] = doc
+                sem_hits.append((path, cosine))
+        enough = len(docs) >= limit or k >= total
+        if enough:
+            break
+        k *= 5
+    if mode == "hybrid":
+        fused = fusion.fuse(lex_hits, sem_hits, weights)
+    elif mode == "lexical":
+        fused = [(p, s, {"lexical": s}) for p, s in fusion.scale_lexical(lex_hits).items()]
+    else:
+        fused = [(p, s, {"semantic": round(s, 4)}) for p, s in sem_hits]
+    taxonomy = index.taxonomy if use_priors else None
+    ranked = []
+    for path, relevance, parts in fused[: max(limit * 3, 30)]:
+        why = {name: round(v, 4) for name, v in parts.items() if v is not None}
+        why["relevance"] = round(relevance, 4)
+        score = relevance
+        if use_priors:
+            pri = _priors(docs[path], taxonomy, now)
+            why.update(pri)
+            score = fusion.ranked(relevance, pri["prior"])
+        ranked.append((score, path, why))
+    ranked.sort(key=lambda item: -item[0])
+    return [_hit(docs[path], score, why) for score, path, why in ranked[:limit]]
+
+
+def recent(index, since_ts: float | None, *, filters: Filters = Filters(), limit: int = 10,
+           now: datetime | None = None) -> list[Hit]:
+    """The temporal view: notes created since `since_ts`, newest first."""
+    now = now or datetime.now(timezone.utc)
+    out = []
+    for docnum in index.lexical.newest(since_ts, None):
+        doc = index.lexical.stored(docnum)
+        if matches(doc, filters):
+            why = _priors(doc, index.taxonomy, now)
+            out.append(_hit(doc, doc.get("ts") or 0.0, why))
+            if len(out) >= limit:
+                break
+    return out
+
+
+def result_shape(hits: Sequence[Hit]) -> list[dict]:
+    return [h.as_dict(rank) for rank, h in enumerate(hits, start=1)]

@@ -1,0 +1,142 @@
+"""What the search index knows about one note: a frozen record built from the file text.
+
+Pure: text in, record out. The index stores these fields; filters and ranking read them
+back from the index, so a query never re-reads note files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from cortex.taxonomy import ARCHIVE, Taxonomy
+
+SNIPPET_CHARS = 300
+
+
+@dataclass(frozen=True)
+class NoteRecord:
+    path: str  # vault-relative, posix
+    body: str
+    title: str = ""
+    id: str = ""
+    type: str = ""
+    category: str = ""
+    partition: str = ""
+    archived: bool = False
+    tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    attribution: str = ""
+    created: str = ""  # ISO-8601 as written in the note
+    created_ts: float = 0.0  # seconds since the epoch; 0 when unknown
+    last_reinforced_ts: float = 0.0
+    importance: float = 0.5
+    confidence: float = 0.5
+    content_hash: str = ""  # sha256 of the whole file: what incremental updates compare
+    mtime_ns: int = 0
+    size: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> str:
+        return self.path.rsplit("/", 1)[0] if "/" in self.path else ""
+
+    @property
+    def text(self) -> str:
+        """What both retrievers see: the title (when it adds anything) and the body."""
+        if self.title and not self.body.startswith(self.title.rstrip("…")):
+            return f"{self.title}\n{self.body}"
+        return self.body
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _timestamp(value: Any) -> float:
+    from cortex.timefmt import parse_time
+
+    if value in (None, ""):
+        return 0.0
+    try:
+        return parse_time(value).timestamp()
+    except (ValueError, TypeError, OverflowError):
+        return 0.0
+
+
+def _score(value: Any, default: float) -> float:
+    try:
+        return max(0.0, min(1.0, float(value)))
+    except (TypeError, ValueError):
+        return default
+
+
+def _names(values: Any, key: str | None = None) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, (str, dict)):
+        values = [values]
+    out = []
+    for item in values if isinstance(values, (list, tuple)) else []:
+        if key and isinstance(item, dict):
+            item = item.get(key)
+        if item not in (None, ""):
+            out.append(str(item).strip())
+    return tuple(dict.fromkeys(out))
+
+
+def where(path: str, taxonomy: Taxonomy) -> tuple[str, bool, list]:
+    """(partition, archived, types of the folder) from a vault-relative path."""
+    parts = path.split("/")
+    partition = parts[0] if parts[0] in ("mind", "vault") else ""
+    archived = len(parts) > 2 and parts[0] == "mind" and parts[1] == ARCHIVE
+    directory = "/".join(parts[:-1])
+    return partition, archived, taxonomy.types_for_directory(directory) if directory else []
+
+
+def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Taxonomy, **stat: Any) -> NoteRecord:
+    partition, archived, folder_types = where(path, taxonomy)
+    note_type = str(meta.get("type") or (folder_types[0].name if len(folder_types) == 1 else ""))
+    spec = taxonomy.get(note_type)
+    category = str(meta.get("category") or (spec.category if spec else ""))
+    created = meta.get("created")
+    title = str(meta.get("title") or "").strip()
+    return NoteRecord(
+        path=path,
+        body=body.strip(),
+        title=title,
+        id=str(meta.get("id") or ""),
+        type=note_type,
+        category=category,
+        partition=partition,
+        archived=archived or bool(meta.get("archived")),
+        tags=_names(meta.get("tags")),
+        entities=_names(meta.get("entities"), "name"),
+        attribution=str(meta.get("attribution") or ""),
+        created="" if created is None else str(created),
+        created_ts=_timestamp(created),
+        last_reinforced_ts=_timestamp(meta.get("last_reinforced")),
+        importance=_score(meta.get("importance"), 0.5),
+        confidence=_score(meta.get("confidence"), 0.5),
+        **stat,
+    )
+
+
+def record_from_file(path: str, data: bytes, taxonomy: Taxonomy, *, mtime_ns: int = 0) -> NoteRecord:
+    """A record from a note file's bytes. A note whose frontmatter does not parse is still
+    searchable by its text (the validator, not search, is where it gets reported)."""
+    from cortex.notes import NoteSyntaxError, parse_note, split_frontmatter
+
+    text = data.decode("utf-8", errors="replace")
+    try:
+        note = parse_note(text)
+        meta, body = note.meta, note.body
+    except NoteSyntaxError:
+        split = None
+        try:
+            split = split_frontmatter(text)
+        except NoteSyntaxError:
+            pass
+        meta, body = {}, (split[1] if split else text)
+    return record_from_note(path, meta, body, taxonomy, content_hash=content_hash(data), mtime_ns=mtime_ns, size=len(data))
