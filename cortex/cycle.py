@@ -26,6 +26,8 @@ def _author(vault) -> tuple[str, str]:
 
 def recover(vault, repo: GitRepo, state: State, report: RunReport, now: datetime) -> None:
     """Finish what a killed run decided, and notice a rotation it did not record."""
+    if not vault.state_path.exists():
+        vault.save_state(state)  # fix the buffer id before any line is keyed by it
     if state.pending is not None:
         report.recovered = True
         finish(repo, state, vault.save_state, vault.quarantine, _author(vault), now, report)

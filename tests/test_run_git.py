@@ -1,0 +1,187 @@
+"""How `cortex run` meets git: what it commits, what it leaves alone, how it recovers."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from conftest import append_lines, git, observation
+from cortex.errors import LockBusy
+from test_run_rules import NOW, notes
+
+SESSION_B = "7b1d0c52-2f0e-4a4b-9a51-3c1b2d4e5f60"
+
+
+def lines(n, **kw):
+    return [observation(body=f"Fact number {i} about the build cache.", **kw) for i in range(n)]
+
+
+def commit_count(vault) -> int:
+    return int(git(vault.root, "rev-list", "--count", "HEAD"))
+
+
+def test_one_commit_per_run_with_the_documented_message(vault):
+    append_lines(vault, *lines(3), lines(1)[0])
+    before = commit_count(vault)
+    report = vault.run(now=NOW)
+    assert report.commits == 1 and commit_count(vault) == before + 1
+    message = git(vault.root, "log", "-1", "--format=%B")
+    assert message.startswith("observe: 3 memories (1 reinforced)\n\n")
+    assert "mind/facts/2026-02-16-" in message and "Fact number 0 about the build cache. (owner)" in message
+    assert git(vault.root, "log", "-1", "--format=%an <%ae>").strip() == "cortex <cortex@localhost>"
+
+
+def test_a_single_note_uses_the_walkthrough_message(vault):
+    append_lines(vault, observation(body="Use local git only — no remote push in daemon.", type="decision"))
+    vault.run(now=NOW)
+    subject = git(vault.root, "log", "-1", "--format=%s").strip()
+    assert subject == "observe: Use local git only — no remote push in daemon. (owner)"
+
+
+@pytest.mark.parametrize("per, expected", [("note", 4), ("session", 2), ("run", 1)])
+def test_commit_grouping(vault, per, expected):
+    append_lines(vault, *lines(3), observation(body="Another session's fact.", session_id=SESSION_B))
+    before = commit_count(vault)
+    assert vault.run(now=NOW, commit_per=per).commits == expected
+    assert commit_count(vault) == before + expected
+
+
+def test_commit_touches_only_cortex_paths_and_leaves_a_persons_work_alone(vault):
+    root = vault.root
+    (root / "README.md").write_text("mine\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "-qm", "readme", "--no-verify")
+    (root / "README.md").write_text("mine, edited and staged\n")
+    git(root, "add", "README.md")
+    (root / "README.md").write_text("mine, edited again, unstaged\n")
+    (root / "scratch.txt").write_text("untracked\n")
+    staged_before = git(root, "diff", "--cached")
+    status_before = git(root, "status", "--porcelain")
+
+    append_lines(vault, *lines(2))
+    vault.run(now=NOW)
+
+    changed = git(root, "show", "--name-only", "--format=", "HEAD").split()
+    assert changed and all(p.startswith("mind/facts/") for p in changed)
+    assert git(root, "diff", "--cached") == staged_before
+    assert (root / "README.md").read_text() == "mine, edited again, unstaged\n"
+    assert git(root, "status", "--porcelain") == status_before  # nothing of cortex's shows
+    assert git(root, "show", "HEAD:README.md") == "mine\n"
+
+
+def test_git_status_is_clean_after_a_run_and_fsck_passes(vault):
+    append_lines(vault, *lines(5), "{bad", observation(type="nope"))
+    vault.run(now=NOW)
+    assert git(vault.root, "status", "--porcelain") == ""
+    git(vault.root, "fsck", "--strict")
+
+
+def test_offset_advances_and_a_second_run_does_nothing(vault):
+    append_lines(vault, *lines(2))
+    vault.run(now=NOW)
+    head = git(vault.root, "rev-parse", "HEAD")
+    report = vault.run(now=NOW)
+    assert report.read == 0 and report.commits == 0
+    assert git(vault.root, "rev-parse", "HEAD") == head
+
+
+def test_consumed_buffer_is_rotated_and_writers_continue_in_a_new_one(vault):
+    append_lines(vault, *lines(2))
+    assert vault.run(now=NOW).rotated
+    archived = list(vault.archive_dir.glob("observations-*.jsonl"))
+    assert len(archived) == 1 and len(archived[0].read_text().splitlines()) == 2
+    assert not vault.buffer_path.exists()
+    vault.write(observation(body="Written after rotation."))
+    assert vault.run(now=NOW).memorized == 1
+    assert len(notes(vault)) == 3
+
+
+def test_a_partial_line_prevents_rotation(vault):
+    append_lines(vault, *lines(1))
+    with open(vault.buffer_path, "a") as fh:
+        fh.write('{"type": "fa')
+    report = vault.run(now=NOW)
+    assert report.memorized == 1 and not report.rotated and vault.buffer_path.exists()
+
+
+def test_only_one_run_at_a_time(vault):
+    (vault.root / "observer" / "config.yml").write_text("lock_timeout: 0.2\n")
+    append_lines(vault, *lines(1))
+    with vault.lock():
+        with pytest.raises(LockBusy) as info:
+            vault.run(now=NOW)
+    assert "busy" in str(info.value) and "pid" in str(info.value)
+    assert vault.run(now=NOW).memorized == 1
+
+
+def test_a_waiting_run_proceeds_when_the_lock_frees(vault):
+    append_lines(vault, *lines(1))
+    release = threading.Event()
+
+    def hold():
+        with vault.lock():
+            release.wait(5)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        import time
+
+        time.sleep(0.1)
+        release.set()
+        assert vault.run(now=NOW).memorized == 1
+    finally:
+        t.join()
+
+
+# --- recovery at each crash point (the kill -9 test drives the real process too) -------------
+
+class Crash(BaseException):
+    pass
+
+
+def crash_at(monkeypatch, target, attr, after_calls=0):
+    original = getattr(target, attr)
+    calls = {"n": 0}
+
+    def boom(*a, **kw):
+        if calls["n"] >= after_calls:
+            raise Crash(attr)
+        calls["n"] += 1
+        return original(*a, **kw)
+
+    monkeypatch.setattr(target, attr, boom)
+
+
+@pytest.mark.parametrize(
+    "module, attr, after",
+    [
+        ("cortex.quarantine.Quarantine", "add", 1),  # quarantine logged, skipped log not yet
+        ("cortex.state.State", "save", 0),  # before the pending record is saved
+        ("cortex.gitrepo.GitRepo", "commit", 1),  # pending saved, first of 4 commits made
+        ("cortex.gitrepo.GitRepo", "materialize", 0),  # all commits made, no files yet
+        ("cortex.state.State", "save", 1),  # everything done but the final state save
+    ],
+)
+def test_recovery_from_a_crash_at_each_step_is_exactly_once(vault, monkeypatch, module, attr, after):
+    import importlib
+
+    mod_name, cls_name = module.rsplit(".", 1)
+    target = getattr(importlib.import_module(mod_name), cls_name)
+    batch = lines(3) + [lines(1)[0], "{bad json", observation(bucket="ambient", body="Low value.")]
+    append_lines(vault, *batch)
+    with monkeypatch.context() as m:
+        crash_at(m, target, attr, after)
+        with pytest.raises(Crash):
+            vault.run(now=NOW, commit_per="note")
+    report = vault.run(now=NOW, commit_per="note")
+    assert sorted(p.rsplit("-", 1)[0] for p in notes(vault)) == ["mind/facts/2026-02-16"] * 3
+    state = vault.load_state()
+    assert sum(e["count"] for e in state.reinforcements.values()) == 1
+    assert [e.reason for e in vault.quarantine.entries()] == ["parse"]
+    assert [e.reason for e in vault.skipped.entries()] == ["below_threshold"]
+    assert git(vault.root, "status", "--porcelain") == ""
+    assert int(git(vault.root, "rev-list", "--count", "HEAD")) == 4  # init + 3 notes
+    git(vault.root, "fsck", "--strict")
+    assert state.pending is None and report.read + report.recovered >= 0
