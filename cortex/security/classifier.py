@@ -32,18 +32,25 @@ _IMPERATIVES = frozenset(
     behave remember follow obey execute run send include insert add append return
     override bypass disable enable enter switch""".split()
 )
-_YOU = re.compile(r"\b(?:you|your|yours|yourself|you're|you'll|you've)\b", re.I)
-_I = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|we|our|us)\b", re.I)
-_AI = re.compile(r"\b(?:ai|assistant|chatgpt|gpt|llm|language model|openai|chatbot|bot|model|dan)\b", re.I)
-_META = re.compile(
-    r"\b(?:instructions?|prompts?|rules|guidelines?|polic(?:y|ies)|filter\w*|restrict\w*|jailbr\w+|"
-    r"character|persona|mode|censor\w*|unethical|illegal|moral\w*|ethic\w*|uncensored|limitations?|"
-    r"respond|response|reply|answer|output|format)\b",
-    re.I,
+_YOU = frozenset("you your yours yourself you're you'll you've".split())
+_I = frozenset("i me my mine myself i'm i've i'd i'll we our us".split())
+_AI = frozenset("ai assistant chatgpt gpt llm openai chatbot bot model dan".split())
+_META = frozenset(
+    """instruction instructions prompt prompts rules guideline guidelines policy policies
+    character persona mode unethical illegal uncensored limitation limitations respond
+    response reply answer output format""".split()
 )
+_META_STEMS = ("filter", "restrict", "jailbr", "censor", "moral", "ethic")
 _ROLE = re.compile(r"(?:^|\n)\s*(?:system|assistant|user|human|ai)\s*:|\[(?:system|admin|inst)\b|<\|", re.I)
 _MARKUP = re.compile(r"!\[|\]\(|</?[a-zA-Z][^>]{0,20}>|\{\{|```|https?://|\[[A-Z_]{3,}\]")
-_MUST = re.compile(r"\byou\s+(?:must|will|should|shall|are\s+going\s+to|have\s+to|can|cannot|can't|are)\b", re.I)
+_MUST = re.compile(r"\byou\s+(?:must|will|should|shall|are\s+going\s+to|have\s+to|can|cannot|can't|are)\b")
+
+# Word lists as sets over one lowercase pass, and C-level counts, keep the features
+# near 0.05 ms a text (case-insensitive alternations cost twice that).
+_UPPER = re.compile(r"[A-Z]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_LETTER = re.compile(r"[^\W\d_]")
+_NON_LATIN_LETTER = re.compile(r"[^\W\d_\x00-\u024f]")
 
 FEATURE_NAMES = (
     "log_length",
@@ -69,24 +76,39 @@ FEATURE_NAMES = (
 def cheap_features(view: str, *, decoded: bool, hidden: bool) -> list[float]:
     """Hand features of one view, each roughly in [0, 1]."""
     n = max(len(view), 1)
-    words = _WORDS.findall(view)
+    low = view.lower()
+    words = _WORDS.findall(low)
     nw = max(len(words), 1)
-    starts = _SENTENCE_START.findall(view)
-    imperative = sum(1 for w in starts if w.lower() in _IMPERATIVES) / max(len(starts), 1)
-    letters = sum(ch.isalpha() for ch in view) or 1
+    you = i_ = ai = meta = 0
+    for w in words:
+        if w in _YOU:
+            you += 1
+        elif w in _I:
+            i_ += 1
+        elif w in _AI:
+            ai += 1
+        elif w in _META or w.startswith(_META_STEMS):
+            meta += 1
+    if "language model" in low:
+        ai += 1
+    starts = _SENTENCE_START.findall(low)
+    imperative = sum(1 for w in starts if w in _IMPERATIVES) / max(len(starts), 1)
+    upper = len(_UPPER.findall(view))
+    letters = sum(len(w) for w in words) - low.count("'")
+    non_ascii = 0 if view.isascii() else len(_NON_ASCII.findall(view))
     return [
         min(math.log1p(len(view)) / 7.0, 1.0),
-        min(len(_YOU.findall(view)) / nw * 5, 1.0),
-        min(len(_I.findall(view)) / nw * 5, 1.0),
-        min(len(_MUST.findall(view)) / 3, 1.0),
+        min(you / nw * 5, 1.0),
+        min(i_ / nw * 5, 1.0),
+        min(len(_MUST.findall(low)) / 3, 1.0),
         imperative,
-        min(len(_AI.findall(view)) / 3, 1.0),
-        min(len(_META.findall(view)) / nw * 10, 1.0),
+        min(ai / 3, 1.0),
+        min(meta / nw * 10, 1.0),
         1.0 if _ROLE.search(view) else 0.0,
         min(len(_MARKUP.findall(view)) / 3, 1.0),
         min(sum(view.count(q) for q in "\"'“”«»<>") / n * 20, 1.0),
-        sum(ch.isupper() for ch in view) / letters,
-        sum(not ch.isascii() for ch in view) / n,
+        min(upper / max(letters, 1), 1.0),
+        non_ascii / n,
         min(view.count("\n") / 10, 1.0),
         min((view.count("[") + view.count("{")) / n * 50, 1.0),
         1.0 if view.rstrip().endswith("?") else 0.0,
@@ -150,10 +172,10 @@ def judgeable(view: str) -> bool:
     English); without this, a model that saw a few Chinese attacks flags every Chinese
     sentence. Such text is left to the pattern layer.
     """
-    letters = [ch for ch in view if ch.isalpha()]
-    if not letters:
+    if view.isascii():
         return True
-    return sum(ord(ch) < 0x250 for ch in letters) >= 0.5 * len(letters)
+    letters = len(_LETTER.findall(view))
+    return len(_NON_LATIN_LETTER.findall(view)) <= 0.5 * letters
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:

@@ -1,0 +1,159 @@
+"""Security layers, measured (figures, not pass/fail).
+
+    .venv/bin/python bench/bench_security.py
+
+1. Injection: cross-validation grouped by `source` on ../shared/bench/security/
+   injection_dev.jsonl. Each fold trains the classifier on every source but one (plus
+   half of the LongMemEval user turns, the example vault's notes and cortex's
+   over-defence sentences), picks its threshold out of fold on that training data
+   alone, and tests on the source left out. Printed per fold and as the mean over folds:
+   share of attacks held and share of benign texts wrongly held, for the patterns alone,
+   the classifier alone, and both; the other half of the LongMemEval turns is a further
+   benign test in every fold.
+2. Credentials: ../shared/bench/security/secrets_dev.jsonl, per provider: share of
+   credentials redacted; per kind of near-miss: share altered.
+3. Time per observation of the classifier (amortised over a batch) and of a full scan.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cortex.security import Scanner, normalise  # noqa: E402
+from cortex.security import training as T  # noqa: E402
+from cortex.security.benign_text import over_defence_sentences  # noqa: E402
+from cortex.security.injection import default_patterns, match_patterns  # noqa: E402
+from cortex.security.secrets import redact  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "bench"
+INJECTION = SHARED / "security" / "injection_dev.jsonl"
+SECRETS = SHARED / "security" / "secrets_dev.jsonl"
+LME = SHARED / "data" / "lme_oracle_docs.jsonl"
+MAX_BENIGN_RATE = 0.005  # the same rule the shipped model's threshold follows
+
+
+def _rate(mask: np.ndarray, sel: np.ndarray) -> float:
+    return float(mask[sel].mean()) if sel.any() else float("nan")
+
+
+def _fmt(x: float) -> str:
+    return "    -" if np.isnan(x) else f"{x:5.3f}"
+
+
+def bench_injection() -> None:
+    started = time.perf_counter()
+    injection = T.load_injection_rows(INJECTION)
+    lme = T.load_lme_turns(LME)
+    extra = T.load_note_bodies([ROOT / "examples", ROOT / "vault", ROOT / "mind"])
+    extra += [T.Example(t, 0, "cortex_over_defence") for t in over_defence_sentences()]
+    examples = injection + lme + extra
+    texts = [e.text for e in examples]
+    m = T.build_matrix(examples, T.training_encoder())
+    src = np.array(m.source)
+    n_inj, n_lme = len(injection), len(lme)
+    lme_idx = np.arange(n_inj, n_inj + n_lme)
+    half = np.array([T.stable_fold(texts[i], 2) for i in lme_idx])
+    lme_train, lme_test = lme_idx[half == 0], lme_idx[half == 1]
+    extra_idx = np.arange(n_inj + n_lme, len(examples))
+
+    patterns = default_patterns()
+    pat = np.array([match_patterns(t, patterns) is not None for t in texts])
+
+    print("Injection: leave one source out (train on the rest; threshold chosen out of fold on the training part)")
+    print(f"{'held-out source':26s} {'n':>5s} {'thr':>5s} | {'attacks held':^23s} | {'benign wrongly held':^23s} | {'LME turns held':^11s}")
+    print(f"{'':26s} {'':5s} {'':5s} | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'clf':>5s} {'both':>5s}")
+    rows = []
+    for s in sorted(set(e.source for e in injection)):
+        test = np.where(src[:n_inj] == s)[0]
+        train = np.concatenate([np.where(src[:n_inj] != s)[0], lme_train, extra_idx])
+        oof = T.out_of_fold(m, train, texts=texts)
+        thr = T.pick_threshold(oof, m.y[train], max_benign_rate=MAX_BENIGN_RATE)
+        w = T.fit(m, train)
+        clf = T.predict(m, w, test) >= thr
+        clf_lme = T.predict(m, w, lme_test) >= thr
+        y = m.y[test]
+        p = pat[test]
+        both = clf | p
+        att, ben = y == 1, y == 0
+        r = (
+            _rate(p, att), _rate(clf, att), _rate(both, att),
+            _rate(p, ben), _rate(clf, ben), _rate(both, ben),
+            float(clf_lme.mean()), float((clf_lme | pat[lme_test]).mean()),
+        )
+        rows.append(r)
+        print(f"{s:26s} {len(test):5d} {thr:5.3f} | {_fmt(r[0])} {_fmt(r[1])} {_fmt(r[2])}     | "
+              f"{_fmt(r[3])} {_fmt(r[4])} {_fmt(r[5])}     | {_fmt(r[6])} {_fmt(r[7])}")
+    a = np.array(rows, dtype=float)
+    mean = np.nanmean(a, axis=0)
+    print(f"{'mean over folds':26s} {'':5s} {'':5s} | {_fmt(mean[0])} {_fmt(mean[1])} {_fmt(mean[2])}     | "
+          f"{_fmt(mean[3])} {_fmt(mean[4])} {_fmt(mean[5])}     | {_fmt(mean[6])} {_fmt(mean[7])}")
+    print("(attack means over folds with attacks; benign means over folds with benign texts;"
+          " targets for both: attacks >= 0.80, benign <= 0.02)")
+    # Benign overall in the pooled sense too, since two benign folds are large.
+    print(f"patterns on all {n_lme} LongMemEval turns: {pat[lme_idx].mean():.4f} held")
+    print(f"[{time.perf_counter() - started:.0f} s]\n")
+
+
+def bench_secrets() -> None:
+    rows = [json.loads(line) for line in SECRETS.read_text(encoding="utf-8").split("\n") if line.strip()]
+    found, total = defaultdict(int), defaultdict(int)
+    altered, near = defaultdict(int), defaultdict(int)
+    for r in rows:
+        out, _ = redact(normalise.storable(r["text"]))
+        if r["label"] == "secret":
+            total[r["provider"]] += 1
+            found[r["provider"]] += r["secret"] not in out
+        else:
+            near[r["kind"]] += 1
+            altered[r["kind"]] += out != r["text"]
+    print("Credentials redacted, per provider")
+    print(f"{'provider':16s} {'n':>4s} {'redacted':>9s}")
+    for p in sorted(total):
+        print(f"{p:16s} {total[p]:4d} {found[p] / total[p]:9.3f}")
+    print(f"{'all':16s} {sum(total.values()):4d} {sum(found.values()) / sum(total.values()):9.3f}   (target >= 0.95)")
+    print("\nNear-misses altered, per kind")
+    print(f"{'kind':22s} {'n':>4s} {'altered':>8s}")
+    for k in sorted(near):
+        print(f"{k:22s} {near[k]:4d} {altered[k] / near[k]:8.3f}")
+    print(f"{'all':22s} {sum(near.values()):4d} {sum(altered.values()) / sum(near.values()):8.3f}   (target <= 0.02)")
+    lme = [t.text for t in T.load_lme_turns(LME)]
+    touched = sum(1 for t in lme if redact(t)[1])
+    print(f"LongMemEval turns with a redaction: {touched} of {len(lme)}\n")
+
+
+def bench_timing() -> None:
+    texts = [t.text for t in T.load_lme_turns(LME)][:2000]
+    scanner = Scanner()
+    scanner.scan_many(texts[:10])  # load the model and weights outside the timing
+    clf = scanner.classifier
+    views = [normalise.views(t) for t in texts]
+    hidden = [normalise.has_hidden(t) for t in texts]
+    t0 = time.perf_counter()
+    clf.predict_proba(views, hidden)
+    t_clf = (time.perf_counter() - t0) / len(texts)
+    t0 = time.perf_counter()
+    scanner.scan_many(texts)
+    t_scan = (time.perf_counter() - t0) / len(texts)
+    print(f"Time per observation ({len(texts)} LongMemEval turns in one batch, <= 500 chars)")
+    print(f"  classifier (embed + features + score): {t_clf * 1000:.3f} ms   (target <= 0.5 ms)")
+    print(f"  full scan (normalise, redact, patterns, classifier): {t_scan * 1000:.3f} ms")
+
+
+def main() -> int:
+    bench_secrets()
+    bench_injection()
+    bench_timing()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
