@@ -33,6 +33,11 @@ class FusionWeights:
 
 DEFAULT_WEIGHTS = FusionWeights()
 
+# Below this cosine a note the lexical side did not find is not returned at all: between
+# unrelated texts the shipped model's cosines sit mostly under 0.3, between a question
+# and its answer mostly above 0.5 (so a query can still find nothing, exit status 1).
+MIN_COSINE = 0.35
+
 
 def scale_lexical(hits: Sequence[tuple[str, float]]) -> dict[str, float]:
     """Min-max over the list; a single hit (or all equal) scales to 1."""

@@ -140,6 +140,8 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
             if query_vec is None:
                 query_vec = index.embedder.encode([text])[0]
             for path, cosine in index.vectors.top(query_vec, k):
+                if cosine < fusion.MIN_COSINE and path not in docs:
+                    continue
                 doc = docs.get(path)
                 if doc is None:
                     num = lexical.docnum(path)

@@ -65,6 +65,19 @@ def _timestamp(value: Any) -> float:
         return 0.0
 
 
+def _iso(value: Any) -> str:
+    """`created` as written: YAML turns unquoted timestamps into datetimes, so format them back."""
+    from datetime import date, datetime
+
+    if value is None:
+        return ""
+    if isinstance(value, (datetime, date)):
+        from cortex.timefmt import format_time, parse_time
+
+        return format_time(parse_time(value))
+    return str(value)
+
+
 def _score(value: Any, default: float) -> float:
     try:
         return max(0.0, min(1.0, float(value)))
@@ -114,7 +127,7 @@ def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Ta
         tags=_names(meta.get("tags")),
         entities=_names(meta.get("entities"), "name"),
         attribution=str(meta.get("attribution") or ""),
-        created="" if created is None else str(created),
+        created=_iso(created),
         created_ts=_timestamp(created),
         last_reinforced_ts=_timestamp(meta.get("last_reinforced")),
         importance=_score(meta.get("importance"), 0.5),

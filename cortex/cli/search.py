@@ -1,0 +1,191 @@
+"""`cortex index` and `cortex query`: thin shells over cortex.search.
+
+Scripts call `cortex query` in loops, so this module imports only the standard library
+and typer; Whoosh, numpy and the model load inside the commands, and only the parts a
+query needs (`--lexical-only` never imports numpy unless the index must change).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional
+
+import typer
+
+from cortex.cli.app import app, emit_json, emit_jsonl, info
+
+MODEL_ENV = "CORTEX_SEARCH_MODEL"
+MODEL_HELP = f"A model2vec model folder to embed with (default: ${MODEL_ENV}, else the shipped model)."
+
+
+class _Failed(Exception):
+    """A problem reported to the user; the command exits 2."""
+
+
+def _open(model: Optional[str]):
+    """(vault root, SearchIndex, probe): discovery first, then the git probe starts so it
+    runs while the heavy modules import."""
+    from cortex.cli.app import open_vault
+    from cortex.errors import CortexError
+
+    try:
+        root = open_vault().root
+    except CortexError as exc:
+        raise _Failed(str(exc)) from None
+    from cortex.search.freshness import GitProbe
+
+    probe = GitProbe.start(root)
+    from cortex.search.index import SearchIndex
+
+    return root, SearchIndex(root, model=model or os.environ.get(MODEL_ENV) or None), probe
+
+
+def _ready(idx, probe, *, vectors: bool, quiet: bool = False):
+    """Load the index, rebuilding it when missing or unreadable, then freshen it."""
+    from cortex.embed import ModelError
+    from cortex.search.index import IndexUnavailable, stderr_progress
+
+    try:
+        try:
+            idx.load(vectors=vectors)
+        except IndexUnavailable as exc:
+            info(f"cortex: {exc}: rebuilding the search index")
+            return idx.rebuild(progress=stderr_progress(), reason=str(exc))
+        report = idx.refresh(probe)
+    except ModelError as exc:
+        raise _Failed(str(exc)) from None
+    if report.touched and not quiet:
+        info(f"cortex: index updated ({_summary(report)})")
+    return report
+
+
+def _summary(report) -> str:
+    parts = [f"{n} {what}" for what, n in (("added", report.added), ("changed", report.changed),
+                                           ("moved", report.moved), ("deleted", report.deleted)) if n]
+    return ", ".join(parts) or "no changes"
+
+
+@app.command()
+def index(
+    rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild from every note instead of updating what changed."),
+    model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help=MODEL_HELP),
+    json_: bool = typer.Option(False, "--json", help="Print the update report as JSON on stdout."),
+) -> None:
+    """Update the search index under .cortex/ (only added, changed, moved or deleted notes)."""
+    try:
+        _root, idx, probe = _open(model)
+        from cortex.search.index import stderr_progress
+
+        if rebuild:
+            report = idx.rebuild(progress=stderr_progress(), reason="--rebuild")
+        else:
+            report = _ready(idx, probe, vectors=True, quiet=True)
+    except _Failed as exc:
+        info(f"cortex: {exc}")
+        raise typer.Exit(2)
+    if json_:
+        emit_json(report.as_dict())
+    else:
+        what = "rebuilt" if report.rebuilt else "up to date" if not report.touched else "updated"
+        info(f"search index {what}: {report.notes} notes ({_summary(report)}) in {report.seconds:.2f}s")
+
+
+def _when(text: Optional[str], option: str) -> Optional[float]:
+    """An ISO date/time, or a duration back from now (`7d`, `24h`), as epoch seconds."""
+    if text is None:
+        return None
+    from cortex.timefmt import parse_duration, parse_time, utcnow
+
+    try:
+        return parse_time(text).timestamp()
+    except ValueError:
+        pass
+    try:
+        return (utcnow() - parse_duration(text)).timestamp()
+    except ValueError:
+        raise _Failed(f"{option} {text!r}: use a date (2026-01-31), a timestamp, or a duration back from now (7d, 24h)") from None
+
+
+@app.command()
+def query(
+    text: Optional[str] = typer.Argument(None, help="What to look for (optional with --recent)."),
+    limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many results."),
+    json_: bool = typer.Option(False, "--json", help="Print {query, mode, count, results} as JSON (docs/query.md)."),
+    jsonl: bool = typer.Option(False, "--jsonl", help="Print one JSON result per line."),
+    paths: bool = typer.Option(False, "--paths", help="Print only the note paths, one per line."),
+    type_: List[str] = typer.Option([], "--type", "-t", help="Only notes of this type (repeat for any of several)."),
+    category: List[str] = typer.Option([], "--category", help="Only this category: concept, entity, relation."),
+    partition: List[str] = typer.Option([], "--partition", help="Only this partition: mind or vault."),
+    tag: List[str] = typer.Option([], "--tag", help="Only notes with this tag (repeat for any of several)."),
+    entity: List[str] = typer.Option([], "--entity", help="Only notes mentioning this entity (by name)."),
+    attribution: List[str] = typer.Option([], "--attribution", help="Only notes from this source."),
+    since: Optional[str] = typer.Option(None, "--since", help="Created at or after: a date, or a duration back (30d)."),
+    until: Optional[str] = typer.Option(None, "--until", help="Created before: a date, or a duration back."),
+    archived: bool = typer.Option(False, "--archived", help="Include archived memories (mind/archive/)."),
+    recent: Optional[str] = typer.Option(None, "--recent", metavar="DURATION", help="Notes of the last DURATION (7d), newest first; with TEXT, a --since filter."),
+    lexical_only: bool = typer.Option(False, "--lexical-only", help="BM25 only (for comparison)."),
+    semantic_only: bool = typer.Option(False, "--semantic-only", help="Embeddings only (for comparison)."),
+    model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help=MODEL_HELP),
+) -> None:
+    """Search the memory: BM25 + embeddings fused, ranked by importance, confidence and recency.
+
+    Exit status: 0 found, 1 nothing found, 2 error.
+    """
+    try:
+        if lexical_only and semantic_only:
+            raise _Failed("--lexical-only and --semantic-only exclude each other")
+        if sum((json_, jsonl, paths)) > 1:
+            raise _Failed("choose one of --json, --jsonl, --paths")
+        if not (text and text.strip()) and recent is None:
+            raise _Failed("give TEXT to search for, or --recent DURATION (e.g. --recent 7d)")
+        mode = "lexical" if lexical_only else "semantic" if semantic_only else "hybrid"
+        since_ts = _when(since, "--since")
+        if recent is not None:
+            recent_ts = _when(recent, "--recent")
+            since_ts = recent_ts if since_ts is None else max(since_ts, recent_ts)
+        until_ts = _when(until, "--until")
+        _root, idx, probe = _open(model)
+        temporal = not (text and text.strip())
+        report = _ready(idx, probe, vectors=(mode != "lexical" and not temporal))
+        from cortex.search.query import Filters, recent as recent_view, result_shape, search
+
+        filters = Filters(
+            types=tuple(type_), categories=tuple(category), partitions=tuple(partition), tags=tuple(tag),
+            entities=tuple(entity), attributions=tuple(attribution), since=since_ts, until=until_ts, archived=archived,
+        )
+        if temporal:
+            mode = "recent"
+            hits = recent_view(idx, since_ts, filters=filters, limit=limit)
+        else:
+            hits = search(idx, text, filters=filters, limit=limit, mode=mode)
+    except _Failed as exc:
+        info(f"cortex: {exc}")
+        raise typer.Exit(2)
+    results = result_shape(hits)
+    if json_:
+        emit_json({"query": text or "", "mode": mode, "count": len(results), "results": results,
+                   "index": {"notes": report.notes or idx.lexical.doc_count(), "updated": report.touched}})
+    elif jsonl:
+        emit_jsonl(results)
+    elif paths:
+        sys.stdout.write("".join(r["path"] + "\n" for r in results))
+    else:
+        _print_text(results, mode)
+    if not results:
+        if not (json_ or jsonl or paths):
+            info("nothing found" + ("" if archived else " (archived memories excluded: add --archived)"))
+        raise typer.Exit(1)
+
+
+def _print_text(results: list, mode: str) -> None:
+    out = []
+    for r in results:
+        why = r["why"]
+        reasons = [f"{k} {why[k]:.2f}" for k in ("lexical", "semantic", "effective_importance", "confidence", "recency") if k in why]
+        meta = " · ".join(x for x in (r["type"], (r["created"] or "")[:10], "archived" if r["archived"] else "") if x)
+        out.append(f"{r['rank']}. {r['title']}\n   {r['path']}  ({meta})\n   score {r['score']:.3f}: {', '.join(reasons)}\n")
+        snippet = r["snippet"]
+        if snippet and snippet != r["title"]:
+            out.append(f"   {snippet[:200]}{'…' if len(snippet) > 200 else ''}\n")
+    sys.stdout.write("".join(out))
