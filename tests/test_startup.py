@@ -1,0 +1,96 @@
+"""Start-up is a feature: the paths agents call mid-conversation (`cortex --help`,
+`cortex status`, `cortex write`) never import git, numerical or search libraries, and
+only `write` (which validates a line) imports jsonschema.
+
+Each case runs the real entry point in a fresh interpreter and reports `sys.modules`.
+No wall-clock assertions: `bench/bench_startup.py` prints the times.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("pygit2", "numpy", "whoosh", "model2vec", "tokenizers", "safetensors")
+
+PROBE = r"""
+import json, sys
+from cortex.cli import main
+argv = json.loads(sys.argv[1])
+try:
+    code = main(argv)
+except SystemExit as exc:  # click's --help exits
+    code = exc.code
+sys.stdout.flush()
+sys.stderr.write("\n@@MODULES@@" + json.dumps({"code": code, "modules": sorted(sys.modules)}) + "\n")
+"""
+
+
+def probe(argv: list[str], cwd) -> tuple[int, set[str], str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(argv)], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+    assert "@@MODULES@@" in proc.stderr, proc.stderr
+    result = json.loads(proc.stderr.rsplit("@@MODULES@@", 1)[1])
+    return result["code"] or 0, {m.split(".")[0] for m in result["modules"]}, proc.stdout
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    return [m for m in HEAVY if m in modules]
+
+
+def test_help_imports_nothing_heavy(tmp_path):
+    code, modules, out = probe(["--help"], tmp_path)
+    assert code == 0
+    assert "write" in out and "run" in out  # it really printed the help
+    assert heavy_in(modules) == []
+    assert "jsonschema" not in modules
+
+
+def test_status_imports_nothing_heavy(vault):
+    code, modules, out = probe(["--vault", str(vault.root), "status", "--json"], vault.root)
+    assert code == 0
+    assert json.loads(out)["backlog"]["lines"] == 0
+    assert heavy_in(modules) == []
+    assert "jsonschema" not in modules
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["write", "--type", "fact", "--body", "The staging database restarts on Sundays.", "--entity", "Ledgerline:project"],
+        ["write", "--type", "decision", "--body", "Use local git only.", "--bucket", "ambient", "--importance", "0.8",
+         "--session", "022a598a-7ca8-4ccf-80bb-f1919386421e", "--author", "maya", "--tag", "git"],
+    ],
+)
+def test_write_imports_no_git_or_numerics(vault, argv):
+    code, modules, _ = probe(["--vault", str(vault.root), *argv], vault.root)
+    assert code == 0
+    lines = vault.buffer_path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["body"] == argv[argv.index("--body") + 1]
+    assert heavy_in(modules) == []
+
+
+def test_write_batch_from_stdin_imports_no_git_or_numerics(vault):
+    batch = "\n".join(
+        json.dumps({"type": "lesson", "body": f"Check the lock matrix before migration {n}.", "attribution": "maya"})
+        for n in range(3)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(["--vault", str(vault.root), "write", "-"])],
+        cwd=vault.root, input=batch + "\n", capture_output=True, text=True, timeout=60,
+    )
+    result = json.loads(proc.stderr.rsplit("@@MODULES@@", 1)[1])
+    assert (result["code"] or 0) == 0, proc.stderr
+    assert len(vault.buffer_path.read_text(encoding="utf-8").splitlines()) == 3
+    assert heavy_in({m.split(".")[0] for m in result["modules"]}) == []
+
+
+def test_a_refused_write_imports_no_git_or_numerics(vault):
+    code, modules, _ = probe(["--vault", str(vault.root), "write", "--type", "observation", "--body", "x"], vault.root)
+    assert code == 1
+    assert not vault.buffer_path.exists() or vault.buffer_path.read_text() == ""
+    assert heavy_in(modules) == []
