@@ -14,23 +14,18 @@ from cortex.cli import search  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:
-    import click
-
     from cortex.errors import CortexError
 
     try:
-        result = app(args=argv, prog_name="cortex", standalone_mode=False)
-        return result if isinstance(result, int) else 0
+        # standalone mode: click reports usage errors itself (exit 2) and exits.
+        app(args=argv, prog_name="cortex")
+        return 0
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except CortexError as exc:
         sys.stderr.write(f"cortex: {exc.message}\n")
         if exc.hint:
             sys.stderr.write(f"  hint: {exc.hint}\n")
-        return exc.exit_code
-    except click.exceptions.Abort:
-        sys.stderr.write("cortex: interrupted\n")
-        return 130
-    except click.ClickException as exc:
-        exc.show()
         return exc.exit_code
     except BrokenPipeError:
         return 0
