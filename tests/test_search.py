@@ -1,0 +1,364 @@
+"""Search over real vaults: real git repositories, note files in the DESIGN §4 format,
+the query library and the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from cortex.cli import main
+from cortex.notes import source_hash
+from cortex.search.index import SearchIndex
+from cortex.search.query import Filters, recent, search
+from cortex.vault import Vault
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+_counter = iter(range(1, 10_000))
+
+
+def _iso(dt: datetime) -> str:
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def write_note(root: Path, rel: str, body: str, *, type_: str, category: str = "concept", created: datetime = NOW,
+               importance: float = 0.6, confidence: float = 0.9, tags=(), entities=(), attribution: str = "owner",
+               reinforced: datetime | None = None) -> str:
+    n = next(_counter)
+    lines = [
+        "---",
+        f'id: "01950000-0000-7000-8000-{n:012d}"',
+        f"type: {type_}",
+        f"category: {category}",
+        f"created: {_iso(created)}",
+        f"source_hash: {source_hash(body)}",
+        "# ---",
+        f'title: "{body[:80]}"',
+        "bucket: explicit",
+        f"attribution: {attribution}",
+        f"confidence: {confidence}",
+        f"importance: {importance}",
+    ]
+    if entities:
+        lines.append("entities:")
+        lines += [f"  - {{name: {name}, type: {kind}}}" for name, kind in entities]
+    if tags:
+        lines.append(f"tags: [{', '.join(tags)}]")
+    lines += [f"last_reinforced: {_iso(reinforced or created)}", "---", "", body, ""]
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return rel
+
+
+# the vault's pre-commit hooks call `cortex`: the one installed beside this Python
+ENV = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+
+
+def git(root: Path, *args: str) -> None:
+    proc = subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def commit_all(root: Path, message: str = "notes") -> None:
+    git(root, "add", "-A", "vault", "mind")
+    # The hooks' own tests run them; here a commit is only the event search must notice.
+    git(root, "commit", "-q", "--no-verify", "-m", message)
+
+
+@pytest.fixture
+def vault(tmp_path) -> Path:
+    v, _ = Vault.init(tmp_path / "v")
+    return v.root
+
+
+def fresh_index(root: Path) -> SearchIndex:
+    """What every query does: open, rebuild if needed, freshen."""
+    from cortex.search.freshness import GitProbe
+    from cortex.search.index import IndexUnavailable
+
+    idx = SearchIndex(root)
+    probe = GitProbe.start(root)
+    try:
+        idx.load()
+    except IndexUnavailable:
+        idx.rebuild()
+        return idx
+    idx.refresh(probe)
+    return idx
+
+
+def paths(hits) -> list[str]:
+    return [h.path for h in hits]
+
+
+def test_importance_orders_equally_relevant_notes(vault):
+    body = "Deploy the billing service with blue green releases"
+    low = write_note(vault, "vault/decisions/low.md", body, type_="decision", importance=0.3)
+    high = write_note(vault, "vault/decisions/high.md", body, type_="decision", importance=0.95)
+    commit_all(vault)
+    hits = search(fresh_index(vault), "billing service releases", now=NOW)
+    assert paths(hits)[:2] == [high, low]
+    assert hits[0].why["effective_importance"] > hits[1].why["effective_importance"]
+
+
+def test_recency_orders_equally_relevant_notes(vault):
+    body = "The team standup moved to ten in the morning"
+    old = write_note(vault, "vault/events/old.md", body, type_="event", category="entity", created=NOW - timedelta(days=400))
+    new = write_note(vault, "vault/events/new.md", body, type_="event", category="entity", created=NOW - timedelta(days=2))
+    commit_all(vault)
+    assert paths(search(fresh_index(vault), "when is standup", now=NOW))[:2] == [new, old]
+
+
+def test_decayed_importance_ranks_below_fresh(vault):
+    body = "Finish the quarterly tax filing paperwork"
+    # goal_short decays 0.15 a month: a year-old goal has faded to 0 effective importance
+    stale = write_note(vault, "mind/goals/stale.md", body, type_="goal_short", importance=0.9,
+                       created=NOW - timedelta(days=365))
+    fresh = write_note(vault, "mind/goals/fresh.md", body, type_="goal_short", importance=0.6,
+                       created=NOW - timedelta(days=1))
+    commit_all(vault)
+    hits = search(fresh_index(vault), "tax filing", now=NOW)
+    assert paths(hits)[:2] == [fresh, stale]
+    assert hits[1].why["effective_importance"] == 0.0
+
+
+def test_archived_excluded_unless_asked(vault):
+    live = write_note(vault, "mind/facts/live.md", "The staging database runs on port 5433", type_="fact")
+    gone = write_note(vault, "mind/archive/facts/gone.md", "The staging database used to run on port 5432", type_="fact")
+    commit_all(vault)
+    idx = fresh_index(vault)
+    assert paths(search(idx, "staging database port")) == [live]
+    assert set(paths(search(idx, "staging database port", filters=Filters(archived=True)))) == {live, gone}
+    assert [h.archived for h in search(idx, "used to run", filters=Filters(archived=True))][:1] == [True]
+
+
+@pytest.fixture
+def mixed(vault):
+    notes = {
+        "pref": write_note(vault, "mind/preferences/p.md", "Alice prefers tea over coffee in meetings", type_="preference",
+                           tags=("food", "team"), entities=(("Alice", "person"),), attribution="owner",
+                           created=NOW - timedelta(days=40)),
+        "dec": write_note(vault, "vault/decisions/d.md", "We chose coffee from the local roaster for meetings",
+                          type_="decision", tags=("food",), entities=(("Roaster", "organization"),),
+                          attribution="agent-7", created=NOW - timedelta(days=3)),
+        "task": write_note(vault, "vault/tasks/t.md", "Order coffee beans before the meetings on Monday", type_="task",
+                           category="entity", tags=("errand",), attribution="agent-7", created=NOW - timedelta(days=1)),
+        "proj": write_note(vault, "vault/projects/j.md", "Coffee machine upgrade project for the meetings room",
+                           type_="project", category="relation", entities=(("Alice", "person"),), attribution="owner",
+                           created=NOW - timedelta(days=10)),
+    }
+    commit_all(vault)
+    return vault, notes
+
+
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        (Filters(types=("decision",)), {"dec"}),
+        (Filters(types=("decision", "task")), {"dec", "task"}),
+        (Filters(categories=("entity",)), {"task"}),
+        (Filters(categories=("relation",)), {"proj"}),
+        (Filters(partitions=("mind",)), {"pref"}),
+        (Filters(partitions=("vault",)), {"dec", "task", "proj"}),
+        (Filters(tags=("food",)), {"pref", "dec"}),
+        (Filters(tags=("FOOD",), types=("decision",)), {"dec"}),
+        (Filters(entities=("alice",)), {"pref", "proj"}),
+        (Filters(attributions=("agent-7",)), {"dec", "task"}),
+        (Filters(since=(NOW - timedelta(days=5)).timestamp()), {"dec", "task"}),
+        (Filters(until=(NOW - timedelta(days=5)).timestamp()), {"pref", "proj"}),
+        (Filters(since=(NOW - timedelta(days=20)).timestamp(), until=(NOW - timedelta(days=2)).timestamp()), {"dec", "proj"}),
+        (Filters(tags=("nope",)), set()),
+    ],
+)
+def test_every_filter(mixed, filters, expected):
+    vault, notes = mixed
+    hits = search(fresh_index(vault), "coffee meetings", filters=filters, limit=10, now=NOW)
+    by_path = {v: k for k, v in notes.items()}
+    assert {by_path[h.path] for h in hits} == expected
+
+
+def test_recent_view_is_newest_first(mixed):
+    vault, notes = mixed
+    hits = recent(fresh_index(vault), (NOW - timedelta(days=15)).timestamp(), now=NOW)
+    assert paths(hits) == [notes["task"], notes["dec"], notes["proj"]]
+
+
+def test_fresh_after_commit_edit_and_delete(vault):
+    write_note(vault, "mind/facts/a.md", "The build server lives in the basement rack", type_="fact")
+    commit_all(vault)
+    idx = fresh_index(vault)
+    assert search(idx, "lighthouse") == []
+
+    # a new note committed (as `cortex run` does): found without `cortex index`
+    new = write_note(vault, "mind/facts/b.md", "The lighthouse keeper logs every ship", type_="fact")
+    commit_all(vault)
+    assert paths(search(fresh_index(vault), "lighthouse")) == [new]
+
+    # a committed note edited in place, as an editor does (same folder, no commit)
+    path = vault / "mind/facts/a.md"
+    path.write_text(path.read_text().replace("basement rack", "attic cupboard"))
+    idx = fresh_index(vault)
+    assert paths(search(idx, "attic cupboard")) == ["mind/facts/a.md"]
+    assert search(idx, "basement", mode="lexical") == []
+
+    # an untracked note edited in place twice
+    draft = write_note(vault, "mind/facts/draft.md", "Draft about penguins", type_="fact")
+    assert paths(search(fresh_index(vault), "penguins")) == [draft]
+    (vault / draft).write_text((vault / draft).read_text().replace("penguins", "walruses and seals"))
+    idx = fresh_index(vault)
+    assert paths(search(idx, "walruses")) == [draft]
+
+    # deleted: disappears
+    (vault / new).unlink()
+    idx = fresh_index(vault)
+    assert search(idx, "lighthouse keeper") == []
+    assert idx.lexical.doc_count() == len(idx.vectors) == 2
+
+
+def test_edit_then_commit_between_queries(vault):
+    write_note(vault, "vault/resources/r.md", "A guide to sourdough baking", type_="resource", category="entity")
+    commit_all(vault)
+    fresh_index(vault)
+    path = vault / "vault/resources/r.md"
+    path.write_text(path.read_text().replace("sourdough baking", "kayak repair"))
+    commit_all(vault, "edit")  # edited and committed with no query in between
+    assert paths(search(fresh_index(vault), "kayak")) == ["vault/resources/r.md"]
+
+
+def test_move_keeps_embedding_and_counts_as_move(vault):
+    write_note(vault, "mind/facts/x.md", "Otters hold hands while sleeping", type_="fact")
+    commit_all(vault)
+    fresh_index(vault)
+    (vault / "mind/archive/facts").mkdir(parents=True)
+    os.rename(vault / "mind/facts/x.md", vault / "mind/archive/facts/x.md")
+    idx = SearchIndex(vault).load()
+    from cortex.search.freshness import GitProbe
+
+    report = idx.refresh(GitProbe.start(vault))
+    assert (report.moved, report.added, report.deleted) == (1, 0, 0)
+    assert search(idx, "otters") == []
+    assert paths(search(idx, "otters", filters=Filters(archived=True))) == ["mind/archive/facts/x.md"]
+
+
+def test_unchanged_vault_touches_nothing(vault):
+    write_note(vault, "mind/facts/x.md", "Nothing changes here", type_="fact")
+    commit_all(vault)
+    fresh_index(vault)
+    idx = SearchIndex(vault).load()
+    from cortex.search.freshness import GitProbe
+
+    report = idx.refresh(GitProbe.start(vault))
+    assert report.touched == 0
+
+
+@pytest.mark.parametrize("damage", ["state", "whoosh", "vectors", "missing"])
+def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
+    note = write_note(vault, "mind/facts/x.md", "Zebras have striped skin underneath", type_="fact")
+    commit_all(vault)
+    assert main(["--vault", str(vault), "index"]) == 0
+    base = vault / ".cortex" / "search"
+    if damage == "state":
+        (base / "state.json").write_text("{not json")
+    elif damage == "whoosh":
+        for f in (base / "whoosh").iterdir():
+            if f.suffix in (".toc", ".seg"):
+                f.write_bytes(b"garbage")
+    elif damage == "vectors":
+        (base / "vectors.npy").write_bytes(b"garbage")
+    else:
+        import shutil
+
+        shutil.rmtree(vault / ".cortex")
+    capsys.readouterr()
+    assert main(["--vault", str(vault), "query", "zebras", "--paths"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [note]
+    assert "rebuilding the search index" in err
+    assert "Traceback" not in err
+
+
+JSON_KEYS = {"rank", "path", "id", "title", "type", "category", "partition", "archived", "tags", "entities",
+             "attribution", "created", "snippet", "score", "why"}
+
+
+def test_json_shape_is_stable(mixed, capsys):
+    vault, notes = mixed
+    assert main(["--vault", str(vault), "query", "coffee", "--json", "--limit", "2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"query", "mode", "count", "results", "index"}
+    assert data["query"] == "coffee" and data["mode"] == "hybrid" and data["count"] == 2
+    assert set(data["index"]) == {"notes", "updated"}
+    for r in data["results"]:
+        assert set(r) == JSON_KEYS
+        assert isinstance(r["tags"], list) and isinstance(r["entities"], list) and isinstance(r["archived"], bool)
+        assert {"relevance", "effective_importance", "confidence", "recency", "prior"} <= set(r["why"])
+    assert [r["rank"] for r in data["results"]] == [1, 2]
+    assert main(["--vault", str(vault), "query", "coffee", "--jsonl", "--type", "task"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["path"] for line in lines] == [notes["task"]]
+
+
+def test_cli_modes_and_exit_status(mixed, capsys):
+    vault, notes = mixed
+    v = ["--vault", str(vault), "query"]
+    assert main([*v, "roaster", "--lexical-only", "--paths"]) == 0
+    assert capsys.readouterr().out.splitlines() == [notes["dec"]]
+    assert main([*v, "coffee", "--semantic-only", "--paths"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4
+    assert main([*v, "xylophone quasar", "--paths"]) == 1
+    assert capsys.readouterr().out == ""
+    assert main([*v, "coffee", "--lexical-only", "--semantic-only"]) == 2
+    assert main([*v, "coffee", "--since", "not-a-date"]) == 2
+    assert main([*v]) == 2  # no text and no --recent
+    assert main([*v, "--recent", "100000d", "--paths"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4
+
+
+def test_end_to_end_real_cli(tmp_path):
+    """cortex init, write, run, then query through the installed entry point."""
+    env = {**ENV, "CORTEX_VAULT": str(tmp_path / "v")}
+    env.pop("CORTEX_SEARCH_MODEL", None)
+
+    def cortex(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "cortex", *args], env=env, capture_output=True, text=True,
+                              cwd=tmp_path)
+
+    assert cortex("init", str(tmp_path / "v")).returncode == 0
+    assert cortex("write", "--type", "decision", "--body", "Adopt Rust for the telemetry collector",
+                  "--importance", "0.9").returncode == 0
+    assert cortex("run").returncode == 0
+    found = cortex("query", "telemetry language", "--json")
+    assert found.returncode == 0, found.stderr
+    results = json.loads(found.stdout)["results"]
+    assert results[0]["type"] == "decision" and results[0]["path"].startswith("vault/decisions/")
+    # a second observation lands through `cortex run` (a commit): the next query sees it
+    assert cortex("write", "--type", "preference", "--body", "I like my espresso without sugar").returncode == 0
+    assert cortex("run").returncode == 0
+    again = cortex("query", "espresso", "--paths")
+    assert again.returncode == 0 and again.stdout.startswith("mind/preferences/")
+    assert cortex("query", "zyzzyva marmalade").returncode == 1
+    assert cortex("--vault", str(tmp_path / "nope"), "query", "x").returncode == 2
+
+
+def test_cli_module_imports_stay_light():
+    code = ("import sys, cortex.cli; "
+            "print(sorted(m for m in ('numpy', 'whoosh', 'model2vec', 'tokenizers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_lexical_only_query_does_not_import_numpy(mixed):
+    vault, _ = mixed
+    assert main(["--vault", str(vault), "index"]) == 0
+    code = ("import sys; from cortex.cli import main; "
+            f"rc = main(['--vault', {str(vault)!r}, 'query', 'coffee', '--lexical-only', '--paths']); "
+            "print(rc, 'numpy' in sys.modules, file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stderr.strip().splitlines()[-1] == "0 False"
