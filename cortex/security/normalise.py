@@ -168,7 +168,7 @@ def _decode_invisible_bits(text: str) -> str:
 
 _B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}")
 _B32_RUN = re.compile(r"(?<![A-Z2-7])[A-Z2-7]{16,}=*")
-_HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :]?){8,}(?![0-9A-Fa-f])")
+_HEX_RUN = re.compile(r"(?<!\w)(?:[0-9A-Fa-f]{2}[ :]?){8,}(?![0-9A-Fa-f])")
 
 
 def _letter_share(s: str) -> float:

@@ -1,0 +1,125 @@
+"""Credential redaction: each provider's format is redacted, near-misses are untouched.
+
+No fixture holds a live-looking credential: every fake is assembled at test time from a
+prefix and a body derived from a hash, so secret scanners in CI see nothing here.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import string
+import uuid
+
+import pytest
+
+from cortex.security import Scanner
+from cortex.security.secrets import REDACTED, redact
+
+_B62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+
+
+def body(seed: str, n: int, alphabet: str = _B62) -> str:
+    """A deterministic random-looking string (never a real credential)."""
+    out, counter = [], 0
+    while len(out) < n:
+        for b in hashlib.sha256(f"{seed}:{counter}".encode()).digest():
+            out.append(alphabet[b % len(alphabet)])
+        counter += 1
+    return "".join(out[:n])
+
+
+def hexbody(seed: str, n: int) -> str:
+    return body(seed, n, "0123456789abcdef")
+
+
+def join(*parts: str) -> str:
+    return "".join(parts)
+
+
+# (provider, sentence with the fake, the fake that must disappear)
+def cases() -> list[tuple[str, str, str]]:
+    out = []
+
+    def add(provider: str, template: str, secret: str) -> None:
+        out.append((provider, template.format(secret), secret))
+
+    add("aws", "The deploy user's key id is {} in the CI settings.", join("AK", "IA", body("aws", 16, string.ascii_uppercase + "234567")))
+    add("aws", "AWS_SECRET_ACCESS_KEY={} was pasted in chat.", body("aws-secret", 40, _B62 + "+/"))
+    add("github", "My GitHub token: {}", join("gh", "p_", body("ghp", 36)))
+    add("github", "Tokens like {} belong in the vault.", join("github", "_pat_", body("gpat", 22), "_", body("gpat2", 59)))
+    add("gitlab", "Bearer {} is the runner token.", join("gl", "pat-", body("glpat", 20)))
+    add("slack", "The bot posts with {} today.", join("xo", "xb-", body("s1", 12, string.digits), "-", body("s2", 13, string.digits), "-", body("s3", 24)))
+    add("slack", "Webhook: {}", join("https://hooks.", "slack.com/services/T", body("w1", 8, string.ascii_uppercase), "/B", body("w2", 10, string.ascii_uppercase), "/", body("w3", 24)))
+    add("stripe", "Stripe live key {} must rotate.", join("sk", "_live_", body("stripe", 24)))
+    add("openai", "OPENAI_API_KEY is {}", join("sk-", "proj-", body("oa", 48), "T3Blbk", "FJ", body("oa2", 48)))
+    add("anthropic", "The key {} ran out of credit.", join("sk-", "ant-", "api03-", body("ant", 93), "AA"))
+    add("google", "Maps key {} is restricted to one domain.", join("AI", "za", body("goog", 35)))
+    add("twilio", "Twilio API key {} in the SMS job.", join("S", "K", hexbody("tw", 32)))
+    add("sendgrid", "Mail goes out with {} now.", join("S", "G.", body("sg1", 22), ".", body("sg2", 43)))
+    add("npm", "Publish with {} from CI.", join("np", "m_", body("npm", 36)))
+    add("pypi", "TWINE_PASSWORD={}", join("py", "pi-", "AgEIcHlwaS5vcmc", body("pypi", 70)))
+    header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
+    claims = base64.urlsafe_b64encode(b'{"sub":"42","name":"test"}').decode().rstrip("=")
+    add("jwt", "Session cookie was {} yesterday.", join(header, ".", claims, ".", body("sig", 43)))
+    pem_body = "\n".join(body(f"pem{i}", 64, _B62 + "+/") for i in range(3))
+    add("private_key", "Key file:\n{}\n", join("-----BEGIN ", "RSA PRIVATE KEY-----\n", pem_body, "\n-----END ", "RSA PRIVATE KEY-----"))
+    add("generic", "The staging .env sets API_KEY={}; rotate it.", body("generic", 40))
+    add("generic", "Retry the webhook test with {} as the service secret.", body("generic2", 44))
+    return out
+
+
+@pytest.mark.parametrize("provider,text,secret", cases(), ids=[c[0] for c in cases()])
+def test_credential_is_redacted(provider, text, secret):
+    out, kinds = redact(text)
+    assert secret not in out
+    assert REDACTED in out
+    assert len(kinds) == 1
+
+
+def test_connection_string_keeps_all_but_the_password():
+    password = body("dbpw", 20)
+    text = f"The app connects with postgresql://svc_reports:{password}@db.internal:5432/orders."
+    out, kinds = redact(text)
+    assert out == f"The app connects with postgresql://svc_reports:{REDACTED}@db.internal:5432/orders."
+    assert kinds == ("db_url",)
+
+
+def near_misses() -> list[str]:
+    sha256 = hashlib.sha256(b"a body").hexdigest()
+    sha1 = hashlib.sha1(b"a commit").hexdigest()
+    md5 = hashlib.md5(b"a file").hexdigest()
+    ident = str(uuid.uuid5(uuid.NAMESPACE_URL, "cortex"))
+    prose = base64.b64encode(b"Sam recently took friends on a long hiking trip.").decode()
+    return [
+        f"source_hash: {sha256}",
+        f"Dedup: sha256 {sha256} is already in memory.",
+        f"The fix landed in commit {sha1} on main.",
+        f"Reverted {sha1[:7]} after the flaky test.",
+        f"The installer's MD5 checksum is {md5}.",
+        f"session_id={ident}",
+        f"Decoded the cookie value {prose} - it is just a sentence.",
+        "Docs: https://github.com/example-org/example-repo/actions/workflows/test_linux.yml/badge.svg",
+        "Reading list: https://docs.example.com/reference/authentication/api-keys-and-tokens#rotation-policy",
+        "The README example shows key = AKIAXXXXXXXXXXXXXXXX as a placeholder.",
+        "Their sample config still has " + "gh" + "o_" + "x" * 36 + " in it.",
+        'curl -u "${username}":"${password}" https://example.com',
+        "I rotated the AWS access key on Monday; the new one is in the team vault.",
+        "The password policy requires twelve characters.",
+        "Use getUserAccountInformationFromDatabase in the service layer.",
+        "The file lives at /Users/JaneDoe/Documents/Projects2024/ReportFinal/summary.md",
+    ]
+
+
+@pytest.mark.parametrize("text", near_misses())
+def test_near_miss_is_untouched(text):
+    assert redact(text) == (text, ())
+
+
+def test_scanner_redact_also_drops_hidden_characters():
+    token = join("gh", "p_", body("zw", 36))
+    # A zero-width space inside the token must not split it past the redactor.
+    text = f"token {token[:10]}\u200b{token[10:]} here"
+    out, kinds = Scanner().redact(text)
+    assert out == f"token {REDACTED} here"
+    assert kinds == ("github",)
