@@ -8,7 +8,6 @@ a commit, the index entries of those paths (and only those) are refreshed, so
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,11 +140,18 @@ class GitRepo:
                     index.remove(path)
                 continue
             data = self.repo[oid].data
-            if not target.exists() or target.read_bytes() != data:
+            try:
+                current = target.read_bytes()
+            except FileNotFoundError:
+                current = None
+            except IsADirectoryError:
+                raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
+            if current != data:
+                # Written in place: a torn write is rewritten by the recovery that
+                # follows any crash, since the commit (the truth) already holds it.
                 target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_name(f".{target.name}.cortex-tmp")
-                tmp.write_bytes(data)
-                os.replace(tmp, target)
+                with open(target, "wb") as fh:
+                    fh.write(data)
             index.add(path)
         index.write()
 

@@ -114,9 +114,9 @@ class Vault:
 
     @cached_property
     def observation_validator(self):
-        from jsonschema import Draft202012Validator
+        from cortex.schemacheck import SchemaCheck
 
-        return Draft202012Validator(self.schema("observation"))
+        return SchemaCheck(self.schema("observation"))
 
     @cached_property
     def scanner(self):
