@@ -42,6 +42,7 @@ class Settings:
     injection_patterns: tuple[Any, ...] = ()  # extra patterns, appended to the shipped list
     classifier_threshold: float | None = None
     use_classifier: bool = True
+    strict_notes: bool = False  # a suspected injection in a person's note blocks the commit
     run_pre_commit: bool = False  # also run the person's other pre-commit hooks
     lock_timeout: float = 10.0
     embedding_model: str | None = None
@@ -106,6 +107,7 @@ def load_settings(path: Path) -> Settings:
             injection_patterns=tuple(security.get("injection_patterns") or ()),
             classifier_threshold=security.get("classifier_threshold"),
             use_classifier=bool(security.get("classifier", True)),
+            strict_notes=bool(security.get("strict_notes", False)),
             run_pre_commit=bool(commit.get("run_pre_commit", False)),
             lock_timeout=float(data.get("lock_timeout", 10.0)),
             embedding_model=data.get("embedding_model"),

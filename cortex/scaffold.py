@@ -84,11 +84,14 @@ def _commit(vault, paths: list[str]) -> None:
 
 
 def _install_hooks(root: Path) -> None:
-    """Install the pre-commit hook when the pre-commit tool is available (offline: the
-    hooks are `repo: local`, `language: system`)."""
-    hook = root / ".git" / "hooks" / "pre-commit"
-    if hook.exists():
-        return
-    exe = shutil.which("pre-commit") or str(Path(__import__("sys").executable).with_name("pre-commit"))
-    if Path(exe).exists():
-        subprocess.run([exe, "install"], cwd=root, capture_output=True, check=False)
+    """Install the pre-commit hook (offline: the hooks are `repo: local`,
+    `language: system`) and record which python runs cortex; see ``cortex.hooks.install``.
+    A problem (pre-commit missing) is said on stderr, never fatal: the vault works
+    without hooks, and `cortex hook install` finishes the job later."""
+    import sys
+
+    from cortex.hooks import install
+
+    _done, problems = install(root)
+    for line in problems:
+        sys.stderr.write(f"cortex: {line}\n")

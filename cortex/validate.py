@@ -2,6 +2,10 @@
 person commits (the git hook calls the very same ``NoteValidator``).
 
 Every problem is reported (not just the first) as ``path:line: what — how to fix``.
+A problem is an error (the commit is refused) or a warning (reported, not blocking):
+a suspected instruction injection in a note a person wrote is a warning unless the
+vault sets ``security.strict_notes: true``. Checks that need the whole vault (ids
+unique across it) live in ``IdIndex``; ``check`` sees one file.
 """
 
 from __future__ import annotations
@@ -10,9 +14,10 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 from cortex.notes import REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, parse_note, source_hash
+from cortex.schema_lite import compile_schema
 from cortex.taxonomy import ARCHIVE, Taxonomy
 from cortex.timefmt import format_time
 
@@ -26,9 +31,14 @@ class Problem:
     line: int
     what: str
     fix: str
+    severity: str = "error"  # or "warning": reported, never blocks a commit
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.what} — {self.fix}"
+        mark = "warning: " if self.severity == "warning" else ""
+        return f"{self.path}:{self.line}: {mark}{self.what} — {self.fix}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "severity": self.severity, "what": self.what, "fix": self.fix}
 
 
 def is_note_path(path: str) -> bool:
@@ -64,13 +74,19 @@ class NoteValidator:
         *,
         tag_allow: frozenset[str] | None = None,
         redact: Callable[[str], tuple[str, tuple[str, ...]]] | None = None,
+        injection: Callable[[str], Any] | None = None,
+        strict_injection: bool = False,
     ) -> None:
-        from jsonschema import Draft202012Validator
-
+        """``redact(text) -> (text, kinds)`` finds credentials (an error);
+        ``injection(text) -> Verdict | None`` finds instruction injection (a warning,
+        an error when ``strict_injection``)."""
         self.taxonomy = taxonomy
-        self.schema = Draft202012Validator(schema)
+        self.schema = compile_schema(schema)
+        self.required = tuple(k for k in schema.get("required", ()) if k not in REQUIRED_FIELDS)
         self.tag_allow = tag_allow
         self.redact = redact
+        self.injection = injection
+        self.strict_injection = strict_injection
 
     def check(self, path: str, text: str) -> list[Problem]:
         problems: list[Problem] = []
@@ -89,23 +105,23 @@ class NoteValidator:
         meta, lines = note.meta, note.key_lines
         line_of = lambda key: lines.get(key, 2)  # noqa: E731
 
-        missing = [k for k in REQUIRED_FIELDS if k not in meta]
+        missing = [k for k in (*REQUIRED_FIELDS, *self.required) if k not in meta]
         if missing:
             add(2, f"missing required field(s): {', '.join(missing)}", "run `cortex hook fix` to complete the note")
         sep_line = _separator_line(note.frontmatter)
         if sep_line is None:
-            add(2, f"no `{SEPARATOR}` line after the required fields", f"put a `{SEPARATOR}` line after {', '.join(REQUIRED_FIELDS)}")
+            add(2, f"no `{SEPARATOR}` line after the required fields", f"put a `{SEPARATOR}` line after {', '.join(REQUIRED_FIELDS)} (`cortex hook fix` does)")
         else:
             order = [k for k in REQUIRED_FIELDS if k in lines]
             if [lines[k] for k in order] != sorted(lines[k] for k in order):
-                add(line_of(order[0]), "required fields out of order", f"order them {', '.join(REQUIRED_FIELDS)}")
+                add(line_of(order[0]), "required fields out of order", f"order them {', '.join(REQUIRED_FIELDS)} (`cortex hook fix` does)")
             late = [k for k in order if lines[k] > sep_line]
             if late:
-                add(line_of(late[0]), f"required field(s) {', '.join(late)} below `{SEPARATOR}`", f"move them above the `{SEPARATOR}` line")
+                add(line_of(late[0]), f"required field(s) {', '.join(late)} below `{SEPARATOR}`", f"move them above the `{SEPARATOR}` line (`cortex hook fix` does)")
 
         for error in self.schema.iter_errors(_jsonable(meta)):
             key = str(error.absolute_path[0]) if error.absolute_path else ""
-            if error.validator == "required":
+            if error.validator == "required" and not error.absolute_path:
                 continue  # reported above with the fixer hint
             add(line_of(key), f"{key or 'frontmatter'}: {error.message}", _schema_fix(key))
 
@@ -119,6 +135,9 @@ class NoteValidator:
             directory = expected_directory(path)
             if directory != spec.directory:
                 add(1, f"a {spec.name} note belongs in {spec.directory}/, not {directory}/", f"move it to {spec.directory}/ or change its type")
+
+        if not note.body.strip():
+            add(note.body_line - 1, "the note has no body", "write the memory below the closing `---`")
 
         recorded = meta.get("source_hash")
         if isinstance(recorded, str) and recorded and source_hash(note.body) != recorded:
@@ -139,7 +158,31 @@ class NoteValidator:
                 _, kinds = self.redact(line)
                 if kinds:
                     add(n, f"looks like a credential ({', '.join(kinds)})", "remove the secret from the note; rotate it if it was real")
+        if self.injection is not None:
+            problems += self._injection_problems(path, text, note)
         return problems
+
+    def _injection_problems(self, path: str, text: str, note) -> list[Problem]:
+        severity = "error" if self.strict_injection else "warning"
+        fix = "reword it if it is not meant for an agent" + ("" if self.strict_injection else " (security.strict_notes: true refuses it)")
+        out = []
+        fields = [(k, v) for k, v in note.meta.items() if isinstance(v, str) and k in ("title", "context", "source_quote")]
+        for key, value in [*fields, ("body", note.body)]:
+            verdict = self.injection(value)
+            if verdict is not None:
+                line = note.key_lines.get(key, 2) if key != "body" else _line_of(text, verdict.excerpt, note.body_line)
+                what = f"{key} reads like an instruction to an agent ({verdict.rule}: {verdict.excerpt!r})"
+                out.append(Problem(path, line, what, fix, severity))
+        return out
+
+
+def _line_of(text: str, excerpt: str, default: int) -> int:
+    probe = excerpt.rstrip("…").strip()[:40]
+    if probe:
+        for n, line in enumerate(text.splitlines(), start=1):
+            if n >= default and probe.lower() in line.lower():
+                return n
+    return default
 
 
 def _separator_line(frontmatter: str) -> int | None:
@@ -157,3 +200,50 @@ def _schema_fix(key: str) -> str:
         "confidence": "use a number from 0 to 1",
         "importance": "use a number from 0 to 1",
     }.get(key, "see schemas/note.schema.json")
+
+
+# --- vault-level checks ---------------------------------------------------------------
+
+_ID_LINE = re.compile(r"^id:[ \t]*[\"']?([^\"'\s#]+)", re.M)
+
+
+def read_id(text: str) -> tuple[str, int] | None:
+    """``(id, line)`` from a note's frontmatter without parsing the YAML (fast enough
+    to read every note of a vault on each commit)."""
+    if not text.startswith(("---\n", "---\r\n", "\ufeff---")):
+        return None
+    end = text.find("\n---", 3)
+    m = _ID_LINE.search(text, 0, end if end != -1 else len(text))
+    return (m.group(1), text.count("\n", 0, m.start()) + 1) if m else None
+
+
+class IdIndex:
+    """Which notes carry which id: every note of the vault, so a checked note's id can
+    be proven unique (DESIGN §4: ids are unique across the vault)."""
+
+    def __init__(self, ids: Mapping[str, str] = ()) -> None:
+        self.paths: dict[str, list[str]] = {}
+        for path, ident in dict(ids).items():
+            self.add(path, ident)
+
+    def add(self, path: str, ident: str) -> None:
+        paths = self.paths.setdefault(ident, [])
+        if path not in paths:
+            paths.append(path)
+
+    def problems(self, checked: Iterable[tuple[str, str, int]]) -> list[Problem]:
+        """One problem per checked ``(path, id, line)`` whose id another note uses too."""
+        out = []
+        for path, ident, line in checked:
+            others = [p for p in self.paths.get(ident, ()) if p != path]
+            if others:
+                out.append(
+                    Problem(
+                        path,
+                        line,
+                        f"id {ident} is also the id of {', '.join(sorted(others))}",
+                        "a renamed note: stage the old path's removal too (`git add -A`); a copy: delete "
+                        "this id line and run `cortex hook fix` for a new one",
+                    )
+                )
+        return out

@@ -1,0 +1,89 @@
+"""The git hooks and the whole-vault check: ``cortex hook validate|fix|install`` and
+``cortex validate``. Thin: parse, call ``cortex.hooks``, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from cortex.cli.app import JSON_HELP, _options, app, emit_json, info
+
+hook_app = typer.Typer(
+    help="The git hooks pre-commit runs on staged notes (usable by hand too).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(hook_app, name="hook")
+
+FILES_HELP = "Files as pre-commit passes them; those outside vault/ and mind/ are ignored."
+
+
+def _hook_root() -> Optional[Path]:
+    # --vault when given; else the repository around the working directory (where
+    # pre-commit runs), never $CORTEX_VAULT: the hook checks the repo being committed.
+    return _options["vault"]
+
+
+def _finish(report, action: str, json_: bool) -> int:
+    from cortex.hooks import render
+
+    if json_:
+        emit_json(report.as_dict())
+    else:
+        render(report, action)
+    return report.exit_code
+
+
+@hook_app.command("validate")
+def hook_validate(
+    files: List[str] = typer.Argument(None, metavar="[FILES]...", help=FILES_HELP),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> int:
+    """Refuse notes that break the rules: one `path:line: what — how to fix` per problem; exit 1 if any."""
+    from cortex.hooks import validate
+
+    return _finish(validate(files or [], root=_hook_root()), "validate", json_)
+
+
+@hook_app.command("fix")
+def hook_fix(
+    files: List[str] = typer.Argument(None, metavar="[FILES]...", help=FILES_HELP),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> int:
+    """Complete hand-written notes, re-hash edited bodies, normalise tags; exit 1 when a file changed."""
+    from cortex.hooks import fix
+
+    return _finish(fix(files or [], root=_hook_root()), "fix", json_)
+
+
+@hook_app.command("install")
+def hook_install() -> None:
+    """Install the pre-commit hook in this vault and record which python runs cortex (after a clone)."""
+    from cortex.hooks import HookVault, install
+
+    root = HookVault(_options["vault"]) if _options["vault"] else HookVault.around()
+    done, problems = install(root.root, force=True)
+    for line in done + problems:
+        info(line)
+    if problems:
+        raise typer.Exit(1)
+
+
+@app.command("validate")
+def validate_command(
+    files: List[str] = typer.Argument(None, metavar="[FILES]...", help="Notes to check (default: every note)."),
+    all_: bool = typer.Option(False, "--all", help="Every note of the vault (the default without FILES): for CI, which --no-verify cannot skip."),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> int:
+    """Check notes with the git hook's rules (ids unique across the vault); exit 1 on any error."""
+    from cortex.cli.app import open_vault
+    from cortex.hooks import validate
+
+    root = open_vault().root
+    report = validate(files or [], root=root, all_notes=all_ or not files)
+    code = _finish(report, "validate", json_)
+    if not json_:
+        info(f"{report.checked} note{'s' if report.checked != 1 else ''} checked: {len(report.errors)} errors, {len(report.warnings)} warnings")
+    return code

@@ -1,0 +1,263 @@
+"""The note fixer: text in, text out (``cortex hook fix`` is the thin layer on files).
+
+What it does, and only this:
+
+- completes a note a person wrote with just a ``type`` (or none, where the folder
+  implies one) and a body: ``id`` (UUIDv7), ``category``, ``created``, ``source_hash``,
+  the ``# ---`` separator, and a ``title`` below it. The required block goes first, in
+  order; a file with no frontmatter at all gets one.
+- re-hashes a note whose body a person edited (``source_hash``);
+- normalises tags (Obsidian habits: ``#tag``, capitals, spaces, ``tags: a, b``).
+
+Every other byte stays: the person's key order, comments, quoting and body. Lines are
+edited, never re-dumped; the result is parsed again and must mean the old note plus the
+fixes, else the note is left untouched (the validator then says what is wrong). A valid
+note comes back byte for byte; fixing twice equals fixing once.
+
+A folder with several types (``mind/goals``: goal_short and goal_long) implies the one
+that decays slowest (goal_long): a person who wrote a goal down by hand meant to keep it.
+The chosen type is written into the note, where the person can change it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable
+
+from cortex.notes import (
+    REQUIRED_FIELDS,
+    SEPARATOR,
+    NoteSyntaxError,
+    flow_list,
+    make_title,
+    parse_note,
+    quote,
+    source_hash,
+    split_frontmatter,
+    uuid7,
+)
+from cortex.taxonomy import Taxonomy, TypeSpec
+from cortex.timefmt import format_time
+from cortex.validate import TAG_RE, expected_directory
+
+_KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
+
+
+@dataclass(frozen=True)
+class Fixed:
+    text: str
+    changes: tuple[str, ...] = ()  # what was done, for people ("added id, created")
+    refused: str = ""  # why a change was not made safely (the note is left as it was)
+
+
+def folder_type(taxonomy: Taxonomy, path: str) -> TypeSpec | None:
+    """The type a note's folder implies: the only one, or the slowest-decaying one."""
+    specs = taxonomy.types_for_directory(expected_directory(path))
+    order = {name: i for i, name in enumerate(taxonomy.types)}
+    return min(specs, key=lambda s: (s.decay, order[s.name])) if specs else None
+
+
+# --- tags -------------------------------------------------------------------------------
+
+def normalise_tag(tag: Any) -> str | None:
+    """``#Project/Big Idea`` → ``project/big-idea``; None when nothing usable is left."""
+    text = unicodedata.normalize("NFKD", str(tag)).encode("ascii", "ignore").decode()
+    text = re.sub(r"\s+", "-", text.strip().lstrip("#").lower())
+    text = re.sub(r"[^a-z0-9_/-]+", "-", text)
+    segments = [re.sub(r"-{2,}", "-", s).strip("-") for s in text.split("/")]
+    out = "/".join(s for s in segments if s)
+    return out if TAG_RE.fullmatch(out) else None
+
+
+def normalise_tags(tags: Any) -> list[Any] | None:
+    """The normalised list, or None when ``tags`` is not something to normalise."""
+    if isinstance(tags, str):
+        tags = [t for t in tags.split(",") if t.strip()]  # Obsidian's legacy `tags: a, b`
+    elif not isinstance(tags, list):
+        return None
+    out: list[Any] = []
+    for tag in tags:
+        if isinstance(tag, (dict, list)) or tag is None:
+            return None  # not a tag list a person meant; the validator explains
+        fixed = normalise_tag(tag)
+        value = fixed if fixed is not None else tag  # unusable: kept for the validator
+        if value not in out:
+            out.append(value)
+    return out
+
+
+# --- frontmatter lines ---------------------------------------------------------------------
+
+def _blocks(lines: list[str]) -> list[tuple[str | None, list[str]]]:
+    """Top-level keys with their continuation lines (the same rule as ``notes.set_fields``);
+    comments, blank lines and the separator are blocks with no key."""
+    out: list[tuple[str | None, list[str]]] = []
+    i = 0
+    while i < len(lines):
+        m = _KEY_RE.match(lines[i])
+        j = i + 1
+        if m:
+            while j < len(lines) and lines[j][:1] in (" ", "\t", "-") and not lines[j].startswith("---"):
+                j += 1
+        out.append((m.group(1) if m else None, lines[i:j]))
+        i = j
+    return out
+
+
+def _is_separator(block: tuple[str | None, list[str]]) -> bool:
+    return block[0] is None and block[1][0].strip() == SEPARATOR
+
+
+def _structure_ok(blocks: list[tuple[str | None, list[str]]]) -> bool:
+    """Required keys present, in order, each once, all above the first separator."""
+    seen: list[str] = []
+    for key, lines in blocks:
+        if _is_separator((key, lines)):
+            return seen == list(REQUIRED_FIELDS)
+        if key in REQUIRED_FIELDS:
+            seen.append(key)
+    return False
+
+
+def _yaml_value(rendered: str) -> Any:
+    import yaml
+
+    return yaml.safe_load(f"k: {rendered}")["k"]
+
+
+# --- the fixer -----------------------------------------------------------------------------
+
+def fix_note(
+    path: str,
+    text: str,
+    taxonomy: Taxonomy,
+    *,
+    now: datetime,
+    new_id: Callable[[int], str] = uuid7,
+) -> Fixed:
+    try:
+        note = parse_note(text)
+    except NoteSyntaxError:
+        return Fixed(text)  # broken YAML: only a person can fix it; the validator says where
+    split = split_frontmatter(text)
+    if split is None:
+        return _add_frontmatter(path, text, taxonomy, now, new_id)
+
+    meta, body = note.meta, note.body
+    newline = "\r\n" if text.split("\n", 1)[0].endswith("\r") else "\n"
+    type_name = meta.get("type")
+    spec = taxonomy.get(type_name) if isinstance(type_name, str) else None
+    if type_name is None:
+        spec = folder_type(taxonomy, path)
+
+    updates: dict[str, str] = {}  # existing keys: new rendered value
+    adds: dict[str, str] = {}  # missing keys: rendered value
+    changes: list[str] = []
+    has_body = bool(body.strip())
+    digest = source_hash(body)
+    if has_body and "source_hash" in meta and meta["source_hash"] != digest:
+        updates["source_hash"] = digest
+        changes.append("re-hashed the edited body")
+    if "tags" in meta:
+        tags = normalise_tags(meta["tags"])
+        if tags is not None and tags != meta["tags"]:
+            updates["tags"] = flow_list(tags)
+            changes.append("normalised tags")
+    if spec is not None and has_body:
+        fresh = _required_values(spec, body, now, new_id)
+        for key in (*REQUIRED_FIELDS, "title"):
+            if key not in meta:
+                adds[key] = fresh[key]
+        if adds:
+            how = " (type from the folder)" if "type" in adds else ""
+            changes.append(f"added {', '.join(adds)}{how}")
+
+    lines = text.splitlines(keepends=True)
+    close = split[2] - 2  # index of the closing fence
+    blocks = _blocks(lines[1:close])
+    restructure = spec is not None and has_body and not _structure_ok(blocks)
+    if restructure and not adds:
+        changes.append(f"moved the required fields above `{SEPARATOR}`")
+    if not changes:
+        return Fixed(text)
+
+    fm = _rebuild(blocks, updates, adds, newline) if restructure else _edit(blocks, updates, adds, newline)
+    new_text = "".join([lines[0], *fm, *lines[close:]])
+    expected = dict(meta)
+    expected.update({k: _yaml_value(v) for k, v in {**updates, **adds}.items()})
+    try:
+        check = parse_note(new_text)
+    except NoteSyntaxError as exc:
+        return Fixed(text, refused=f"fixing would break the frontmatter ({exc})")
+    if check.meta != expected or check.body != body:
+        return Fixed(text, refused="the frontmatter is too unusual to edit safely")
+    return Fixed(new_text, tuple(changes))
+
+
+def _required_values(spec: TypeSpec, body: str, now: datetime, new_id: Callable[[int], str]) -> dict[str, str]:
+    return {
+        "id": quote(new_id(int(now.timestamp() * 1000))),
+        "type": spec.name,
+        "category": spec.category,
+        "created": format_time(now),
+        "source_hash": source_hash(body),
+        "title": quote(make_title(body)),
+    }
+
+
+def _line(key: str, value: str, newline: str) -> str:
+    return f"{key}: {value}{newline}"
+
+
+def _edit(blocks, updates: dict[str, str], adds: dict[str, str], newline: str) -> list[str]:
+    """In place: replace updated keys' lines; a missing title goes under the separator."""
+    out: list[str] = []
+    for key, lines in blocks:
+        if key in updates:
+            out.append(_line(key, updates[key], newline))
+        else:
+            out.extend(lines)
+        if _is_separator((key, lines)) and "title" in adds:
+            out.append(_line("title", adds["title"], newline))
+    return out
+
+
+def _rebuild(blocks, updates: dict[str, str], adds: dict[str, str], newline: str) -> list[str]:
+    """Required block first, in order, then the separator and title, then every other
+    line in the person's order."""
+    required: dict[str, list[str]] = {}
+    separator: list[str] | None = None
+    rest: list[str] = []
+    for key, lines in blocks:
+        if key in updates:
+            lines = [_line(key, updates[key], newline)]
+        if key in REQUIRED_FIELDS and key not in required:
+            required[key] = lines
+        elif separator is None and _is_separator((key, lines)):
+            separator = lines
+        else:
+            rest.extend(lines)
+    out: list[str] = []
+    for key in REQUIRED_FIELDS:
+        out.extend(required.get(key) or [_line(key, adds[key], newline)])
+    out.extend(separator or [SEPARATOR + newline])
+    if "title" in adds:
+        out.append(_line("title", adds["title"], newline))
+    out.extend(rest)
+    return out
+
+
+def _add_frontmatter(path: str, text: str, taxonomy: Taxonomy, now: datetime, new_id) -> Fixed:
+    spec = folder_type(taxonomy, path)
+    body = text[1:] if text.startswith("\ufeff") else text
+    if spec is None or not body.strip():
+        return Fixed(text)
+    newline = "\r\n" if body.split("\n", 1)[0].endswith("\r") else "\n"
+    values = _required_values(spec, body, now, new_id)
+    lines = ["---", *(f"{k}: {values[k]}" for k in REQUIRED_FIELDS), SEPARATOR, f"title: {values['title']}", "---"]
+    gap = "" if body.startswith(("\n", "\r\n")) else newline
+    new_text = newline.join(lines) + newline + gap + body
+    return Fixed(new_text, (f"added a frontmatter block (type {spec.name} from the folder)",))

@@ -1,0 +1,341 @@
+"""The entry points pre-commit calls: ``validate`` and ``fix`` over the staged files.
+
+pre-commit runs them from the repository's top with the staged paths as arguments
+(unstaged changes stashed away). Paths outside ``vault/`` and ``mind/``, and files that
+no longer exist (a deletion, the old side of a rename), are skipped. ``python -m
+cortex.hooks validate|fix FILES`` is the fast door the installed hook uses: it imports
+neither typer nor jsonschema nor pygit2 (DESIGN: start-up is a feature);
+``cortex hook validate|fix`` and ``cortex validate`` run the same functions.
+
+Outcomes are values: a ``Report`` counts what was checked, changed and found, and
+computes the exit code (1 when a note was changed or an error found, as pre-commit
+expects of fixers and checkers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from cortex.validate import IdIndex, Problem, is_note_path, read_id
+
+DATA = Path(__file__).parent / "data"
+PARTITIONS = ("vault", "mind")
+
+
+@dataclass
+class Report:
+    checked: int = 0
+    skipped: list[str] = field(default_factory=list)  # named but missing (deleted, renamed)
+    changed: dict[str, tuple[str, ...]] = field(default_factory=dict)  # path -> what the fixer did
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity != "error"]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors or self.changed else 0
+
+    def as_dict(self) -> dict:
+        return {
+            "checked": self.checked,
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "changed": [{"path": p, "changes": list(c)} for p, c in self.changed.items()],
+            "skipped": self.skipped,
+            "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+class HookVault:
+    """What the hooks need from a vault, loaded without ``cortex.vault`` (which brings
+    the buffer, state and quarantine machinery the hook never uses)."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root).resolve()
+
+    @classmethod
+    def around(cls, start: str | os.PathLike | None = None) -> "HookVault":
+        """The git repository around ``start`` (pre-commit runs hooks at its top)."""
+        here = Path(start or os.getcwd()).resolve()
+        for candidate in (here, *here.parents):
+            if (candidate / ".git").exists():
+                return cls(candidate)
+        return cls(here)
+
+    def settings(self):
+        from cortex.config import load_settings
+
+        return load_settings(self.root / "observer" / "config.yml")
+
+    def taxonomy(self):
+        from cortex.taxonomy import load_taxonomy
+
+        return load_taxonomy(self.root / "observer" / "taxonomy.yml")
+
+    def schema(self) -> dict:
+        from cortex.errors import CortexError
+
+        for base in (self.root / "schemas", DATA / "schemas"):
+            path = base / "note.schema.json"
+            if path.exists():
+                try:
+                    return json.loads(path.read_text(encoding="utf-8"))
+                except json.JSONDecodeError as exc:
+                    raise CortexError(f"{path}: not valid JSON ({exc})", "restore it with `cortex init`") from None
+        raise CortexError("no note schema found", "restore schemas/note.schema.json with `cortex init`")
+
+    def tag_allow(self) -> frozenset[str] | None:
+        path = self.root / "observer" / "tags.yml"
+        if not path.exists():
+            return None
+        import yaml
+
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        tags = data.get("tags") if isinstance(data, dict) else data
+        return frozenset(str(t) for t in tags or ())
+
+    def validator(self):
+        from cortex.security import Scanner
+        from cortex.validate import NoteValidator
+
+        settings = self.settings()
+        # The pattern layer only: the learned classifier needs numpy and the embedding
+        # model, too slow for a commit; `cortex run` applies it to agents' observations.
+        scanner = Scanner(extra_patterns=settings.injection_patterns, use_classifier=False)
+        return NoteValidator(
+            self.taxonomy(),
+            self.schema(),
+            tag_allow=self.tag_allow(),
+            redact=scanner.redact,
+            injection=lambda text: scanner.scan(text).injection,
+            strict_injection=settings.strict_notes,
+        )
+
+    def relpath(self, name: str | os.PathLike) -> str | None:
+        """``name`` relative to the vault (posix), or None when it lies outside."""
+        path = Path(name)
+        path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+
+    def note_paths(self) -> list[str]:
+        """Every note of the vault: the ones git tracks (staged ones included), else,
+        outside a git repository, every ``.md`` under the partitions."""
+        try:
+            out = subprocess.run(
+                ["git", "ls-files", "-z", "--cached", "--", *PARTITIONS],
+                cwd=self.root, capture_output=True, check=True,
+            ).stdout.decode("utf-8", "surrogateescape")
+            return list(dict.fromkeys(p for p in out.split("\0") if is_note_path(p)))
+        except (OSError, subprocess.CalledProcessError):
+            paths = []
+            for part in PARTITIONS:
+                for dirpath, dirnames, filenames in os.walk(self.root / part):
+                    dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                    rel = Path(dirpath).relative_to(self.root).as_posix()
+                    paths += [f"{rel}/{n}" for n in sorted(filenames) if n.endswith(".md")]
+            return paths
+
+    def read(self, rel: str) -> str | None:
+        try:
+            return (self.root / rel).read_bytes().decode("utf-8")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+
+def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]:
+    chosen = []
+    for name in files:
+        rel = vault.relpath(name)
+        if rel is None or not is_note_path(rel):
+            continue  # not a note: other hooks' business
+        if not (vault.root / rel).is_file():
+            report.skipped.append(rel)
+            continue
+        chosen.append(rel)
+    return list(dict.fromkeys(chosen))
+
+
+def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None, all_notes: bool = False) -> Report:
+    """Check the named notes (or every note) against every rule, ids across the vault."""
+    vault = HookVault(root) if root is not None else HookVault.around()
+    report = Report()
+    everything = vault.note_paths()
+    paths = [p for p in everything if (vault.root / p).is_file()] if all_notes else _select(vault, files, report)
+    if not paths:
+        return report
+    validator = vault.validator()
+    texts: dict[str, str] = {}
+    ids = IdIndex()
+    checked: list[tuple[str, str, int]] = []
+    for rel in paths:
+        try:
+            text = vault.read(rel)
+        except UnicodeDecodeError as exc:
+            report.problems.append(Problem(rel, 1, f"not UTF-8 text ({exc.reason} at byte {exc.start})", "save the file as UTF-8"))
+            continue
+        if text is None:
+            report.skipped.append(rel)
+            continue
+        texts[rel] = text
+        report.checked += 1
+        report.problems += validator.check(rel, text)
+        found = read_id(text)
+        if found:
+            checked.append((rel, *found))
+            ids.add(rel, found[0])
+    for rel in everything:
+        if rel not in texts:
+            head = _head(vault.root / rel)
+            found = read_id(head) if head else None
+            if found:
+                ids.add(rel, found[0])
+    report.problems += ids.problems(checked)
+    report.problems.sort(key=lambda p: (p.path, p.line))
+    return report
+
+
+def _head(path: Path, size: int = 4096) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(size).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def fix(
+    files: Sequence[str] = (),
+    *,
+    root: str | os.PathLike | None = None,
+    now: datetime | None = None,
+    new_id: Callable[[int], str] | None = None,
+) -> Report:
+    """Complete, re-hash and normalise the named notes in place."""
+    from cortex.fixer import fix_note
+    from cortex.notes import uuid7
+    from cortex.timefmt import utcnow
+
+    vault = HookVault(root) if root is not None else HookVault.around()
+    report = Report()
+    paths = _select(vault, files, report)
+    if not paths:
+        return report
+    taxonomy = vault.taxonomy()
+    now = now or utcnow()
+    for rel in paths:
+        try:
+            text = vault.read(rel)
+        except UnicodeDecodeError:
+            continue  # the validator reports it
+        if text is None:
+            report.skipped.append(rel)
+            continue
+        report.checked += 1
+        result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7)
+        if result.text != text:
+            (vault.root / rel).write_bytes(result.text.encode("utf-8"))
+            report.changed[rel] = result.changes
+        elif result.refused:
+            report.problems.append(Problem(rel, 1, f"not fixed: {result.refused}", "complete the note by hand", "warning"))
+    return report
+
+
+# --- installation ---------------------------------------------------------------------------
+
+PRE_COMMIT_MARK = "File generated by pre-commit"
+
+
+def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str], list[str]]:
+    """Install the pre-commit hook in the repository at ``root`` and record, in its
+    ``.git/config``, the python running cortex now (``cortex.python``): the hook entries
+    prefer it to ``cortex`` on PATH, which a GUI git client may not have. Returns what
+    it did and what went wrong, for people; never raises for a missing tool."""
+    import shutil
+
+    root = Path(root)
+    said: list[str] = []
+    problems: list[str] = []
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+
+    if git("config", "--local", "cortex.python", sys.executable).returncode == 0:
+        said.append(f"hooks run cortex with {sys.executable} (git config cortex.python)")
+    hook = git("rev-parse", "--git-path", "hooks/pre-commit").stdout.strip()
+    hook_path = root / hook if hook else root / ".git" / "hooks" / "pre-commit"
+    if not force and hook_path.exists() and PRE_COMMIT_MARK in hook_path.read_text(errors="replace"):
+        return said, problems
+    local = Path(sys.executable).with_name("pre-commit")
+    exe = str(local) if local.exists() else shutil.which("pre-commit")
+    if exe is None:
+        problems.append("pre-commit is not installed, so the git hooks are not: `pip install pre-commit`, then `cortex hook install`")
+        return said, problems
+    done = subprocess.run([exe, "install"], cwd=root, capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        said.append("pre-commit hook installed (.git/hooks/pre-commit)")
+    else:
+        problems.append(f"`pre-commit install` failed: {(done.stderr or done.stdout).strip()}; fix it, then `cortex hook install`")
+    return said, problems
+
+
+# --- output -------------------------------------------------------------------------------
+
+def render(report: Report, action: str, out=None) -> None:
+    """People's view of a report: one line per problem or fixed note."""
+    out = out or sys.stdout
+    for path, changes in report.changed.items():
+        out.write(f"{path}: fixed ({'; '.join(changes)}) — review it, `git add` it and commit again\n")
+    for problem in report.problems:
+        out.write(f"{problem}\n")
+    errors, warnings = len(report.errors), len(report.warnings)
+    if action == "validate" and errors:
+        noun = "problem" if errors == 1 else "problems"
+        notes = len({p.path for p in report.errors})
+        out.write(f"cortex: {errors} {noun} in {notes} note{'s' if notes != 1 else ''}; nothing was committed\n")
+    elif warnings and not errors and action == "validate":
+        out.write(f"cortex: {warnings} warning{'s' if warnings != 1 else ''} (not blocking)\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m cortex.hooks validate|fix [--all] [--json] FILES...``"""
+    from cortex.errors import CortexError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in ("validate", "fix"):
+        sys.stderr.write("usage: python -m cortex.hooks validate|fix [--all] [--json] [FILES...]\n")
+        return 2
+    action, rest = args[0], args[1:]
+    flags = {a for a in rest if a in ("--all", "--json")}
+    files = [a for a in rest if a not in flags]
+    try:
+        if action == "validate":
+            report = validate(files, all_notes="--all" in flags)
+        else:
+            report = fix(files)
+    except CortexError as exc:
+        sys.stderr.write(f"cortex: {exc.message}\n" + (f"  hint: {exc.hint}\n" if exc.hint else ""))
+        return exc.exit_code
+    if "--json" in flags:
+        sys.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        render(report, action)
+    return report.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
