@@ -12,6 +12,7 @@ from cortex.cli.app import app
 from cortex.cli import core  # noqa: E402,F401
 from cortex.cli import hooks  # noqa: E402,F401
 from cortex.cli import search  # noqa: E402,F401
+from cortex.cli import agents  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:
