@@ -1,0 +1,122 @@
+"""Retrieval quality on ../shared/bench: LongMemEval (oracle) and SciFact.
+
+Each doc becomes a note record (its text the body; LongMemEval's session date its
+`created`), indexed by cortex's own index; each query runs through cortex's own query
+path (filters, fusion, memory priors) in three modes. Prints Recall@5, Recall@10,
+MRR@10 and nDCG@10, overall and per category, plus plain RRF (k=60, top 100 a side) as
+the reference the fusion has to beat.
+
+    .venv/bin/python bench/bench_retrieval.py [lme|scifact ...]
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _data import lme_date, load  # noqa: E402
+
+from cortex.search import fusion  # noqa: E402
+from cortex.search.index import SearchIndex  # noqa: E402
+from cortex.search.query import search  # noqa: E402
+from cortex.search.records import NoteRecord  # noqa: E402
+
+TARGETS = {"lme": ("R@10", 0.66), "scifact": ("nDCG@10", 0.66)}
+NAMES = {"lme": "LongMemEval oracle", "scifact": "SciFact"}
+
+
+def metrics(ranking: list[str], relevant: set[str]) -> dict[str, float]:
+    top = ranking[:10]
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(top) if d in relevant)
+    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    return {
+        "R@5": len(relevant & set(ranking[:5])) / len(relevant),
+        "R@10": len(relevant & set(top)) / len(relevant),
+        "MRR@10": next((1 / (i + 1) for i, d in enumerate(top) if d in relevant), 0.0),
+        "nDCG@10": dcg / idcg if idcg else 0.0,
+    }
+
+
+def mean(rows: list[dict]) -> dict[str, float]:
+    return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]} if rows else {}
+
+
+def run(name: str) -> dict:
+    docs, queries = load(name)
+    root = Path(tempfile.mkdtemp(prefix=f"cortex-bench-{name}-"))
+    records = [
+        NoteRecord(path=f"vault/resources/{i}.md", body=d["text"], id=d["id"], type="resource", category="entity",
+                   partition="vault", created_ts=lme_date(d.get("session_date")), importance=0.5, confidence=0.9)
+        for i, d in enumerate(docs)
+    ]
+    ids = {r.path: r.id for r in records}
+    idx = SearchIndex(root)
+    start = time.perf_counter()
+    idx.build(records)
+    build_s = time.perf_counter() - start
+    per_mode: dict[str, list] = defaultdict(list)
+    per_cat: dict[tuple[str, str], list] = defaultdict(list)
+    timing = defaultdict(float)
+    for q in queries:
+        relevant = set(q["relevant_ids"])
+        now = datetime.fromtimestamp(lme_date(q.get("question_date")), timezone.utc) if q.get("question_date") else None
+        for mode in ("lexical", "semantic", "hybrid"):
+            t = time.perf_counter()
+            hits = search(idx, q["question"], limit=10, mode=mode, now=now)
+            timing[mode] += time.perf_counter() - t
+            m = metrics([ids[h.path] for h in hits], relevant)
+            per_mode[mode].append(m)
+            per_cat[(mode, q.get("category") or "-")].append(m)
+        # reference: plain RRF of each side's top 100, no priors
+        lex = [(idx.lexical.stored(d)["path"], s) for d, s in idx.lexical.search(q["question"], 100)]
+        sem = idx.vectors.top(idx.embedder.encode([q["question"]])[0], 100)
+        per_mode["plain RRF"].append(metrics([ids[p] for p, _ in fusion.rrf(lex, sem)], relevant))
+    return {"name": name, "docs": len(docs), "queries": len(queries), "build_s": build_s,
+            "modes": {m: mean(rows) for m, rows in per_mode.items()},
+            "cats": {k: mean(rows) for k, rows in per_cat.items()},
+            "ms_per_query": {m: 1000 * t / len(queries) for m, t in timing.items()}}
+
+
+def table(res: dict) -> str:
+    keys = ["R@5", "R@10", "MRR@10", "nDCG@10"]
+    out = [f"\n### {NAMES[res['name']]}: {res['docs']} docs, {res['queries']} queries "
+           f"(index built in {res['build_s']:.1f}s)\n",
+           "| mode | " + " | ".join(keys) + " | ms/query |", "|---|" + "---|" * (len(keys) + 1)]
+    for mode in ("lexical", "semantic", "hybrid", "plain RRF"):
+        row = res["modes"][mode]
+        ms = res["ms_per_query"].get(mode)
+        out.append(f"| {mode} | " + " | ".join(f"{row[k]:.3f}" for k in keys) + f" | {'' if ms is None else f'{ms:.1f}'} |")
+    cats = sorted({c for _, c in res["cats"]})
+    if len(cats) > 1:
+        out += ["", f"per category ({keys[1]} / nDCG@10):", "",
+                "| category | lexical | semantic | hybrid |", "|---|---|---|---|"]
+        for c in cats:
+            cells = [f"{res['cats'][(m, c)]['R@10']:.3f} / {res['cats'][(m, c)]['nDCG@10']:.3f}"
+                     for m in ("lexical", "semantic", "hybrid")]
+            out.append(f"| {c} | " + " | ".join(cells) + " |")
+    metric, target = TARGETS[res["name"]]
+    hyb, lex, sem = (res["modes"][m] for m in ("hybrid", "lexical", "semantic"))
+    best_single = {k: max(lex[k], sem[k]) for k in keys}
+    out += ["", f"hybrid {metric} {hyb[metric]:.3f} (target >= {target}); "
+            f"hybrid >= best single mode on {sum(hyb[k] >= best_single[k] - 1e-9 for k in keys)}/4 metrics, "
+            f"strictly better on {sum(hyb[k] > best_single[k] + 1e-9 for k in keys)}/4"]
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    names = argv or ["lme", "scifact"]
+    for name in names:
+        print(table(run(name)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
