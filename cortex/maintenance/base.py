@@ -1,0 +1,142 @@
+"""What every job shares: the context it runs in, its result, and a crash-safe commit.
+
+A commit is recorded as ``pending`` in ``state.jobs[<job>]`` before it is made and
+carries a ``Cortex-Job: <token>`` trailer. Killed at any instant, the next run of the
+job finds the record: when HEAD's history has the token, the commit happened, so it only
+finishes the working tree and the state (``on_done``); otherwise nothing happened and the
+job simply plans again.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable
+
+from cortex.gitrepo import GitRepo, trailer_lines
+from cortex.maintenance.config import MaintenanceSettings, load_maintenance
+from cortex.maintenance.snapshot import Snapshot, SnapshotCache, take_snapshot
+from cortex.taxonomy import ARCHIVE
+
+
+@dataclass
+class JobResult:
+    job: str
+    changed: int = 0  # notes rewritten, moved or merged
+    commit: str | None = None
+    items: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # locked, being edited, ...
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "job": self.job, "changed": self.changed, "commit": self.commit, "items": self.items,
+            "skipped": self.skipped, "warnings": self.warnings, "seconds": round(self.seconds, 3),
+            "dry_run": self.dry_run,
+        }
+
+
+class JobContext:
+    """One maintenance session: the vault, its git repository, the clock, the caches.
+
+    The caller holds ``vault.lock()`` for the context's lifetime."""
+
+    def __init__(self, vault, now: datetime, settings: MaintenanceSettings | None = None) -> None:
+        self.vault = vault
+        self.now = now
+        self.repo = GitRepo(vault.root)
+        self.settings = settings or load_maintenance(vault)
+        self.author = (vault.settings.author_name, vault.settings.author_email)
+        self._cache = SnapshotCache(vault.cache_dir)
+        self._snapshot: Snapshot | None = None
+
+    @property
+    def taxonomy(self):
+        return self.vault.taxonomy
+
+    def snapshot(self) -> Snapshot:
+        head = self.repo.head_oid()
+        if self._snapshot is None or self._snapshot.head != head:
+            self._snapshot = take_snapshot(self.repo, self._cache)
+        return self._snapshot
+
+    def editing(self, path: str) -> bool:
+        """A person has staged or unstaged changes here: leave the note alone."""
+        return self.repo.is_dirty(path)
+
+    def blob(self, text: str) -> str:
+        return self.repo.write_blob(text.encode("utf-8"))
+
+    def file_text(self, path: str) -> str:
+        data = self.repo.file_at_head(path)
+        return "" if data is None else data.decode("utf-8", errors="replace")
+
+    def free_path(self, path: str, taken: set[str]) -> str:
+        """``path``, or ``-2``, ``-3`` … before ``.md`` when it is taken (at HEAD, on disk, or in ``taken``)."""
+        stem = path[:-3]
+        candidate, n = path, 1
+        while candidate in taken or self.repo.file_at_head(candidate) is not None or (self.vault.root / candidate).exists():
+            n += 1
+            candidate = f"{stem}-{n}.md"
+        return candidate
+
+    # --- the crash-safe commit ---------------------------------------------------------
+
+    def recover(self, job: str, on_done: Callable[[Any, dict], None] | None = None) -> None:
+        state = self.vault.load_state()
+        pending = (state.jobs.get(job) or {}).get("pending")
+        if not pending:
+            return
+        committed = any(
+            info.trailers.get("Job") == pending["token"] for info in self.repo.commits_since(pending.get("head_before"))
+        )
+        if committed:
+            self.repo.materialize(pending["changes"])
+            if on_done is not None:
+                on_done(state, pending)
+        state.jobs[job].pop("pending", None)
+        self.vault.save_state(state)
+
+    def commit(self, job: str, changes: dict[str, str | None], message: str, extra: dict | None = None,
+               on_done: Callable[[Any, dict], None] | None = None) -> str:
+        token = secrets.token_hex(8)
+        state = self.vault.load_state()
+        pending = {"token": token, "head_before": self.repo.head_oid(), "changes": changes, **(extra or {})}
+        state.jobs.setdefault(job, {})["pending"] = pending
+        self.vault.save_state(state)
+        oid = self.repo.commit(changes, message.rstrip("\n") + "\n\n" + trailer_lines({"Job": token}) + "\n", self.author)
+        self.repo.materialize(changes)
+        if on_done is not None:
+            on_done(state, pending)
+        state.jobs[job].pop("pending", None)
+        self.vault.save_state(state)
+        return oid
+
+
+def archive_path(path: str) -> str:
+    """``mind/<folder>/x.md`` → ``mind/archive/<folder>/x.md``."""
+    parts = path.split("/")
+    return "/".join([parts[0], ARCHIVE, *parts[1:]])
+
+
+def unarchive_path(path: str) -> str:
+    """``mind/archive/<folder>/x.md`` → ``mind/<folder>/x.md``."""
+    parts = path.split("/")
+    return "/".join([parts[0], *parts[2:]])
+
+
+def later(a: str | None, b: str | None) -> str | None:
+    """The later of two ISO timestamps (either may be missing)."""
+    from cortex.timefmt import parse_time
+
+    if not a:
+        return b
+    if not b:
+        return a
+    try:
+        return a if parse_time(a) >= parse_time(b) else b
+    except ValueError:
+        return a

@@ -1,0 +1,245 @@
+"""A frozen view of the committed notes, built from HEAD's tree, for the maintenance jobs.
+
+Jobs plan over HEAD (what git holds), never over half-saved files: a note a person is
+editing is skipped by the apply step (``GitRepo.is_dirty``). Parsing 50,000 notes costs
+seconds, so what each blob says is cached in ``.cortex/maintain/notes.json`` by blob oid,
+and each folder's listing by tree oid: after a commit only the changed folders are
+listed again and only the changed notes parsed again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+from cortex.fsutil import atomic_write
+from cortex.notes import NoteSyntaxError, parse_note, source_hash
+from cortex.taxonomy import ARCHIVE
+from cortex.timefmt import format_time
+
+PARTITIONS = ("vault", "mind")
+CACHE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class NoteInfo:
+    path: str
+    blob: str
+    id: str | None
+    type: str | None
+    created: str | None
+    importance: float | None
+    last_reinforced: str | None
+    reinforced: int
+    locked: bool
+    title: str
+    attribution: str | None
+    entities: tuple[tuple[str, str], ...]
+    tags: tuple[str, ...]
+    links: tuple[str, ...]
+    merged_from: tuple[str, ...]
+    merged_into: str | None
+    source_hash: str
+    body: str
+    broken: bool = False  # frontmatter that does not parse: read, never rewritten
+
+    @property
+    def partition(self) -> str:
+        return self.path.split("/", 1)[0]
+
+    @property
+    def archived(self) -> bool:
+        parts = self.path.split("/")
+        return len(parts) >= 4 and parts[0] == "mind" and parts[1] == ARCHIVE
+
+    @property
+    def folder(self) -> str:
+        """The type folder, archive or not: ``mind/archive/facts/x.md`` → ``facts``."""
+        parts = self.path.split("/")
+        return parts[2] if self.archived else parts[1]
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def key(self) -> str:
+        return self.id or f"path:{self.path}"
+
+    def meta(self) -> dict[str, Any]:
+        """The fields ``effective_importance`` reads."""
+        return {"type": self.type, "importance": self.importance, "created": self.created,
+                "last_reinforced": self.last_reinforced}
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return format_time(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if v is not None and not isinstance(v, (dict, list))]
+    if isinstance(value, str) and value:
+        return [value]
+    return []
+
+
+def describe(data: bytes) -> dict[str, Any]:
+    """What a note blob says, as a JSON-able dict (the cached form of ``NoteInfo``)."""
+    text = data.decode("utf-8", errors="replace")
+    try:
+        note = parse_note(text)
+        meta, body, broken = note.meta, note.body, False
+    except NoteSyntaxError:
+        meta, body, broken = {}, text, True
+    entities = []
+    for item in meta.get("entities") or ():
+        if isinstance(item, dict) and item.get("name"):
+            entities.append([str(item["name"]), str(item.get("type") or "")])
+        elif isinstance(item, str) and item:
+            entities.append([item, ""])
+    try:
+        importance = float(meta["importance"]) if meta.get("importance") is not None else None
+    except (TypeError, ValueError):
+        importance = None
+    try:
+        reinforced = int(meta.get("reinforced") or 0)
+    except (TypeError, ValueError):
+        reinforced = 0
+    body = body.strip()
+    return {
+        "id": _text(meta.get("id")),
+        "type": _text(meta.get("type")),
+        "created": _text(meta.get("created")),
+        "importance": importance,
+        "last_reinforced": _text(meta.get("last_reinforced")),
+        "reinforced": reinforced,
+        "locked": meta.get("maintainer") == "human" or meta.get("locked") is True,
+        "title": _text(meta.get("title")) or body.split("\n", 1)[0][:80],
+        "attribution": _text(meta.get("attribution")),
+        "entities": entities,
+        "tags": _strings(meta.get("tags")),
+        "links": _strings(meta.get("links")),
+        "merged_from": _strings(meta.get("merged_from")),
+        "merged_into": _text(meta.get("merged_into")),
+        "source_hash": _text(meta.get("source_hash")) or source_hash(body),
+        "body": body,
+        "broken": broken,
+    }
+
+
+def _info(path: str, blob: str, d: dict[str, Any]) -> NoteInfo:
+    return NoteInfo(
+        path=path, blob=blob, id=d["id"], type=d["type"], created=d["created"], importance=d["importance"],
+        last_reinforced=d["last_reinforced"], reinforced=d["reinforced"], locked=d["locked"], title=d["title"],
+        attribution=d["attribution"], entities=tuple((n, t) for n, t in d["entities"]), tags=tuple(d["tags"]),
+        links=tuple(d["links"]), merged_from=tuple(d["merged_from"]), merged_into=d["merged_into"],
+        source_hash=d["source_hash"], body=d["body"], broken=d["broken"],
+    )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    head: str | None
+    trees: tuple[tuple[str, str], ...]  # (partition, tree oid) at HEAD
+    notes: tuple[NoteInfo, ...]
+
+    def __iter__(self) -> Iterator[NoteInfo]:
+        return iter(self.notes)
+
+    def __len__(self) -> int:
+        return len(self.notes)
+
+    @property
+    def signature(self) -> str:
+        """Changes exactly when a note at HEAD changes."""
+        return ",".join(f"{p}:{t}" for p, t in self.trees)
+
+    def by_id(self) -> dict[str, NoteInfo]:
+        return {n.id: n for n in self.notes if n.id}
+
+    def by_path(self) -> dict[str, NoteInfo]:
+        return {n.path: n for n in self.notes}
+
+
+class SnapshotCache:
+    """Blob and tree caches under ``.cortex/maintain/``; rebuildable, so any damage just
+    means parsing again."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        self.path = cache_dir / "maintain" / "notes.json"
+        self.blobs: dict[str, dict] = {}
+        self.trees: dict[str, dict] = {}
+        self._loaded = False
+        self._dirty = False
+
+    def load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("version") == CACHE_VERSION:
+                self.blobs, self.trees = data["blobs"], data["trees"]
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            self.blobs, self.trees = {}, {}
+
+    def save(self, used_blobs: set[str], used_trees: set[str]) -> None:
+        if not self._dirty and set(self.blobs) == used_blobs and set(self.trees) == used_trees:
+            return
+        self.blobs = {k: v for k, v in self.blobs.items() if k in used_blobs}
+        self.trees = {k: v for k, v in self.trees.items() if k in used_trees}
+        payload = {"version": CACHE_VERSION, "blobs": self.blobs, "trees": self.trees}
+        atomic_write(self.path, json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        self._dirty = False
+
+
+def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
+    """Every note in HEAD's ``vault/`` and ``mind/`` (archive included)."""
+    cache.load()
+    notes: list[NoteInfo] = []
+    trees: list[tuple[str, str]] = []
+    used_blobs: set[str] = set()
+    used_trees: set[str] = set()
+    git = repo.repo
+
+    def walk(tree, prefix: str) -> None:
+        key = str(tree.id)
+        listing = cache.trees.get(key)
+        if listing is None:
+            files, dirs = [], []
+            for obj in tree:
+                if obj.type_str == "tree":
+                    if not obj.name.startswith("."):
+                        dirs.append([obj.name, str(obj.id)])
+                elif obj.name.endswith(".md") and not obj.name.startswith("."):
+                    files.append([obj.name, str(obj.id)])
+            listing = cache.trees[key] = {"files": files, "dirs": dirs}
+            cache._dirty = True
+        used_trees.add(key)
+        for name, blob in listing["files"]:
+            described = cache.blobs.get(blob)
+            if described is None:
+                described = cache.blobs[blob] = describe(git[blob].data)
+                cache._dirty = True
+            used_blobs.add(blob)
+            notes.append(_info(f"{prefix}/{name}", blob, described))
+        for name, oid in listing["dirs"]:
+            walk(git[oid], f"{prefix}/{name}")
+
+    for partition in PARTITIONS:
+        tree = repo.subtree(partition)
+        if tree is not None:
+            trees.append((partition, str(tree.id)))
+            walk(tree, partition)
+    cache.save(used_blobs, used_trees)
+    return Snapshot(repo.head_oid(), tuple(trees), tuple(notes))
