@@ -149,7 +149,9 @@ class Vault:
         tags = data.get("tags") if isinstance(data, dict) else data
         return frozenset(str(t) for t in tags or ())
 
-    def context(self, now: datetime | None = None, **flags: bool):
+    def context(self, now: datetime | None = None, *, scan: bool = True, **flags: bool):
+        """The pipeline context. ``scan=False`` leaves the scanner out (the write path
+        checks the schema only, and must not pay for loading the security layer)."""
         from cortex.notes import uuid7
         from cortex.pipeline.context import Context
 
@@ -158,7 +160,7 @@ class Vault:
             settings=self.settings,
             calibration=self.calibration,
             observation_validator=self.observation_validator,
-            scanner=self.scanner,
+            scanner=self.scanner if scan else None,
             now=now or utcnow(),
             new_id=uuid7,
             **flags,
@@ -189,7 +191,7 @@ class Vault:
         from cortex.model import Rejection
         from cortex.pipeline import schema
 
-        result = schema.validate(obs, "check", self.context())
+        result = schema.validate(obs, "check", self.context(scan=False))
         return [result.detail] if isinstance(result, Rejection) else list(result.warnings)
 
     def write(self, observations: dict[str, Any] | Iterable[dict[str, Any]], *, complete: bool = True) -> list[str]:
@@ -202,7 +204,7 @@ class Vault:
 
         batch = [observations] if isinstance(observations, dict) else list(observations)
         lines, warnings = [], []
-        ctx = self.context()
+        ctx = self.context(scan=False)
         for n, obs in enumerate(batch, start=1):
             if not isinstance(obs, dict):
                 raise InvalidObservation(f"observation {n}: expected a JSON object")
