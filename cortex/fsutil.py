@@ -51,7 +51,7 @@ def append_locked(path: Path, data: bytes, mode: int = 0o600) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
@@ -60,6 +60,10 @@ def append_locked(path: Path, data: bytes, mode: int = 0o600) -> None:
                 current = None
             if current is None or current.st_ino != os.fstat(fd).st_ino:
                 continue  # rotated while we waited: try again on the new file
+            if current.st_size and os.pread(fd, 1, current.st_size - 1) != b"\n":
+                # A writer died mid-line: end that fragment so it cannot swallow this
+                # data (the fragment is then quarantined as a parse error, not lost).
+                data = b"\n" + data
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)

@@ -77,12 +77,7 @@ class Quarantine:
         fresh = [r for r in records if r["key"] not in seen]
         if fresh:
             data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in fresh)
-            if self.path.exists() and self.path.stat().st_size:
-                with open(self.path, "rb") as fh:
-                    fh.seek(-1, 2)
-                    if fh.read(1) != b"\n":
-                        data = "\n" + data  # heal a torn last line left by a crash
-            append_locked(self.path, data.encode("utf-8"))
+            append_locked(self.path, data.encode("utf-8"))  # heals a torn last line
         return len(fresh)
 
     def find(self, ident: str) -> Entry:

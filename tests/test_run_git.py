@@ -185,3 +185,12 @@ def test_recovery_from_a_crash_at_each_step_is_exactly_once(vault, monkeypatch, 
     assert int(git(vault.root, "rev-list", "--count", "HEAD")) == 4  # init + 3 notes
     git(vault.root, "fsck", "--strict")
     assert state.pending is None and report.read + report.recovered >= 0
+
+
+def test_a_torn_line_from_a_dead_writer_cannot_swallow_the_next_write(vault):
+    with open(vault.buffer_path, "w") as fh:
+        fh.write('{"type": "fact", "bo')  # an agent killed mid-line
+    vault.write(observation(body="Written after the torn line."))
+    report = vault.run(now=NOW)
+    assert report.memorized == 1 and report.quarantined == {"parse": 1}
+    assert vault.quarantine.entries()[0].line == '{"type": "fact", "bo'
