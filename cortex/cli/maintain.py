@@ -1,0 +1,260 @@
+"""Scheduled maintenance: reinforce, decay, dedup, graph, maintain, schedule, cron, brief."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
+
+NOW_HELP = "Pretend the time is this ISO-8601 instant (testing and replays)."
+
+
+def _now(text: Optional[str]):
+    from cortex.timefmt import parse_time, utcnow
+
+    if not text:
+        return utcnow()
+    try:
+        return parse_time(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _skips(result) -> None:
+    for s in result.skipped[:20]:
+        where = s.get("path") or f"{s.get('merge')} → {s.get('keep')}"
+        info(f"  skipped {where}: {s['why']}")
+    if len(result.skipped) > 20:
+        info(f"  … and {len(result.skipped) - 20} more skipped (--json shows all)")
+    for w in result.warnings:
+        info(f"  warning: {w}")
+
+
+def _job(name: str, json_: bool, dry_run: bool, now: Optional[str], line) -> None:
+    from cortex.maintenance.maintain import run_job
+
+    result = run_job(open_vault(), name, now=_now(now), dry_run=dry_run)
+    if json_:
+        emit_json(result.to_json())
+    else:
+        for item in result.items:
+            print(line(item))
+    verb = "would change" if dry_run else "changed"
+    commit = f", commit {result.commit[:10]}" if result.commit else ""
+    info(f"cortex {name}: {verb} {result.changed} note{'' if result.changed == 1 else 's'}{commit} in {result.seconds:.2f}s")
+    _skips(result)
+
+
+@app.command()
+def reinforce(
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be written; change nothing."),
+    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
+) -> None:
+    """Apply pending reinforcements to the notes (last_reinforced, count); bring archived ones back."""
+    _job("reinforce", json_, dry_run, now,
+         lambda i: f"{i['path']}  +{i['count']} (reinforced {i['reinforced']})" + ("  back from the archive" if i.get("restored_from") else ""))
+
+
+@app.command()
+def decay(
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would fade; move nothing."),
+    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
+) -> None:
+    """Archive memories whose effective importance fell below the forget threshold (mind only)."""
+    _job("decay", json_, dry_run, now, lambda i: f"{i['path']} → {i['archived_to']}  ({i['effective_importance']:.2f})")
+
+
+@app.command()
+def dedup(
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List candidate pairs with their scores; merge nothing."),
+    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
+) -> None:
+    """Merge near-duplicate memories of the same type into the older note."""
+    from cortex.maintenance.maintain import run_job
+
+    result = run_job(open_vault(), "dedup", now=_now(now), dry_run=dry_run)
+    if json_:
+        emit_json(result.to_json())
+    else:
+        for i in result.items:
+            print(f"merge  {i['cosine']:.3f}  {i['merge']} → {i['keep']}")
+        if dry_run:
+            for s in result.skipped:
+                if "cosine" in s:
+                    print(f"keep   {s['cosine']:.3f}  {s['merge']} ≠ {s['keep']}  ({s['why']})")
+    verb = "would merge" if dry_run else "merged"
+    commit = f", commit {result.commit[:10]}" if result.commit else ""
+    info(f"cortex dedup: {verb} {result.changed} near-duplicate{'' if result.changed == 1 else 's'}{commit} in {result.seconds:.2f}s")
+    if not dry_run:
+        _skips(result)
+
+
+graph_app = typer.Typer(help="The graph of notes, entities and tags (.cortex/graph.json).", rich_markup_mode=None,
+                        invoke_without_command=True)
+app.add_typer(graph_app, name="graph")
+
+
+def _graph(vault):
+    from cortex.maintenance.base import JobContext
+    from cortex.maintenance.graph import current_graph
+    from cortex.timefmt import utcnow
+
+    with vault.lock():
+        return current_graph(JobContext(vault, utcnow()))
+
+
+@graph_app.callback()
+def graph(ctx: typer.Context, json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Build the graph when the notes changed; print its size."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from cortex.maintenance.maintain import run_job
+
+    result = run_job(open_vault(), "graph")
+    item = result.items[0]
+    if json_:
+        emit_json(item)
+        return
+    nodes = ", ".join(f"{n} {k}" for k, n in sorted(item["nodes"].items()))
+    edges = ", ".join(f"{n} {k}" for k, n in sorted(item["edges"].items()))
+    print(f"nodes  {nodes or 'none'}\nedges  {edges or 'none'}")
+    info(f"cortex graph: {'rebuilt' if item['rebuilt'] else 'up to date'}: {item['path']}")
+
+
+@graph_app.command("neighbors")
+def graph_neighbors(
+    name: str = typer.Argument(..., metavar="NAME", help="An entity, #tag, note id, path, file name or title."),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Everything one edge away from NAME."""
+    from cortex.errors import CortexError
+    from cortex.maintenance.graph import find_nodes, neighbors
+
+    graph_, _ = _graph(open_vault())
+    keys = find_nodes(graph_, name)
+    if not keys:
+        raise CortexError(f"nothing in the graph is called {name!r}", "try an entity name, #tag, or a note's title or path")
+    rows = [{"node": key, **graph_.nodes[key], "neighbors": neighbors(graph_, key)} for key in keys]
+    if json_:
+        emit_json(rows)
+        return
+    for row in rows:
+        print(f"{row['node']}  {row['label']}")
+        for n in row["neighbors"]:
+            arrow = "→" if n["direction"] == "out" else "←"
+            print(f"  {arrow} {n['edge']:<13} {n.get('kind', '?'):<6} {n.get('label', n['node'])}" + (f"  ({n['path']})" if n.get("path") else ""))
+
+
+@graph_app.command("export")
+def graph_export(
+    format_: str = typer.Option("dot", "--format", "-f", help="dot | graphml | mermaid"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+) -> None:
+    """The whole graph as Graphviz DOT, GraphML or a Mermaid diagram."""
+    from cortex.maintenance.graph import export
+
+    if format_ not in ("dot", "graphml", "mermaid"):
+        raise typer.BadParameter("--format must be dot, graphml or mermaid")
+    graph_, _ = _graph(open_vault())
+    text = export(graph_, format_)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        info(f"wrote {output} ({len(graph_.nodes)} nodes, {len(graph_.edges)} edges)")
+
+
+@app.command()
+def maintain(
+    force: bool = typer.Option(False, "--force", help="Run every selected job now, due or not."),
+    only: Optional[str] = typer.Option(None, "--only", metavar="JOB,...", help="A subset: reinforce, decay, dedup, graph, index."),
+    list_: bool = typer.Option(False, "--list", help="Show each job's schedule, last and next run; run nothing."),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
+) -> None:
+    """Run every maintenance job that is due, in order, catching up on missed runs."""
+    from cortex.maintenance.maintain import run_due, schedule_table
+
+    vault = open_vault()
+    clock = _now(now)
+    if list_:
+        rows = schedule_table(vault, clock)
+        if json_:
+            emit_json(rows)
+        else:
+            for r in rows:
+                print(f"{r['job']:<10} {r['schedule']:<12} last {r['last_run'] or 'never':<25} next {r['next_run']}"
+                      + (f"  (last error: {r['last_error']})" if r["last_error"] else ""))
+        return
+    jobs = [j.strip() for j in only.split(",") if j.strip()] if only else None
+    report = run_due(vault, now=clock, force=force, only=jobs)
+    if json_:
+        emit_json(report.to_json())
+    for r in report.results:
+        commit = f", commit {r.commit[:10]}" if r.commit else ""
+        info(f"  {r.job:<10} changed {r.changed}{commit} ({r.seconds:.2f}s)")
+    for job, when in report.not_due.items():
+        info(f"  {job:<10} not due (next {when})")
+    for job, error in report.errors.items():
+        info(f"  {job:<10} FAILED: {error}")
+    info(f"cortex maintain: {len(report.results)} job{'' if len(report.results) == 1 else 's'} ran, "
+         f"{report.commits} commit{'' if report.commits == 1 else 's'} in {report.seconds:.2f}s")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command("schedule")
+def schedule_(
+    run_every: str = typer.Option("5m", "--run-every", help="How often to call `cortex run` (e.g. 5m, 30s)."),
+    maintain_every: str = typer.Option("15m", "--maintain-every", help="How often to call `cortex maintain` (it runs only due jobs)."),
+) -> None:
+    """Stay in the foreground: `cortex run` every few minutes, `cortex maintain` when jobs are due."""
+    from cortex.maintenance.scheduler import Loop, parse_every
+
+    try:
+        every_run, every_maintain = parse_every(run_every), parse_every(maintain_every)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    vault = open_vault()
+    raise typer.Exit(Loop(vault.root, run_every=every_run, maintain_every=every_maintain).serve())
+
+
+@app.command()
+def cron() -> None:
+    """Print crontab lines, a systemd user timer (Persistent=true) and a CI schedule for this vault."""
+    from cortex.maintenance.scheduler import cron_text, executable
+
+    print(cron_text(open_vault().root, executable()), end="")
+
+
+@app.command()
+def brief(
+    since: str = typer.Option("24h", "--since", help="How far back (e.g. 24h, 7d)."),
+    write: bool = typer.Option(False, "--write", help="Also commit the brief as a note in vault/events/."),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
+) -> None:
+    """The digest: memorized, reinforced, merged, faded, quarantined, most active entities."""
+    from cortex.maintenance.brief import make_brief, render_brief, write_brief
+    from cortex.timefmt import parse_duration
+
+    try:
+        window = parse_duration(since)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    vault = open_vault()
+    clock = _now(now)
+    data = make_brief(vault, since=clock - window, now=clock)
+    if json_:
+        emit_json(data)
+    else:
+        print(render_brief(data), end="")
+    if write:
+        path = write_brief(vault, data, clock)
+        info(f"cortex brief: {'written to ' + path if path else 'unchanged'}")

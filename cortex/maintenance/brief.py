@@ -1,0 +1,160 @@
+"""``cortex brief``: the digest an agent reads at session start and a person in the morning.
+
+Built from git history (each job's commit carries one body line per note) and from
+state: what was memorized, reinforced, merged, faded or held in quarantine since a time,
+and the entities that came up most. ``--write`` commits it as an ``event`` note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+from cortex.gitrepo import GitRepo
+from cortex.maintenance.snapshot import SnapshotCache, take_snapshot
+from cortex.timefmt import format_time, parse_time
+
+_OBSERVE_LINE = re.compile(r"^(\S+\.md) — (.*) \(([^()]*)\)$")
+_MOVE_LINE = re.compile(r"^(\S+\.md) → (\S+\.md) — (.*) \(([0-9.]+)\)$")
+_REINFORCE_LINE = re.compile(r"^(\S+\.md) — (.*) \(\+(\d+)\)( \(back from the archive\))?$")
+_REINFORCED_SUBJECT = re.compile(r"\((\d+) reinforced\)")
+TOP_ENTITIES = 8
+
+
+def _commits_since(repo: GitRepo, since: datetime):
+    git = repo.repo
+    if git.head_is_unborn:
+        return
+    commit = git[git.head.target]
+    stop = since.timestamp()
+    while commit is not None and commit.commit_time >= stop:
+        yield commit
+        commit = commit.parents[0] if commit.parents else None
+
+
+def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
+    repo = GitRepo(vault.root)
+    memorized, reinforced, merged, faded, restored = [], [], [], [], []
+    observed_reinforcements = 0
+    for commit in _commits_since(repo, since):
+        subject, _, body = commit.message.partition("\n")
+        lines = [l for l in body.splitlines() if l and not l.startswith("Cortex-")]
+        if subject.startswith("observe:"):
+            m = _REINFORCED_SUBJECT.search(subject)
+            observed_reinforcements += int(m.group(1)) if m else 0
+            for line in lines:
+                if (m := _OBSERVE_LINE.match(line)):
+                    memorized.append({"path": m.group(1), "title": m.group(2), "attribution": m.group(3)})
+        elif subject.startswith("reinforce:"):
+            for line in lines:
+                if (m := _REINFORCE_LINE.match(line)):
+                    item = {"path": m.group(1), "title": m.group(2), "count": int(m.group(3))}
+                    reinforced.append(item)
+                    if m.group(4):
+                        restored.append(item)
+        elif subject.startswith("dedup:"):
+            for line in lines:
+                if (m := _MOVE_LINE.match(line)):
+                    merged.append({"path": m.group(1), "into": m.group(2), "title": m.group(3), "cosine": float(m.group(4))})
+        elif subject.startswith("decay:"):
+            for line in lines:
+                if (m := _MOVE_LINE.match(line)):
+                    faded.append({"path": m.group(1), "archived_to": m.group(2), "title": m.group(3),
+                                  "effective_importance": float(m.group(4))})
+    state = vault.load_state()
+    pending = 0
+    for entry in state.reinforcements.values():
+        try:
+            if parse_time(entry.get("last")) >= since:
+                pending += int(entry.get("count", 1))
+        except (ValueError, TypeError):
+            continue
+    quarantined: Counter[str] = Counter()
+    for entry in vault.quarantine.entries():
+        try:
+            if parse_time(entry.at) >= since:
+                quarantined[entry.reason] += 1
+        except (ValueError, TypeError):
+            continue
+    snapshot = take_snapshot(repo, SnapshotCache(vault.cache_dir))
+    by_path = snapshot.by_path()
+    by_name = {n.name: n for n in snapshot}
+    entities: Counter[str] = Counter()
+    for item in memorized + reinforced + merged:
+        note = by_path.get(item.get("into") or item["path"]) or by_name.get(item["path"].rsplit("/", 1)[-1])
+        if note is not None:
+            for name, _ in note.entities:
+                entities[name] += 1
+    return {
+        "since": format_time(since),
+        "now": format_time(now),
+        "memorized": memorized,
+        "reinforced": {"applied": reinforced, "observed": observed_reinforcements, "pending": pending},
+        "restored": restored,
+        "merged": merged,
+        "faded": faded,
+        "quarantined": dict(quarantined),
+        "entities": [{"name": n, "count": c} for n, c in entities.most_common(TOP_ENTITIES)],
+    }
+
+
+def render_brief(data: dict[str, Any]) -> str:
+    r = data["reinforced"]
+    out = [f"# Brief {data['since'][:16]} → {data['now'][:16]} (UTC)", ""]
+    out.append(f"- memorized: {len(data['memorized'])}")
+    for item in data["memorized"][:10]:
+        out.append(f"  - {item['title']} ({item['attribution']})")
+    if len(data["memorized"]) > 10:
+        out.append(f"  - … and {len(data['memorized']) - 10} more")
+    out.append(f"- reinforced: {r['observed']} observations of known memories; {len(r['applied'])} notes updated"
+               + (f"; {r['pending']} waiting for `cortex reinforce`" if r["pending"] else ""))
+    for item in data["restored"]:
+        out.append(f"  - back from the archive: {item['title']}")
+    out.append(f"- merged: {len(data['merged'])} near-duplicates")
+    for item in data["merged"][:5]:
+        out.append(f"  - {item['title']} → {item['into']}")
+    out.append(f"- faded: {len(data['faded'])} memories archived")
+    for item in data["faded"][:5]:
+        out.append(f"  - {item['title']} ({item['effective_importance']:.2f})")
+    q = data["quarantined"]
+    out.append(f"- quarantined: {sum(q.values())}" + (f" ({', '.join(f'{k} {v}' for k, v in sorted(q.items()))}) → `cortex quarantine list`" if q else ""))
+    if data["entities"]:
+        out.append("- most active: " + ", ".join(f"{e['name']} ({e['count']})" for e in data["entities"]))
+    return "\n".join(out) + "\n"
+
+
+def write_brief(vault, data: dict[str, Any], now: datetime) -> str | None:
+    """Commit the brief as ``vault/events/<date>-brief.md`` (one per day, updated in place)."""
+    from cortex.errors import CortexError
+    from cortex.notes import NoteDraft, make_title, parse_note, render_note, source_hash, uuid7
+
+    day = format_time(now)[:10]
+    path = f"vault/events/{day}-brief.md"
+    body = render_brief(data).split("\n", 2)[2].strip() if render_brief(data).count("\n") > 2 else "Nothing happened."
+    body = f"Daily brief for {day}.\n\n{body}"
+    with vault.lock():
+        repo = GitRepo(vault.root)
+        existing = repo.file_at_head(path)
+        note_id, created = uuid7(int(now.timestamp() * 1000)), format_time(now)
+        if existing is not None:
+            meta = parse_note(existing.decode("utf-8")).meta
+            note_id = str(meta.get("id") or note_id)
+            created = meta["created"] if isinstance(meta.get("created"), str) else format_time(parse_time(meta.get("created", now)))
+        draft = NoteDraft(
+            id=note_id, type="event", category="entity", created=created, source_hash=source_hash(body),
+            title=make_title(f"Daily brief for {day}"), body=body, bucket="explicit", attribution="cortex",
+            confidence=1.0, importance=0.5, entities=tuple((e["name"], "entity") for e in data["entities"][:5]),
+            tags=("brief",), last_reinforced=created,
+        )
+        text = render_note(draft)
+        if existing is not None and existing.decode("utf-8") == text:
+            return None
+        problems = vault.note_validator().check(path, text)
+        if problems:
+            raise CortexError(f"the brief note would be invalid: {problems[0]}")
+        changes = {path: repo.write_blob(text.encode("utf-8"))}
+        repo.commit(changes, f"brief: {day}\n", (vault.settings.author_name, vault.settings.author_email))
+        repo.materialize(changes)
+    return path

@@ -1,0 +1,145 @@
+"""``cortex maintain``: every job that is due, in order, catching up on missed runs.
+
+The clock is an argument (tests pass one; nothing sleeps). Each job records its last
+and next run in ``state.jobs``; a job is due when it never ran or its next run has
+passed, so a laptop asleep through the night runs the overdue jobs once at the next
+call (one decay pass covers any gap: it reads the clock, not a count of nights).
+Each job takes the vault lock for its own duration only, so ``cortex run`` is never
+kept waiting for a whole maintenance session.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable
+
+from cortex.errors import CortexError
+from cortex.maintenance import JOBS
+from cortex.maintenance.base import JobContext, JobResult
+from cortex.maintenance.config import MaintenanceSettings, load_maintenance
+from cortex.timefmt import format_time, parse_time, utcnow
+
+
+def _runner(name: str):
+    from importlib import import_module
+
+    return import_module(f"cortex.maintenance.{name}").run
+
+
+@dataclass
+class MaintainReport:
+    now: str
+    results: list[JobResult] = field(default_factory=list)
+    not_due: dict[str, str] = field(default_factory=dict)  # job -> next run
+    errors: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def commits(self) -> int:
+        return sum(1 for r in self.results if r.commit)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"now": self.now, "ran": [r.to_json() for r in self.results], "not_due": self.not_due,
+                "errors": self.errors, "commits": self.commits, "seconds": round(self.seconds, 3)}
+
+
+def next_run(job_state: dict[str, Any] | None, when, now: datetime) -> datetime | None:
+    """When the job is next due (None: it never ran, so it is due now)."""
+    last = (job_state or {}).get("last_run")
+    if not last:
+        return None
+    try:
+        return when.next_after(parse_time(last))
+    except ValueError:
+        return None
+
+
+def is_due(job_state: dict[str, Any] | None, when, now: datetime) -> bool:
+    due = next_run(job_state, when, now)
+    return due is None or due <= now
+
+
+def run_job(vault, name: str, *, now: datetime | None = None, dry_run: bool = False,
+            settings: MaintenanceSettings | None = None, refresh_index: bool = True) -> JobResult:
+    """Run one job under the vault lock and record it; refresh the search index after a commit."""
+    if name not in JOBS:
+        raise CortexError(f"unknown maintenance job {name!r}", f"use one of {', '.join(JOBS)}")
+    now = now or utcnow()
+    settings = settings or load_maintenance(vault)
+    started = time.monotonic()
+    with vault.lock():
+        ctx = JobContext(vault, now, settings)
+        try:
+            result = _runner(name)(ctx, dry_run=dry_run)
+        except CortexError as exc:
+            if not dry_run:
+                _record(vault, name, now, settings, error=exc.message)
+            raise
+        result.seconds = time.monotonic() - started
+        if not dry_run:
+            _record(vault, name, now, settings, result=result)
+        if result.commit and refresh_index and name != "index":
+            _runner("index")(ctx)
+    return result
+
+
+def _record(vault, name: str, now: datetime, settings: MaintenanceSettings, *, result: JobResult | None = None,
+            error: str | None = None) -> None:
+    state = vault.load_state()
+    entry = state.jobs.setdefault(name, {})
+    entry["last_run"] = format_time(now)
+    entry["next_run"] = format_time(settings.when[name].next_after(now))
+    entry["schedule"] = str(settings.when[name])
+    if error is not None:
+        entry["last_error"] = error
+        entry["last_result"] = None
+    else:
+        entry.pop("last_error", None)
+        entry["last_result"] = {"changed": result.changed, "commit": result.commit}
+    vault.save_state(state)
+
+
+def run_due(vault, *, now: datetime | None = None, force: bool = False, only: Iterable[str] | None = None) -> MaintainReport:
+    now = now or utcnow()
+    started = time.monotonic()
+    settings = load_maintenance(vault)
+    chosen = list(JOBS) if only is None else [j for j in JOBS if j in set(only)]
+    unknown = set(only or ()) - set(JOBS)
+    if unknown:
+        raise CortexError(f"unknown maintenance job(s): {', '.join(sorted(unknown))}", f"use {', '.join(JOBS)}")
+    report = MaintainReport(format_time(now))
+    changed_notes = False
+    for name in chosen:
+        state = vault.load_state()
+        job_state = state.jobs.get(name)
+        # the index is due whenever a job before it changed notes
+        due = force or is_due(job_state, settings.when[name], now) or (name == "index" and changed_notes)
+        if not due:
+            report.not_due[name] = format_time(next_run(job_state, settings.when[name], now))
+            continue
+        try:
+            result = run_job(vault, name, now=now, settings=settings, refresh_index=False)
+        except CortexError as exc:
+            report.errors[name] = exc.message + (f" ({exc.hint})" if exc.hint else "")
+            continue
+        changed_notes = changed_notes or bool(result.commit)
+        report.results.append(result)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def schedule_table(vault, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Each job's schedule, last and next run (for `cortex status` and `cortex maintain --list`)."""
+    now = now or utcnow()
+    settings = load_maintenance(vault)
+    state = vault.load_state()
+    rows = []
+    for name in JOBS:
+        job_state = state.jobs.get(name) or {}
+        nxt = next_run(job_state, settings.when[name], now)
+        rows.append({"job": name, "schedule": str(settings.when[name]), "last_run": job_state.get("last_run"),
+                     "next_run": format_time(nxt) if nxt else "now", "due": is_due(job_state, settings.when[name], now),
+                     "last_error": job_state.get("last_error")})
+    return rows

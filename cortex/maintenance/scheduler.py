@@ -1,0 +1,163 @@
+"""``cortex schedule``: a foreground loop for machines without cron.
+
+The ``schedule`` package is the engine: it calls ``cortex run`` every few minutes and
+``cortex maintain`` every quarter hour; ``maintain`` itself knows which jobs are due
+(``schedule`` keeps nothing between processes and never runs missed jobs, so catching up
+is ``maintain``'s business, not the loop's). Each call is a child process: a job that
+fails or crashes is logged and the loop carries on. SIGTERM or Ctrl-C stops the loop
+cleanly after the child in flight (if any) has finished.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Callable, Sequence, TextIO
+
+from cortex.timefmt import format_time, utcnow
+
+
+def cortex_command(vault_root: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "cortex", "--vault", str(vault_root), *args]
+
+
+class Loop:
+    def __init__(self, vault_root: Path, *, run_every: timedelta, maintain_every: timedelta,
+                 log: TextIO | None = None, command: Callable[..., list[str]] = cortex_command) -> None:
+        self.root = vault_root
+        self.run_every = run_every
+        self.maintain_every = maintain_every
+        self.log = log or sys.stderr
+        self.command = command
+        self.stopping = False
+        self.failures = 0
+        self.calls = 0
+
+    def say(self, message: str) -> None:
+        self.log.write(f"{format_time(utcnow())} cortex schedule: {message}\n")
+        self.log.flush()
+
+    def call(self, *args: str) -> int:
+        """Run one cortex command; never raises (a failing job must not stop the loop)."""
+        if self.stopping:
+            return 0
+        self.calls += 1
+        try:
+            proc = subprocess.run(self.command(self.root, *args), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except OSError as exc:
+            self.failures += 1
+            self.say(f"`cortex {' '.join(args)}` could not start: {exc}")
+            return 127
+        if proc.returncode != 0:
+            self.failures += 1
+            detail = (proc.stderr or proc.stdout).strip().splitlines()
+            self.say(f"`cortex {' '.join(args)}` failed (exit {proc.returncode}): {detail[0] if detail else 'no output'}; "
+                     "carrying on")
+        else:
+            self.say(f"`cortex {' '.join(args)}` ok")
+        return proc.returncode
+
+    def _stop(self, signum, frame) -> None:
+        self.stopping = True
+
+    def serve(self, *, max_loops: int | None = None) -> int:
+        import schedule
+
+        previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+        scheduler = schedule.Scheduler()
+        scheduler.every(max(1, int(self.run_every.total_seconds()))).seconds.do(self.call, "run")
+        scheduler.every(max(1, int(self.maintain_every.total_seconds()))).seconds.do(self.call, "maintain")
+        self.say(f"watching {self.root}: `cortex run` every {self.run_every}, `cortex maintain` every "
+                 f"{self.maintain_every} (SIGTERM or Ctrl-C stops)")
+        try:
+            self.call("run")
+            self.call("maintain")
+            loops = 0
+            while not self.stopping and (max_loops is None or loops < max_loops):
+                loops += 1
+                scheduler.run_pending()
+                idle = scheduler.idle_seconds
+                deadline = time.monotonic() + min(1.0, max(0.05, idle if idle is not None else 1.0))
+                while not self.stopping and time.monotonic() < deadline:
+                    time.sleep(0.05)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            scheduler.clear()
+        self.say(f"stopped ({self.calls} calls, {self.failures} failed)")
+        return 0
+
+
+def cron_text(vault_root: Path, exe: str, *, run_every_minutes: int = 5) -> str:
+    """Crontab lines, systemd user units and a CI schedule that do what the loop does."""
+    v = str(vault_root)
+    return f"""# --- crontab (crontab -e) ----------------------------------------------------------
+# `cortex maintain` runs only the jobs that are due and catches up on missed ones,
+# so calling it hourly is enough; a laptop asleep at night catches up when it wakes.
+*/{run_every_minutes} * * * * {exe} --vault {v} run >> {v}/observer/cron.log 2>&1
+7 * * * * {exe} --vault {v} maintain >> {v}/observer/cron.log 2>&1
+
+# --- systemd user timer: ~/.config/systemd/user/cortex-maintain.service -------------
+[Unit]
+Description=cortex: process the buffer, then run due maintenance jobs
+
+[Service]
+Type=oneshot
+ExecStart={exe} --vault {v} run
+ExecStart={exe} --vault {v} maintain
+
+# --- ~/.config/systemd/user/cortex-maintain.timer -------------------------------------
+[Unit]
+Description=cortex: every {run_every_minutes} minutes, catching up after sleep
+
+[Timer]
+OnCalendar=*:0/{run_every_minutes}
+Persistent=true
+
+[Install]
+WantedBy=timers.target
+
+# enable with: systemctl --user daemon-reload && systemctl --user enable --now cortex-maintain.timer
+
+# --- CI schedule (GitHub Actions; the vault template ships .github/workflows/cortex-nightly.yml)
+on:
+  schedule:
+    - cron: "17 3 * * *"
+  workflow_dispatch:
+jobs:
+  maintain:
+    runs-on: ubuntu-latest
+    permissions:
+      contents: write
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - run: pip install cortex-memory
+      - run: cortex validate --all
+      - run: cortex maintain
+      - run: |
+          git config user.name "cortex"
+          git config user.email "cortex@localhost"
+          git push
+"""
+
+
+def executable() -> str:
+    exe = Path(sys.executable).with_name("cortex")
+    return str(exe) if exe.exists() else "cortex"
+
+
+def parse_every(text: str) -> timedelta:
+    from cortex.timefmt import parse_duration
+
+    return parse_duration(text)
+
+
+__all__: Sequence[str] = ("Loop", "cron_text", "cortex_command", "executable", "parse_every")

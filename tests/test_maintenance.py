@@ -1,0 +1,281 @@
+"""The maintenance jobs on real vaults: reinforce, decay, dedup, graph; locks and idempotence."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import git, observation
+from cortex.decay import effective_importance
+from cortex.maintenance.base import JobContext
+from cortex.maintenance.dedup import plan_dedup, verdict
+from cortex.maintenance.decay import plan_decay
+from cortex.maintenance.graph import build_graph, export, find_nodes, neighbors
+from cortex.maintenance.maintain import run_due, run_job
+from cortex.taxonomy import DEFAULT_TAXONOMY
+from maint_helpers import MONTH, T0, commit_count, make_note, meta, note_paths, subjects, when
+
+LOCKED = (("maintainer", "human"),)
+
+
+def reinforce_by_run(vault, body: str, at: str, type_: str = "fact") -> None:
+    vault.write(observation(body=body, type=type_, timestamp=at))
+    vault.run(now=when(at))
+
+
+# --- reinforce -------------------------------------------------------------------------------
+
+def test_reinforcement_map_is_applied_then_cleared(vault):
+    path = make_note(vault, "fact", "The staging database is rebuilt every night at 02:00.")
+    note_id = meta(vault, path)["id"]
+    for at in ("2026-02-01T10:00:00.000Z", "2026-02-03T11:00:00.000Z"):
+        reinforce_by_run(vault, "The  staging database is REBUILT every night at 02:00.", at)
+    assert vault.load_state().reinforcements[note_id]["count"] == 2
+
+    result = run_job(vault, "reinforce", now=when("2026-02-04T00:00:00Z"))
+    m = meta(vault, path)
+    assert result.changed == 1 and subjects(vault, 1) == ["reinforce: 1 memory"]
+    assert m["reinforced"] == 2 and when(m["last_reinforced"]) == when("2026-02-03T11:00:00Z")
+    assert vault.load_state().reinforcements == {}
+    assert git(vault.root, "status", "--porcelain") == ""
+
+    before = commit_count(vault)
+    assert run_job(vault, "reinforce", now=when("2026-02-04T01:00:00Z")).commit is None
+    assert commit_count(vault) == before
+
+
+def test_reinforcing_an_archived_memory_brings_it_back(vault):
+    path = make_note(vault, "goal_short", "Close all open security alerts in the dotfiles repo.", importance=0.5)
+    run_job(vault, "decay", now=T0 + 3 * MONTH)
+    archived = path.replace("mind/goals/", "mind/archive/goals/")
+    assert note_paths(vault) == [archived] and meta(vault, archived)["archive_reason"] == "faded"
+
+    reinforce_by_run(vault, "Close all open security alerts in the dotfiles repo.", "2026-04-10T09:00:00.000Z", "goal_short")
+    run_job(vault, "reinforce", now=when("2026-04-10T10:00:00Z"))
+    assert note_paths(vault) == [path]
+    m = meta(vault, path)
+    assert "archived" not in m and "archive_reason" not in m and m["reinforced"] == 1
+    assert when(m["last_reinforced"]) == when("2026-04-10T09:00:00Z")
+    assert git(vault.root, "status", "--porcelain") == ""
+    # freshly reinforced: decay leaves it where it is
+    assert run_job(vault, "decay", now=when("2026-04-11T00:00:00Z")).changed == 0
+
+
+def test_reinforce_survives_a_crash_between_commit_and_state(vault, monkeypatch):
+    path = make_note(vault, "fact", "Ledgerline stores money as integer cents.")
+    reinforce_by_run(vault, "Ledgerline stores money as integer cents.", "2026-02-01T10:00:00.000Z")
+    from cortex.gitrepo import GitRepo
+
+    def killed(self, changes):
+        raise KeyboardInterrupt  # the process dies right after the commit
+
+    monkeypatch.setattr(GitRepo, "materialize", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_job(vault, "reinforce", now=when("2026-02-02T00:00:00Z"))
+    monkeypatch.undo()
+    assert vault.load_state().reinforcements  # not cleared: the state was never told
+    before = commit_count(vault)
+    run_job(vault, "reinforce", now=when("2026-02-02T00:05:00Z"))
+    assert commit_count(vault) == before  # recovered, not re-applied
+    assert meta(vault, path)["reinforced"] == 1 and vault.load_state().reinforcements == {}
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+# --- decay -----------------------------------------------------------------------------------
+
+def test_decay_per_type_walkthrough_example():
+    commitment = {"type": "commitment", "importance": 0.8, "created": "2026-01-05T09:00:00.000Z"}
+    assert effective_importance(commitment, DEFAULT_TAXONOMY, T0 + 2 * MONTH) == pytest.approx(0.6)
+    preference = {"type": "preference", "importance": 0.3, "created": "2020-01-01T00:00:00.000Z"}
+    assert effective_importance(preference, DEFAULT_TAXONOMY, T0 + 60 * MONTH) == pytest.approx(0.3)
+    decision = {"type": "decision", "importance": 0.5, "created": "2020-01-01T00:00:00.000Z"}
+    assert effective_importance(decision, DEFAULT_TAXONOMY, T0 + 60 * MONTH) == pytest.approx(0.5)
+
+
+def test_decay_archives_below_the_threshold_and_nothing_else(vault):
+    fading = make_note(vault, "commitment", "Maya will rotate the Stripe API keys after the incident.", importance=0.5)
+    holding = make_note(vault, "commitment", "Jonas will add idempotency keys to the invoice API.", importance=0.52,
+                        created=T0 + MONTH * 0.2)
+    pref = make_note(vault, "preference", "Maya prefers Neovim as her editor.", importance=0.25)
+    decision = make_note(vault, "decision", "Store money as integer cents.", importance=0.5)
+    now = T0 + 3.05 * MONTH  # 0.5 - 0.305 = 0.195 < 0.2; 0.52 - 0.285 = 0.235 stays
+    result = run_job(vault, "decay", now=now)
+    assert [i["path"] for i in result.items] == [fading]
+    assert result.items[0]["effective_importance"] == pytest.approx(0.195, abs=1e-3)
+    archived = fading.replace("mind/commitments/", "mind/archive/commitments/")
+    assert set(note_paths(vault)) == {archived, holding, pref, decision}
+    assert subjects(vault, 1)[0] == "decay: 1 memory faded below 0.2"
+    assert meta(vault, archived)["importance"] == 0.5  # nothing rewritten but the archive fields
+    before = commit_count(vault)
+    assert run_job(vault, "decay", now=now).commit is None and commit_count(vault) == before
+
+
+def test_forget_threshold_is_configurable(vault):
+    path = make_note(vault, "opinion", "Maya thinks GraphQL is overkill for Ledgerline.", importance=0.6)
+    with open(vault.root / "observer" / "config.yml", "a") as fh:
+        fh.write("\nmaintenance:\n  forget_threshold: 0.5\n")
+    assert run_job(vault, "decay", now=T0 + 3 * MONTH).items[0]["path"] == path  # 0.6 - 0.15 = 0.45
+
+
+def test_a_pending_reinforcement_keeps_a_memory_from_fading(vault):
+    make_note(vault, "goal_short", "Get the Ledgerline test suite under 3 minutes.", importance=0.5)
+    reinforce_by_run(vault, "Get the Ledgerline test suite under 3 minutes.", "2026-03-20T09:00:00.000Z", "goal_short")
+    assert run_job(vault, "decay", now=when("2026-03-21T00:00:00Z")).changed == 0
+
+
+# --- locked notes -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lock", [LOCKED, (("locked", "true"),)])
+def test_locked_notes_are_untouched_by_every_job(vault, lock):
+    old = make_note(vault, "commitment", "Maya will write the incident report for the checkout outage.",
+                    importance=0.3, extra=lock)
+    dup_a = make_note(vault, "preference", "Maya prefers tabs over spaces in Go code.", extra=lock)
+    dup_b = make_note(vault, "preference", "In Go code Maya prefers tabs rather than spaces.", created=T0 + MONTH)
+    reinforce_by_run(vault, "Maya will write the incident report for the checkout outage.",
+                     "2026-02-01T10:00:00.000Z", "commitment")
+    before = {p: (vault.root / p).read_bytes() for p in (old, dup_a)}
+    report = run_due(vault, now=T0 + 12 * MONTH, force=True)
+    assert not report.errors
+    for p, data in before.items():
+        assert (vault.root / p).read_bytes() == data
+    assert dup_b in note_paths(vault)  # its only duplicate is locked: no merge either way
+    state = vault.load_state()
+    assert state.reinforcements == {} and state.jobs["reinforce"]["held"][meta(vault, old)["id"]]["count"] == 1
+
+
+def test_a_note_being_edited_is_left_for_later(vault):
+    path = make_note(vault, "goal_short", "Launch the Tidewatch public beta before Easter.", importance=0.5)
+    (vault.root / path).write_text((vault.root / path).read_text() + "\nA person is typing here.\n")
+    result = run_job(vault, "decay", now=T0 + 6 * MONTH)
+    assert result.changed == 0 and result.skipped[0]["path"] == path
+    assert path in note_paths(vault)
+
+
+# --- dedup -----------------------------------------------------------------------------------
+
+def test_dedup_merges_paraphrases_into_the_older_note(vault):
+    older = make_note(vault, "preference", "Maya prefers tabs over spaces in Go code.", tags=["go"])
+    newer = make_note(vault, "preference", "In Go code Maya prefers tabs rather than spaces.", created=T0 + MONTH)
+    other = make_note(vault, "preference", "Maya prefers spaces over tabs in Python code.", created=T0 + MONTH)
+    dry = run_job(vault, "dedup", now=T0 + 2 * MONTH, dry_run=True)
+    assert [(i["keep"], i["merge"]) for i in dry.items] == [(older, newer)] and dry.items[0]["cosine"] >= 0.85
+    assert commit_count(vault) and newer in note_paths(vault)  # dry run: nothing moved
+
+    result = run_job(vault, "dedup", now=T0 + 2 * MONTH)
+    archived = newer.replace("mind/preferences/", "mind/archive/preferences/")
+    assert set(note_paths(vault)) == {older, archived, other}
+    kept, gone = meta(vault, older), meta(vault, archived)
+    assert kept["merged_from"] == [gone["id"]] and kept["reinforced"] == 1
+    assert when(kept["last_reinforced"]) == T0 + MONTH
+    assert gone["merged_into"] == kept["id"] and gone["archive_reason"] == "merged"
+    assert subjects(vault, 1)[0].startswith("dedup: 1 near-duplicate merged")
+    assert git(vault.root, "status", "--porcelain") == ""
+    before = commit_count(vault)
+    assert run_job(vault, "dedup", now=T0 + 2 * MONTH).commit is None and commit_count(vault) == before
+    assert result.changed == 1
+
+
+def test_dedup_never_crosses_types_or_partitions(vault):
+    make_note(vault, "preference", "Maya prefers small pull requests with one concern each.")
+    make_note(vault, "opinion", "Maya prefers small pull requests, one concern each.", created=T0 + MONTH)
+    make_note(vault, "decision", "Ledgerline stores money as integer cents.")
+    make_note(vault, "decision", "Ledgerline keeps money as integer cents.", created=T0 + MONTH)
+    make_note(vault, "fact", "Ledgerline stores money as integer cents in PostgreSQL.", created=T0 + MONTH)
+    before = note_paths(vault)
+    assert run_job(vault, "dedup", now=T0 + 2 * MONTH).changed == 0
+    assert note_paths(vault) == before
+
+
+def test_a_merged_duplicate_reinforces_the_note_it_joined(vault):
+    older = make_note(vault, "lesson", "Small pull requests get reviewed faster.")
+    make_note(vault, "lesson", "Pull requests that are small get reviewed more quickly.", created=T0 + MONTH)
+    run_job(vault, "dedup", now=T0 + 2 * MONTH)
+    reinforce_by_run(vault, "Pull requests that are small get reviewed more quickly.", "2026-04-01T09:00:00.000Z", "lesson")
+    run_job(vault, "reinforce", now=when("2026-04-01T10:00:00Z"))
+    assert meta(vault, older)["reinforced"] == 2  # the merge, then this observation
+    assert len(note_paths(vault)) == 2
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("Maya prefers tabs over spaces in Go code.", "Maya prefers spaces over tabs in Go code.", False),
+    ("The billing cron job runs at 06:00 UTC.", "The billing cron job runs at 07:00 UTC.", False),
+    ("Maya owns payments in Ledgerline.", "Jonas owns payments in Ledgerline.", False),
+    ("Priya feels the onboarding flow is too long.", "Priya feels the onboarding flow is too short.", False),
+    ("Jonas believes manual QA still catches real bugs.", "Jonas believes manual QA no longer catches real bugs.", False),
+    ("Ledgerline stores money as integer cents.", "Ledgerline keeps money amounts as integer cents.", True),
+])
+def test_lexical_check(a, b, expected):
+    from cortex.embed import get_model
+
+    va, vb = get_model().encode([a, b])
+    assert verdict(float(va @ vb), a, b, 0.85)[0] is expected
+
+
+def test_dedup_blocks_by_type_in_chunks(vault, monkeypatch):
+    import numpy as np
+
+    from cortex.maintenance import dedup
+
+    monkeypatch.setattr(dedup, "CHUNK_CELLS", 64)  # force many small blocks
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(40, 16)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    matrix = np.concatenate([base, base[:5] * 0.999 + 0.001])
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    pairs = {(i, j) for i, j, _ in dedup.similar_pairs(matrix, 0.99)}
+    assert pairs == {(k, 40 + k) for k in range(5)}
+
+
+# --- graph -----------------------------------------------------------------------------------
+
+def test_graph_nodes_and_edges(vault):
+    project = make_note(vault, "project", "Ledgerline is the co-op's billing service.", name="ledgerline",
+                        entities=[("Ledgerline", "project")])
+    fact = make_note(vault, "fact", "Maya owns payments in [[ledgerline]]; see [[Stripe|the Stripe notes]].",
+                     entities=[("Maya Okafor", "person")], tags=["payments", "team/roles"])
+    make_note(vault, "lesson", "Small pull requests get reviewed faster.")
+    make_note(vault, "lesson", "Pull requests that are small get reviewed more quickly.", created=T0 + MONTH)
+    run_job(vault, "dedup", now=T0 + 2 * MONTH)
+    with vault.lock():
+        graph = build_graph(JobContext(vault, T0).snapshot())
+    fact_key = f"note:{meta(vault, fact)['id']}"
+    edges = {(s, k, t) for s, k, t in graph.edges}
+    assert (fact_key, "mentions", "entity:maya okafor") in edges
+    assert (fact_key, "links_to", f"note:{meta(vault, project)['id']}") in edges  # by file name
+    assert (fact_key, "links_to", "entity:stripe") in edges  # emergent entity
+    assert (fact_key, "links_to", "entity:maya okafor") in edges  # frontmatter `links`
+    assert (fact_key, "tagged", "tag:team/roles") in edges and (fact_key, "attributed_to", "entity:maya") in edges
+    assert sum(1 for _, k, _ in graph.edges if k == "merged_into") == 1
+    assert graph.nodes["entity:stripe"]["kind"] == "entity" and graph.nodes["tag:payments"]["label"] == "#payments"
+    assert {n["node"] for n in neighbors(graph, "entity:maya okafor")} == {fact_key}
+    assert find_nodes(graph, "Maya Okafor") == ["entity:maya okafor"] and find_nodes(graph, "#payments") == ["tag:payments"]
+    assert export(graph, "dot").startswith("digraph cortex {")
+    ET.fromstring(export(graph, "graphml"))
+    assert export(graph, "mermaid").startswith("graph LR\n")
+
+    first = run_job(vault, "graph", now=T0)
+    assert first.items[0]["edges"]["mentions"] >= 2
+    assert run_job(vault, "graph", now=T0).items[0]["rebuilt"] is False
+    stored = json.loads((vault.root / ".cortex" / "graph.json").read_text())
+    assert stored["nodes"]["entity:ledgerline"]["type"] == "project"
+
+
+# --- the whole session -------------------------------------------------------------------------
+
+def test_second_maintain_makes_no_commit(vault):
+    make_note(vault, "preference", "Maya prefers tabs over spaces in Go code.")
+    make_note(vault, "preference", "In Go code Maya prefers tabs rather than spaces.", created=T0 + MONTH)
+    make_note(vault, "goal_short", "Launch the Tidewatch public beta before Easter.", importance=0.5)
+    reinforce_by_run(vault, "Maya prefers tabs over spaces in Go code.", "2026-03-01T09:00:00.000Z", "preference")
+    first = run_due(vault, now=T0 + 4 * MONTH, force=True)
+    assert first.commits == 3 and not first.errors  # reinforce, decay, dedup
+    assert subjects(vault, 3) == ["dedup: 1 near-duplicate merged into 1 note", "decay: 1 memory faded below 0.2",
+                                  "reinforce: 1 memory"]
+    before = commit_count(vault)
+    again = run_due(vault, now=T0 + 4 * MONTH, force=True)
+    assert again.commits == 0 and commit_count(vault) == before
+    assert git(vault.root, "status", "--porcelain") == ""
+    assert vault.note_validator() and all(
+        not vault.note_validator().check(p, (vault.root / p).read_text()) for p in note_paths(vault))
