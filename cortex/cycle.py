@@ -59,18 +59,7 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
             report.plan = plan
             _count_plan(plan, report)
         else:
-            apply(
-                plan,
-                repo=repo,
-                state=state,
-                save=vault.save_state,
-                quarantine=vault.quarantine,
-                skipped=vault.skipped,
-                author=_author(vault),
-                per=commit_per,
-                now=now,
-                report=report,
-            )
+            _apply(vault, repo, state, plan, commit_per, now, report)
             archive = vault.archive_dir / f"observations-{state.buffer_id}.jsonl"
             if buffer.rotate_if_consumed(vault.buffer_path, state.offset, archive):
                 state.offset, state.buffer_id = 0, new_buffer_id()
@@ -78,6 +67,22 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
                 report.rotated = True
     report.seconds = time.monotonic() - started
     return report
+
+
+def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
+    apply(
+        plan,
+        repo=repo,
+        state=state,
+        save=vault.save_state,
+        quarantine=vault.quarantine,
+        skipped=vault.skipped,
+        author=_author(vault),
+        per=per,
+        now=now,
+        report=report,
+        quarantine_remove=list(quarantine_remove),
+    )
 
 
 def _plan(vault, repo: GitRepo, state: State, now: datetime, limit: int | None, **flags: bool) -> Plan:
@@ -128,17 +133,5 @@ def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) ->
             from cortex.errors import CortexError
 
             raise CortexError(f"{entry.short_id} is still rejected: {why.reason}: {why.detail}", "fix the line or discard it")
-        apply(
-            plan,
-            repo=repo,
-            state=state,
-            save=vault.save_state,
-            quarantine=vault.quarantine,
-            skipped=vault.skipped,
-            author=(vault.settings.author_name, vault.settings.author_email),
-            per="run",
-            now=now,
-            report=report,
-            quarantine_remove=[entry.key],
-        )
+        _apply(vault, repo, state, plan, "run", now, report, quarantine_remove=[entry.key])
     return report
