@@ -4,7 +4,8 @@ What it does, and only this:
 
 - completes a note a person wrote with just a ``type`` (or none, where the folder
   implies one) and a body: ``id`` (UUIDv7), ``category``, ``created``, ``source_hash``,
-  the ``# ---`` separator, and a ``title`` below it. The required block goes first, in
+  the ``# ---`` separator, and a ``title`` below it (the body's opening words, or its
+  first markdown heading). The required block goes first, in
   order; a file with no frontmatter at all gets one.
 - re-hashes a note whose body a person edited (``source_hash``);
 - normalises tags (Obsidian habits: ``#tag``, capitals, spaces, ``tags: a, b``).
@@ -178,6 +179,10 @@ def fix_note(
     lines = text.splitlines(keepends=True)
     close = split[2] - 2  # index of the closing fence
     blocks = _blocks(lines[1:close])
+    keys = [key for key, _ in blocks if key is not None]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice and changes:  # YAML keeps the last one; which did the person mean?
+        return Fixed(text, refused=f"`{twice[0]}` appears more than once")
     restructure = spec is not None and has_body and not _structure_ok(blocks)
     if restructure and not adds:
         changes.append(f"moved the required fields above `{SEPARATOR}`")
@@ -204,8 +209,16 @@ def _required_values(spec: TypeSpec, body: str, now: datetime, new_id: Callable[
         "category": spec.category,
         "created": format_time(now),
         "source_hash": source_hash(body),
-        "title": quote(make_title(body)),
+        "title": quote(title_for(body)),
     }
+
+
+def title_for(body: str) -> str:
+    """The DESIGN §3 title rule (the body's first 80 characters), except that a body
+    opening with a markdown heading, as people write in Obsidian, is titled by it."""
+    first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+    heading = re.fullmatch(r"#{1,6}\s+(.+?)(?:\s+#+)?", first)
+    return make_title(heading.group(1)) if heading else make_title(body)
 
 
 def _line(key: str, value: str, newline: str) -> str:

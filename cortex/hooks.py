@@ -108,19 +108,27 @@ class HookVault:
         return frozenset(str(t) for t in tags or ())
 
     def validator(self):
-        from cortex.security import Scanner
+        from cortex.security import Scanner, normalise
+        from cortex.security.injection import match_patterns
         from cortex.validate import NoteValidator
 
         settings = self.settings()
         # The pattern layer only: the learned classifier needs numpy and the embedding
         # model, too slow for a commit; `cortex run` applies it to agents' observations.
         scanner = Scanner(extra_patterns=settings.injection_patterns, use_classifier=False)
+        patterns = scanner.patterns
+
+        def injection(text: str):
+            # Scanner.scan's pattern branch, without the redaction it also does (the
+            # validator redacts the whole file once already).
+            return match_patterns(text, patterns, normalise.views(text)) if text.strip() else None
+
         return NoteValidator(
             self.taxonomy(),
             self.schema(),
             tag_allow=self.tag_allow(),
             redact=scanner.redact,
-            injection=lambda text: scanner.scan(text).injection,
+            injection=injection,
             strict_injection=settings.strict_notes,
         )
 

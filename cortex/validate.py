@@ -104,6 +104,8 @@ class NoteValidator:
             return problems
         meta, lines = note.meta, note.key_lines
         line_of = lambda key: lines.get(key, 2)  # noqa: E731
+        for key, n in _repeated_keys(note.frontmatter):
+            add(n, f"`{key}` appears more than once (YAML keeps only the last)", "keep one of them")
 
         missing = [k for k in (*REQUIRED_FIELDS, *self.required) if k not in meta]
         if missing:
@@ -154,19 +156,43 @@ class NoteValidator:
             add(line_of("tags"), "tags must be a list", "write `tags: [a, b]`")
 
         if self.redact is not None:
-            for n, line in enumerate(text.splitlines(), start=1):
-                _, kinds = self.redact(line)
-                if kinds:
-                    add(n, f"looks like a credential ({', '.join(kinds)})", "remove the secret from the note; rotate it if it was real")
+            problems += self._credential_problems(path, text)
         if self.injection is not None:
             problems += self._injection_problems(path, text, note)
         return problems
+
+    def _credential_problems(self, path: str, text: str) -> list[Problem]:
+        """The whole text first (one scan; a PEM block spans lines), then, only when
+        something was found, line by line to say where."""
+        _, kinds = self.redact(text)
+        if not kinds:
+            return []
+        fix = "remove the secret from the note; rotate it if it was real"
+        out, placed = [], []
+        for n, line in enumerate(text.splitlines(), start=1):
+            _, found = self.redact(line)
+            if found:
+                out.append(Problem(path, n, f"looks like a credential ({', '.join(found)})", fix))
+                placed += found
+        unplaced = list(kinds)
+        for kind in placed:
+            if kind in unplaced:
+                unplaced.remove(kind)
+        if unplaced:  # spans lines: say so at the top
+            out.insert(0, Problem(path, 1, f"looks like a credential over several lines ({', '.join(unplaced)})", fix))
+        return out
 
     def _injection_problems(self, path: str, text: str, note) -> list[Problem]:
         severity = "error" if self.strict_injection else "warning"
         fix = "reword it if it is not meant for an agent" + ("" if self.strict_injection else " (security.strict_notes: true refuses it)")
         out = []
-        fields = [(k, v) for k, v in note.meta.items() if isinstance(v, str) and k in ("title", "context", "source_quote")]
+        flat_body = " ".join(note.body.split())
+        fields = [
+            (k, v)
+            for k, v in note.meta.items()
+            if isinstance(v, str) and k in ("title", "context", "source_quote")
+            and not (k == "title" and v.rstrip("…") in flat_body)  # a title cut from the body: scanned with it
+        ]
         for key, value in [*fields, ("body", note.body)]:
             verdict = self.injection(value)
             if verdict is not None:
@@ -174,6 +200,20 @@ class NoteValidator:
                 what = f"{key} reads like an instruction to an agent ({verdict.rule}: {verdict.excerpt!r})"
                 out.append(Problem(path, line, what, fix, severity))
         return out
+
+
+_TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
+
+
+def _repeated_keys(frontmatter: str) -> list[tuple[str, int]]:
+    seen, out = set(), []
+    for n, line in enumerate(frontmatter.splitlines(), start=2):
+        m = _TOP_KEY.match(line)
+        if m:
+            if m.group(1) in seen:
+                out.append((m.group(1), n))
+            seen.add(m.group(1))
+    return out
 
 
 def _line_of(text: str, excerpt: str, default: int) -> int:

@@ -1,0 +1,130 @@
+"""What the git hook costs a person at `git commit`. Figures, not pass/fail (issue 3's
+targets are printed beside them):
+
+- one staged note validated by the command the installed hook runs (`python -m
+  cortex.hooks validate FILE`), next to a bare `python -c pass` measured in the same run
+  (interleaved, median of N): the difference is what cortex adds; target ≤ 80 ms;
+- the same through the template's full entry (`sh -c` + `git config cortex.python`) and
+  through the typer CLI (`cortex hook validate`), for comparison;
+- 1,000 staged notes validated in one process (the vault holds them all, so the
+  vault-wide id check reads every note): target ≤ 1.5 s;
+- `cortex hook fix` over the same 1,000 valid notes (it must change nothing).
+
+Run: `.venv/bin/python bench/bench_hooks.py [--runs N]` (or `make bench`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from cortex.notes import NoteDraft, make_title, note_filename, render_note, source_hash, uuid7
+from cortex.taxonomy import DEFAULT_TYPES
+
+PY = sys.executable
+TEMPLATE = Path(__file__).resolve().parents[1] / "cortex" / "data" / "templates" / "pre-commit-config.yaml"
+WORDS = ("ledger invoice tide station export webhook migration cache token backup release sprint "
+         "postgres alembic vite stripe retry batch nightly staging review owner decision budget").split()
+
+
+def build_vault(root: Path, n: int) -> list[str]:
+    rng = random.Random(1729)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    paths = []
+    for i in range(n):
+        spec = DEFAULT_TYPES[i % len(DEFAULT_TYPES)]
+        body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(12, 40))).capitalize() + f" ({i})."
+        when = start + timedelta(minutes=17 * i)
+        ms = int(when.timestamp() * 1000)
+        digest = source_hash(body)
+        draft = NoteDraft(
+            id=uuid7(ms, rng.randbytes(10)), type=spec.name, category=spec.category,
+            created=when.strftime("%Y-%m-%dT%H:%M:%S.000Z"), source_hash=digest, title=make_title(body),
+            body=body, bucket="explicit", attribution="owner", confidence=0.9, importance=0.6,
+            entities=(("Ledgerline", "project"),), tags=(rng.choice(WORDS), "bench"),
+        )
+        rel = f"{spec.partition}/{spec.folder}/{note_filename(when.date().isoformat(), digest)}"
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_note(draft), encoding="utf-8")
+        paths.append(rel)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    return paths
+
+
+def timed(cmd: list[str], cwd: Path, env: dict, expect: int = 0) -> float:
+    t = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True)
+    elapsed = time.perf_counter() - t
+    if done.returncode != expect:
+        raise SystemExit(f"{shlex.join(cmd)} exited {done.returncode}: {done.stdout.decode()}{done.stderr.decode()}")
+    return elapsed
+
+
+def template_entry() -> list[str]:
+    import yaml
+
+    hooks = yaml.safe_load(TEMPLATE.read_text())["repos"][0]["hooks"]
+    return shlex.split(next(h["entry"] for h in hooks if h["id"] == "cortex-validate"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--notes", type=int, default=1000)
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="cortex-bench-hooks-") as tmp:
+        root = Path(tmp) / "vault"
+        paths = build_vault(root, args.notes)
+        subprocess.run(["git", "config", "cortex.python", PY], cwd=root, check=True)
+        env = {**os.environ, "PYTHONSAFEPATH": "1"}
+        one = paths[0]
+        cortex_cli = str(Path(PY).with_name("cortex"))
+        cmds = {
+            "python -c pass": [PY, "-c", "pass"],
+            "python -m cortex.hooks validate (hook)": [PY, "-m", "cortex.hooks", "validate", one],
+            "template entry (sh + git config)": [*template_entry(), one],
+            "cortex hook validate (typer CLI)": [cortex_cli, "hook", "validate", one],
+        }
+        for cmd in cmds.values():  # warm the page cache and .pyc files
+            timed(cmd, root, env)
+        samples: dict[str, list[float]] = {k: [] for k in cmds}
+        for _ in range(args.runs):  # interleaved, so load on the machine hits all alike
+            for name, cmd in cmds.items():
+                samples[name].append(timed(cmd, root, env))
+        base = statistics.median(samples["python -c pass"])
+
+        print(f"one staged note, median of {args.runs} runs (vault of {args.notes} notes, every id read)")
+        print(f"  {'command':<42} {'median':>9} {'over baseline':>14}")
+        for name, values in samples.items():
+            med = statistics.median(values)
+            over = "" if name == "python -c pass" else f"{(med - base) * 1000:+10.1f} ms"
+            print(f"  {name:<42} {med * 1000:7.1f} ms {over:>14}")
+        print("  target: the hook's command ≤ 80 ms over `python -c pass`")
+
+        many = [PY, "-m", "cortex.hooks", "validate", *paths]
+        fix_many = [PY, "-m", "cortex.hooks", "fix", *paths]
+        timed(many, root, env)
+        runs = max(3, args.runs // 7)
+        t_validate = statistics.median(timed(many, root, env) for _ in range(runs))
+        t_fix = statistics.median(timed(fix_many, root, env) for _ in range(runs))
+        changed = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+        print(f"\n{len(paths)} staged notes in one process, median of {runs} runs")
+        print(f"  validate  {t_validate:6.3f} s   ({t_validate / len(paths) * 1000:.2f} ms/note; target ≤ 1.5 s)")
+        print(f"  fix       {t_fix:6.3f} s   (files changed: {sum(1 for l in changed.splitlines() if l.startswith(' M'))}; must be 0)")
+        print(f"  baseline `python -c pass`: {base * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
