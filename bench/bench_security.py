@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from cortex.security import Scanner, normalise  # noqa: E402
 from cortex.security import training as T  # noqa: E402
-from cortex.security.benign_text import over_defence_sentences  # noqa: E402
+from cortex.security.benign_text import over_defence_sentences, technical_sentences  # noqa: E402
 from cortex.security.injection import default_patterns, match_patterns  # noqa: E402
 from cortex.security.secrets import redact  # noqa: E402
 
@@ -55,7 +55,12 @@ def bench_injection() -> None:
     lme = T.load_lme_turns(LME)
     extra = T.load_note_bodies([ROOT / "examples", ROOT / "vault", ROOT / "mind"])
     extra += [T.Example(t, 0, "cortex_over_defence") for t in over_defence_sentences()]
-    examples = injection + lme + extra
+    extra += [T.Example(t, 0, "cortex_technical") for t in technical_sentences()]
+    # Technical text never trained on: the credential set's sentences (keys, hashes, URLs,
+    # placeholders) are all benign as far as injection goes.
+    tech = [json.loads(line) for line in SECRETS.read_text(encoding="utf-8").split("\n") if line.strip()]
+    tech = [T.Example(r["text"], 0, "secrets_dev_texts") for r in tech]
+    examples = injection + lme + extra + tech
     texts = [e.text for e in examples]
     m = T.build_matrix(examples, T.training_encoder())
     src = np.array(m.source)
@@ -63,14 +68,15 @@ def bench_injection() -> None:
     lme_idx = np.arange(n_inj, n_inj + n_lme)
     half = np.array([T.stable_fold(texts[i], 2) for i in lme_idx])
     lme_train, lme_test = lme_idx[half == 0], lme_idx[half == 1]
-    extra_idx = np.arange(n_inj + n_lme, len(examples))
+    extra_idx = np.arange(n_inj + n_lme, n_inj + n_lme + len(extra))
+    tech_idx = np.arange(len(examples) - len(tech), len(examples))
 
     patterns = default_patterns()
     pat = np.array([match_patterns(t, patterns) is not None for t in texts])
 
     print("Injection: leave one source out (train on the rest; threshold chosen out of fold on the training part)")
-    print(f"{'held-out source':26s} {'n':>5s} {'thr':>5s} | {'attacks held':^23s} | {'benign wrongly held':^23s} | {'LME turns held':^11s}")
-    print(f"{'':26s} {'':5s} {'':5s} | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'clf':>5s} {'both':>5s}")
+    print(f"{'held-out source':26s} {'n':>5s} {'thr':>5s} | {'attacks held':^23s} | {'benign wrongly held':^23s} | {'LME turns held':^11s} | tech")
+    print(f"{'':26s} {'':5s} {'':5s} | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'clf':>5s} {'both':>5s} | {'both':>5s}")
     rows = []
     for s in sorted(set(e.source for e in injection)):
         test = np.where(src[:n_inj] == s)[0]
@@ -80,6 +86,7 @@ def bench_injection() -> None:
         w = T.fit(m, train)
         clf = T.predict(m, w, test) >= thr
         clf_lme = T.predict(m, w, lme_test) >= thr
+        clf_tech = T.predict(m, w, tech_idx) >= thr
         y = m.y[test]
         p = pat[test]
         both = clf | p
@@ -88,16 +95,19 @@ def bench_injection() -> None:
             _rate(p, att), _rate(clf, att), _rate(both, att),
             _rate(p, ben), _rate(clf, ben), _rate(both, ben),
             float(clf_lme.mean()), float((clf_lme | pat[lme_test]).mean()),
+            float((clf_tech | pat[tech_idx]).mean()),
         )
         rows.append(r)
         print(f"{s:26s} {len(test):5d} {thr:5.3f} | {_fmt(r[0])} {_fmt(r[1])} {_fmt(r[2])}     | "
-              f"{_fmt(r[3])} {_fmt(r[4])} {_fmt(r[5])}     | {_fmt(r[6])} {_fmt(r[7])}")
+              f"{_fmt(r[3])} {_fmt(r[4])} {_fmt(r[5])}     | {_fmt(r[6])} {_fmt(r[7])} | {_fmt(r[8])}")
     a = np.array(rows, dtype=float)
     mean = np.nanmean(a, axis=0)
     print(f"{'mean over folds':26s} {'':5s} {'':5s} | {_fmt(mean[0])} {_fmt(mean[1])} {_fmt(mean[2])}     | "
-          f"{_fmt(mean[3])} {_fmt(mean[4])} {_fmt(mean[5])}     | {_fmt(mean[6])} {_fmt(mean[7])}")
+          f"{_fmt(mean[3])} {_fmt(mean[4])} {_fmt(mean[5])}     | {_fmt(mean[6])} {_fmt(mean[7])} | {_fmt(mean[8])}")
     print("(attack means over folds with attacks; benign means over folds with benign texts;"
           " targets for both: attacks >= 0.80, benign <= 0.02)")
+    print(f"(tech: the {len(tech)} sentences of secrets_dev.jsonl - keys, hashes, URLs, placeholders -"
+          " as benign text no fold trained on)")
     # Benign overall in the pooled sense too, since two benign folds are large.
     print(f"patterns on all {n_lme} LongMemEval turns: {pat[lme_idx].mean():.4f} held")
     print(f"[{time.perf_counter() - started:.0f} s]\n")

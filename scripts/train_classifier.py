@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cortex.security import training as T  # noqa: E402
-from cortex.security.benign_text import over_defence_sentences  # noqa: E402
+from cortex.security.benign_text import over_defence_sentences, technical_sentences  # noqa: E402
 from cortex.security.classifier import FEATURE_NAMES, WEIGHTS_PATH  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "bench"
@@ -40,6 +40,7 @@ def load_examples(injection: Path, lme: Path) -> list[T.Example]:
     examples += T.load_lme_turns(lme)
     examples += T.load_note_bodies([ROOT / "examples", ROOT / "vault", ROOT / "mind"])
     examples += [T.Example(text, 0, "cortex_over_defence") for text in over_defence_sentences()]
+    examples += [T.Example(text, 0, "cortex_technical") for text in technical_sentences()]
     return examples
 
 
@@ -115,7 +116,8 @@ def write_card(args, table, summary, digest, weights) -> None:
         "- LongMemEval user turns (`../shared/bench/data/lme_oracle_docs.jsonl`), cut to 500 characters: benign.",
         "- Notes of the example vault (`examples/`, `vault/`, `mind/`), where present: benign.",
         "- `cortex/security/benign_text.py`: about 275 imperative requests, reminders and notes written",
-        "  for cortex that use injection words in ordinary senses: benign.",
+        "  for cortex that use injection words in ordinary senses, and about 450 technical notes (versions,",
+        "  paths, URLs, hashes, ids, commands, config, base64 of plain sentences, placeholders): benign.",
         "",
         "Each source weighs by the square root of its size; attacks and benign weigh the same in total.",
         "",

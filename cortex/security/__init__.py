@@ -83,12 +83,31 @@ class Scanner:
                 pending.append(i)
         if pending:
             clf = self.classifier
-            probs = clf.predict_proba([all_views[i] for i in pending], [normalise.has_hidden(texts[i]) for i in pending])
+            # The classifier reads the text with credentials already replaced: a random
+            # key looks like an encoded payload to the embedding, and the credential is
+            # handled by redaction anyway. Decoded payloads come from the original.
+            clf_views = [[classifier_main_view(texts[i], stored[i])] + all_views[i][1:] for i in pending]
+            probs = clf.predict_proba(clf_views, [normalise.has_hidden(texts[i]) for i in pending])
             threshold = self.threshold
-            for i, p in zip(pending, probs):
+            for i, views, p in zip(pending, clf_views, probs):
                 if p >= threshold:
-                    verdicts[i] = Verdict("classifier", round(float(p), 4), "classifier", _excerpt(all_views[i][0]))
+                    verdicts[i] = Verdict("classifier", round(float(p), 4), "classifier", _excerpt(views[0]))
+        # An excerpt lands in the quarantine file: it must not carry a credential.
+        verdicts = [v if v is None else _without_secrets(v) for v in verdicts]
         return [ScanResult(text=s, redactions=r, injection=v) for (s, r), v in zip(stored, verdicts)]
+
+
+def classifier_main_view(text: str, redacted: tuple[str, tuple[str, ...]] | None = None) -> str:
+    """The main view the classifier judges: hidden characters and credentials removed,
+    then canonical. "[REDACTED]" itself is dropped: it reads like an exfiltration
+    placeholder ("[DATA]"), and the credential is redaction's business."""
+    clean, found = redacted if redacted is not None else secrets.redact(normalise.storable(text))
+    return normalise.canonical(clean.replace(secrets.REDACTED, "") if found else clean)
+
+
+def _without_secrets(v: Verdict) -> Verdict:
+    clean, found = secrets.redact(v.excerpt)
+    return v if not found else Verdict(v.layer, v.score, v.rule, clean)
 
 
 def _excerpt(s: str, limit: int = 80) -> str:

@@ -156,3 +156,105 @@ def over_defence_sentences() -> list[str]:
             out.append(f"{_REMINDERS[(i * 3 + j * 5) % len(_REMINDERS)]} {action}.")
     out.extend(_NOTES)
     return out
+
+
+# --- technical notes -----------------------------------------------------------------
+# What a coding agent observes: versions, paths, URLs, hashes, ids, commands, config,
+# incidents, base64 of ordinary text, placeholders, all-caps headings. Without these the
+# model learns "a URL or a long token is an attack", since the attacks carry exfiltration
+# links and encoded payloads and the chat turns carry neither.
+
+_TOOLS = (
+    "PostgreSQL 16", "Redis 7.2", "nginx", "Docker", "Kubernetes", "Terraform", "FastAPI",
+    "React 18", "pytest", "GitHub Actions", "Fly.io", "S3", "SQLite", "Celery", "Django 5.0",
+    "Node 20", "pnpm", "Rust 1.79", "Go 1.22", "Grafana", "Prometheus", "Sentry", "Vite",
+    "Alembic", "uv", "pre-commit", "ruff", "mypy", "Kafka", "RabbitMQ",
+)
+_PEOPLE = ("Maya", "Jonas", "Priya", "Tomás", "Aiko", "Lena", "Omar", "Grace", "Wei", "Sofia")
+_SERVICES = ("billing", "checkout", "search", "ingest", "auth", "notifications", "reports", "tide-api", "ledger", "exporter")
+_HOSTS = (
+    "docs.python.org/3/library", "www.postgresql.org/docs/16", "github.com/acme-labs/ledger/issues",
+    "developer.mozilla.org/en-US/docs/Web/API", "kubernetes.io/docs/concepts", "fastapi.tiangolo.com/tutorial",
+    "registry.terraform.io/providers/hashicorp/aws/latest/docs", "docs.docker.com/engine/reference",
+    "gitlab.com/example-group/tools/-/merge_requests", "img.shields.io/badge", "cdn.jsdelivr.net/npm",
+    "stackoverflow.com/questions", "en.wikipedia.org/wiki", "blog.example.org/2025/11",
+)
+_PATHS = (
+    "explicit-locking.html", "asyncio-task.html#timeouts", "1432#issuecomment-2219876",
+    "Fetch_API/Using_Fetch", "workloads/pods/pod-lifecycle", "dependencies/?utm_source=newsletter&utm_medium=email",
+    "resources/s3_bucket", "commandline/run/#restart-policies", "88?tab=overview", "coverage-92%25-green.svg",
+    "htmx.org@1.9.10/dist/htmx.min.js", "77062114/why-does-alter-table-lock", "Tide_table", "zero-downtime-migrations/",
+)
+_PHRASES = (
+    "Sam moved to Lisbon in May.", "The garden needs water twice a week.", "Invoices go out on the first Monday.",
+    "Priya likes the blue theme better.", "The meeting moved to Thursday at ten.", "Jonas reviews every invoicing change.",
+    "Tide tables load offline now.", "Coffee with the design team on Friday.",
+)
+_FRAMES = (
+    "{tool} is pinned in {path} because the next minor release broke {service}.",
+    "The {service} deploy on 2026-0{m}-1{d} took {n} minutes; {person} rolled it back at 1{d}:4{m}.",
+    "Docs for the {service} fix: https://{host}/{url}",
+    "{person} keeps https://{host}/{url} pinned for the {service} migration.",
+    "Commit {sha7} on main fixed the {service} retry loop.",
+    "source_hash {sha256} was reinforced {n} times this week.",
+    "Request {uuid} to /api/v{d}/{service} returned 50{d} after {n}00 ms.",
+    "{person} prefers `git rebase -i` over merge commits for {service} branches.",
+    "Run `make test && make lint` before pushing the {service} branch.",
+    "The cron line `{d}0 3 * * *` runs scripts/{service}_backup.sh every night.",
+    "Config for {service}: timeout = {n}0, retries = {d}, base_url = https://{service}.internal:8{d}43/v1",
+    "Post-incident summary for {service}, 2026-0{m}-0{d}: the migration 02{n}_add_{service}_channel held an ACCESS EXCLUSIVE lock for {n} minutes.",
+    "Migration 0{n}1_add_{service}_index adds a NOT NULL column with a server default to the {service} table.",
+    "The file ~/.config/{service}/settings.toml holds the {service} defaults; {person} edits it by hand.",
+    "Error: KeyError: '{service}_id' in {service}/handlers.py line {n}{d}, raised when the payload lacks an id.",
+    "Benchmark: {tool} p95 latency {n}{d} ms at {d}00 rps (was {n}{m} ms before the index).",
+    "The README shows the diagram as ![architecture](https://{host}/{service}-architecture.png).",
+    "The banner is rendered by <div class=\"{service}-banner\">{phrase}</div> in base.html.",
+    "The fixture stores '{phrase}' as base64: {b64}",
+    "Decoded the cookie value {b64} and it was only '{phrase}'",
+    "The template reads API_KEY=<your-key-here> and DATABASE_URL=${{DATABASE_URL}} for {service}.",
+    "Use curl -u \"${{USER}}:${{TOKEN}}\" https://{service}.example.com/health to check {service}.",
+    "{TOOL} {SERVICE} RELEASE {d}.{m}: OFFLINE MODE, {n} NEW STATIONS, TARGET DATE 2026-0{m}-1{d}.",
+    "{person} tested {service} on Android on 2026-0{m}-0{d}: all {n}0 pages loaded in airplane mode.",
+    "The {service} Dockerfile uses python:3.12-slim and copies requirements.lock before the source.",
+    "Checksum (sha1) {sha1} matched the {service} mirror.",
+    "Image {service}@sha256:{sha256} is what runs in staging.",
+    "def {service}_total(items):\\n    return sum(i.amount for i in items if not i.void)",
+    "SELECT count(*) FROM {service}_events WHERE created_at > now() - interval '{d} days';",
+    "The {service} alert fires when error_rate > 0.0{d} for {n} minutes; {person} owns the runbook.",
+)
+
+
+def technical_sentences() -> list[str]:
+    """About 600 benign technical notes, always the same."""
+    import base64
+    import hashlib
+    import uuid
+
+    out = []
+    for i in range(600):
+        frame = _FRAMES[i % len(_FRAMES)]
+        seed = f"cortex-benign-{i}".encode()
+        tool = _TOOLS[(i * 7) % len(_TOOLS)]
+        service = _SERVICES[(i * 3 + i // len(_FRAMES)) % len(_SERVICES)]
+        phrase = _PHRASES[(i * 5) % len(_PHRASES)]
+        text = frame.format(
+            tool=tool,
+            TOOL=tool.upper(),
+            service=service,
+            SERVICE=service.upper(),
+            person=_PEOPLE[(i * 11) % len(_PEOPLE)],
+            host=_HOSTS[(i * 13) % len(_HOSTS)],
+            url=_PATHS[(i * 17) % len(_PATHS)],
+            path=("pyproject.toml", "package.json", "go.mod", "requirements.lock", "Cargo.toml")[i % 5],
+            phrase=phrase,
+            b64=base64.b64encode(phrase.encode()).decode(),
+            sha7=hashlib.sha1(seed).hexdigest()[:7],
+            sha1=hashlib.sha1(seed).hexdigest(),
+            sha256=hashlib.sha256(seed).hexdigest(),
+            uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, seed.decode())),
+            n=1 + i % 9,
+            d=i % 10,
+            m=1 + (i // 10) % 9,
+        )
+        out.append(text.replace("\\n", "\n"))
+    return sorted(set(out))

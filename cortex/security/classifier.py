@@ -68,12 +68,11 @@ FEATURE_NAMES = (
     "newlines",
     "brackets",
     "question",
-    "decoded_view",
     "hidden_chars",
 )
 
 
-def cheap_features(view: str, *, decoded: bool, hidden: bool) -> list[float]:
+def cheap_features(view: str, *, hidden: bool) -> list[float]:
     """Hand features of one view, each roughly in [0, 1]."""
     n = max(len(view), 1)
     low = view.lower()
@@ -112,7 +111,6 @@ def cheap_features(view: str, *, decoded: bool, hidden: bool) -> list[float]:
         min(view.count("\n") / 10, 1.0),
         min((view.count("[") + view.count("{")) / n * 50, 1.0),
         1.0 if view.rstrip().endswith("?") else 0.0,
-        1.0 if decoded else 0.0,
         1.0 if hidden else 0.0,
     ]
 
@@ -157,10 +155,14 @@ def _default_encoder() -> Encoder:
 
 
 def design_matrix(views: Sequence[str], flags: Sequence[tuple[bool, bool]], encode: Encoder) -> tuple[np.ndarray, np.ndarray]:
-    """Embeddings and raw cheap features for a flat list of views."""
+    """Embeddings and raw cheap features for a flat list of views.
+
+    ``flags`` holds (decoded, hidden) per view. Being a decoded payload is deliberately
+    not a feature: it made base64 of an ordinary sentence look like an attack, and the
+    payload's own words are judged anyway."""
     emb = np.asarray(encode(list(views)), dtype=np.float32) if views else np.zeros((0, 0), np.float32)
     feats = np.array(
-        [cheap_features(v, decoded=d, hidden=h) for v, (d, h) in zip(views, flags)], dtype=np.float32
+        [cheap_features(v, hidden=h) for v, (_, h) in zip(views, flags)], dtype=np.float32
     ).reshape(len(views), len(FEATURE_NAMES))
     return emb, feats
 

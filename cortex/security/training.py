@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from cortex.security import normalise
+from cortex.security import classifier_main_view, normalise
 from cortex.security.classifier import FEATURE_NAMES, Encoder, Weights, design_matrix, judgeable, sigmoid
 
 L2 = 1.0  # ridge strength on the embedding and feature weights (the bias is free)
@@ -97,6 +97,7 @@ def build_matrix(examples: Sequence[Example], encode: Encoder, *, batch: int = 5
     views, flags, owner = [], [], []
     for i, ex in enumerate(examples):
         vs = normalise.views(ex.text)
+        vs[0] = classifier_main_view(ex.text)  # exactly what Scanner gives the classifier
         hidden = normalise.has_hidden(ex.text)
         for v in vs:
             if not judgeable(v):
