@@ -160,9 +160,24 @@ class Debouncer:
                 self._busy = True
             try:
                 self.fn()
+            except Exception:  # a bug in one run must not stop every later one
+                import traceback
+
+                traceback.print_exc(file=sys.stderr)
             finally:
                 with self._cond:
                     self._busy = False
+                    self._cond.notify_all()
+
+    def flush(self, timeout: float) -> None:
+        """Run a pending call now and wait (up to `timeout`) until none is pending or running."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            if self._due is not None:
+                self._due = time.monotonic()
+                self._cond.notify_all()
+            while (self._due is not None or self._busy) and time.monotonic() < deadline:
+                self._cond.wait(max(0.0, deadline - time.monotonic()))
 
 
 # --- the service -------------------------------------------------------------------------------
@@ -197,15 +212,25 @@ class Memory:
 
     def start(self) -> "Memory":
         """Load the index in the background (the server answers meanwhile), then watch."""
+        # Whoosh is imported with a stand-in `urllib.request` in sys.modules (search/lexical.py
+        # saves ~35 ms for the CLI that way); on our loader thread that stand-in would be seen
+        # by imports on other threads (httpx2 under the SDK, jsonschema) and break them.
+        # With the real module loaded first, no stand-in is ever installed.
+        import urllib.request  # noqa: F401
+
         threading.Thread(target=self._load_then_watch, name="cortex-index", daemon=True).start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, flush_timeout: float = 30.0) -> None:
+        """Stop watching; observations still waiting for their run are processed first."""
         self._stop.set()
+        if self._runner is not None:
+            self._runner.flush(flush_timeout)
 
-    def wait_ready(self, timeout: float | None = None) -> None:
+    def wait_ready(self, timeout: float | None = 30.0) -> None:
         if not self._ready.wait(timeout):
-            raise ToolFailure("the search index is still loading: try again in a moment")
+            raise ToolFailure("the search index is still being loaded or built (progress on the server's stderr): "
+                              "try again in a minute")
         if self._load_error:
             raise ToolFailure(f"search is unavailable: {self._load_error}")
 
@@ -323,7 +348,7 @@ class Memory:
             return
         self.last_run, self.last_run_error = _report_dict(report), None
         log(f"processed the buffer: {json.dumps(self.last_run, default=str)}")
-        if self._ready.is_set() and not self._load_error:
+        if self._ready.is_set() and not self._load_error and not self._stop.is_set():
             self.refresh()
 
     # --- reads ------------------------------------------------------------------------------
@@ -353,7 +378,7 @@ class Memory:
         self.wait_ready()
         with self._lock:
             hits = recent(self.index, since, filters=flt, limit=limit)
-        return [_hit_record(rank, h) for rank, h in enumerate(hits, start=1)]
+        return [_hit_record(rank, h, scored=False) for rank, h in enumerate(hits, start=1)]
 
     def _filters(self, *, types=None, categories=None, partitions=None, tags=None, entities=None, attributions=None,
                  since=None, until=None, archived=False):
@@ -422,16 +447,23 @@ class Memory:
             return self.index.lexical.doc_count()
 
 
+def _count(records: list) -> str:
+    return f"{len(records)} {'memory' if len(records) == 1 else 'memories'}"
+
+
 def _limit(limit: int) -> int:
     if not isinstance(limit, int) or limit < 1:
         raise ToolFailure(f"limit {limit!r}: use a whole number from 1 to {MAX_LIMIT}")
     return min(limit, MAX_LIMIT)
 
 
-def _hit_record(rank: int, hit) -> dict:
-    return {"rank": rank, "id": hit.id, "path": hit.path, "type": hit.type, "title": hit.title,
-            "created": hit.created, "score": hit.score, "archived": hit.archived, "attribution": hit.attribution,
-            "tags": hit.tags, "entities": hit.entities, "text": hit.snippet}
+def _hit_record(rank: int, hit, *, scored: bool = True) -> dict:
+    record = {"rank": rank, "id": hit.id, "path": hit.path, "type": hit.type, "title": hit.title,
+              "created": hit.created, "score": hit.score, "archived": hit.archived, "attribution": hit.attribution,
+              "tags": hit.tags, "entities": hit.entities, "text": hit.snippet}
+    if not scored:  # the temporal view orders by time: its "score" is a timestamp
+        del record["score"]
+    return record
 
 
 def _report_dict(report) -> dict:
@@ -568,7 +600,7 @@ def build_server(memory: Memory, *, brief: Callable[[], str] | None = None):
         records = memory.query(text, limit=limit, mode=mode, types=type, categories=category, partitions=partition,
                                tags=tag, entities=entity, attributions=attribution, since=since, until=until,
                                archived=archived)
-        return fence(f"cortex: {len(records)} memories for {json.dumps(text, ensure_ascii=False)[:200]}"
+        return fence(f"cortex: {_count(records)} for {json.dumps(text, ensure_ascii=False)[:200]}"
                      + ("" if records else " (nothing found)"), records)
 
     @server.tool(description=(
@@ -588,7 +620,7 @@ def build_server(memory: Memory, *, brief: Callable[[], str] | None = None):
     ) -> str:
         records = memory.recent(within=within, limit=limit, types=type, categories=category, partitions=partition,
                                 tags=tag, entities=entity, attributions=attribution, archived=archived)
-        return fence(f"cortex: {len(records)} memories from the last {within}", records)
+        return fence(f"cortex: {_count(records)} from the last {within}", records)
 
     @server.tool(description=(
         "One note in full (frontmatter and body), by its id or its vault path from `query` or `recent` results. "
@@ -625,8 +657,9 @@ def serve(vault, *, model: str | None = None, attribution: str = "agent", sessio
     """Run the server on stdin/stdout until the client closes the connection."""
     memory = Memory(vault, model=model, attribution=attribution, session_id=session_id,
                     process_after_writes=process_after_writes, debounce=debounce,
-                    refresh_interval=refresh_interval).start()
-    server = build_server(memory, brief=_brief_source(vault))
+                    refresh_interval=refresh_interval)
+    server = build_server(memory, brief=_brief_source(vault))  # the SDK's imports, before any thread starts
+    memory.start()
     log(f"serving {vault.root} over stdio (session {memory.session_id}"
         + (f", processing the buffer {debounce:g}s after writes)" if process_after_writes else ")"))
     try:

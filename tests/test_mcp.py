@@ -192,6 +192,23 @@ def test_without_processing_observations_wait_in_the_buffer(vault, tmp_path):
     assert obs["attribution"] == "agent" and obs["bucket"] == "explicit" and len(obs["session_id"]) == 36
 
 
+async def write_then_leave(root: Path, errlog) -> None:
+    from mcp import ClientSession, stdio_client
+
+    params = server_params(root, "--process-after-writes", "--debounce", "600")
+    async with stdio_client(params, errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            await call(session, "observe", {"type": "decision", "body": DECISION, "importance": 0.9})
+
+
+def test_a_pending_run_is_done_when_the_client_leaves(vault, tmp_path):
+    with open(tmp_path / "server.log", "w") as errlog:
+        anyio.run(write_then_leave, vault, errlog)
+    decisions = list((vault / "vault" / "decisions").glob("*.md"))
+    assert len(decisions) == 1 and DECISION in decisions[0].read_text()
+
+
 def test_mcp_outside_a_vault_says_what_to_do(tmp_path):
     proc = cortex("--vault", str(tmp_path / "missing"), "mcp")
     assert proc.returncode == 1
