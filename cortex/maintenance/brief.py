@@ -19,7 +19,6 @@ from cortex.timefmt import format_time, parse_time
 _OBSERVE_LINE = re.compile(r"^(\S+\.md) — (.*) \(([^()]*)\)$")
 _MOVE_LINE = re.compile(r"^(\S+\.md) → (\S+\.md) — (.*) \(([0-9.]+)\)$")
 _REINFORCE_LINE = re.compile(r"^(\S+\.md) — (.*) \(\+(\d+)\)( \(back from the archive\))?$")
-_REINFORCED_SUBJECT = re.compile(r"\((\d+) reinforced\)")
 TOP_ENTITIES = 8
 
 
@@ -37,13 +36,10 @@ def _commits_since(repo: GitRepo, since: datetime):
 def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
     repo = GitRepo(vault.root)
     memorized, reinforced, merged, faded, restored = [], [], [], [], []
-    observed_reinforcements = 0
     for commit in _commits_since(repo, since):
         subject, _, body = commit.message.partition("\n")
         lines = [l for l in body.splitlines() if l and not l.startswith("Cortex-")]
         if subject.startswith("observe:"):
-            m = _REINFORCED_SUBJECT.search(subject)
-            observed_reinforcements += int(m.group(1)) if m else 0
             for line in lines:
                 if (m := _OBSERVE_LINE.match(line)):
                     memorized.append({"path": m.group(1), "title": m.group(2), "attribution": m.group(3)})
@@ -91,7 +87,8 @@ def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
         "since": format_time(since),
         "now": format_time(now),
         "memorized": memorized,
-        "reinforced": {"applied": reinforced, "observed": observed_reinforcements, "pending": pending},
+        "reinforced": {"applied": reinforced, "observations": sum(i["count"] for i in reinforced) + pending,
+                       "pending": pending},
         "restored": restored,
         "merged": merged,
         "faded": faded,
@@ -108,7 +105,7 @@ def render_brief(data: dict[str, Any]) -> str:
         out.append(f"  - {item['title']} ({item['attribution']})")
     if len(data["memorized"]) > 10:
         out.append(f"  - … and {len(data['memorized']) - 10} more")
-    out.append(f"- reinforced: {r['observed']} observations of known memories; {len(r['applied'])} notes updated"
+    out.append(f"- reinforced: {r['observations']} observations of known memories; {len(r['applied'])} notes updated"
                + (f"; {r['pending']} waiting for `cortex reinforce`" if r["pending"] else ""))
     for item in data["restored"]:
         out.append(f"  - back from the archive: {item['title']}")

@@ -1,0 +1,181 @@
+"""`cortex maintain` catching up, the `cortex schedule` loop, `cortex cron`, the CLI and the CI template."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import yaml
+
+from conftest import REPO, VENV_BIN, cortex, git, observation
+from cortex.maintenance.config import When
+from cortex.maintenance.maintain import run_due, schedule_table
+from maint_helpers import MONTH, T0, commit_count, make_note, note_paths, when
+
+
+def test_when_parses_and_steps():
+    daily = When.parse("daily 03:00")
+    assert daily.next_after(when("2026-03-01T02:00:00Z")) == when("2026-03-01T03:00:00Z")
+    assert daily.next_after(when("2026-03-01T03:00:00Z")) == when("2026-03-02T03:00:00Z")
+    assert When.parse("every 1h").next_after(when("2026-03-01T02:10:00Z")) == when("2026-03-01T03:10:00Z")
+    assert str(When.parse("03:30")) == "daily 03:30" and str(When.parse("90m")) == "every 90m"
+
+
+def test_maintain_runs_only_what_is_due_and_catches_up_after_a_missed_week(vault):
+    goal = make_note(vault, "goal_short", "Ship Tidewatch offline mode to beta testers this month.", importance=0.6)
+    start = T0 + 2.5 * MONTH  # 0.6 - 0.375 = 0.225: still above 0.2
+    first = run_due(vault, now=start)
+    assert [r.job for r in first.results] == ["reinforce", "decay", "dedup", "graph", "index"]
+    assert goal in note_paths(vault)
+
+    soon = run_due(vault, now=start + timedelta(minutes=30))
+    assert soon.results == [] and set(soon.not_due) == {"reinforce", "decay", "dedup", "graph", "index"}
+
+    hourly = run_due(vault, now=start + timedelta(minutes=61))
+    assert [r.job for r in hourly.results] == ["reinforce", "index"]
+
+    # the laptop slept for a week: everything overdue runs once, and decay sees the whole gap
+    before = commit_count(vault)
+    week = run_due(vault, now=start + timedelta(days=7))
+    assert [r.job for r in week.results] == ["reinforce", "decay", "dedup", "graph", "index"]
+    assert commit_count(vault) == before + 1 and goal not in note_paths(vault)
+    rows = {r["job"]: r for r in schedule_table(vault, start + timedelta(days=7))}
+    assert rows["decay"]["next_run"] == "2026-03-30T03:00:00.000Z" and not rows["decay"]["due"]
+    assert vault.status()["jobs"]["decay"]["next_run"] == rows["decay"]["next_run"]
+
+
+def test_only_and_force(vault):
+    run_due(vault, now=T0)
+    report = run_due(vault, now=T0 + timedelta(minutes=5), force=True, only=["graph", "decay"])
+    assert [r.job for r in report.results] == ["decay", "graph"]
+    assert cortex("--vault", str(vault.root), "maintain", "--only", "nonsense").returncode == 1
+
+
+def test_a_failing_job_is_recorded_and_the_rest_still_run(vault):
+    run_due(vault, now=T0)
+    (vault.root / "observer" / "taxonomy.yml").write_text("types: [not, a, mapping]\n")
+    report = run_due(vault, now=T0 + timedelta(days=2))
+    assert "decay" in report.errors and "graph" in [r.job for r in report.results]
+    assert "taxonomy.yml" in vault.load_state().jobs["decay"]["last_error"]
+
+
+def test_cli_maintain_json_and_list(vault):
+    vault.write(observation(body="The payments service retries failed webhooks with exponential backoff."))
+    vault.write(observation(body="The payments service retries failed webhooks with exponential backoff."))
+    vault.run(now=T0)
+    out = cortex("--vault", str(vault.root), "maintain", "--json", "--now", "2026-01-06T00:00:00Z")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["commits"] == 1 and data["ran"][0]["job"] == "reinforce" and data["ran"][0]["changed"] == 1
+    listing = json.loads(cortex("--vault", str(vault.root), "maintain", "--list", "--json", "--now", "2026-01-06T00:10:00Z").stdout)
+    assert {r["job"]: r["due"] for r in listing} == dict.fromkeys(["reinforce", "decay", "dedup", "graph", "index"], False)
+    status = cortex("--vault", str(vault.root), "status")
+    assert "reinforce" in status.stdout and "next" in status.stdout
+
+
+def test_cli_dedup_dry_run_lists_pairs_with_scores(vault):
+    make_note(vault, "fact", "Ledgerline's API is built with FastAPI.")
+    make_note(vault, "fact", "FastAPI is the framework behind the Ledgerline API.", created=T0 + MONTH)
+    make_note(vault, "fact", "Ledgerline runs PostgreSQL 15.", created=T0 + MONTH)
+    make_note(vault, "fact", "Ledgerline runs PostgreSQL 16.", created=T0 + 2 * MONTH)
+    before = commit_count(vault)
+    out = cortex("--vault", str(vault.root), "dedup", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    merge_lines = [l for l in out.stdout.splitlines() if l.startswith("merge")]
+    keep_lines = [l for l in out.stdout.splitlines() if l.startswith("keep")]
+    assert len(merge_lines) == 1 and "different numbers" in "".join(keep_lines)
+    assert commit_count(vault) == before
+
+
+def test_cli_graph_neighbors_and_export(vault):
+    make_note(vault, "fact", "Maya owns payments in [[Ledgerline]].", entities=[("Maya Okafor", "person")], tags=["payments"])
+    out = cortex("--vault", str(vault.root), "graph", "neighbors", "Ledgerline", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)[0]["neighbors"][0]["edge"] == "links_to"
+    for fmt, head in (("dot", "digraph"), ("graphml", "<?xml"), ("mermaid", "graph LR")):
+        res = cortex("--vault", str(vault.root), "graph", "export", "--format", fmt)
+        assert res.returncode == 0 and res.stdout.startswith(head), res.stderr
+    assert cortex("--vault", str(vault.root), "graph", "neighbors", "Nobody").returncode == 1
+
+
+def test_cron_prints_crontab_systemd_and_ci(vault):
+    out = cortex("--vault", str(vault.root), "cron").stdout
+    assert f"--vault {vault.root} maintain" in out and "Persistent=true" in out and "OnCalendar=" in out
+    assert "schedule:" in out and "cron:" in out
+
+
+def test_brief_reports_the_day(vault):
+    vault.write(observation(body="Maya will finish the DATEV export before the end of March.", type="commitment",
+                            entities=[{"name": "Maya Okafor", "type": "person"}]))
+    vault.write(observation(body="Maya will finish the DATEV export before the end of March.", type="commitment"))
+    vault.run()
+    run_due(vault, only=["reinforce"])
+    out = cortex("--vault", str(vault.root), "brief", "--json")
+    data = json.loads(out.stdout)
+    assert len(data["memorized"]) == 1 and data["reinforced"]["observations"] == 1 and len(data["reinforced"]["applied"]) == 1
+    assert data["entities"][0]["name"] == "Maya Okafor"
+    wrote = cortex("--vault", str(vault.root), "brief", "--write")
+    assert wrote.returncode == 0, wrote.stderr
+    assert any(p.startswith("vault/events/") and p.endswith("-brief.md") for p in note_paths(vault))
+    assert git(vault.root, "log", "-1", "--format=%s").startswith("brief: ")
+    assert cortex("--vault", str(vault.root), "validate", "--all").returncode == 0
+
+
+def test_every_maintenance_command_has_help():
+    for args in (["reinforce"], ["decay"], ["dedup"], ["graph"], ["graph", "neighbors"], ["graph", "export"],
+                 ["maintain"], ["schedule"], ["cron"], ["brief"]):
+        out = cortex(*args, "--help")
+        assert out.returncode == 0 and len(out.stdout) > 80, args
+
+
+def test_init_ships_the_nightly_workflow(vault):
+    workflow = vault.root / ".github" / "workflows" / "cortex-nightly.yml"
+    data = yaml.safe_load(workflow.read_text())
+    steps = " ".join(str(s.get("run", "")) for s in data["jobs"]["maintain"]["steps"])
+    assert "cortex validate --all" in steps and "cortex maintain" in steps and "git push" in steps
+    assert data[True]["schedule"][0]["cron"]  # YAML reads the `on:` key as True
+    project = yaml.safe_load((REPO / ".github" / "workflows" / "nightly.yml").read_text())
+    assert "cortex maintain" in json.dumps(project)
+
+
+def _wait_for(path, text: str, proc, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        content = path.read_text() if path.exists() else ""
+        if text in content:
+            return content
+        if proc.poll() is not None:
+            raise AssertionError(f"loop exited early:\n{content}")
+        time.sleep(0.1)
+    raise AssertionError(f"never saw {text!r}:\n{path.read_text() if path.exists() else ''}")
+
+
+def test_schedule_loop_survives_a_failing_job_and_stops_on_sigterm(vault, tmp_path):
+    config = vault.root / "observer" / "config.yml"
+    good = config.read_text()
+    config.write_text("threshold: [broken\n")  # every cortex command fails while this is here
+    log = tmp_path / "loop.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen([str(VENV_BIN / "cortex"), "--vault", str(vault.root), "schedule", "--run-every", "1s",
+                                 "--maintain-every", "1s"], stdout=fh, stderr=subprocess.STDOUT, env=os.environ.copy())
+    try:
+        _wait_for(log, "failed (exit 1)", proc)
+        config.write_text(good)
+        vault.write(observation(body="Tidewatch caches 7 days of tide predictions."))
+        deadline = time.monotonic() + 60
+        while not any(p.startswith("mind/facts/") for p in note_paths(vault)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        _wait_for(log, "`cortex maintain` ok", proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert "carrying on" in text and "stopped (" in text
+    assert any(p.startswith("mind/facts/") for p in note_paths(vault))
