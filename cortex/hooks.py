@@ -303,7 +303,7 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
 
 # --- output -------------------------------------------------------------------------------
 
-def render(report: Report, action: str, out=None) -> None:
+def render(report: Report, action: str, out=None, *, hook: bool = True) -> None:
     """People's view of a report: one line per problem or fixed note."""
     out = out or sys.stdout
     for path, changes in report.changed.items():
@@ -314,7 +314,8 @@ def render(report: Report, action: str, out=None) -> None:
     if action == "validate" and errors:
         noun = "problem" if errors == 1 else "problems"
         notes = len({p.path for p in report.errors})
-        out.write(f"cortex: {errors} {noun} in {notes} note{'s' if notes != 1 else ''}; nothing was committed\n")
+        tail = "; nothing was committed" if hook else ""
+        out.write(f"cortex: {errors} {noun} in {notes} note{'s' if notes != 1 else ''}{tail}\n")
     elif warnings and not errors and action == "validate":
         out.write(f"cortex: {warnings} warning{'s' if warnings != 1 else ''} (not blocking)\n")
 

@@ -26,13 +26,13 @@ def _hook_root() -> Optional[Path]:
     return _options["vault"]
 
 
-def _finish(report, action: str, json_: bool) -> int:
+def _finish(report, action: str, json_: bool, *, hook: bool = True) -> int:
     from cortex.hooks import render
 
     if json_:
         emit_json(report.as_dict())
     else:
-        render(report, action)
+        render(report, action, hook=hook)
     return report.exit_code
 
 
@@ -40,22 +40,24 @@ def _finish(report, action: str, json_: bool) -> int:
 def hook_validate(
     files: List[str] = typer.Argument(None, metavar="[FILES]...", help=FILES_HELP),
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> int:
+) -> None:
     """Refuse notes that break the rules: one `path:line: what — how to fix` per problem; exit 1 if any."""
     from cortex.hooks import validate
 
-    return _finish(validate(files or [], root=_hook_root()), "validate", json_)
+    code = _finish(validate(files or [], root=_hook_root()), "validate", json_)
+    raise typer.Exit(code)
 
 
 @hook_app.command("fix")
 def hook_fix(
     files: List[str] = typer.Argument(None, metavar="[FILES]...", help=FILES_HELP),
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> int:
+) -> None:
     """Complete hand-written notes, re-hash edited bodies, normalise tags; exit 1 when a file changed."""
     from cortex.hooks import fix
 
-    return _finish(fix(files or [], root=_hook_root()), "fix", json_)
+    code = _finish(fix(files or [], root=_hook_root()), "fix", json_)
+    raise typer.Exit(code)
 
 
 @hook_app.command("install")
@@ -76,14 +78,14 @@ def validate_command(
     files: List[str] = typer.Argument(None, metavar="[FILES]...", help="Notes to check (default: every note)."),
     all_: bool = typer.Option(False, "--all", help="Every note of the vault (the default without FILES): for CI, which --no-verify cannot skip."),
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> int:
+) -> None:
     """Check notes with the git hook's rules (ids unique across the vault); exit 1 on any error."""
     from cortex.cli.app import open_vault
     from cortex.hooks import validate
 
     root = open_vault().root
     report = validate(files or [], root=root, all_notes=all_ or not files)
-    code = _finish(report, "validate", json_)
+    code = _finish(report, "validate", json_, hook=False)
     if not json_:
         info(f"{report.checked} note{'s' if report.checked != 1 else ''} checked: {len(report.errors)} errors, {len(report.warnings)} warnings")
-    return code
+    raise typer.Exit(code)
