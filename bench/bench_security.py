@@ -146,9 +146,8 @@ def bench_timing() -> None:
     scanner.scan_many(texts[:10])  # load the model and weights outside the timing
     clf = scanner.classifier
     views = [normalise.views(t) for t in texts]
-    hidden = [normalise.has_hidden(t) for t in texts]
     t0 = time.perf_counter()
-    clf.predict_proba(views, hidden)
+    clf.predict_proba(views)
     t_clf = (time.perf_counter() - t0) / len(texts)
     t0 = time.perf_counter()
     scanner.scan_many(texts)

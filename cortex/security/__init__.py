@@ -87,7 +87,7 @@ class Scanner:
             # key looks like an encoded payload to the embedding, and the credential is
             # handled by redaction anyway. Decoded payloads come from the original.
             clf_views = [[classifier_main_view(texts[i], stored[i])] + all_views[i][1:] for i in pending]
-            probs = clf.predict_proba(clf_views, [normalise.has_hidden(texts[i]) for i in pending])
+            probs = clf.predict_proba(clf_views)
             threshold = self.threshold
             for i, views, p in zip(pending, clf_views, probs):
                 if p >= threshold:

@@ -68,11 +68,10 @@ FEATURE_NAMES = (
     "newlines",
     "brackets",
     "question",
-    "hidden_chars",
 )
 
 
-def cheap_features(view: str, *, hidden: bool) -> list[float]:
+def cheap_features(view: str) -> list[float]:
     """Hand features of one view, each roughly in [0, 1]."""
     n = max(len(view), 1)
     low = view.lower()
@@ -111,7 +110,6 @@ def cheap_features(view: str, *, hidden: bool) -> list[float]:
         min(view.count("\n") / 10, 1.0),
         min((view.count("[") + view.count("{")) / n * 50, 1.0),
         1.0 if view.rstrip().endswith("?") else 0.0,
-        1.0 if hidden else 0.0,
     ]
 
 
@@ -154,16 +152,17 @@ def _default_encoder() -> Encoder:
     return get_model().encode
 
 
-def design_matrix(views: Sequence[str], flags: Sequence[tuple[bool, bool]], encode: Encoder) -> tuple[np.ndarray, np.ndarray]:
+def design_matrix(views: Sequence[str], encode: Encoder) -> tuple[np.ndarray, np.ndarray]:
     """Embeddings and raw cheap features for a flat list of views.
 
-    ``flags`` holds (decoded, hidden) per view. Being a decoded payload is deliberately
-    not a feature: it made base64 of an ordinary sentence look like an attack, and the
-    payload's own words are judged anyway."""
+    Whether a view was decoded, or its text carried hidden characters, is deliberately
+    not a feature: the first made base64 of an ordinary sentence look like an attack, the
+    second made a pasted sentence with a stray zero-width space (or an emoji joined with
+    U+200D) look like smuggling. A payload's own words are judged, and a payload in an
+    invisible channel is the pattern layer's finding.
+    """
     emb = np.asarray(encode(list(views)), dtype=np.float32) if views else np.zeros((0, 0), np.float32)
-    feats = np.array(
-        [cheap_features(v, hidden=h) for v, (_, h) in zip(views, flags)], dtype=np.float32
-    ).reshape(len(views), len(FEATURE_NAMES))
+    feats = np.array([cheap_features(v) for v in views], dtype=np.float32).reshape(len(views), len(FEATURE_NAMES))
     return emb, feats
 
 
@@ -207,27 +206,25 @@ class InjectionClassifier:
             self._encode = _default_encoder()
         return self._encode
 
-    def score_views(self, views: Sequence[str], flags: Sequence[tuple[bool, bool]]) -> np.ndarray:
+    def score_views(self, views: Sequence[str]) -> np.ndarray:
         """Probability for each view."""
         if not views:
             return np.zeros(0, np.float32)
         w = self.weights
-        emb, feats = design_matrix(views, flags, self._encoder())
+        emb, feats = design_matrix(views, self._encoder())
         x = np.hstack([emb, (feats - w.feat_mean) / w.feat_std])
         ok = np.array([judgeable(v) for v in views])
         return np.where(ok, sigmoid(x @ w.coef + w.bias), 0.0)
 
-    def predict_proba(self, texts_views: Sequence[Sequence[str]], hidden: Sequence[bool]) -> np.ndarray:
+    def predict_proba(self, texts_views: Sequence[Sequence[str]]) -> np.ndarray:
         """Highest view probability for each text. ``texts_views[i][0]`` is the main
         view; later ones are decoded payloads."""
-        flat, flags, owner = [], [], []
+        flat, owner = [], []
         for i, vs in enumerate(texts_views):
-            decoded = len(vs) > 1
-            for v in vs:
-                flat.append(v)
-                flags.append((decoded, hidden[i]))
-                owner.append(i)
-        probs = self.score_views(flat, flags)
+            flat.extend(vs)
+            owner.extend([i] * len(vs))
+        probs = self.score_views(flat)
         out = np.zeros(len(texts_views), np.float32)
-        np.maximum.at(out, np.asarray(owner, dtype=np.int64), probs.astype(np.float32))
+        if flat:
+            np.maximum.at(out, np.asarray(owner, dtype=np.int64), probs.astype(np.float32))
         return out

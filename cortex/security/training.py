@@ -94,20 +94,18 @@ class Matrix:
 
 
 def build_matrix(examples: Sequence[Example], encode: Encoder, *, batch: int = 512) -> Matrix:
-    views, flags, owner = [], [], []
+    views, owner = [], []
     for i, ex in enumerate(examples):
         vs = normalise.views(ex.text)
         vs[0] = classifier_main_view(ex.text)  # exactly what Scanner gives the classifier
-        hidden = normalise.has_hidden(ex.text)
         for v in vs:
             if not judgeable(v):
                 continue  # scored 0 at run time; training on it would teach "foreign = attack"
             views.append(v)
-            flags.append((len(vs) > 1, hidden))
             owner.append(i)
     embs, feats = [], []
     for start in range(0, len(views), batch):
-        e, f = design_matrix(views[start : start + batch], flags[start : start + batch], encode)
+        e, f = design_matrix(views[start : start + batch], encode)
         embs.append(e)
         feats.append(f)
     return Matrix(
