@@ -306,3 +306,21 @@ def test_hook_path_imports_nothing_heavy(repo, call, allowed):
     done = subprocess.run([sys.executable, "-c", code], cwd=repo.root, env=repo.env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"')) == list(allowed)
+
+
+def test_project_repo_uses_the_template_hooks_and_its_example_vault_passes(tmp_path, hook_env):
+    repo_root = Path(__file__).resolve().parents[1]
+    config = (repo_root / ".pre-commit-config.yaml").read_text()
+    assert config == (repo_root / "cortex" / "data" / "templates" / "pre-commit-config.yaml").read_text()
+    clone = tmp_path / "example"
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    tracked = subprocess.run(["git", "ls-files", "--", "vault", "mind", "observer", "schemas"], cwd=repo_root,
+                             capture_output=True, text=True, check=True).stdout.split()
+    for rel in [*tracked, ".pre-commit-config.yaml"]:
+        (clone / rel).parent.mkdir(parents=True, exist_ok=True)
+        (clone / rel).write_bytes((repo_root / rel).read_bytes())
+    subprocess.run(["git", "add", "-A"], cwd=clone, check=True)
+    done = subprocess.run([str(VENV_BIN / "pre-commit"), "run", "--all-files"], cwd=clone, env=hook_env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert subprocess.run(["git", "diff", "--name-only"], cwd=clone, capture_output=True, text=True).stdout == ""  # fixer: no change
