@@ -64,6 +64,12 @@ def cases() -> list[tuple[str, str, str]]:
     add("jwt", "Session cookie was {} yesterday.", join(header, ".", claims, ".", body("sig", 43)))
     pem_body = "\n".join(body(f"pem{i}", 64, _B62 + "+/") for i in range(3))
     add("private_key", "Key file:\n{}\n", join("-----BEGIN ", "RSA PRIVATE KEY-----\n", pem_body, "\n-----END ", "RSA PRIVATE KEY-----"))
+    add("openrouter", "Router key {} is for the eval box.", join("sk-", "or-v1-", hexbody("or", 64)))
+    add("groq", "GROQ_API_KEY={}", join("gs", "k_", body("groq", 52)))
+    add("mailgun", "Mailgun still uses {} for bounces.", join("ke", "y-", hexbody("mg", 32)))
+    add("discord", "Alerts post to {} now.", join("https://discord.com/api/", "webhooks/", body("dw1", 18, string.digits), "/", body("dw2", 68)))
+    add("basic_auth", "The probe sends Authorization: Basic {} to the API.", base64.b64encode(join("svc", ":", body("ba", 12)).encode()).decode())
+    add("generic", "The wifi password: {}", join(body("pw", 7), "!"))
     add("generic", "The staging .env sets API_KEY={}; rotate it.", body("generic", 40))
     add("generic", "Retry the webhook test with {} as the service secret.", body("generic2", 44))
     return out
