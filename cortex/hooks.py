@@ -141,23 +141,64 @@ class HookVault:
         except ValueError:
             return None
 
-    def note_paths(self) -> list[str]:
-        """Every note of the vault: the ones git tracks (staged ones included), else,
-        outside a git repository, every ``.md`` under the partitions."""
+    def note_blobs(self) -> dict[str, str | None]:
+        """Every note of the vault → its blob id in git's index (staged notes included);
+        outside a git repository, every ``.md`` under the partitions → None."""
         try:
             out = subprocess.run(
-                ["git", "ls-files", "-z", "--cached", "--", *PARTITIONS],
-                cwd=self.root, capture_output=True, check=True,
+                ["git", "ls-files", "-s", "-z", "--", *PARTITIONS], cwd=self.root, capture_output=True, check=True
             ).stdout.decode("utf-8", "surrogateescape")
-            return list(dict.fromkeys(p for p in out.split("\0") if is_note_path(p)))
         except (OSError, subprocess.CalledProcessError):
-            paths = []
+            paths: dict[str, str | None] = {}
             for part in PARTITIONS:
                 for dirpath, dirnames, filenames in os.walk(self.root / part):
                     dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                     rel = Path(dirpath).relative_to(self.root).as_posix()
-                    paths += [f"{rel}/{n}" for n in sorted(filenames) if n.endswith(".md")]
+                    paths.update((f"{rel}/{n}", None) for n in sorted(filenames) if n.endswith(".md"))
             return paths
+        blobs: dict[str, str | None] = {}
+        for entry in out.split("\0"):
+            meta, _, path = entry.partition("\t")
+            if is_note_path(path):
+                blobs.setdefault(path, meta.split(" ")[1] if " " in meta else None)
+        return blobs
+
+    def id_index(self, blobs: dict[str, str | None], known: dict[str, str]) -> IdIndex:
+        """Which note has which id. ``known`` (path → id, the notes being checked) wins;
+        the others' ids come from a cache keyed by blob id (``.cortex/note-ids.json``),
+        so a commit reads only notes it has not seen before, not the whole vault."""
+        index = IdIndex(known)
+        cache_path = self.root / ".cortex" / "note-ids.json"
+        try:
+            cache = json.loads(cache_path.read_text(encoding="utf-8")).get("ids", {})
+        except (OSError, ValueError, AttributeError):
+            cache = {}
+        seen: dict[str, str] = {}
+        for rel, blob in blobs.items():
+            if rel in known:
+                continue
+            if blob is not None and blob in cache:
+                ident = cache[blob]
+            else:
+                ident = self._read_id(rel, blob, seen)
+            if blob is not None and blob in cache:
+                seen[blob] = ident
+            if ident:
+                index.add(rel, ident)
+        if set(seen) != set(cache):
+            _write_cache(cache_path, {"version": 1, "ids": seen})
+        return index
+
+    def _read_id(self, rel: str, blob: str | None, seen: dict[str, str]) -> str:
+        try:
+            data = (self.root / rel).read_bytes()
+        except OSError:
+            return ""
+        found = read_id(data[:4096].decode("utf-8", "replace"))
+        ident = found[0] if found else ""
+        if blob is not None and _blob_id(data) == blob:  # the file is what git indexed
+            seen[blob] = ident
+        return ident
 
     def read(self, rel: str) -> str | None:
         try:
@@ -183,13 +224,12 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
     """Check the named notes (or every note) against every rule, ids across the vault."""
     vault = HookVault(root) if root is not None else HookVault.around()
     report = Report()
-    everything = vault.note_paths()
-    paths = [p for p in everything if (vault.root / p).is_file()] if all_notes else _select(vault, files, report)
+    blobs = vault.note_blobs()
+    paths = [p for p in blobs if (vault.root / p).is_file()] if all_notes else _select(vault, files, report)
     if not paths:
         return report
     validator = vault.validator()
-    texts: dict[str, str] = {}
-    ids = IdIndex()
+    known: dict[str, str] = {}
     checked: list[tuple[str, str, int]] = []
     for rel in paths:
         try:
@@ -200,30 +240,32 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
         if text is None:
             report.skipped.append(rel)
             continue
-        texts[rel] = text
         report.checked += 1
         report.problems += validator.check(rel, text)
         found = read_id(text)
         if found:
             checked.append((rel, *found))
-            ids.add(rel, found[0])
-    for rel in everything:
-        if rel not in texts:
-            head = _head(vault.root / rel)
-            found = read_id(head) if head else None
-            if found:
-                ids.add(rel, found[0])
-    report.problems += ids.problems(checked)
+            known[rel] = found[0]
+    report.problems += vault.id_index(blobs, known).problems(checked)
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
 
 
-def _head(path: Path, size: int = 4096) -> str | None:
+def _blob_id(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _write_cache(path: Path, obj: dict) -> None:
+    """A derived cache: written whole and renamed into place; no fsync (lost, it is rebuilt)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read(size).decode("utf-8", "replace")
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(obj, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
     except OSError:
-        return None
+        pass  # a read-only checkout: the next run reads the notes again
 
 
 def fix(
