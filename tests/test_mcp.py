@@ -115,6 +115,13 @@ async def scenario(root: Path, errlog) -> None:
             lately = unfence(await call(session, "recent", {"within": "1d"}))
             assert top["path"] in [r["path"] for r in lately]
 
+            # an id the server never handed out is found too (in the files, not the index)
+            fact_path = next((root / "mind" / "facts").glob("2*.md"))
+            fact_id = next(line for line in fact_path.read_text().splitlines() if line.startswith("id:"))
+            fact_id = fact_id.split(":", 1)[1].strip().strip('"')
+            fact = unfence(await call(session, "get_note", {"id_or_path": fact_id}))[0]
+            assert fact["body"] == FACT and fact["path"] == fact_path.relative_to(root).as_posix()
+
             by_id = unfence(await call(session, "get_note", {"id_or_path": top["id"]}))[0]
             by_path = unfence(await call(session, "get_note", {"id_or_path": top["path"]}))[0]
             assert by_id == by_path
@@ -148,6 +155,7 @@ async def scenario(root: Path, errlog) -> None:
                 ("get_note", {"id_or_path": "../../etc/passwd"}, "not a note path"),
                 ("get_note", {"id_or_path": "/etc/passwd"}, "outside the vault"),
                 ("get_note", {"id_or_path": "01950000-0000-7000-8000-000000000000"}, "no note with id"),
+                ("get_note", {"id_or_path": "x' OR 1=1 --"}, "neither a note id"),
                 ("get_note", {"id_or_path": "mind/facts/missing.md"}, "no note at"),
                 ("no_such_tool", {}, "no_such_tool"),
             ]
