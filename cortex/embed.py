@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SHIPPED_MODEL = Path(__file__).resolve().parent / "data" / "model"
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when a config names none
+BATCH = 256
 
 _cache: dict[str, "Embedder"] = {}
 _lock = threading.Lock()
@@ -87,13 +88,19 @@ class Embedder:
         if isinstance(texts, str):
             raise TypeError("encode takes a sequence of texts, not a single string")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return out
+        # In batches, as model2vec does: the gathered token rows of a batch stay in cache.
+        for start in range(0, len(texts), BATCH):
+            self._encode_batch(texts[start : start + BATCH], out[start : start + BATCH])
+        return out
+
+    def _encode_batch(self, texts: Sequence[str], out) -> None:
+        import numpy as np
+
         ids = self.token_ids(texts)
         counts = np.fromiter((len(row) for row in ids), dtype=np.int64, count=len(ids))
         filled = np.flatnonzero(counts)
         if filled.size == 0:
-            return out
+            return
         flat = np.fromiter((i for row in ids for i in row), dtype=np.int64, count=int(counts.sum()))
         rows = self.mapping[flat] if self.mapping is not None else flat
         table = self.vectors[rows].astype(np.float32)
@@ -104,7 +111,6 @@ class Embedder:
         out[filled] = sums / counts[filled, None]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
-        return out
 
 
 def _unk_token_id(tokenizer) -> int | None:

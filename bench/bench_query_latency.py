@@ -1,0 +1,188 @@
+"""Query latency and index build speed on a synthetic 50,000-note vault.
+
+The vault is a real git repository of note files rendered by cortex's own renderer
+(text drawn from the ../shared/bench corpora, types, dates and scores at random), built
+once and cached under /tmp. Measured:
+
+* full build (`SearchIndex.rebuild`, reading every file) in notes/s;
+* incremental update after one new note, in-process and as a cold `cortex index`;
+* cold `cortex query` processes (hybrid and --lexical-only), median of several runs,
+  also as a ratio to a bare `python -c pass` measured in the same run;
+* warm in-process queries through the Python API: median and p95.
+
+    .venv/bin/python bench/bench_query_latency.py [--notes 50000] [--runs 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _data import load  # noqa: E402
+
+PY = sys.executable
+ENV = {**os.environ, "PATH": os.path.dirname(PY) + os.pathsep + os.environ.get("PATH", "")}
+
+
+def sentences(limit: int) -> list[str]:
+    docs = load("lme")[0] + load("scifact")[0]
+    out = []
+    for d in docs:
+        for s in re.split(r"(?<=[.!?])\s+", d["text"]):
+            s = " ".join(s.split())
+            if 30 <= len(s) <= 240:
+                out.append(s)
+    random.Random(7).shuffle(out)
+    return out[:limit]
+
+
+def make_vault(root: Path, n: int) -> None:
+    from cortex.notes import NoteDraft, make_title, render_note, source_hash, uuid7
+    from cortex.taxonomy import DEFAULT_TYPES
+    from cortex.timefmt import format_time
+
+    rng = random.Random(42)
+    pool = sentences(4 * n)
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    tags = ["work", "home", "health", "travel", "code", "family", "money", "music", "food", "books"]
+    people = ["Alice", "Bob", "Chen", "Dana", "Eve", "Farid", "Grace", "Hiro"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for i in range(n):
+        spec = DEFAULT_TYPES[rng.randrange(len(DEFAULT_TYPES))]
+        body = " ".join(pool[(i * 2) % len(pool): (i * 2) % len(pool) + rng.randint(1, 2)])[:500] or f"note {i}"
+        created = now - timedelta(minutes=rng.randrange(2 * 365 * 24 * 60))
+        h = source_hash(body)
+        draft = NoteDraft(
+            id=uuid7(int(created.timestamp() * 1000)), type=spec.name, category=spec.category,
+            created=format_time(created), source_hash=h, title=make_title(body), body=body,
+            bucket=rng.choice(["explicit", "ambient"]), attribution=rng.choice(["owner", "agent-1", "agent-2"]),
+            confidence=round(rng.uniform(0.5, 1.0), 2), importance=round(rng.uniform(0.5, 1.0), 2),
+            entities=tuple((p, "person") for p in rng.sample(people, rng.randint(0, 2))),
+            tags=tuple(rng.sample(tags, rng.randint(0, 2))),
+            session_id="cli",
+        )
+        folder = root / spec.partition / spec.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{created:%Y-%m-%d}-{h[:8]}-{i}.md").write_text(render_note(draft), encoding="utf-8")
+    git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@example.org"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "--no-verify", "-m", f"{n} synthetic notes"], check=True)
+
+
+def timed(cmd: list[str], runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def p95(values: list[float]) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--notes", type=int, default=50_000)
+    ap.add_argument("--runs", type=int, default=15)
+    args = ap.parse_args()
+
+    from cortex.search.freshness import GitProbe
+    from cortex.search.index import SearchIndex
+    from cortex.search.query import search
+
+    cache = Path(f"/tmp/cortex-bench-vault-{args.notes}")
+    if not (cache / ".bench-complete").exists():
+        shutil.rmtree(cache, ignore_errors=True)
+        t = time.perf_counter()
+        make_vault(cache, args.notes)
+        (cache / ".bench-complete").write_text("ok")
+        print(f"(built a {args.notes}-note vault in {cache} in {time.perf_counter() - t:.0f}s; cached)", file=sys.stderr)
+    root = cache
+    extra = root / "mind" / "facts" / "bench-new-note.md"
+    extra.unlink(missing_ok=True)
+    queries = [q["question"] for q in load("lme")[1]][:200]
+
+    # full build from the files
+    idx = SearchIndex(root)
+    t = time.perf_counter()
+    report = idx.rebuild()
+    build_s = time.perf_counter() - t
+    notes = report.notes
+
+    # incremental: one new note, in-process, then one more through a cold `cortex index`
+    idx = SearchIndex(root).load()
+    extra.write_text(extra_note("The harbour ferry now leaves at seven fifteen"), encoding="utf-8")
+    t = time.perf_counter()
+    inc = idx.refresh(GitProbe.start(root))
+    inc_ms = (time.perf_counter() - t) * 1000
+    extra.write_text(extra_note("The harbour ferry now leaves at eight"), encoding="utf-8")
+    inc_cold = timed([PY, "-m", "cortex", "--vault", str(root), "index"], 1)[0]
+    assert inc.added == 1, inc
+
+    # cold processes
+    bare = timed([PY, "-c", "pass"], args.runs)
+    cold = {}
+    for label, extra_args in (("hybrid", []), ("lexical-only", ["--lexical-only"])):
+        runs = []
+        for i in range(args.runs):
+            runs += timed([PY, "-m", "cortex", "--vault", str(root), "query", queries[i], "--limit", "10", "--paths",
+                           *extra_args], 1)
+        cold[label] = runs
+
+    # warm, in-process
+    idx = SearchIndex(root).load()
+    search(idx, "warm up")
+    warm = {}
+    for mode in ("hybrid", "lexical", "semantic"):
+        times = []
+        for q in queries[:100]:
+            t = time.perf_counter()
+            search(idx, q, limit=10, mode=mode)
+            times.append((time.perf_counter() - t) * 1000)
+        warm[mode] = times
+    extra.unlink(missing_ok=True)
+
+    bare_med = statistics.median(bare)
+    print(f"\n### Query latency: {notes} notes ({root})\n")
+    print("| measure | value | target |")
+    print("|---|---|---|")
+    print(f"| full build (read + parse + index + embed) | {notes / build_s:,.0f} notes/s ({build_s:.1f}s) | >= 1,000 notes/s |")
+    print(f"| incremental, one new note (in-process refresh) | {inc_ms:.0f} ms | <= 1 s |")
+    print(f"| incremental, one new note (cold `cortex index`) | {inc_cold:.0f} ms | <= 1 s |")
+    print(f"| bare `python -c pass` | median {bare_med:.0f} ms | |")
+    for label, target in (("hybrid", 250), ("lexical-only", 150)):
+        med = statistics.median(cold[label])
+        print(f"| cold `cortex query` {label} | median {med:.0f} ms ({med / bare_med:.1f}x bare python), "
+              f"p95 {p95(cold[label]):.0f} ms | median <= {target} ms |")
+    for mode, target in (("hybrid", "p95 <= 30 ms"), ("lexical", ""), ("semantic", "")):
+        print(f"| warm in-process {mode} | median {statistics.median(warm[mode]):.1f} ms, p95 {p95(warm[mode]):.1f} ms | {target} |")
+    return 0
+
+
+def extra_note(body: str) -> str:
+    from cortex.notes import NoteDraft, make_title, render_note, source_hash, uuid7
+    from cortex.timefmt import format_time, utcnow
+
+    now = utcnow()
+    return render_note(NoteDraft(id=uuid7(int(now.timestamp() * 1000)), type="fact", category="concept",
+                                 created=format_time(now), source_hash=source_hash(body), title=make_title(body),
+                                 body=body, bucket="explicit", attribution="owner", confidence=0.9, importance=0.7))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
