@@ -129,3 +129,26 @@ def test_scanner_redact_also_drops_hidden_characters():
     out, kinds = Scanner().redact(text)
     assert out == f"token {REDACTED} here"
     assert kinds == ("github",)
+
+
+def test_a_whole_note_with_its_ids_and_hashes_is_untouched():
+    # The git hook redacts hand-written notes file by file: ids, hashes, dates, links
+    # and entity lists must come through byte for byte.
+    sha = hashlib.sha256(b"Use local git only.").hexdigest()
+    note = (
+        "---\n"
+        'id: "019503a7-c18f-7b1d-a3b2-9c4f7e2d1a0b"\n'
+        "type: decision\n"
+        "category: concept\n"
+        "created: 2026-02-16T15:23:14.527Z\n"
+        f"source_hash: {sha}\n"
+        "# ---\n"
+        'title: "Use local git only — no remote push in daemon."\n'
+        "entities:\n"
+        "  - {name: Cortex, type: project}\n"
+        'links: ["[[Cortex]]"]\n'
+        'session_id: "022a598a-7ca8-4ccf-80bb-f1919386421e"\n'
+        "---\n\n"
+        "Use local git only — no remote push in daemon. See https://git-scm.com/docs/git-push#_options.\n"
+    )
+    assert Scanner().redact(note) == (note, ())
