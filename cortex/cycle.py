@@ -30,7 +30,7 @@ def recover(vault, repo: GitRepo, state: State, report: RunReport, now: datetime
         vault.save_state(state)  # fix the buffer id before any line is keyed by it
     if state.pending is not None:
         report.recovered = True
-        finish(repo, state, vault.save_state, vault.quarantine, _author(vault), now, report)
+        finish(repo, state, vault.save_state, vault.quarantine, _author(vault), now, report, recovering=True)
     archived = vault.archive_dir / f"observations-{state.buffer_id}.jsonl"
     if archived.exists():  # rotated, then killed before the state said so
         state.offset, state.buffer_id = 0, new_buffer_id()

@@ -9,6 +9,7 @@ a commit, the index entries of those paths (and only those) are refreshed, so
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -20,6 +21,15 @@ from cortex.errors import CortexError
 BLOB = pygit2.enums.FileMode.BLOB
 TREE = pygit2.enums.FileMode.TREE
 TRAILER_RE = re.compile(r"^Cortex-([A-Za-z-]+): (.+)$", re.M)
+
+# A kill -9 between libgit2 taking a lock file and renaming it leaves the lock behind.
+# git holds a ref lock for milliseconds, but index.lock for as long as a commit editor
+# is open, so a lock is removed only when it is plainly stale or was left inside the
+# window of the interrupted cortex run that is being completed.
+LOCK_WAIT = 2.0
+REF_LOCK_STALE = 5.0
+INDEX_LOCK_STALE = 600.0
+INTERRUPTED_WINDOW = 600.0  # how long after its decision a killed run could have held a lock
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,8 @@ class GitRepo:
         if self.repo.workdir is None:
             raise CortexError(f"{root} is a bare repository", "cortex needs a working tree")
         self.root = Path(self.repo.workdir)
+        self.interrupted_since: float | None = None  # set while completing a killed run
+        self.cleared_locks: list[str] = []
 
     # --- reading -------------------------------------------------------------------
 
@@ -83,6 +95,34 @@ class GitRepo:
                 return
             commit = commit.parents[0]
 
+    # --- locks ---------------------------------------------------------------------
+
+    def _head_ref(self) -> str:
+        target = self.repo.lookup_reference("HEAD").target
+        return target if isinstance(target, str) else "HEAD"
+
+    def _await_lock(self, rel: str, stale_after: float) -> None:
+        path = Path(self.repo.path) / f"{rel}.lock"
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                mtime = path.stat().st_mtime
+            except FileNotFoundError:
+                return
+            since = self.interrupted_since
+            ours = since is not None and since - 1 <= mtime <= since + INTERRUPTED_WINDOW
+            if ours or time.time() - mtime > stale_after:
+                path.unlink(missing_ok=True)
+                self.cleared_locks.append(str(path.relative_to(self.root)))
+                return
+            if time.monotonic() > deadline:
+                raise CortexError(
+                    f"git is busy: {path} exists",
+                    "let the other git command finish (an open commit editor holds the index); "
+                    "if none is running, delete that file",
+                )
+            time.sleep(0.05)
+
     # --- writing -------------------------------------------------------------------
 
     def write_blob(self, data: bytes) -> str:
@@ -94,6 +134,7 @@ class GitRepo:
         Retries when a person's commit moves HEAD underneath us.
         """
         signature = pygit2.Signature(*author)
+        self._await_lock(self._head_ref(), REF_LOCK_STALE)
         for _ in range(5):
             base = self.head_tree()
             parents = [] if self.repo.head_is_unborn else [self.repo.head.target]
@@ -129,6 +170,7 @@ class GitRepo:
 
     def materialize(self, changes: Mapping[str, str | None]) -> None:
         """Make the working tree and the index agree with committed ``changes``."""
+        self._await_lock("index", INDEX_LOCK_STALE)
         index = self.repo.index
         index.read()
         for path, oid in changes.items():

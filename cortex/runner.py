@@ -17,6 +17,7 @@ decided, so the lines are simply planned again.
 from __future__ import annotations
 
 import secrets
+import time
 from collections import Counter
 from datetime import datetime
 from typing import Any
@@ -75,6 +76,7 @@ def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove
         )
     return {
         "batch": batch,
+        "at": time.time(),
         "head_before": repo.head_oid(),
         "buffer_id": state.buffer_id,
         "target_offset": plan.target_offset,
@@ -120,11 +122,15 @@ def apply(
     report.paths += [n.path for n in plan.notes]
 
 
-def finish(repo: GitRepo, state: State, save, quarantine: Quarantine, author, now: datetime, report: RunReport) -> None:
+def finish(
+    repo: GitRepo, state: State, save, quarantine: Quarantine, author, now: datetime, report: RunReport, *, recovering: bool = False
+) -> None:
     """Step 4: complete ``state.pending`` whatever was done of it before."""
     pending = state.pending
     if pending is None:
         return
+    if recovering:
+        repo.interrupted_since = pending.get("at")
     batch = pending["batch"]
     done = {
         info.trailers.get("Batch")
@@ -145,6 +151,7 @@ def finish(repo: GitRepo, state: State, save, quarantine: Quarantine, author, no
         repo.materialize(all_changes)
     for note_id, at, path in pending["reinforcements"]:
         state.add_reinforcement(note_id, at, path)
+    report.warnings += [f"removed {lock}, left by an interrupted run" for lock in repo.cleared_locks]
     if pending.get("quarantine_remove"):
         quarantine.remove(set(pending["quarantine_remove"]))
     if pending.get("target_offset") is not None and pending.get("buffer_id") == state.buffer_id:

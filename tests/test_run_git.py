@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from conftest import append_lines, git, observation
-from cortex.errors import LockBusy
+from cortex.errors import CortexError, LockBusy
 from test_run_rules import NOW, notes
 
 SESSION_B = "7b1d0c52-2f0e-4a4b-9a51-3c1b2d4e5f60"
@@ -194,3 +194,32 @@ def test_a_torn_line_from_a_dead_writer_cannot_swallow_the_next_write(vault):
     report = vault.run(now=NOW)
     assert report.memorized == 1 and report.quarantined == {"parse": 1}
     assert vault.quarantine.entries()[0].line == '{"type": "fact", "bo'
+
+
+def test_a_fresh_index_lock_of_another_git_process_is_respected(vault):
+    (vault.root / ".git" / "index.lock").write_text("")  # e.g. a commit editor is open
+    append_lines(vault, *lines(1))
+    with pytest.raises(CortexError) as info:
+        vault.run(now=NOW)
+    assert "git is busy" in info.value.message and "index.lock" in info.value.message
+    (vault.root / ".git" / "index.lock").unlink()
+    report = vault.run(now=NOW)  # completes the decided run: one note, exactly once
+    assert report.recovered and len(notes(vault)) == 1
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_lock_left_inside_an_interrupted_run_is_cleared(vault, monkeypatch):
+    import cortex.gitrepo
+
+    def killed(self, changes):
+        (vault.root / ".git" / "index.lock").write_text("")  # died holding git's lock
+        raise Crash("materialize")
+
+    append_lines(vault, *lines(2))
+    with monkeypatch.context() as m:
+        m.setattr(cortex.gitrepo.GitRepo, "materialize", killed)
+        with pytest.raises(Crash):
+            vault.run(now=NOW)
+    report = vault.run(now=NOW)
+    assert report.recovered and any("index.lock" in w for w in report.warnings)
+    assert len(notes(vault)) == 2 and git(vault.root, "status", "--porcelain") == ""
