@@ -108,9 +108,6 @@ python3 -m venv .venv-distill
 
 ## Why these settings
 
-Measured on `../shared/bench` (semantic-only retrieval through cortex's own index, see
-`bench/bench_retrieval.py`):
-
 {measurements}
 
 ## Checksums (sha256)
@@ -136,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     elif card_path.exists() and "## Why these settings" in card_path.read_text():
         # Keep the measurements a maintainer recorded for the previous build.
         old = card_path.read_text().split("## Why these settings", 1)[1].split("## Checksums", 1)[0]
-        measurements = old.strip().split("\n\n", 1)[-1].strip()
+        measurements = old.strip()
     card_path.write_text(
         CARD.format(
             dims=args.dims,
