@@ -38,7 +38,7 @@ SHARED = ROOT.parent / "shared" / "bench"
 INJECTION = SHARED / "security" / "injection_dev.jsonl"
 SECRETS = SHARED / "security" / "secrets_dev.jsonl"
 LME = SHARED / "data" / "lme_oracle_docs.jsonl"
-MAX_BENIGN_RATE = 0.005  # the same rule the shipped model's threshold follows
+MAX_BENIGN_RATE = 0.003  # the same rule the shipped model's threshold follows
 
 
 def _rate(mask: np.ndarray, sel: np.ndarray) -> float:

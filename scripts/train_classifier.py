@@ -7,7 +7,7 @@ LongMemEval user turns in ../shared/bench/data/lme_oracle_docs.jsonl (cut to 500
 characters), the example vault's notes, and cortex's own over-defence sentences
 (cortex/security/benign_text.py). Features: the shipped static embedding of each view of
 a text plus cheap features (cortex/security/classifier.py). Model: L2 logistic
-regression by Newton's method. Threshold: the lowest that holds at most 0.5% of benign
+regression by Newton's method. Threshold: the lowest that holds at most 0.3% of benign
 texts in 5-fold out-of-fold predictions. Deterministic: same data, same bytes.
 
 Writes cortex/data/injection_classifier.npz and cortex/data/INJECTION_CLASSIFIER_CARD.md.
@@ -31,7 +31,7 @@ from cortex.security.benign_text import over_defence_sentences, technical_senten
 from cortex.security.classifier import FEATURE_NAMES, WEIGHTS_PATH  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "bench"
-MAX_BENIGN_RATE = 0.005
+MAX_BENIGN_RATE = 0.003
 CARD = ROOT / "cortex" / "data" / "INJECTION_CLASSIFIER_CARD.md"
 
 
@@ -100,7 +100,7 @@ def write_card(args, table, summary, digest, weights) -> None:
         "| | |",
         "|---|---|",
         f"| weights | `cortex/data/injection_classifier.npz`, sha256 `{digest}` |",
-        "| model | L2-regularised logistic regression (Newton's method, L2 = 1.0), no random state |",
+        f"| model | L2-regularised logistic regression (Newton's method, L2 = {T.L2}), no random state |",
         f"| inputs | 256-d static embedding of each view + {len(FEATURE_NAMES)} cheap features, standardised |",
         "| views | the NFKC / homoglyph-folded text and every decoded payload (tag characters, variation selectors, invisible bits, base64, base32, hex, rot13); a text scores its highest view |",
         "| non-Latin text | views whose letters are mostly non-Latin score 0 (the embedding is English); the pattern layer still runs |",

@@ -17,7 +17,7 @@ import numpy as np
 from cortex.security import classifier_main_view, normalise
 from cortex.security.classifier import FEATURE_NAMES, Encoder, Weights, design_matrix, judgeable, sigmoid
 
-L2 = 1.0  # ridge strength on the embedding and feature weights (the bias is free)
+L2 = 0.3  # ridge strength on the embedding and feature weights (the bias is free)
 
 
 @dataclass(frozen=True)
