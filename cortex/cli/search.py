@@ -51,7 +51,7 @@ def _ready(idx, probe, *, vectors: bool, quiet: bool = False):
             idx.load(vectors=vectors)
         except IndexUnavailable as exc:
             info(f"cortex: {exc}: rebuilding the search index")
-            return idx.rebuild(progress=stderr_progress(), reason=str(exc))
+            return idx.rebuild(progress=stderr_progress(), reason=str(exc), force=False)
         report = idx.refresh(probe)
     except ModelError as exc:
         raise _Failed(str(exc)) from None

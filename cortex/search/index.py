@@ -29,7 +29,7 @@ from cortex.search import freshness
 from cortex.search.records import NoteRecord, record_from_file
 
 FORMAT = 1
-BATCH = 2048
+BATCH = 1024
 Progress = Callable[[int, int], None]
 
 
@@ -177,46 +177,59 @@ class SearchIndex:
     def build(self, records: Iterable[NoteRecord], *, total: int | None = None, progress: Progress | None = None,
               head: str | None = None, dirs: dict[str, int] | None = None) -> UpdateReport:
         """Index `records` from scratch (the benchmark's entry point; `rebuild` reads files)."""
+        with self._locked():
+            return self._build(records, total=total, progress=progress, head=head, dirs=dirs)
+
+    def _build(self, records: Iterable[NoteRecord], *, total: int | None, progress: Progress | None,
+               head: str | None, dirs: dict[str, int] | None) -> UpdateReport:
         from cortex.search.lexical import LexicalIndex
         from cortex.search.vectors import VectorStore
 
         start = time.perf_counter()
-        with self._locked():
-            for name in ("state.json", "whoosh", "vectors.npy", "vector_keys.txt"):
-                target = self.directory / name
-                if target.is_dir():
-                    shutil.rmtree(target)
-                elif target.exists():
-                    target.unlink()
-            lexical = LexicalIndex.create(self.directory / "whoosh")
-            embedder = self.embedder
-            import numpy as np
+        for name in ("state.json", "whoosh", "vectors.npy", "vector_keys.txt"):
+            target = self.directory / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+        lexical = LexicalIndex.create(self.directory / "whoosh")
+        embedder = self.embedder
+        import numpy as np
 
-            chunks, keys, done = [], [], 0
-            writer_batches = []
+        chunks, keys, done = [], [], 0
+        with lexical.writer(bulk=True) as add:
             for batch in _batches(records, BATCH):
                 chunks.append(embedder.encode([r.text for r in batch]))
+                for r in batch:
+                    add(r)
                 keys.extend(r.path for r in batch)
-                writer_batches.append(batch)
                 done += len(batch)
                 if progress:
                     progress(done, total or done)
-            matrix = np.concatenate(chunks) if chunks else np.zeros((0, embedder.dim), dtype=np.float32)
-            lexical.write((r for batch in writer_batches for r in batch), bulk=True)
-            VectorStore(self.directory, matrix, keys).save()
-            self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {})
-            self.state.write(self.directory / "state.json")
-            self.lexical, self.vectors = lexical, VectorStore.load(self.directory)
+        matrix = np.concatenate(chunks) if chunks else np.zeros((0, embedder.dim), dtype=np.float32)
+        VectorStore(self.directory, matrix, keys).save()
+        self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {})
+        self.state.write(self.directory / "state.json")
+        self.lexical, self.vectors = lexical, VectorStore.load(self.directory)
         return UpdateReport(added=len(keys), notes=len(keys), rebuilt=True, seconds=time.perf_counter() - start)
 
-    def rebuild(self, *, progress: Progress | None = None, reason: str = "") -> UpdateReport:
-        probe = freshness.GitProbe.start(self.root)
-        dirs = freshness.note_dirs(self.root)  # before reading: a change during the build is seen next time
-        paths = list(walk_notes(self.root))
-        head = probe.result().head
-        taxonomy = self.taxonomy
-        report = self.build((self._read(p, taxonomy) for p in paths), total=len(paths), progress=progress,
-                            head=head, dirs=dirs)
+    def rebuild(self, *, progress: Progress | None = None, reason: str = "", force: bool = True) -> UpdateReport:
+        """Rebuild from the note files. Not forced, it first re-checks under the lock, so
+        that processes which all found the index missing do not each rebuild it."""
+        with self._locked():
+            if not force:
+                try:
+                    self.load()
+                    return UpdateReport(notes=self.lexical.doc_count())
+                except IndexUnavailable:
+                    pass
+            probe = freshness.GitProbe.start(self.root)
+            dirs = freshness.note_dirs(self.root)  # before reading: a change during the build is seen next time
+            paths = list(walk_notes(self.root))
+            head = probe.result().head
+            taxonomy = self.taxonomy
+            report = self._build((self._read(p, taxonomy) for p in paths), total=len(paths), progress=progress,
+                                 head=head, dirs=dirs)
         report.reason = reason
         return report
 

@@ -8,8 +8,9 @@ import functools
 import importlib
 import sys
 import types
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from cortex.search.records import SNIPPET_CHARS, NoteRecord
 
@@ -232,17 +233,28 @@ class LexicalIndex:
 
     # --- writing --------------------------------------------------------------------
 
-    def write(self, upserts: Iterable[NoteRecord], deletes: Iterable[str] = (), *, bulk: bool = False) -> None:
+    @contextmanager
+    def writer(self, *, bulk: bool = False) -> Iterator[Callable[[NoteRecord], None]]:
+        """A function adding one record (bulk: to a new index, no uniqueness check); the
+        batch commits when the block ends, or is cancelled on an exception."""
         self.close()
         writer = self._ix.writer(limitmb=256 if bulk else 64, codec=codec())
+        add = writer.add_document if bulk else writer.update_document
+        try:
+            yield lambda record: add(**fields_of(record))
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit(optimize=False)
+
+    def write(self, upserts: Iterable[NoteRecord], deletes: Iterable[str] = ()) -> None:
+        self.close()
+        writer = self._ix.writer(limitmb=64, codec=codec())
         try:
             for path in deletes:
                 writer.delete_by_term("path", path)
             for record in upserts:
-                if bulk:
-                    writer.add_document(**fields_of(record))
-                else:
-                    writer.update_document(**fields_of(record))
+                writer.update_document(**fields_of(record))
         except BaseException:
             writer.cancel()
             raise
