@@ -26,6 +26,10 @@ class _Failed(Exception):
 def _open(model: Optional[str]):
     """(vault root, SearchIndex, probe): discovery first, then the git probe starts so it
     runs while the heavy modules import."""
+    if "numpy" not in sys.modules:
+        # A query multiplies one vector by the matrix: OpenBLAS's thread pool would cost
+        # ~60 ms of start-up and buy nothing.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from cortex.cli.app import open_vault
     from cortex.errors import CortexError
 

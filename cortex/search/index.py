@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from cortex.search import freshness
 from cortex.search.records import NoteRecord, record_from_file
 
-FORMAT = 1
+FORMAT = 2
 BATCH = 1024
 Progress = Callable[[int, int], None]
 
