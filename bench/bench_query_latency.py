@@ -105,7 +105,7 @@ def main() -> int:
     from cortex.search.index import SearchIndex
     from cortex.search.query import search
 
-    cache = Path(f"/tmp/cortex-bench-vault-{args.notes}")
+    cache = Path(f"/tmp/cortex-search-latency-vault-{args.notes}")
     if not (cache / ".bench-complete").exists():
         shutil.rmtree(cache, ignore_errors=True)
         t = time.perf_counter()

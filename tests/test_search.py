@@ -362,3 +362,20 @@ def test_lexical_only_query_does_not_import_numpy(mixed):
             "print(rc, 'numpy' in sys.modules, file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stderr.strip().splitlines()[-1] == "0 False"
+
+
+def test_lexical_term_at_a_time_matches_whoosh_or_and_skips_deleted(tmp_path):
+    from whoosh.query import Or, Term
+
+    from cortex.search.lexical import LexicalIndex
+    from cortex.search.records import NoteRecord
+
+    lx = LexicalIndex.create(tmp_path / "ix")
+    lx.write([NoteRecord(path=f"vault/x/{i}.md", body=f"apple banana {'cherry ' * i}") for i in range(6)])
+    lx.write([NoteRecord(path="vault/x/9.md", body="apple cherry cherry")], deletes=["vault/x/1.md", "vault/x/3.md"])
+    mine = lx.search("apples and cherries", 10)
+    terms = lx.query_terms("apples and cherries")
+    theirs = lx.searcher.search(Or([Term("text", t) for t in terms]), limit=10)
+    assert [d for d, _ in mine] == [hit.docnum for hit in theirs]
+    assert [round(s, 9) for _, s in mine] == [round(hit.score, 9) for hit in theirs]
+    assert {lx.stored(d)["path"] for d, _ in mine} == {"vault/x/0.md", "vault/x/2.md", "vault/x/4.md", "vault/x/5.md", "vault/x/9.md"}
