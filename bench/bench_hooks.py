@@ -3,7 +3,9 @@ targets are printed beside them):
 
 - one staged note validated by the command the installed hook runs (`python -m
   cortex.hooks validate FILE`), next to a bare `python -c pass` measured in the same run
-  (interleaved, median of N): the difference is what cortex adds; target ≤ 80 ms;
+  (interleaved, median of N): the difference is what cortex adds; target ≤ 80 ms. CPU
+  time (the process and its children, from wait4) is printed beside wall time: on a
+  shared machine it is the steadier figure;
 - the same through the template's full entry (`sh -c` + `git config cortex.python`) and
   through the typer CLI (`cortex hook validate`), for comparison;
 - 1,000 staged notes validated in one process (the vault holds them all, so the
@@ -117,7 +119,7 @@ def main() -> None:
                 cpu[name].append(c)
         base_w, base_c = (statistics.median(d["python -c pass"]) for d in (wall, cpu))
 
-        print(f"one staged note, median of {args.runs} runs (vault of {args.notes} notes, every id read)")
+        print(f"one staged note, median of {args.runs} runs (vault of {args.notes} notes; their ids from the hook cache)")
         print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
         print(f"  {'command':<42} {'wall':>9} {'over':>10} {'CPU':>9} {'over':>10}")
         for name in cmds:

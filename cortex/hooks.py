@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -144,11 +143,8 @@ class HookVault:
     def note_blobs(self) -> dict[str, str | None]:
         """Every note of the vault → its blob id in git's index (staged notes included);
         outside a git repository, every ``.md`` under the partitions → None."""
-        try:
-            out = subprocess.run(
-                ["git", "ls-files", "-s", "-z", "--", *PARTITIONS], cwd=self.root, capture_output=True, check=True
-            ).stdout.decode("utf-8", "surrogateescape")
-        except (OSError, subprocess.CalledProcessError):
+        raw = _git_output(self.root, "ls-files", "-s", "-z", "--", *PARTITIONS)
+        if raw is None:
             paths: dict[str, str | None] = {}
             for part in PARTITIONS:
                 for dirpath, dirnames, filenames in os.walk(self.root / part):
@@ -157,7 +153,7 @@ class HookVault:
                     paths.update((f"{rel}/{n}", None) for n in sorted(filenames) if n.endswith(".md"))
             return paths
         blobs: dict[str, str | None] = {}
-        for entry in out.split("\0"):
+        for entry in raw.decode("utf-8", "surrogateescape").split("\0"):
             meta, _, path = entry.partition("\t")
             if is_note_path(path):
                 blobs.setdefault(path, meta.split(" ")[1] if " " in meta else None)
@@ -251,6 +247,37 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
     return report
 
 
+def _git_output(cwd: Path, *args: str) -> bytes | None:
+    """A git command's stdout, or None when it fails (no git, not a repository).
+
+    posix_spawn and a pipe rather than ``subprocess``, whose import (threading,
+    selectors, signal) is a few milliseconds of the hook's budget."""
+    argv = ["git", "-C", str(cwd), *args]
+    if not hasattr(os, "posix_spawnp"):
+        import subprocess
+
+        done = subprocess.run(argv, capture_output=True, check=False)
+        return done.stdout if done.returncode == 0 else None
+    r, w = os.pipe()
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        pid = os.posix_spawnp("git", argv, os.environ, file_actions=[
+            (os.POSIX_SPAWN_DUP2, w, 1), (os.POSIX_SPAWN_DUP2, null, 2), (os.POSIX_SPAWN_CLOSE, r),
+        ])
+    except OSError:
+        os.close(r)
+        return None
+    finally:
+        os.close(w)
+        os.close(null)
+    chunks = []
+    while chunk := os.read(r, 1 << 16):
+        chunks.append(chunk)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None
+
+
 def _blob_id(data: bytes) -> str:
     import hashlib
 
@@ -316,6 +343,7 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
     prefer it to ``cortex`` on PATH, which a GUI git client may not have. Returns what
     it did and what went wrong, for people; never raises for a missing tool."""
     import shutil
+    import subprocess
 
     root = Path(root)
     said: list[str] = []
