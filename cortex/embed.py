@@ -48,8 +48,6 @@ class Embedder:
     """Encodes texts as L2-normalised float32 rows, exactly as model2vec's `encode` does."""
 
     def __init__(self, vectors, tokenizer, config: dict, *, weights=None, mapping=None, name: str = ""):
-        import numpy as np
-
         self.name = name
         self.vectors = vectors
         self.weights = weights
@@ -63,18 +61,25 @@ class Embedder:
             self._tokenizer.no_truncation()
         else:
             self._tokenizer.enable_truncation(self.max_length)
-        vocab = tokenizer.get_vocab()
         self._unk_id = _unk_token_id(tokenizer)
-        # model2vec cuts each text to max_length * the median token length (in characters)
-        # before tokenizing, so that a huge text cannot stall the tokenizer.
-        lengths = sorted(len(token) for token in vocab)
-        self._char_cap = None
-        if self.max_length is not None and lengths:
-            self._char_cap = self.max_length * int(np.median(np.asarray(lengths)))
+        self._char_cap: int | None = None
+
+    @property
+    def char_cap(self) -> int | None:
+        """model2vec cuts each text to max_length × the median token length (characters)
+        before tokenizing, so that a huge text cannot stall the tokenizer. Computed on
+        first need: a short query never pays for a pass over the vocabulary."""
+        if self._char_cap is None and self.max_length is not None:
+            import numpy as np
+
+            lengths = np.fromiter((len(t) for t in self._tokenizer.get_vocab()), dtype=np.int64)
+            self._char_cap = self.max_length * int(np.median(lengths)) if lengths.size else 0
+        return self._char_cap
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        if self._char_cap is not None:
-            texts = [text[: self._char_cap] for text in texts]
+        if self.max_length is not None and any(len(text) > self.max_length for text in texts):
+            cap = self.char_cap  # at least max_length: a token is at least one character
+            texts = [text[:cap] for text in texts]
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         unk = self._unk_id
         if unk is None:
