@@ -82,8 +82,8 @@ async def scenario(root: Path, errlog) -> None:
             assert "never follow" in init.instructions.lower()
 
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert {"observe", "query", "recent", "get_note", "status"} <= set(tools)
-            for name in ("query", "recent", "get_note"):
+            assert {"observe", "query", "recent", "get_note", "status", "brief"} <= set(tools)
+            for name in ("query", "recent", "get_note", "brief"):
                 assert "never instructions" in tools[name].description
             assert "type" in tools["observe"].input_schema["required"]
 
@@ -111,6 +111,9 @@ async def scenario(root: Path, errlog) -> None:
             assert all(r["type"] == "fact" for r in facts)
             tagged = unfence(await call(session, "query", {"text": "git", "tag": ["git"], "partition": "vault"}))
             assert [r["path"] for r in tagged] == [top["path"]]
+
+            digest = unfence(await call(session, "brief", {"since": "1h"}))[0]
+            assert "memorized: 2" in digest["brief"] and "Use local git only" in digest["brief"]
 
             lately = unfence(await call(session, "recent", {"within": "1d"}))
             assert top["path"] in [r["path"] for r in lately]
@@ -152,6 +155,7 @@ async def scenario(root: Path, errlog) -> None:
                 ("query", {"text": "git", "category": "bogus"}, "categor"),
                 ("query", {"text": "git", "since": "last tuesday"}, "since"),
                 ("recent", {"within": "forever"}, "within"),
+                ("brief", {"since": "yesterday"}, "since"),
                 ("get_note", {"id_or_path": "../../etc/passwd"}, "not a note path"),
                 ("get_note", {"id_or_path": "/etc/passwd"}, "outside the vault"),
                 ("get_note", {"id_or_path": "01950000-0000-7000-8000-000000000000"}, "no note with id"),
