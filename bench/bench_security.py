@@ -140,6 +140,40 @@ def bench_secrets() -> None:
     print(f"LongMemEval turns with a redaction: {touched} of {len(lme)}\n")
 
 
+def bench_detect_secrets() -> None:
+    """The same credential set through detect-secrets' plugins, where it is installed
+    (it is not a dependency: this is the measurement behind that choice)."""
+    try:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.settings import transient_settings
+    except ImportError:
+        print("detect-secrets comparison skipped (not installed)\n")
+        return
+    rows = [json.loads(line) for line in SECRETS.read_text(encoding="utf-8").split("\n") if line.strip()]
+    lme = [t.text for t in T.load_lme_turns(LME)][:1500]
+    with transient_settings({"plugins_used": []}):
+        plugins = [cls() for cls in get_mapping_from_secret_type_to_class().values()]
+
+        def hits(text: str) -> set[str]:
+            found: set[str] = set()
+            for line in text.split("\n"):
+                for p in plugins:
+                    found |= set(p.analyze_string(line))
+            return found
+
+        caught = flagged = 0
+        for r in rows:
+            f = hits(r["text"])
+            if r["label"] == "secret":
+                caught += any(x and (x in r["secret"] or r["secret"] in x) for x in f)
+            else:
+                flagged += bool(f)
+        chat = sum(1 for t in lme if hits(t))
+    n_secret = sum(r["label"] == "secret" for r in rows)
+    print(f"detect-secrets, all {len(plugins)} plugins: {caught}/{n_secret} credentials found, "
+          f"{flagged}/{len(rows) - n_secret} near-misses flagged, {chat}/{len(lme)} LongMemEval turns flagged\n")
+
+
 def bench_timing() -> None:
     texts = [t.text for t in T.load_lme_turns(LME)][:2000]
     scanner = Scanner()
@@ -163,6 +197,7 @@ def main() -> int:
         print(f"security bench skipped: {', '.join(map(str, missing))} not found (the shared bench data sits beside the repository)")
         return 0
     bench_secrets()
+    bench_detect_secrets()
     bench_injection()
     bench_timing()
     return 0
