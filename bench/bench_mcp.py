@@ -208,7 +208,7 @@ def with_raw_jsonrpc(vault: Path, calls: list[dict], errlog) -> list[float]:
 
 
 def in_process_ms(vault: Path, calls: list[dict]) -> list[float]:
-    from cortex.mcp_server import Memory
+    from cortex.agent_memory import Memory
     from cortex.vault import Vault
 
     memory = Memory(Vault(vault))

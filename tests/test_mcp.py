@@ -231,3 +231,30 @@ def test_cli_start_up_does_not_import_the_sdk():
     code = "import sys, cortex.cli; bad = [m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')]; print(bad)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_server_ranks_exactly_like_cortex_query(tmp_path):
+    """The resident index (stored fields kept between queries) changes speed, not results."""
+    from test_search import write_note
+
+    from cortex.agent_memory import Memory
+    from cortex.vault import Vault
+
+    vault, _ = Vault.init(tmp_path / "v")
+    bodies = [f"Invoices in project {p} are numbered per year from a PostgreSQL sequence, batch {i}."
+              for p in ("Ledgerline", "Tidewatch", "Harbor") for i in range(12)]
+    for i, body in enumerate(bodies):
+        write_note(vault.root, f"{'mind/facts' if i % 2 else 'vault/decisions'}/n{i}.md", body,
+                   type_="fact" if i % 2 else "decision", tags=("billing",) if i % 3 else ())
+    memory = Memory(vault)
+    memory.load()
+    for args in (["invoice numbers Ledgerline", "--limit", "5"], ["PostgreSQL sequence", "--type", "fact"],
+                 ["per year", "--tag", "billing", "--limit", "20"]):
+        proc = cortex("--vault", str(vault.root), "query", *args, "--json")
+        assert proc.returncode == 0, proc.stderr
+        expected = [(r["path"], r["rank"]) for r in json.loads(proc.stdout)["results"]]
+        flags = dict(zip(args[1::2], args[2::2]))
+        for _ in range(2):  # cold, then with every stored field already in memory
+            got = memory.query(args[0], limit=int(flags.get("--limit", 10)), types=flags.get("--type"),
+                               tags=flags.get("--tag"))
+            assert [(r["path"], r["rank"]) for r in got] == expected
