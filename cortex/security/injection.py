@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from cortex.security import normalise
+from cortex.security import normalise, secrets
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
@@ -69,7 +69,9 @@ _SPACES = re.compile(r"[ \t\f\v]+")
 
 
 def _excerpt(s: str, limit: int = 80) -> str:
-    s = " ".join(s.split())
+    # Redact before cutting: a credential cut in half is no longer recognisable, and the
+    # excerpt is written to the quarantine file.
+    s = " ".join(secrets.redact(s)[0].split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
