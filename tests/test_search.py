@@ -380,3 +380,25 @@ def test_lexical_term_at_a_time_matches_whoosh_or_and_skips_deleted(tmp_path):
     assert [round(s, 9) for _, s in mine] == [round(hit.score, 9) for hit in theirs]
     # "apple" is in every note: pruned as a query term (lexical.MAX_DF); no deleted note returns
     assert {lx.stored(d)["path"] for d, _ in mine} == {"vault/x/2.md", "vault/x/4.md", "vault/x/5.md", "vault/x/9.md"}
+
+
+def test_large_vector_store_prefilters_and_agrees_with_exact(tmp_path):
+    import numpy as np
+
+    from cortex.search import vectors as V
+
+    rng = np.random.default_rng(0)
+    n, d = V.EXACT_LIMIT + 500, 64
+    scale = np.linspace(3, 0.2, d).astype(np.float32)  # PCA-like: variance falls with the index
+    m = rng.standard_normal((n, d)).astype(np.float32) * scale
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    keys = [f"k{i}" for i in range(n)]
+    V.VectorStore(tmp_path, m, keys, 24).save()
+    store = V.VectorStore.load(tmp_path, head_dims=24)
+    assert store._head is not None
+    q = m[7] + 0.1 * rng.standard_normal(d).astype(np.float32) * scale
+    q /= np.linalg.norm(q)
+    exact = [keys[j] for j in np.argsort(-(m @ q))[:5]]
+    assert [k for k, _ in store.top(q, 5)] == exact
+    store.apply([("k-new", m[7])], deletes=["k3"])  # an update drops the stale head
+    assert store._head is None and store.top(q, 1)[0][0] in {"k7", "k-new"}

@@ -64,13 +64,15 @@ class State:
     head: str | None = None
     dirs: dict[str, int] = field(default_factory=dict)
     format: int = FORMAT
+    head_dims: int = 0  # vectors.py: prefilter on the leading PCA dimensions
 
     @classmethod
     def read(cls, path: Path) -> "State":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             state = cls(model=data["model"], dim=int(data["dim"]), head=data.get("head"),
-                        dirs={str(k): int(v) for k, v in data.get("dirs", {}).items()}, format=int(data["format"]))
+                        dirs={str(k): int(v) for k, v in data.get("dirs", {}).items()}, format=int(data["format"]),
+                        head_dims=int(data.get("head_dims", 0)))
         except FileNotFoundError:
             raise IndexUnavailable("no search index yet") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -82,7 +84,8 @@ class State:
     def write(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"format": self.format, "model": self.model, "dim": self.dim,
-                                   "head": self.head, "dirs": self.dirs}), encoding="utf-8")
+                                   "head": self.head, "dirs": self.dirs, "head_dims": self.head_dims}),
+                       encoding="utf-8")
         os.replace(tmp, path)
 
 
@@ -146,7 +149,7 @@ class SearchIndex:
         from cortex.search.vectors import VectorStore
 
         try:
-            store = VectorStore.load(self.directory)
+            store = VectorStore.load(self.directory, head_dims=self.state.head_dims)
         except (OSError, ValueError) as exc:
             raise IndexUnavailable(f"vector store is unreadable ({exc})") from None
         if store.dim != self.state.dim or (expected is not None and len(store) != expected):
@@ -207,10 +210,12 @@ class SearchIndex:
                 if progress:
                     progress(done, total or done)
         matrix = np.concatenate(chunks) if chunks else np.zeros((0, embedder.dim), dtype=np.float32)
-        VectorStore(self.directory, matrix, keys).save()
-        self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {})
+        # model2vec's distillation ends in PCA: leading dimensions carry the most variance
+        head_dims = embedder.dim * 3 // 8 if embedder.config.get("apply_pca") else 0
+        VectorStore(self.directory, matrix, keys, head_dims).save()
+        self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {}, head_dims=head_dims)
         self.state.write(self.directory / "state.json")
-        self.lexical, self.vectors = lexical, VectorStore.load(self.directory)
+        self.lexical, self.vectors = lexical, VectorStore.load(self.directory, head_dims=head_dims)
         return UpdateReport(added=len(keys), notes=len(keys), rebuilt=True, seconds=time.perf_counter() - start)
 
     def rebuild(self, *, progress: Progress | None = None, reason: str = "", force: bool = True) -> UpdateReport:

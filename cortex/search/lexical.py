@@ -139,6 +139,8 @@ class LexicalIndex:
         self.directory = directory
         self._ix = ix
         self._searcher = None
+        self._lengths = None
+        self._lengths_for = None
 
     @classmethod
     def create(cls, directory: Path) -> "LexicalIndex":
@@ -199,22 +201,63 @@ class LexicalIndex:
     def search(self, text: str, limit: int, **prune) -> list[tuple[int, float]]:
         """(docnum, BM25F score) of the best `limit` notes for a free-text query.
 
-        Term at a time: each term's postings are scored by Whoosh's own BM25F scorer and
-        summed per note, which is what an `Or` query computes, but without walking
-        Whoosh's tree of union matchers note by note (three times faster, same ranking).
+        Term at a time: each term's postings are scored with Whoosh's BM25F formula and
+        parameters and summed per note, which is what an `Or` query computes, without
+        walking Whoosh's tree of union matchers note by note; field lengths come from one
+        read of the length column per segment instead of a lookup per posting. Same
+        ranking and scores as the `Or` query (a test compares them), a fraction of the time.
         """
         from whoosh.query import Term
+        from whoosh.scoring import bm25
 
         searcher = self.searcher
+        lengths = self._field_lengths()
+        weighting = searcher.weighting
+        b = getattr(weighting, "_field_B", {}).get("text", getattr(weighting, "B", 0.75))
+        k1 = getattr(weighting, "K1", 1.2)
+        avgfl = searcher.avg_field_length("text") or 1
         scores: dict[int, float] = {}
         get = scores.get
         for term in self.query_terms(text, **prune):
             m = Term("text", term).matcher(searcher)
+            if lengths is None:  # unknown codec: let Whoosh score each posting
+                while m.is_active():
+                    docnum = m.id()
+                    scores[docnum] = get(docnum, 0.0) + m.score()
+                    m.next()
+                continue
+            idf = searcher.idf("text", term)
             while m.is_active():
                 docnum = m.id()
-                scores[docnum] = get(docnum, 0.0) + m.score()
+                scores[docnum] = get(docnum, 0.0) + bm25(idf, m.weight(), lengths[docnum], avgfl, b, k1)
                 m.next()
         return heapq.nlargest(limit, scores.items(), key=itemgetter(1))
+
+    def _field_lengths(self):
+        """Decoded `text` length of every docnum (all segments), read once per searcher;
+        None where the codec is not the one this reads (then Whoosh scores itself)."""
+        searcher = self.searcher
+        if self._lengths_for is searcher:
+            return self._lengths
+        lengths = None
+        try:
+            from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+            from whoosh.util.numeric import byte_to_length
+
+            table = [byte_to_length(i) for i in range(256)]
+            table[0] = 1  # as Whoosh's scorer: a missing length counts as 1
+            out: list[int] = []
+            for reader, base in searcher.reader().leaf_readers():
+                n = reader.doc_count_all()
+                col = reader._perdoc._cached_reader(_lenfield("text"), LENGTHS_COLUMN)
+                data = b"" if col is None else bytes(col._dbfile.get(col._basepos, min(col._count, n)))
+                out.extend(table[v] for v in data)
+                out.extend([1] * (n - len(data)))
+            lengths = out
+        except (AttributeError, ImportError, TypeError):
+            lengths = None
+        self._lengths, self._lengths_for = lengths, searcher
+        return lengths
 
     def newest(self, since_ts: float | None, limit: int | None) -> Iterator[int]:
         """Docnums newest first (by `created`), optionally only those created since a time."""
