@@ -211,7 +211,7 @@ class LexicalIndex:
         from whoosh.scoring import bm25
 
         searcher = self.searcher
-        lengths = self._field_lengths()
+        lengths, decode = self._field_lengths()
         weighting = searcher.weighting
         b = getattr(weighting, "_field_B", {}).get("text", getattr(weighting, "B", 0.75))
         k1 = getattr(weighting, "K1", 1.2)
@@ -229,35 +229,33 @@ class LexicalIndex:
             idf = searcher.idf("text", term)
             while m.is_active():
                 docnum = m.id()
-                scores[docnum] = get(docnum, 0.0) + bm25(idf, m.weight(), lengths[docnum], avgfl, b, k1)
+                scores[docnum] = get(docnum, 0.0) + bm25(idf, m.weight(), decode[lengths[docnum]], avgfl, b, k1)
                 m.next()
         return heapq.nlargest(limit, scores.items(), key=itemgetter(1))
 
     def _field_lengths(self):
-        """Decoded `text` length of every docnum (all segments), read once per searcher;
-        None where the codec is not the one this reads (then Whoosh scores itself)."""
+        """(encoded `text` length of every docnum as one bytes object over all segments,
+        the table decoding a byte to a length), read once per searcher; (None, None)
+        where the codec is not the one this reads (then Whoosh scores itself)."""
         searcher = self.searcher
-        if self._lengths_for is searcher:
-            return self._lengths
-        lengths = None
-        try:
-            from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
-            from whoosh.util.numeric import byte_to_length
+        if self._lengths_for is not searcher:
+            self._lengths, self._lengths_for = (None, None), searcher
+            try:
+                from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+                from whoosh.util.numeric import byte_to_length
 
-            table = [byte_to_length(i) for i in range(256)]
-            table[0] = 1  # as Whoosh's scorer: a missing length counts as 1
-            out: list[int] = []
-            for reader, base in searcher.reader().leaf_readers():
-                n = reader.doc_count_all()
-                col = reader._perdoc._cached_reader(_lenfield("text"), LENGTHS_COLUMN)
-                data = b"" if col is None else bytes(col._dbfile.get(col._basepos, min(col._count, n)))
-                out.extend(table[v] for v in data)
-                out.extend([1] * (n - len(data)))
-            lengths = out
-        except (AttributeError, ImportError, TypeError):
-            lengths = None
-        self._lengths, self._lengths_for = lengths, searcher
-        return lengths
+                table = [byte_to_length(i) for i in range(256)]
+                table[0] = 1  # as Whoosh's scorer: a missing length counts as 1
+                parts = []
+                for reader, _base in searcher.reader().leaf_readers():
+                    n = reader.doc_count_all()
+                    col = reader._perdoc._cached_reader(_lenfield("text"), LENGTHS_COLUMN)
+                    data = b"" if col is None else bytes(col._dbfile.get(col._basepos, min(col._count, n)))
+                    parts.append(data + bytes(n - len(data)))
+                self._lengths = (b"".join(parts), table)
+            except (AttributeError, ImportError, TypeError):
+                pass
+        return self._lengths
 
     def newest(self, since_ts: float | None, limit: int | None) -> Iterator[int]:
         """Docnums newest first (by `created`), optionally only those created since a time."""

@@ -46,7 +46,9 @@ class VectorStore:
         return self._rows
 
     def __len__(self) -> int:
-        return len(self.rows)
+        if self._rows is not None:
+            return len(self._rows)
+        return len(self.keys) - self.keys.count("")  # without building the path index
 
     @classmethod
     def empty(cls, directory: Path, dim: int) -> "VectorStore":
