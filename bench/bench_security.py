@@ -180,15 +180,18 @@ def bench_timing() -> None:
     scanner.scan_many(texts[:10])  # load the model and weights outside the timing
     clf = scanner.classifier
     views = [normalise.views(t) for t in texts]
-    t0 = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     clf.predict_proba(views)
-    t_clf = (time.perf_counter() - t0) / len(texts)
-    t0 = time.perf_counter()
+    clf_wall = (time.perf_counter() - wall) / len(texts)
+    clf_cpu = (time.process_time() - cpu) / len(texts)
+    wall, cpu = time.perf_counter(), time.process_time()
     scanner.scan_many(texts)
-    t_scan = (time.perf_counter() - t0) / len(texts)
-    print(f"Time per observation ({len(texts)} LongMemEval turns in one batch, <= 500 chars)")
-    print(f"  classifier (embed + features + score): {t_clf * 1000:.3f} ms   (target <= 0.5 ms)")
-    print(f"  full scan (normalise, redact, patterns, classifier): {t_scan * 1000:.3f} ms")
+    scan_wall = (time.perf_counter() - wall) / len(texts)
+    scan_cpu = (time.process_time() - cpu) / len(texts)
+    print(f"Time per observation ({len(texts)} LongMemEval turns in one batch, <= 500 chars; "
+          f"wall and CPU, since a busy machine inflates wall time)")
+    print(f"  classifier (embed + features + score): {clf_wall * 1000:.3f} ms wall, {clf_cpu * 1000:.3f} ms CPU   (target <= 0.5 ms)")
+    print(f"  full scan (normalise, redact, patterns, classifier): {scan_wall * 1000:.3f} ms wall, {scan_cpu * 1000:.3f} ms CPU")
 
 
 def main() -> int:
