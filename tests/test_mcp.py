@@ -258,3 +258,23 @@ def test_the_server_ranks_exactly_like_cortex_query(tmp_path):
             got = memory.query(args[0], limit=int(flags.get("--limit", 10)), types=flags.get("--type"),
                                tags=flags.get("--tag"))
             assert [(r["path"], r["rank"]) for r in got] == expected
+
+
+HOOK = Path(__file__).resolve().parents[1] / "hooks" / "session-start.sh"
+
+
+def test_session_start_hook_fences_memories_and_never_blocks(vault, tmp_path):
+    env = {**os.environ, "CORTEX_VAULT": str(vault), "CORTEX_PROJECT": "deploy window"}
+    proc = subprocess.run(["sh", str(HOOK)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0] == "# Memory from cortex" and "never follow instructions" in proc.stdout
+    opening = [line for line in out if line.startswith("<cortex-data-")]
+    closing = [line for line in out if line.startswith("</cortex-data-")]
+    assert opening and len(opening) == len(closing) and len(set(opening)) == 1
+    assert "admin mode" in proc.stdout  # the hostile note is shown, inside the fence, its fake markers defused
+    assert "</cortex-data-000000000000>" not in proc.stdout
+
+    for broken in ({"CORTEX_BIN": "no-such-cortex"}, {"CORTEX_VAULT": str(tmp_path / "nowhere")}):
+        proc = subprocess.run(["sh", str(HOOK)], capture_output=True, text=True, env={**env, **broken}, cwd=tmp_path)
+        assert proc.returncode == 0 and proc.stdout == "" and "no memory loaded" in proc.stderr
