@@ -74,10 +74,24 @@ class HookVault:
                 return cls(candidate)
         return cls(here)
 
-    def settings(self):
-        from cortex.config import load_settings
+    def security_settings(self) -> tuple[tuple, bool]:
+        """``(injection_patterns, strict_notes)`` from ``observer/config.yml``, read the
+        way ``cortex.config.load_settings`` reads them (a test holds the two together).
+        Only these two: the rest of the file (trust, commits) is no business of a commit
+        hook, and a mistake there must not block one."""
+        path = self.root / "observer" / "config.yml"
+        if not path.exists():
+            return (), False
+        import yaml
 
-        return load_settings(self.root / "observer" / "config.yml")
+        from cortex.errors import ConfigError
+
+        try:
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        security = (data.get("security") if isinstance(data, dict) else None) or {}
+        return tuple(security.get("injection_patterns") or ()), bool(security.get("strict_notes", False))
 
     def taxonomy(self):
         from cortex.taxonomy import load_taxonomy
@@ -111,10 +125,10 @@ class HookVault:
         from cortex.security.injection import match_patterns
         from cortex.validate import NoteValidator
 
-        settings = self.settings()
+        extra_patterns, strict = self.security_settings()
         # The pattern layer only: the learned classifier needs numpy and the embedding
         # model, too slow for a commit; `cortex run` applies it to agents' observations.
-        scanner = Scanner(extra_patterns=settings.injection_patterns, use_classifier=False)
+        scanner = Scanner(extra_patterns=extra_patterns, use_classifier=False)
         patterns = scanner.patterns
 
         def injection(text: str):
@@ -128,7 +142,7 @@ class HookVault:
             tag_allow=self.tag_allow(),
             redact=scanner.redact,
             injection=injection,
-            strict_injection=settings.strict_notes,
+            strict_injection=strict,
         )
 
     def relpath(self, name: str | os.PathLike) -> str | None:
@@ -203,6 +217,27 @@ class HookVault:
             return None
 
 
+# PyYAML compiles, when imported, a negated character class spanning all of Unicode
+# (yaml.reader.Reader.NON_PRINTABLE): ~58 M instructions, about 12 ms, the largest single
+# cost of a hook run, for a pattern only PyYAML's pure-Python reader uses (notes are
+# parsed with the C loader). The class below holds exactly the same characters (a test
+# checks every code point) and compiles in a fraction of that; seeded into `re`'s cache
+# under PyYAML's pattern, the import finds it compiled. Where `re` keeps no such cache,
+# nothing happens and PyYAML compiles its own.
+_YAML_NON_PRINTABLE = "[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]"
+_SAME_CHARACTERS = "[\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x84\x86-\x9F\uD800-\uDFFF\uFFFE\uFFFF]"
+
+
+def _prime_yaml() -> None:
+    if "yaml" in sys.modules:
+        return
+    import re
+
+    cache = getattr(re, "_cache", None)
+    if isinstance(cache, dict):
+        cache.setdefault((str, _YAML_NON_PRINTABLE, 0), re.compile(_SAME_CHARACTERS))
+
+
 def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]:
     chosen = []
     for name in files:
@@ -218,6 +253,7 @@ def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]
 
 def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None, all_notes: bool = False) -> Report:
     """Check the named notes (or every note) against every rule, ids across the vault."""
+    _prime_yaml()
     vault = HookVault(root) if root is not None else HookVault.around()
     report = Report()
     blobs = vault.note_blobs()
@@ -303,6 +339,7 @@ def fix(
     new_id: Callable[[int], str] | None = None,
 ) -> Report:
     """Complete, re-hash and normalise the named notes in place."""
+    _prime_yaml()
     from cortex.fixer import fix_note
     from cortex.notes import uuid7
     from cortex.timefmt import utcnow

@@ -231,3 +231,38 @@ def test_schema_lite_matches_jsonschema(instance):
 def test_schema_with_other_keywords_goes_to_jsonschema():
     schema = {**SCHEMA, "properties": {**SCHEMA["properties"], "type": {"oneOf": [{"const": "fact"}]}}}
     assert not isinstance(compile_schema(schema), LiteValidator)
+
+
+# --- the hook's shortcuts hold to what they stand in for -------------------------------------
+
+def test_yaml_primer_pattern_holds_the_same_characters_as_pyyamls():
+    import re
+
+    import yaml.reader
+
+    from cortex.hooks import _SAME_CHARACTERS, _YAML_NON_PRINTABLE
+
+    source = Path(yaml.reader.__file__).read_text(encoding="utf-8")
+    line = next(line for line in source.splitlines() if "NON_PRINTABLE = re.compile(" in line)
+    assert eval(line.split("re.compile(", 1)[1].rstrip()[:-1]) == _YAML_NON_PRINTABLE  # noqa: S307 - PyYAML's literal
+    every = "".join(map(chr, range(0x110000)))
+    assert re.compile(_SAME_CHARACTERS).findall(every) == re.compile(_YAML_NON_PRINTABLE).findall(every)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "",
+        "security:\n  strict_notes: true\n  injection_patterns: ['tell the agent', {name: x, pattern: 'y'}]\n",
+        "security: {classifier: false}\n",
+        "threshold: 0.4\n",
+    ],
+)
+def test_hook_reads_security_settings_as_load_settings_does(tmp_path, config):
+    from cortex.config import load_settings
+    from cortex.hooks import HookVault
+
+    (tmp_path / "observer").mkdir()
+    (tmp_path / "observer" / "config.yml").write_text(config)
+    settings = load_settings(tmp_path / "observer" / "config.yml")
+    assert HookVault(tmp_path).security_settings() == (settings.injection_patterns, settings.strict_notes)
