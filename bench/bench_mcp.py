@@ -163,7 +163,7 @@ async def with_sdk(vault: Path, calls: list[dict], errlog) -> dict:
                 first = first or (records[0] if records else None)
             figures["query_ms"], figures["hits"] = lat, hits
             figures["recent_ms"] = [(await timed("recent", {"within": "30d"}))[0] for _ in range(30)]
-            figures["recent_all_ms"] = [(await timed("recent", {"within": "3650d"}))[0] for _ in range(5)]
+            figures["recent_all_ms"] = [(await timed("recent", {"within": "3650d"}))[0] for _ in range(3)]
             if first:
                 figures["get_note_ms"] = [(await timed("get_note", {"id_or_path": first["id"]}))[0] for _ in range(30)]
     return figures
