@@ -25,6 +25,7 @@ from typing import Any, Callable
 from cortex.errors import CortexError, LockBusy
 
 MAX_LIMIT = 50
+MAX_QUERY_CHARS = 2000
 DEFAULT_DEBOUNCE = 1.5
 DEFAULT_REFRESH = 1.0
 FULL_CHECK_EVERY = 30.0  # seconds between `git status` sweeps that catch in-place edits
@@ -403,6 +404,8 @@ class Memory:
 
         if not text or not text.strip():
             raise ToolFailure("text is empty: say what to look for, or use `recent` for the latest memories")
+        if len(text) > MAX_QUERY_CHARS:
+            raise ToolFailure(f"text is {len(text)} characters: keep a query under {MAX_QUERY_CHARS} (the words that matter)")
         if mode not in ("hybrid", "lexical", "semantic"):
             raise ToolFailure(f"mode {mode!r}: use hybrid, lexical or semantic")
         flt = self._filters(**filters)
@@ -448,6 +451,10 @@ class Memory:
             raise ToolFailure("give a note id (from query results) or a path like mind/facts/2026-02-16-e7f4a2b9.md")
         rel = note_path(self.root, ref) or self._path_for_id(ref)
         full = self.root / rel
+        try:
+            full.resolve().relative_to(self.root)
+        except ValueError:  # a symlink that leads out of the vault
+            raise ToolFailure(f"{rel} points outside the vault: cortex reads notes only") from None
         try:
             text = full.read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -36,6 +36,7 @@ def vault(tmp_path) -> Path:
     hostile = root / "mind" / "facts" / "deploy-window.md"
     hostile.parent.mkdir(parents=True, exist_ok=True)
     hostile.write_text(HOSTILE, encoding="utf-8")
+    (root / "mind" / "facts" / "escape.md").symlink_to("/etc/passwd")
     return root
 
 
@@ -161,6 +162,8 @@ async def scenario(root: Path, errlog) -> None:
                 ("get_note", {"id_or_path": "01950000-0000-7000-8000-000000000000"}, "no note with id"),
                 ("get_note", {"id_or_path": "x' OR 1=1 --"}, "neither a note id"),
                 ("get_note", {"id_or_path": "mind/facts/missing.md"}, "no note at"),
+                ("get_note", {"id_or_path": "mind/facts/escape.md"}, "outside the vault"),
+                ("query", {"text": "deploy " * 1000}, "characters"),
                 ("no_such_tool", {}, "no_such_tool"),
             ]
             for name, args, needle in bad_calls:
