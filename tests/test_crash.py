@@ -184,7 +184,7 @@ def test_kill_dash_nine_at_random_moments_is_exactly_once(vault, tmp_path):
     print(f"a clean 120-line run took {duration:.2f} s")
     kills = clean = completed_before_kill = 0
     while kills < KILLS:
-        args = ["run", "--json", "--limit", str(rnd.randint(60, 250))]
+        args = ["run", "--json", "--limit", str(rnd.randint(40, 160))]
         per = rnd.choice(("note", "note", "session", "run"))
         args += ["--commit-per", per]
         proc = subprocess.Popen([CORTEX, "--vault", str(root), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -199,7 +199,7 @@ def test_kill_dash_nine_at_random_moments_is_exactly_once(vault, tmp_path):
             pytest.fail(f"cortex run exited {proc.returncode}: {proc.stderr.read().decode()[-3000:]}")
         proc.stderr.close()
         if rnd.random() < 0.3:  # now and then a clean run, as the next scheduled tick would be
-            run_cli(root, "run", "--json", "--limit", str(rnd.randint(20, 150)), "--commit-per", rnd.choice(("note", "run")))
+            run_cli(root, "run", "--json", "--limit", str(rnd.randint(20, 100)), "--commit-per", rnd.choice(("note", "run")))
             clean += 1
 
     # The next runs complete whatever the kills left, and then there is nothing more to do.
@@ -235,7 +235,8 @@ def test_kill_dash_nine_at_random_moments_is_exactly_once(vault, tmp_path):
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
     assert "error" not in (fsck.stdout + fsck.stderr).lower()
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
-    print(f"{kills} kills ({completed_before_kill} runs finished before their kill), {clean} clean runs in between")
+    print(f"{kills} kills ({completed_before_kill} runs finished before their kill), {clean} clean runs in between, "
+          f"{final['read']} lines left for the final run")
 
 
 # A kill -9 inside pygit2 leaves its lock file behind (libgit2 creates `<ref>.lock` or
