@@ -121,20 +121,18 @@ class HookVault:
         return frozenset(str(t) for t in tags or ())
 
     def validator(self):
-        from cortex.security import Scanner, normalise
-        from cortex.security.injection import match_patterns
+        from cortex.prefilter import PatternGate
+        from cortex.security import Scanner
         from cortex.validate import NoteValidator
 
         extra_patterns, strict = self.security_settings()
         # The pattern layer only: the learned classifier needs numpy and the embedding
         # model, too slow for a commit; `cortex run` applies it to agents' observations.
         scanner = Scanner(extra_patterns=extra_patterns, use_classifier=False)
-        patterns = scanner.patterns
-
-        def injection(text: str):
-            # Scanner.scan's pattern branch, without the redaction it also does (the
-            # validator redacts the whole file once already).
-            return match_patterns(text, patterns, normalise.views(text)) if text.strip() else None
+        # Scanner.scan's pattern branch, without the redaction it also does (the
+        # validator redacts the whole file once already), compiling only the patterns
+        # that could match (cortex/prefilter.py).
+        injection = PatternGate(self.root / ".cortex", extra_patterns).check
 
         return NoteValidator(
             self.taxonomy(),

@@ -1,0 +1,142 @@
+"""Injection patterns for the git hook, compiled only when they could match.
+
+Why: compiling the ~40 shipped injection patterns costs ~19 ms, a quarter of the hook's
+budget for one note, on every commit, and almost every note matches none of them. Each
+pattern has words any match must contain (``ignore-previous-instructions`` cannot match
+a text holding none of "ignore", "disregard", "forget", ...). Those words are worked out
+once from the parsed pattern and cached in ``.cortex/hook-patterns.json`` (keyed by the
+pattern file, the vault's extra patterns and the Python version); a hook run then
+compiles just the patterns whose words occur in the text, and runs the scanner's own
+``match_patterns`` over them, so the first pattern that matches is the one the full
+scan would report.
+
+The words are sound, not clever: a run of literal characters in a sequence, a repeated
+item that must occur once, a group, or an alternation whose every branch needs a word;
+anything else (classes, lookarounds) is taken to need nothing, and a pattern needing
+nothing is always compiled. Case: the patterns ignore case, and ``re`` then also lets
+``i`` match ``ı`` and ``İ``, ``s`` match ``ſ``, ``k`` match ``K``; the text is folded
+the same way before looking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+# Characters `re` matches to an ASCII letter under IGNORECASE that str.lower() does
+# not turn into it (a test recomputes this over every code point).
+FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+CACHE_VERSION = 1
+
+
+def needles(pattern: str, flags: int) -> list[str] | None:
+    """Lowercase strings one of which every match contains, or None (no such words)."""
+    from re import _parser  # the stdlib's own parser: what re.compile reads
+
+    best = _sequence(list(_parser.parse(pattern, flags)))
+    return sorted(best) if best else None
+
+
+def _sequence(items: list) -> set[str] | None:
+    from re import _constants as c
+
+    candidates: list[set[str]] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if run:
+            candidates.append({"".join(run).lower()})
+            run.clear()
+
+    for op, av in items:
+        if op is c.LITERAL and av < 128:
+            run.append(chr(av))
+            continue
+        close()
+        if op is c.SUBPATTERN:
+            sub = _sequence(list(av[-1]))
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)) and av[0] >= 1:
+            sub = _sequence(list(av[2]))
+        elif op is c.BRANCH:
+            alternatives = [_sequence(list(branch)) for branch in av[1]]
+            sub = set().union(*alternatives) if all(alternatives) else None
+        elif op is getattr(c, "ATOMIC_GROUP", None):
+            sub = _sequence(list(av))
+        else:
+            sub = None
+        if sub:
+            candidates.append(sub)
+    close()
+    if not candidates:
+        return None
+    return max(candidates, key=lambda words: min(len(w) for w in words))
+
+
+class PatternGate:
+    """``check(text) -> Verdict | None``, the pattern layer of ``Scanner.scan``."""
+
+    def __init__(self, cache_dir: Path, extra_patterns: Sequence = ()) -> None:
+        from cortex.security import injection
+
+        self._injection = injection
+        source = (injection.DATA_DIR / "injection_patterns.yml").read_bytes()
+        key = hashlib.sha256(
+            source + repr(list(extra_patterns)).encode() + f"|{sys.version_info[:2]}|{CACHE_VERSION}".encode()
+        ).hexdigest()
+        cache_path = cache_dir / "hook-patterns.json"
+        entries = self._load(cache_path, key)
+        if entries is None:
+            from cortex.security import Scanner
+
+            compiled = Scanner(extra_patterns=extra_patterns, use_classifier=False).patterns
+            entries = [[p.name, p.regex.pattern, p.regex.flags, needles(p.regex.pattern, p.regex.flags)] for p in compiled]
+            self._compiled = {i: p for i, p in enumerate(compiled)}
+            _write(cache_path, {"key": key, "patterns": entries})
+        else:
+            self._compiled = {}
+        self._entries = entries
+
+    @staticmethod
+    def _load(path: Path, key: str) -> list | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data.get("patterns") if isinstance(data, dict) and data.get("key") == key else None
+
+    def _pattern(self, i: int):
+        if i not in self._compiled:
+            name, pattern, flags, _ = self._entries[i]
+            self._compiled[i] = self._injection.Pattern(name, re.compile(pattern, flags))
+        return self._compiled[i]
+
+    def check(self, text: str, views: Callable[[str], list[str]] | None = None):
+        if not text.strip():
+            return None
+        from cortex.security import normalise
+
+        seen = (views or normalise.views)(text)
+        # the very text match_patterns searches: each view with its spaces collapsed
+        flat = self._injection._SPACES
+        folded = "\n".join(flat.sub(" ", v).translate(FOLD).lower() for v in seen)
+        chosen = [
+            self._pattern(i)
+            for i, (_, _, _, words) in enumerate(self._entries)
+            if words is None or any(w in folded for w in words)
+        ]
+        return self._injection.match_patterns(text, chosen, seen)
+
+
+def _write(path: Path, obj: dict) -> None:
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(obj, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # read-only: every run works the words out again
