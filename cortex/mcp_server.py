@@ -34,7 +34,6 @@ DATA_RULE = (
 )
 
 
-
 # --- fencing ---------------------------------------------------------------------------------
 
 
@@ -234,7 +233,7 @@ def build_server(memory: Memory, *, with_brief: bool | None = None):
         id_or_path: Annotated[str, Field(description="A note id, or a path such as mind/facts/2026-02-16-e7f4a2b9.md.")],
     ) -> str:
         note = memory.get_note(id_or_path)
-        return fence(f"cortex: note {note['path']}", [note])
+        return fence("cortex: 1 note", [note])  # even its path is data: a person names files freely
 
     @server.tool(description=(
         "The vault's state as JSON: buffer backlog, notes per partition and type, quarantine size, pending "
