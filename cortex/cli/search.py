@@ -45,10 +45,11 @@ def _open(model: Optional[str]):
     return root, SearchIndex(root, model=model or os.environ.get(MODEL_ENV) or None), probe
 
 
-def _ready(idx, probe, *, vectors: bool, quiet: bool = False):
-    """Load the index, rebuilding it when missing or unreadable, then freshen it."""
+def _ready(idx, probe, *, vectors: bool, quiet: bool = False, refresh: bool = True):
+    """Load the index, rebuilding it when missing or unreadable, then (unless `refresh`
+    is False) freshen it. Returns the update report, `rebuilt` set after a rebuild."""
     from cortex.embed import ModelError
-    from cortex.search.index import IndexUnavailable, stderr_progress
+    from cortex.search.index import IndexUnavailable, UpdateReport, stderr_progress
 
     try:
         try:
@@ -56,10 +57,22 @@ def _ready(idx, probe, *, vectors: bool, quiet: bool = False):
         except IndexUnavailable as exc:
             info(f"cortex: {exc}: rebuilding the search index")
             return idx.rebuild(progress=stderr_progress(), reason=str(exc), force=False)
-        report = idx.refresh(probe)
+        report = idx.refresh(probe) if refresh else UpdateReport(notes=idx.lexical.doc_count())
     except ModelError as exc:
         raise _Failed(str(exc)) from None
     if report.touched and not quiet:
+        info(f"cortex: index updated ({_summary(report)})")
+    return report
+
+
+def _refresh(idx, probe):
+    from cortex.embed import ModelError
+
+    try:
+        report = idx.refresh(probe)
+    except ModelError as exc:
+        raise _Failed(str(exc)) from None
+    if report.touched:
         info(f"cortex: index updated ({_summary(report)})")
     return report
 
@@ -151,18 +164,28 @@ def query(
         until_ts = _when(until, "--until")
         _root, idx, probe = _open(model)
         temporal = not (text and text.strip())
-        report = _ready(idx, probe, vectors=(mode != "lexical" and not temporal))
+        # Optimistic: answer from the index as it is while `git status` runs, then check
+        # freshness, and answer again only when notes changed (the exception).
+        report = _ready(idx, probe, vectors=(mode != "lexical" and not temporal), refresh=False)
         from cortex.search.query import Filters, recent as recent_view, result_shape, search
 
         filters = Filters(
             types=tuple(type_), categories=tuple(category), partitions=tuple(partition), tags=tuple(tag),
             entities=tuple(entity), attributions=tuple(attribution), since=since_ts, until=until_ts, archived=archived,
         )
+
+        def answer():
+            if temporal:
+                return recent_view(idx, since_ts, filters=filters, limit=limit)
+            return search(idx, text, filters=filters, limit=limit, mode=mode)
+
+        hits = answer()
+        if not report.rebuilt:
+            report = _refresh(idx, probe)
+            if report.touched:
+                hits = answer()
         if temporal:
             mode = "recent"
-            hits = recent_view(idx, since_ts, filters=filters, limit=limit)
-        else:
-            hits = search(idx, text, filters=filters, limit=limit, mode=mode)
     except _Failed as exc:
         info(f"cortex: {exc}")
         raise typer.Exit(2)

@@ -140,7 +140,10 @@ class SearchIndex:
             count = lexical.doc_count()
         except Exception as exc:  # Whoosh reports damage through many exception types
             raise IndexUnavailable(f"lexical index is unreadable ({type(exc).__name__}: {exc})") from None
+        if self.lexical is not None and self.lexical is not lexical:
+            self.lexical.close()
         self.state, self.lexical = state, lexical
+        self.vectors = None  # (re)read with the state it belongs to
         if vectors:
             self._load_vectors(count)
         return self
