@@ -355,8 +355,8 @@ class Memory:
         probe = GitProbe.start(self.root).result()
         with self._lock:
             if self._stamp() != self._state_stamp:
-                # Another process (`cortex query`, `cortex index`) updated the index on disk:
-                # reopen it whole, or the rows held in memory would be written back over its work.
+                # Another process (`cortex query`, `cortex index --rebuild`) rewrote the index on
+                # disk: reopen it whole, even when no note changed, so no searcher outlives its files.
                 self.index.load(vectors=True)
             report = self.index.refresh(probe)
             self._state_stamp = self._stamp()
