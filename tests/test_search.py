@@ -404,3 +404,24 @@ def test_large_vector_store_prefilters_and_agrees_with_exact(tmp_path):
     store.apply([("k-new", m[7])], deletes=["k3"])  # an update drops the stale head
     assert store._head is None
     assert {k for k, _ in store.top(q, 2)} == {"k7", "k-new"}
+
+
+def test_query_finds_the_vault_as_vault_discover_does(vault, tmp_path, monkeypatch):
+    import importlib
+
+    from cortex.cli.search import _Failed, _vault_root
+
+    shared = importlib.import_module("cortex.cli.app")  # the module, not the Typer app
+    (vault / "mind" / "facts").mkdir(parents=True, exist_ok=True)
+    monkeypatch.delenv("CORTEX_VAULT", raising=False)
+    monkeypatch.setitem(shared._options, "vault", None)
+    monkeypatch.chdir(vault / "mind" / "facts")
+    assert _vault_root() == Vault.discover().root
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CORTEX_VAULT", str(vault))
+    assert _vault_root() == Vault.discover().root
+    monkeypatch.setitem(shared._options, "vault", vault / "mind" / "..")
+    assert _vault_root() == Vault.discover(vault / "mind" / "..").root
+    monkeypatch.setitem(shared._options, "vault", tmp_path / "missing")
+    with pytest.raises(_Failed):
+        _vault_root()
