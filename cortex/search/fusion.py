@@ -15,7 +15,7 @@ say how far each side is trusted:
 * a candidate that one side did not return scores 0 on that side;
 * BM25 is trusted more (0.7 against 0.3). Measured on ../shared/bench with 100
   candidates a side (bench/bench_retrieval.py): this beats both single modes on
-  LongMemEval and SciFact, where plain RRF loses 0.14 nDCG@10 to BM25 on SciFact.
+  LongMemEval and SciFact, where plain RRF loses 0.13 nDCG@10 to BM25 on SciFact.
 """
 
 from __future__ import annotations
