@@ -14,7 +14,8 @@ targets are printed beside them):
 - `pre-commit run cortex-validate` over them: what a person waits for (pre-commit
   splits the files over the CPUs).
 
-Run: `.venv/bin/python bench/bench_hooks.py [--runs N]` (or `make bench`).
+Run: `.venv/bin/python bench/bench_hooks.py [--runs N] [--instructions]` (or `make bench`).
+`--instructions` adds instruction counts under valgrind, which no load on the machine moves.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,6 +83,14 @@ def measured(cmd: list[str], cwd: Path, env: dict, expect: int = 0) -> tuple[flo
     return elapsed, usage.ru_utime + usage.ru_stime
 
 
+def instructions(cmd: list[str], cwd: Path, env: dict) -> int:
+    """Instructions executed (valgrind's callgrind): the same on a busy machine or an idle one."""
+    out = Path(tempfile.mkdtemp()) / "callgrind.out"
+    done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd],
+                          cwd=cwd, env=env, capture_output=True, text=True)
+    return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
+
+
 def timed(cmd: list[str], cwd: Path, env: dict) -> float:
     return measured(cmd, cwd, env)[0]
 
@@ -95,6 +106,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--notes", type=int, default=1000)
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count instructions under valgrind (load-independent; ~30 s)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="cortex-bench-hooks-") as tmp:
@@ -130,6 +143,11 @@ def main() -> None:
             oc = "" if name == "python -c pass" else f"{(c - base_c) * 1000:+7.1f} ms"
             print(f"  {name:<42} {w * 1000:6.1f} ms {ow:>10} {c * 1000:6.1f} ms {oc:>10}")
         print("  target: the hook's command ≤ 80 ms over `python -c pass`")
+        if args.instructions and shutil.which("valgrind"):
+            counts = {name: instructions(cmds[name], root, env) for name in ("python -c pass", "python -m cortex.hooks validate (hook)")}
+            base_i = counts["python -c pass"]
+            for name, n in counts.items():
+                print(f"  instructions (valgrind): {name:<40} {n / 1e6:7.0f} M ({n / base_i:.2f}x)")
 
         many = [PY, "-m", "cortex.hooks", "validate", *paths]
         fix_many = [PY, "-m", "cortex.hooks", "fix", *paths]
