@@ -34,17 +34,25 @@ FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"
 CACHE_VERSION = 1
 
 
+def _sre():
+    """The stdlib's own regex parser (what re.compile reads) and its opcodes."""
+    try:
+        from re import _constants, _parser  # Python 3.11+
+    except ImportError:  # Python 3.10
+        import sre_constants as _constants
+        import sre_parse as _parser
+    return _parser, _constants
+
+
 def needles(pattern: str, flags: int) -> list[str] | None:
     """Lowercase strings one of which every match contains, or None (no such words)."""
-    from re import _parser  # the stdlib's own parser: what re.compile reads
-
-    best = _sequence(list(_parser.parse(pattern, flags)))
+    parser, _ = _sre()
+    best = _sequence(list(parser.parse(pattern, flags)))
     return sorted(best) if best else None
 
 
 def _sequence(items: list) -> set[str] | None:
-    from re import _constants as c
-
+    _, c = _sre()
     candidates: list[set[str]] = []
     run: list[str] = []
 
