@@ -39,6 +39,18 @@ class JobResult:
         }
 
 
+_CACHES: dict[str, SnapshotCache] = {}
+
+
+def shared_cache(cache_dir) -> SnapshotCache:
+    """One snapshot cache per vault per process: the jobs of one `cortex maintain` read
+    the cache file once, not once each."""
+    key = str(cache_dir)
+    if key not in _CACHES:
+        _CACHES[key] = SnapshotCache(cache_dir)
+    return _CACHES[key]
+
+
 class JobContext:
     """One maintenance session: the vault, its git repository, the clock, the caches.
 
@@ -50,8 +62,9 @@ class JobContext:
         self.repo = GitRepo(vault.root)
         self.settings = settings or load_maintenance(vault)
         self.author = (vault.settings.author_name, vault.settings.author_email)
-        self._cache = SnapshotCache(vault.cache_dir)
+        self._cache = shared_cache(vault.cache_dir)
         self._snapshot: Snapshot | None = None
+        self._dirty: set[str] | None = None
 
     @property
     def taxonomy(self):
@@ -64,21 +77,27 @@ class JobContext:
         return self._snapshot
 
     def editing(self, path: str) -> bool:
-        """A person has staged or unstaged changes here: leave the note alone."""
-        return self.repo.is_dirty(path)
+        """A person has staged or unstaged changes here: leave the note alone.
+
+        One status of the whole tree (~0.3 s on 50,000 notes) instead of
+        ``GitRepo.is_dirty`` per note, which costs ~40 ms each on a vault that size."""
+        if self._dirty is None:
+            self._dirty = set(self.repo.repo.status(untracked_files="no"))
+        return path in self._dirty
 
     def blob(self, text: str) -> str:
         return self.repo.write_blob(text.encode("utf-8"))
 
-    def file_text(self, path: str) -> str:
-        data = self.repo.file_at_head(path)
-        return "" if data is None else data.decode("utf-8", errors="replace")
+    def file_text(self, note) -> str:
+        """The committed text of a snapshot note (read by blob oid: no tree walk)."""
+        return self.repo.blob_text(note.blob)
 
     def free_path(self, path: str, taken: set[str]) -> str:
         """``path``, or ``-2``, ``-3`` … before ``.md`` when it is taken (at HEAD, on disk, or in ``taken``)."""
+        at_head = (self._snapshot or self.snapshot()).by_path()
         stem = path[:-3]
         candidate, n = path, 1
-        while candidate in taken or self.repo.file_at_head(candidate) is not None or (self.vault.root / candidate).exists():
+        while candidate in taken or candidate in at_head or (self.vault.root / candidate).exists():
             n += 1
             candidate = f"{stem}-{n}.md"
         return candidate

@@ -79,7 +79,7 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
                              "effective_importance": round(f.effective, 4)})
         lines.append(f"{note.path} → {target} — {note.title} ({f.effective:.2f})")
         if not dry_run:
-            changes[target] = ctx.blob(render(ctx.file_text(note.path), ctx.now))
+            changes[target] = ctx.blob(render(ctx.file_text(note), ctx.now))
             changes[note.path] = None
     result.changed = len(result.items)
     if changes:

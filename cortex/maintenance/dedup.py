@@ -383,11 +383,11 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
         updates = {"merged_from": _flow_ids(ids), "reinforced": str(count)}
         if last:
             updates["last_reinforced"] = last
-        changes[keep.path] = ctx.blob(set_fields(ctx.file_text(keep.path), updates, after="last_reinforced"))
+        changes[keep.path] = ctx.blob(set_fields(ctx.file_text(keep), updates, after="last_reinforced"))
         for m in merges:
             target = ctx.free_path(archive_path(m.merge.path), taken)
             taken.add(target)
-            text = set_fields(ctx.file_text(m.merge.path), {"merged_into": quote(keep.id), "archived": format_time(ctx.now),
+            text = set_fields(ctx.file_text(m.merge), {"merged_into": quote(keep.id), "archived": format_time(ctx.now),
                                                             "archive_reason": "merged"})
             changes[target] = ctx.blob(text)
             changes[m.merge.path] = None

@@ -120,7 +120,7 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
         applied_keys += item.keys
         if dry_run:
             continue
-        changes[target] = ctx.blob(render(ctx.file_text(note.path), item))
+        changes[target] = ctx.blob(render(ctx.file_text(note), item))
         if target != note.path:
             changes[note.path] = None
         back = " (back from the archive)" if item.restore else ""
