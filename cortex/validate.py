@@ -99,8 +99,12 @@ class NoteValidator:
         except NoteSyntaxError as exc:
             add(exc.line, str(exc), "fix the YAML between the `---` lines")
             return problems
+        implied = bool(self.taxonomy.types_for_directory(expected_directory(path)))
         if not note.frontmatter and not note.meta:
-            add(1, "no frontmatter", "start the file with a `---` block holding at least `type:` (run `cortex hook fix`)")
+            if implied:
+                add(1, "no frontmatter", "run `cortex hook fix`: this folder implies the type")
+            else:
+                add(1, "no frontmatter", "start the file with a `---` block holding `type:`, then run `cortex hook fix`")
             return problems
         meta, lines = note.meta, note.key_lines
         line_of = lambda key: lines.get(key, 2)  # noqa: E731
@@ -109,7 +113,11 @@ class NoteValidator:
 
         missing = [k for k in (*REQUIRED_FIELDS, *self.required) if k not in meta]
         if missing:
-            add(2, f"missing required field(s): {', '.join(missing)}", "run `cortex hook fix` to complete the note")
+            if "type" in missing and not implied:
+                fix = f"add a `type:` line ({', '.join(self.taxonomy.names())}), then run `cortex hook fix`"
+            else:
+                fix = "run `cortex hook fix` to complete the note"
+            add(2, f"missing required field(s): {', '.join(missing)}", fix)
         sep_line = _separator_line(note.frontmatter)
         if sep_line is None:
             add(2, f"no `{SEPARATOR}` line after the required fields", f"put a `{SEPARATOR}` line after {', '.join(REQUIRED_FIELDS)} (`cortex hook fix` does)")
