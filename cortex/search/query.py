@@ -14,6 +14,7 @@ from typing import Sequence
 from cortex.search import fusion
 
 MODES = ("hybrid", "lexical", "semantic")
+ARCHIVE_PREFIX = "mind/archive/"
 FIRST_K = 100  # candidates per side; widened when filters reject too many
 
 
@@ -124,6 +125,9 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     lexical = index.lexical
     total = lexical.doc_count()
     k = max(FIRST_K, limit * 3)
+    # Without narrowing filters only the archive rule applies, and a path shows it: the
+    # stored fields of embedding-side candidates are then read only for those that rank.
+    lazy = not filters.narrowing
     query_vec = None
     while True:
         docs: dict[str, dict] = {}
@@ -143,6 +147,10 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
                 if cosine < fusion.MIN_COSINE and path not in docs:
                     continue
                 doc = docs.get(path)
+                if doc is None and lazy:
+                    if filters.archived or not path.startswith(ARCHIVE_PREFIX):
+                        sem_hits.append((path, cosine))  # read back only if it ranks high enough
+                    continue
                 if doc is None:
                     num = lexical.docnum(path)
                     doc = lexical.stored(num) if num is not None else None
@@ -150,7 +158,7 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
                         continue
                     docs[path] = doc
                 sem_hits.append((path, cosine))
-        enough = len(docs) >= limit or k >= total
+        enough = len(docs) + len(sem_hits) >= limit or k >= total
         if enough:
             break
         k *= 5
@@ -162,7 +170,16 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         fused = [(p, s, {"semantic": round(s, 4)}) for p, s in sem_hits]
     taxonomy = index.taxonomy if use_priors else None
     ranked = []
-    for path, relevance, parts in fused[: max(limit * 3, 30)]:
+    wanted = max(limit * 3, 30)
+    for path, relevance, parts in fused:
+        if len(ranked) >= wanted:
+            break
+        if path not in docs:
+            num = lexical.docnum(path)
+            doc = lexical.stored(num) if num is not None else None
+            if doc is None or not matches(doc, filters):
+                continue
+            docs[path] = doc
         why = {name: round(v, 4) for name, v in parts.items() if v is not None}
         why["relevance"] = round(relevance, 4)
         score = relevance
