@@ -31,6 +31,10 @@ def mcp(
     """
     import os
 
+    # Each query multiplies one vector by the embedding matrix: OpenBLAS's thread pool
+    # spins for that and, on a machine busy with an agent, an editor and builds, costs
+    # more than it gains (bench/bench_mcp.py: CPU per query 27 -> 16 ms, p95 55 -> 34 ms).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from cortex.mcp_server import serve
 
     vault = open_vault()
