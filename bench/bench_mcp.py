@@ -36,6 +36,9 @@ from pathlib import Path
 
 import anyio
 
+# As `cortex mcp` does, so the in-process row runs search the way the server does.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import bench_run  # noqa: E402
