@@ -324,3 +324,14 @@ def test_project_repo_uses_the_template_hooks_and_its_example_vault_passes(tmp_p
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert subprocess.run(["git", "diff", "--name-only"], cwd=clone, capture_output=True, text=True).stdout == ""  # fixer: no change
+
+
+def test_hook_install_after_a_clone_records_the_python_and_installs(repo, tmp_path):
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo.root), str(clone)], env=repo.env, check=True)
+    assert not (clone / ".git" / "hooks" / "pre-commit").exists()
+    done = subprocess.run([str(VENV_BIN / "cortex"), "hook", "install"], cwd=clone, env=repo.env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (clone / ".git" / "hooks" / "pre-commit").exists()
+    recorded = subprocess.run(["git", "config", "cortex.python"], cwd=clone, capture_output=True, text=True).stdout.strip()
+    assert recorded and Path(recorded).exists()
