@@ -379,7 +379,26 @@ class Memory:
             raise ToolFailure(f"observation refused: {exc.message}" + (f" ({exc.hint})" if exc.hint else "")) from None
         if self._runner is not None:
             self._runner.poke()
-        return {"accepted": 1, "warnings": list(warnings), "processing": "after-writes" if self._runner else "next-run"}
+        warnings = list(warnings) + self._foresee(obs)
+        return {"accepted": 1, "warnings": warnings, "processing": "after-writes" if self._runner else "next-run"}
+
+    def _foresee(self, obs: dict[str, Any]) -> list[str]:
+        """What the run's security stage will make of it, said now, while the agent can
+        still rephrase (the run decides: the line is appended either way, nothing is lost)."""
+        fields = [f for f in ("body", "context", "source_quote") if isinstance(obs.get(f), str)]
+        try:
+            scans = self.vault.scanner.scan_many([obs[f] for f in fields])
+        except Exception as exc:  # a hint, never a reason to fail the write
+            log(f"could not pre-scan an observation ({type(exc).__name__}: {exc})")
+            return []
+        out = []
+        for name, scan in zip(fields, scans):
+            if scan.injection is not None:
+                out.append(f"{name} reads like an instruction to an agent ({scan.injection.rule}): the run will hold it "
+                           "in quarantine. Write the fact itself (\"deploys need Maya's approval\"), not an order.")
+            if scan.redactions:
+                out.append(f"{name} holds a credential ({', '.join(scan.redactions)}): the note will show [REDACTED]")
+        return out
 
     def _process(self) -> None:
         try:
@@ -392,7 +411,10 @@ class Memory:
             self.last_run_error = exc.message
             log(f"cortex run failed: {exc}")
             return
-        self.last_run, self.last_run_error = _report_dict(report), None
+        self.last_run_error = None
+        if report.read == 0 and self.last_run is not None:
+            return  # a poke that arrived during the previous run: nothing new to say
+        self.last_run = _report_dict(report)
         log(f"processed the buffer: {json.dumps(self.last_run, default=str)}")
         if self._ready.is_set() and not self._load_error and not self._stop.is_set():
             self.refresh()
