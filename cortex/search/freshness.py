@@ -79,12 +79,14 @@ class GitProbe:
 
     @classmethod
     def start(cls, root: Path) -> "GitProbe":
+        # --no-optional-locks: `git status` would otherwise refresh and rewrite the index
+        # under index.lock, and a person's `git commit` at that moment would fail.
         probe = cls(root)
         if not (root / ".git").exists():
             return probe
         try:
             probe.proc = subprocess.Popen(
-                ["git", "-C", str(root), "-c", "core.quotepath=off", "status", "--porcelain=v2", "--branch",
+                ["git", "--no-optional-locks", "-C", str(root), "-c", "core.quotepath=off", "status", "--porcelain=v2", "--branch",
                  "-z", "-uall", "--no-renames", "--ignored=no", "--", *PARTITIONS],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
             )
