@@ -41,7 +41,6 @@ def log(message: str) -> None:
     sys.stderr.flush()
 
 
-
 # --- small helpers -----------------------------------------------------------------------------
 
 
