@@ -425,3 +425,13 @@ def test_query_finds_the_vault_as_vault_discover_does(vault, tmp_path, monkeypat
     monkeypatch.setitem(shared._options, "vault", tmp_path / "missing")
     with pytest.raises(_Failed):
         _vault_root()
+
+
+def test_unloadable_model_is_an_error_and_keeps_the_index(mixed, capsys, tmp_path):
+    vault, notes = mixed
+    assert main(["--vault", str(vault), "index"]) == 0
+    assert main(["--vault", str(vault), "query", "coffee", "--model", str(tmp_path / "no-model")]) == 2
+    assert "no-model" in capsys.readouterr().err
+    assert (vault / ".cortex" / "search" / "state.json").exists()
+    assert main(["--vault", str(vault), "query", "roaster", "--paths"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == notes["dec"]

@@ -192,14 +192,14 @@ class SearchIndex:
         from cortex.search.vectors import VectorStore
 
         start = time.perf_counter()
-        for name in ("state.json", "whoosh", "vectors.npy", "vector_keys.txt"):
+        embedder = self.embedder  # first: a model that cannot load must not cost the old index
+        for name in ("state.json", "whoosh", "vectors.npy", "vector_keys.txt", "vectors_head.npy"):
             target = self.directory / name
             if target.is_dir():
                 shutil.rmtree(target)
             elif target.exists():
                 target.unlink()
         lexical = LexicalIndex.create(self.directory / "whoosh")
-        embedder = self.embedder
         import numpy as np
 
         chunks, keys, done = [], [], 0
