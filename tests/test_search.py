@@ -435,3 +435,17 @@ def test_unloadable_model_is_an_error_and_keeps_the_index(mixed, capsys, tmp_pat
     assert (vault / ".cortex" / "search" / "state.json").exists()
     assert main(["--vault", str(vault), "query", "roaster", "--paths"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == notes["dec"]
+
+
+def test_whoosh_import_stand_ins_leave_real_modules_usable():
+    code = (
+        "import sys\n"
+        "from cortex.search.lexical import _import_whoosh\n"
+        "_import_whoosh()\n"
+        "assert not {'urllib.request', 'cached_property', 'whoosh.lang.morph_en'} & set(sys.modules)\n"
+        "from whoosh.query.terms import variations\n"
+        "assert 'run' in set(variations('running'))\n"
+        "import urllib.request, whoosh.lang.morph_en\n"
+        "assert urllib.request.__file__ and whoosh.lang.morph_en.__file__\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

@@ -25,8 +25,9 @@ def _import_whoosh():
     """Import Whoosh without its two slow, unused imports.
 
     `whoosh.compat` imports `urllib.request` (http.client, email, ssl: ~35 ms) only to
-    re-export `urlretrieve`, and `whoosh.reading` imports the `cached_property` package,
-    which imports asyncio (~25 ms). A query command pays for every import, so for the
+    re-export `urlretrieve`, `whoosh.reading` imports the `cached_property` package,
+    which imports asyncio (~25 ms), and `whoosh.query.terms` imports the English
+    morphology table for `Variations` queries, which cortex never makes. A query command pays for every import, so for the
     duration of Whoosh's import those two names resolve to light stand-ins; the real
     modules stay importable afterwards.
     """
@@ -37,8 +38,7 @@ def _import_whoosh():
         mod = types.ModuleType("urllib.request")
 
         def urlretrieve(*args, **kwargs):  # never called by the parts cortex uses
-            del sys.modules["urllib.request"]
-            return importlib.import_module("urllib.request").urlretrieve(*args, **kwargs)
+            return _real("urllib.request").urlretrieve(*args, **kwargs)
 
         mod.urlretrieve = urlretrieve
         stand_ins["urllib.request"] = mod
@@ -46,6 +46,14 @@ def _import_whoosh():
         mod = types.ModuleType("cached_property")
         mod.cached_property = functools.cached_property
         stand_ins["cached_property"] = mod
+    if "whoosh.lang.morph_en" not in sys.modules:  # a large regex table (~7 ms), for Variations only
+        mod = types.ModuleType("whoosh.lang.morph_en")
+
+        def variations(word):
+            return _real("whoosh.lang.morph_en").variations(word)
+
+        mod.variations = variations
+        stand_ins["whoosh.lang.morph_en"] = mod
     sys.modules.update(stand_ins)
     try:
         import whoosh.index  # noqa: F401
@@ -55,9 +63,16 @@ def _import_whoosh():
         for name, mod in stand_ins.items():
             if sys.modules.get(name) is mod:
                 del sys.modules[name]
-        urllib = sys.modules.get("urllib")
-        if urllib is not None and getattr(urllib, "request", None) is stand_ins.get("urllib.request"):
-            delattr(urllib, "request")
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules and getattr(sys.modules[parent], child, None) is mod:
+                delattr(sys.modules[parent], child)
+
+
+def _real(name: str):
+    """The real module behind a stand-in (imported on first use)."""
+    if getattr(sys.modules.get(name), "__file__", None) is None:
+        sys.modules.pop(name, None)
+    return importlib.import_module(name)
 
 
 @functools.lru_cache(maxsize=1)
