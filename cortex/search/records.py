@@ -6,7 +6,6 @@ back from the index, so a query never re-reads note files.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -51,6 +50,8 @@ class NoteRecord:
 
 
 def content_hash(data: bytes) -> str:
+    import hashlib  # only updates hash: a query need not load OpenSSL
+
     return hashlib.sha256(data).hexdigest()
 
 
