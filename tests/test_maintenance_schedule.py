@@ -179,3 +179,21 @@ def test_schedule_loop_survives_a_failing_job_and_stops_on_sigterm(vault, tmp_pa
     text = log.read_text()
     assert "carrying on" in text and "stopped (" in text
     assert any(p.startswith("mind/facts/") for p in note_paths(vault))
+
+
+def test_jobs_leave_the_search_index_fresh(vault):
+    from cortex.maintenance.maintain import run_job
+    from cortex.search.index import SearchIndex
+
+    path = make_note(vault, "goal_short", "Close all open security alerts in the dotfiles repo.", importance=0.5)
+    built = cortex("--vault", str(vault.root), "index")
+    assert built.returncode == 0, built.stderr
+    result = run_job(vault, "decay", now=T0 + 3 * MONTH)
+    assert result.commit
+    index = SearchIndex(vault.root).load(vectors=False)
+    try:
+        assert index.state.head == git(vault.root, "rev-parse", "HEAD").strip()
+        assert index.lexical.docnum(path) is None
+        assert index.lexical.docnum(path.replace("mind/goals/", "mind/archive/goals/")) is not None
+    finally:
+        index.close()
