@@ -19,6 +19,8 @@ from cortex.runner import apply, finish
 from cortex.state import State, new_buffer_id
 from cortex.timefmt import utcnow
 
+CHUNK_LINES = 5_000  # lines planned and committed at a time (memory stays flat)
+
 
 def _author(vault) -> tuple[str, str]:
     return (vault.settings.author_name, vault.settings.author_email)
@@ -26,6 +28,8 @@ def _author(vault) -> tuple[str, str]:
 
 def recover(vault, repo: GitRepo, state: State, report: RunReport, now: datetime) -> None:
     """Finish what a killed run decided, and notice a rotation it did not record."""
+    for tmp in vault.state_path.parent.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)  # a half-written replacement a kill left (we hold the lock)
     if not vault.state_path.exists():
         vault.save_state(state)  # fix the buffer id before any line is keyed by it
     if state.pending is not None:
@@ -54,12 +58,24 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
         state = vault.load_state()
         if not dry_run:
             recover(vault, repo, state, report, now)
-        plan = _plan(vault, repo, state, now, limit)
+        index = HashIndex(repo, vault.cache_dir / "hashes.json").load()
         if dry_run:
+            plan = _plan(vault, index, state, state.offset, now, limit)
             report.plan = plan
             _count_plan(plan, report)
         else:
-            _apply(vault, repo, state, plan, commit_per, now, report)
+            # Chunks bound the memory a long buffer takes; each is its own exactly-once step.
+            left = limit
+            while left is None or left > 0:
+                size = CHUNK_LINES if left is None else min(CHUNK_LINES, left)
+                plan = _plan(vault, index, state, state.offset, now, size)
+                if plan.lines_read == 0:
+                    break
+                _apply(vault, repo, state, plan, commit_per, now, report)
+                for note in plan.notes:
+                    index.add(note.source_hash, note.note_id, note.path)
+                if left is not None:
+                    left -= plan.lines_read
             archive = vault.archive_dir / f"observations-{state.buffer_id}.jsonl"
             if buffer.rotate_if_consumed(vault.buffer_path, state.offset, archive):
                 state.offset, state.buffer_id = 0, new_buffer_id()
@@ -85,9 +101,8 @@ def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: dateti
     )
 
 
-def _plan(vault, repo: GitRepo, state: State, now: datetime, limit: int | None, **flags: bool) -> Plan:
-    index = HashIndex(repo, vault.cache_dir / "hashes.json").load()
-    lines = buffer.read_lines(vault.buffer_path, state.offset, limit)
+def _plan(vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None, **flags: bool) -> Plan:
+    lines = buffer.read_lines(vault.buffer_path, start, limit)
     return make_plan(lines, state.buffer_id, vault.context(now, **flags), index, vault.note_validator().check)
 
 

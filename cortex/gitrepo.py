@@ -183,17 +183,22 @@ class GitRepo:
                 continue
             data = self.repo[oid].data
             try:
-                current = target.read_bytes()
-            except FileNotFoundError:
-                current = None
-            except IsADirectoryError:
-                raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
-            if current != data:
-                # Written in place: a torn write is rewritten by the recovery that
-                # follows any crash, since the commit (the truth) already holds it.
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with open(target, "wb") as fh:
+                # One call for the common case, a new note; an existing file (a run
+                # completed after a crash) is compared and rewritten only if it differs.
+                with open(target, "xb") as fh:
                     fh.write(data)
+            except FileNotFoundError:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(target, "xb") as fh:
+                    fh.write(data)
+            except FileExistsError:
+                if target.is_dir():
+                    raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
+                if target.read_bytes() != data:
+                    # Written in place: a torn write is rewritten by the recovery that
+                    # follows any crash, since the commit (the truth) already holds it.
+                    with open(target, "wb") as fh:
+                        fh.write(data)
             index.add(path)
         index.write()
 

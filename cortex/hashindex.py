@@ -77,11 +77,17 @@ class HashIndex:
             path = f"{prefix}/{name}"
             self.paths.add(path)
             ident = note_id or f"path:{path}"
-            # the oldest note wins a hash shared by several (a merge will settle them)
+            # the first note found wins a hash shared by several (dedup merges them)
             self.by_hash.setdefault(hash_hex, (ident, path))
             self.by_id[ident] = path
         for name, oid in entry["dirs"]:
             self._walk(self.repo.repo[oid], f"{prefix}/{name}")
+
+    def add(self, hash_hex: str, note_id: str, path: str) -> None:
+        """A note committed since ``load``."""
+        self.by_hash.setdefault(hash_hex, (note_id, path))
+        self.by_id[note_id] = path
+        self.paths.add(path)
 
     # VaultView
     def lookup(self, hash_hex: str) -> tuple[str, str] | None:

@@ -243,12 +243,53 @@ def parse_note(text: str) -> Note:
         meta = {}
     if not isinstance(meta, dict):
         raise NoteSyntaxError("frontmatter must be a mapping of `key: value` lines", 2)
-    key_lines = {}
-    for n, line in enumerate(fm.splitlines(), start=2):
+    return Note(meta, body, fm, body_line, _key_lines(fm))
+
+
+def _key_lines(frontmatter: str) -> dict[str, int]:
+    key_lines: dict[str, int] = {}
+    for n, line in enumerate(frontmatter.splitlines(), start=2):
         m = _KEY_RE.match(line)
         if m and m.group(1) not in key_lines:
             key_lines[m.group(1)] = n
-    return Note(meta, body, fm, body_line, key_lines)
+    return key_lines
+
+
+def draft_meta(d: NoteDraft) -> dict[str, Any]:
+    """The frontmatter values of ``render_note(d)`` as YAML reads them back (timestamps as
+    their text). A test holds the two equal over awkward inputs."""
+    meta: dict[str, Any] = {
+        "id": d.id,
+        "type": d.type,
+        "category": d.category,
+        "created": d.created,
+        "source_hash": d.source_hash,
+        "title": d.title,
+        "bucket": d.bucket,
+        "attribution": d.attribution,
+        "confidence": float(_score(d.confidence)),
+        "importance": float(_score(d.importance)),
+    }
+    if d.entities:
+        meta["entities"] = [{"name": n, "type": t} for n, t in d.entities]
+        meta["links"] = [wikilink(n) for n, _ in d.entities]
+    if d.tags:
+        meta["tags"] = list(d.tags)
+    for key in ("context", "source_quote", "session_id"):
+        if getattr(d, key):
+            meta[key] = getattr(d, key)
+    meta["last_reinforced"] = d.last_reinforced or d.created
+    return meta
+
+
+def rendered_note(d: NoteDraft) -> tuple[str, Note]:
+    """Render a draft, and the ``Note`` it parses to, without re-reading the YAML:
+    ``cortex run`` validates thousands of its own notes per pass."""
+    text = render_note(d)
+    fm, body, body_line = split_frontmatter(text)  # type: ignore[misc]
+    if d.extra:  # pre-rendered lines: only YAML knows what they mean
+        return text, parse_note(text)
+    return text, Note(draft_meta(d), body, fm, body_line, _key_lines(fm))
 
 
 def note_body(text: str) -> str:

@@ -88,14 +88,16 @@ class NoteValidator:
         self.injection = injection
         self.strict_injection = strict_injection
 
-    def check(self, path: str, text: str) -> list[Problem]:
+    def check(self, path: str, text: str, parsed=None) -> list[Problem]:
+        """Every problem of the note ``text`` at ``path``. ``parsed`` is the ``Note`` the
+        text is known to parse to (``notes.rendered_note``), saving the YAML read."""
         problems: list[Problem] = []
 
         def add(line: int, what: str, fix: str) -> None:
             problems.append(Problem(path, line, what, fix))
 
         try:
-            note = parse_note(text)
+            note = parse_note(text) if parsed is None else parsed
         except NoteSyntaxError as exc:
             add(exc.line, str(exc), "fix the YAML between the `---` lines")
             return problems

@@ -160,3 +160,22 @@ def test_set_fields_replaces_a_block_list_and_removes_keys():
     meta = parse_note(out).meta
     assert meta["entities"] == [] and "links" not in meta
     assert parse_note(out).body == parse_note(text).body
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['plain', 'quotes " and \\ backslashes', "yes", "2024", "a: b # c", "line\nbreak", "odd \u2028 \x85", "ünï 日本 🚀", "-lead", "[x]"],
+)
+@pytest.mark.parametrize("score", [0.0, 0.1, 0.333333, 0.55555, 1.0])
+def test_draft_meta_equals_what_yaml_reads_back(text, score):
+    """`cortex run` validates its notes from draft_meta instead of re-reading the YAML."""
+    from cortex.notes import draft_meta, rendered_note
+    from cortex.validate import _jsonable
+
+    d = draft(context=text, source_quote=text, attribution=text, entities=((text, "person"), ("Cortex", "project")),
+              tags=("a", "b/c"), confidence=score, importance=score, title=make_title(text))
+    rendered, note = rendered_note(d)
+    reread = parse_note(rendered)
+    assert _jsonable(reread.meta) == _jsonable(draft_meta(d)) == _jsonable(note.meta)
+    assert (reread.body, reread.frontmatter, reread.body_line, dict(reread.key_lines)) == (
+        note.body, note.frontmatter, note.body_line, dict(note.key_lines))

@@ -223,3 +223,18 @@ def test_a_lock_left_inside_an_interrupted_run_is_cleared(vault, monkeypatch):
     report = vault.run(now=NOW)
     assert report.recovered and any("index.lock" in w for w in report.warnings)
     assert len(notes(vault)) == 2 and git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_long_buffer_is_taken_in_chunks_with_dedup_across_them(vault, monkeypatch):
+    import cortex.cycle
+
+    monkeypatch.setattr(cortex.cycle, "CHUNK_LINES", 4)
+    append_lines(vault, *lines(6), *lines(3), "{bad")  # 6 new, 3 repeats in later chunks
+    before = commit_count(vault)
+    report = vault.run(now=NOW)
+    assert (report.memorized, report.reinforced, report.quarantined) == (6, 3, {"parse": 1})
+    assert report.commits == 2 and commit_count(vault) == before + 2  # chunk 3 holds only repeats
+    assert report.rotated and len(notes(vault)) == 6
+    limited = vault
+    append_lines(limited, *[observation(body=f"Limited {i}.") for i in range(10)])
+    assert vault.run(now=NOW, limit=7).read == 7

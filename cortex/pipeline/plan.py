@@ -11,7 +11,7 @@ from cortex.model import Observation, Plan, PlannedNote, Reinforcement, Rejectio
 from cortex.notes import make_title, note_filename, source_hash
 from cortex.pipeline import parse, schema, score, security
 from cortex.pipeline.context import Context
-from cortex.pipeline.render import render
+from cortex.pipeline.render import render_parsed
 from cortex.pipeline.route import directory_for
 from cortex.timefmt import format_time
 
@@ -37,7 +37,7 @@ def make_plan(
     buffer_id: str,
     ctx: Context,
     view: VaultView,
-    check_note: Callable[[str, str], list],
+    check_note: Callable[..., list],  # (path, text, parsed) -> problems
 ) -> Plan:
     plan = Plan()
     parsed: list[tuple[Item, dict]] = []
@@ -50,7 +50,7 @@ def make_plan(
             continue
         result = parse.parse_line(line.raw)
         if isinstance(result, Rejection):
-            _reject(plan, item, result)
+            _reject(plan, item, result, ctx)
         else:
             parsed.append((item, result))
 
@@ -58,7 +58,7 @@ def make_plan(
     for item, obj in parsed:
         result = schema.validate(obj, item.key, ctx)
         if isinstance(result, Rejection):
-            _reject(plan, item, result)
+            _reject(plan, item, result, ctx)
         else:
             valid.append((item, result))
 
@@ -66,14 +66,14 @@ def make_plan(
     scored: list[tuple[Item, Scored]] = []
     for (item, _), result in zip(valid, screened):
         if isinstance(result, Rejection):
-            _reject(plan, item, result)
+            _reject(plan, item, result, ctx)
             continue
         plan.redacted += len(result.redactions)
         plan.truncated += len(result.truncated)
         plan.warnings += [f"{item.key}: {w}" for w in result.warnings]
         outcome = score.score(result, ctx)
         if isinstance(outcome, Rejection):
-            _reject(plan, item, outcome)
+            _reject(plan, item, outcome, ctx)
         else:
             scored.append((item, outcome))
 
@@ -95,10 +95,10 @@ def make_plan(
                 break
             n += 1
         note_id = ctx.new_id(int(s.obs.timestamp.timestamp() * 1000))
-        text = render(s, note_id, hash_hex, ctx)
-        problems = check_note(path, text)
+        text, parsed = render_parsed(s, note_id, hash_hex, ctx)
+        problems = check_note(path, text, parsed)
         if problems:
-            _reject(plan, item, Rejection("schema", "the note it would make is invalid: " + "; ".join(map(str, problems))))
+            _reject(plan, item, Rejection("schema", "the note it would make is invalid: " + "; ".join(map(str, problems))), ctx)
             continue
         taken_here.add(path)
         created_here[hash_hex] = (note_id, path)
@@ -108,5 +108,8 @@ def make_plan(
     return plan
 
 
-def _reject(plan: Plan, item: Item, why: Rejection) -> None:
-    plan.rejections.append((item.key, item.line.raw.decode("utf-8", errors="replace"), why))
+def _reject(plan: Plan, item: Item, why: Rejection, ctx: Context) -> None:
+    raw = item.line.raw.decode("utf-8", errors="replace")
+    if ctx.scanner is not None:  # a held line keeps no credential either
+        raw, _ = ctx.scanner.redact(raw)
+    plan.rejections.append((item.key, raw, why))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cortex.model import Scored
-from cortex.notes import NoteDraft, make_title, render_note
+from cortex.notes import Note, NoteDraft, make_title, render_note, rendered_note
 from cortex.pipeline.context import Context
 from cortex.timefmt import format_time
 
@@ -35,3 +35,7 @@ def draft(scored: Scored, note_id: str, hash_hex: str, ctx: Context) -> NoteDraf
 
 def render(scored: Scored, note_id: str, hash_hex: str, ctx: Context) -> str:
     return render_note(draft(scored, note_id, hash_hex, ctx))
+
+
+def render_parsed(scored: Scored, note_id: str, hash_hex: str, ctx: Context) -> tuple[str, Note]:
+    return rendered_note(draft(scored, note_id, hash_hex, ctx))
