@@ -10,8 +10,7 @@ import pytest
 from conftest import git, observation
 from cortex.decay import effective_importance
 from cortex.maintenance.base import JobContext
-from cortex.maintenance.dedup import plan_dedup, verdict
-from cortex.maintenance.decay import plan_decay
+from cortex.maintenance.lexical import verdict
 from cortex.maintenance.graph import build_graph, export, find_nodes, neighbors
 from cortex.maintenance.maintain import run_due, run_job
 from cortex.taxonomy import DEFAULT_TAXONOMY

@@ -19,13 +19,11 @@ cached by content hash in ``.cortex/maintain/vectors.npz``.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from cortex.maintenance.base import JobContext, JobResult, archive_path, later
+from cortex.maintenance.lexical import lexical, overlap, verdict
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import quote, set_fields
 from cortex.timefmt import format_time
@@ -36,163 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover
 JOB = "dedup"
 CHUNK_CELLS = 16_000_000  # float32 cells per block product (~64 MB)
 
-# --- the lexical check ------------------------------------------------------------------
-
-_TOKEN_RE = re.compile(r"\d+(?:[.,:/-]\d+)*(?:st|nd|rd|th|am|pm|k|m|%)?|[^\W\d_]+(?:['’][^\W\d_]+)?")
-_NUMBER_WORDS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "fifteen": "15", "twenty": "20",
-    "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "once": "1", "twice": "2", "single": "1",
-    "first": "1", "second": "2", "third": "3", "half": "0.5", "double": "2", "dozen": "12",
-}
-_WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february",
-             "march", "april", "june", "july", "august", "september", "october", "november", "december",
-             "morning", "evening", "afternoon", "night", "weekend", "weekly", "daily", "monthly", "nightly", "hourly"}
-# Words that turn a statement around. Their count's parity is the statement's polarity.
-_NEGATIVE = {
-    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot", "can't", "won't",
-    "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "shouldn't", "mustn't", "hasn't",
-    "haven't", "stop", "stopped", "stops", "avoid", "avoids", "avoided", "hate", "hates", "hated", "dislike",
-    "dislikes", "disliked", "against", "refuse", "refuses", "dropped", "drop", "removed", "remove", "forbid",
-    "forbidden", "banned", "rejects", "rejected", "reject", "less", "fewer", "worse", "slower", "disabled",
-    "disable", "unless", "no longer",
-}
-_STOP = {
-    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "at", "by", "is", "are", "was", "be",
-    "it", "its", "that", "this", "as", "from", "we", "i", "our", "their", "they", "he", "she", "his", "her",
-    "has", "have", "had", "should", "must", "will", "would", "can", "so", "than", "then", "them", "all", "any",
-    "every", "each", "there", "which", "who", "what", "when", "always", "just", "only", "very", "also",
-}
-
-
-# Capitalised words that start sentences without naming anything: a capitalised word
-# outside this list that the other text lacks is taken for a name (Maya vs Jonas).
-_COMMON_STARTS = set("""
-a about add after all also always an and any as at avoid back backfill be before bring build but by
-caching can check close configure consider cut deploy do document double during each ensure every expand
-failing failed feature finish fix follow for from get give go grow have if in invoices invoice keep launch
-let logging make members merge migrations mocking move never no not on once one our payments pin plan
-please prefer production pull put read reduce remove replace reproduce request resolve retire review run
-secrets set ship since small start stop switch take test testing that the their then there these this
-those to today try turn two upgrade use we when while with within write writing customer hosting
-""".split())
-_COMPARATIVES = {"over", "than", "versus", "vs"}
-_TO_VERBS = {"be", "have", "get", "keep", "stay", "use", "do", "make", "run", "go"}
-_PREFER_MARK = {"prefer"}  # stems: "prefers x to y" is a comparison, "wants x to be" is not
-_ANTONYMS = [
-    ("dark", "light"), ("long", "short"), ("slow", "fast"), ("slow", "speed"), ("high", "low"),
-    ("early", "late"), ("more", "less"), ("increase", "decrease"), ("enable", "disable"), ("allow", "forbid"),
-    ("include", "exclude"), ("before", "after"), ("start", "stop"), ("accept", "reject"), ("good", "bad"),
-    ("like", "dislike"), ("love", "hate"), ("hid", "caught"), ("hide", "catch"), ("overkill", "fit"),
-    ("easy", "hard"), ("small", "large"), ("small", "big"), ("cheap", "expensive"), ("old", "new"),
-    ("always", "never"), ("win", "lose"), ("success", "failure"), ("on", "off"), ("open", "closed"),
-    ("public", "private"), ("sync", "async"), ("online", "offline"), ("manual", "automatic"),
-]
-
-
-@dataclass(frozen=True)
-class Lexical:
-    words: frozenset[str]  # content-word stems
-    numbers: frozenset[str]  # digits, number words, dates and times, weekdays and months
-    polarity: int  # parity of negative words
-    names: frozenset[str]  # capitalised words that are not common sentence starts (lowercased)
-    order: tuple[tuple[str, str], ...]  # (x, y) of "x over y", "x than y", "prefer x to y"
-    raw: frozenset[str]  # every lowercased word
-    sequence: tuple[str, ...]  # content-word stems and comparison markers, in order
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s", "ly"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-@lru_cache(maxsize=100_000)
-def lexical(text: str) -> Lexical:
-    text = unicodedata.normalize("NFKC", text).replace("’", "'")
-    words, numbers, names, negative = set(), set(), set(), 0
-    sequence: list[str] = []  # content words and comparison markers, in order
-    prev_end = 0
-    for m in _TOKEN_RE.finditer(text):
-        token = m.group(0)
-        low = token.lower()
-        if low.endswith("'s"):
-            low, token = low[:-2], token[:-2]
-        sentence_start = prev_end == 0 or any(c in ".!?:;\n—(\"" for c in text[prev_end : m.start()])
-        prev_end = m.end()
-        if sequence and sequence[-1] == "<to" and low in _TO_VERBS:
-            sequence.pop()  # "prefers standups to be short" compares nothing
-        if token[0].isdigit():
-            numbers.add(low.rstrip("%").replace(",", ""))
-        elif low in _NUMBER_WORDS:
-            numbers.add(_NUMBER_WORDS[low])
-        elif low in _WEEKDAYS:
-            numbers.add(low)
-        else:
-            if low in _NEGATIVE or low.endswith("n't"):
-                negative += 1
-            elif low in _COMPARATIVES or low == "to" and any(w in _PREFER_MARK for w in sequence[-3:]):
-                sequence.append("<" + low)
-            elif low not in _STOP:
-                words.add(_stem(low))
-                sequence.append(_stem(low))
-            if token[0].isupper() and low not in _STOP and not (sentence_start and low in _COMMON_STARTS):
-                names.add(low)
-    order = []
-    for k, item in enumerate(sequence):
-        if item.startswith("<") and 0 < k < len(sequence) - 1 and not sequence[k + 1].startswith("<"):
-            order.append((sequence[k - 1], sequence[k + 1]))
-    raw = frozenset(t.lower() for t in _TOKEN_RE.findall(text))
-    return Lexical(frozenset(words), frozenset(numbers), negative % 2, frozenset(names), tuple(order), raw, tuple(sequence))
-
-
-def _mentions(name: str, lex: Lexical, text_lower: str) -> bool:
-    return name in text_lower or _stem(name) in lex.words
-
-
-def lexical_veto(a: Lexical, b: Lexical, a_text: str, b_text: str) -> str | None:
-    """Why two similar texts are different memories (None: nothing found)."""
-    if a.numbers != b.numbers:
-        return "different numbers or dates"
-    if a.polarity != b.polarity:
-        return "opposite polarity"
-    a_low, b_low = a_text.lower(), b_text.lower()
-    for name in sorted(a.names):
-        if not _mentions(name, b, b_low):
-            return f"names differ ({name})"
-    for name in sorted(b.names):
-        if not _mentions(name, a, a_low):
-            return f"names differ ({name})"
-    for first, second in ((a, b), (b, a)):
-        for x, y in first.order:  # "x over y" against a text with y before x
-            if x in second.sequence and y in second.sequence and second.sequence.index(y) < second.sequence.index(x):
-                return f"reversed comparison ({x} / {y})"
-    for x, y in _ANTONYMS:
-        if (x in a.raw and y in b.raw and y not in a.raw and x not in b.raw) or (
-            y in a.raw and x in b.raw and x not in a.raw and y not in b.raw
-        ):
-            return f"opposite words ({x} / {y})"
-    return None
-
-
-def overlap(a: Lexical, b: Lexical) -> float:
-    union = a.words | b.words
-    return len(a.words & b.words) / len(union) if union else 1.0
-
-
-def verdict(cosine: float, a_text: str, b_text: str, threshold: float) -> tuple[bool, str]:
-    """(duplicate?, why) for two bodies of the same type."""
-    if cosine < threshold:
-        return False, f"cosine {cosine:.3f} below {threshold:g}"
-    a, b = lexical(a_text), lexical(b_text)
-    veto = lexical_veto(a, b, a_text, b_text)
-    if veto:
-        return False, veto
-    return True, "near-duplicate"
-
-
 # --- candidates ---------------------------------------------------------------------------
+
 
 def similar_pairs(matrix: "numpy.ndarray", threshold: float) -> list[tuple[int, int, float]]:
     """Index pairs (i < j) whose rows' dot product reaches ``threshold``, blockwise."""

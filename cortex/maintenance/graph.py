@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from cortex.fsutil import atomic_write
 from cortex.maintenance.base import JobContext, JobResult
@@ -217,7 +217,3 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     counts = graph.counts()
     result.items.append({"rebuilt": rebuilt, "path": str(graph_path(ctx.vault).relative_to(ctx.vault.root)), **counts})
     return result
-
-
-def iter_kinds(graph: Graph) -> Iterable[str]:
-    return sorted({kind for _, kind, _ in graph.edges})
