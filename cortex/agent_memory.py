@@ -45,19 +45,12 @@ def log(message: str) -> None:
 
 
 def when(text: str | None, name: str) -> float | None:
-    """An ISO date/time, or a duration back from now (`7d`, `24h`), as epoch seconds."""
-    if text is None or not str(text).strip():
-        return None
-    from cortex.timefmt import parse_duration, parse_time, utcnow
+    from cortex.timefmt import parse_when
 
     try:
-        return parse_time(text).timestamp()
-    except ValueError:
-        pass
-    try:
-        return (utcnow() - parse_duration(text)).timestamp()
-    except ValueError:
-        raise ToolFailure(f"{name} {text!r}: use a date (2026-01-31), a timestamp, or a duration back from now (7d, 24h)") from None
+        return parse_when(text)
+    except ValueError as exc:
+        raise ToolFailure(f"{name} {exc}") from None
 
 
 def _as_tuple(value: str | list[str] | None) -> tuple[str, ...]:

@@ -43,3 +43,31 @@ def parse_duration(text: str) -> timedelta:
     if not matches or "".join(m.group(0) for m in matches).replace(" ", "") != cleaned.replace(" ", ""):
         raise ValueError(f"not a duration: {text!r} (try 30d, 24h, 90m, 2w)")
     return timedelta(seconds=sum(float(m.group(1)) * _UNITS[m.group(2)] for m in matches))
+
+
+def parse_when(text: str | None) -> float | None:
+    """An ISO date/time, or a duration back from now (``7d``, ``24h``), as epoch seconds.
+    Raises ValueError with what to write instead."""
+    if text is None or not str(text).strip():
+        return None
+    try:
+        return parse_time(text).timestamp()
+    except ValueError:
+        pass
+    try:
+        return (utcnow() - parse_duration(text)).timestamp()
+    except ValueError:
+        raise ValueError(f"{text!r}: use a date (2026-01-31), a timestamp, or a duration back from now (7d, 24h)") from None
+
+
+def jsonable(value):
+    """Datetimes (as YAML reads unquoted timestamps) turned back into text, recursively."""
+    if isinstance(value, datetime):
+        return format_time(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [jsonable(v) for v in value]
+    return value

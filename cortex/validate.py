@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Mapping
 
+from cortex.timefmt import jsonable
 from cortex.notes import REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, parse_note, source_hash
 from cortex.schema_lite import compile_schema
 from cortex.taxonomy import ARCHIVE, Taxonomy
-from cortex.timefmt import format_time
 
 TAG_RE = re.compile(r"[a-z0-9_-]+(/[a-z0-9_-]+)*")
 PARTITIONS = ("vault/", "mind/")
@@ -43,19 +42,6 @@ class Problem:
 
 def is_note_path(path: str) -> bool:
     return path.endswith(".md") and path.startswith(PARTITIONS)
-
-
-def _jsonable(value: Any) -> Any:
-    """YAML turns unquoted timestamps into datetimes; the schema speaks JSON."""
-    if isinstance(value, datetime):
-        return format_time(value)
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 def expected_directory(path: str) -> str:
@@ -131,7 +117,7 @@ class NoteValidator:
             if late:
                 add(line_of(late[0]), f"required field(s) {', '.join(late)} below `{SEPARATOR}`", f"move them above the `{SEPARATOR}` line (`cortex hook fix` does)")
 
-        for error in self.schema.iter_errors(_jsonable(meta)):
+        for error in self.schema.iter_errors(jsonable(meta)):
             key = str(error.absolute_path[0]) if error.absolute_path else ""
             if error.validator == "required" and not error.absolute_path:
                 continue  # reported above with the fixer hint

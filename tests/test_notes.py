@@ -170,7 +170,7 @@ def test_set_fields_replaces_a_block_list_and_removes_keys():
 def test_draft_meta_equals_what_yaml_reads_back(text, score):
     """`cortex run` validates its notes from draft_meta instead of re-reading the YAML."""
     from cortex.notes import draft_meta, rendered_note
-    from cortex.validate import _jsonable
+    from cortex.timefmt import jsonable as _jsonable
 
     d = draft(context=text, source_quote=text, attribution=text, entities=((text, "person"), ("Cortex", "project")),
               tags=("a", "b/c"), confidence=score, importance=score, title=make_title(text))

@@ -129,19 +129,12 @@ def index(
 
 
 def _when(text: Optional[str], option: str) -> Optional[float]:
-    """An ISO date/time, or a duration back from now (`7d`, `24h`), as epoch seconds."""
-    if text is None:
-        return None
-    from cortex.timefmt import parse_duration, parse_time, utcnow
+    from cortex.timefmt import parse_when
 
     try:
-        return parse_time(text).timestamp()
-    except ValueError:
-        pass
-    try:
-        return (utcnow() - parse_duration(text)).timestamp()
-    except ValueError:
-        raise _Failed(f"{option} {text!r}: use a date (2026-01-31), a timestamp, or a duration back from now (7d, 24h)") from None
+        return parse_when(text)
+    except ValueError as exc:
+        raise _Failed(f"{option} {exc}") from None
 
 
 @app.command()
