@@ -45,6 +45,7 @@ class Scanner:
         self._threshold = classifier_threshold
         self._use_classifier = use_classifier
         self._classifier = None
+        self._gated: list | None = None  # (pattern, required words) pairs, built on first use
 
     @property
     def patterns(self) -> tuple[Pattern, ...]:
@@ -62,6 +63,20 @@ class Scanner:
     def threshold(self) -> float:
         return self._threshold if self._threshold is not None else self.classifier.threshold
 
+    def _match(self, text: str, views: list[str]) -> Verdict | None:
+        """The pattern layer, trying only the patterns whose required words occur in some
+        view (``cortex.prefilter.needles``: sound, so the verdict is the full scan's)."""
+        if self._gated is None:
+            from cortex.prefilter import needles
+
+            self._gated = [(p, needles(p.regex.pattern, p.regex.flags)) for p in self.patterns]
+        from cortex.prefilter import FOLD
+        from cortex.security.injection import _SPACES
+
+        folded = "\n".join(_SPACES.sub(" ", v).translate(FOLD).lower() for v in views)
+        chosen = [p for p, words in self._gated if words is None or any(w in folded for w in words)]
+        return match_patterns(text, chosen, views)
+
     def redact(self, text: str) -> tuple[str, tuple[str, ...]]:
         """Hidden characters removed and credentials replaced; the providers found."""
         return secrets.redact(normalise.storable(text))
@@ -77,7 +92,7 @@ class Scanner:
             stored.append(self.redact(text))
             views = normalise.views(text) if text.strip() else []
             all_views.append(views)
-            verdict = match_patterns(text, patterns, views) if views else None
+            verdict = self._match(text, views) if views else None
             verdicts.append(verdict)
             if verdict is None and views and self._use_classifier:
                 pending.append(i)
