@@ -103,7 +103,7 @@ def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: dateti
 
 def _plan(vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None, **flags: bool) -> Plan:
     lines = buffer.read_lines(vault.buffer_path, start, limit)
-    return make_plan(lines, state.buffer_id, vault.context(now, **flags), index, vault.note_validator().check)
+    return make_plan(lines, state.buffer_id, vault.context(now, **flags), index, vault.note_validator(bulk=True).check)
 
 
 def _count_plan(plan: Plan, report: RunReport) -> None:

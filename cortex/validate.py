@@ -62,12 +62,20 @@ class NoteValidator:
         redact: Callable[[str], tuple[str, tuple[str, ...]]] | None = None,
         injection: Callable[[str], Any] | None = None,
         strict_injection: bool = False,
+        bulk: bool = False,
     ) -> None:
         """``redact(text) -> (text, kinds)`` finds credentials (an error);
         ``injection(text) -> Verdict | None`` finds instruction injection (a warning,
-        an error when ``strict_injection``)."""
+        an error when ``strict_injection``). ``bulk``: many notes in one process (a
+        `cortex run`), worth compiling the schema to Python (~10× faster per note, ~30 ms
+        to set up: too much for the hook's one note)."""
         self.taxonomy = taxonomy
-        self.schema = compile_schema(schema)
+        if bulk:
+            from cortex.schemacheck import SchemaCheck
+
+            self.schema = SchemaCheck(schema)
+        else:
+            self.schema = compile_schema(schema)
         self.required = tuple(k for k in schema.get("required", ()) if k not in REQUIRED_FIELDS)
         self.tag_allow = tag_allow
         self.redact = redact

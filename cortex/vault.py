@@ -129,7 +129,7 @@ class Vault:
             use_classifier=s.use_classifier,
         )
 
-    def note_validator(self, *, redact: bool = False):
+    def note_validator(self, *, redact: bool = False, bulk: bool = False):
         from cortex.validate import NoteValidator
 
         return NoteValidator(
@@ -137,6 +137,7 @@ class Vault:
             self.schema("note"),
             tag_allow=self.tag_allow(),
             redact=self.scanner.redact if redact else None,
+            bulk=bulk,
         )
 
     def tag_allow(self) -> frozenset[str] | None:

@@ -77,3 +77,18 @@ def test_views_decode_the_payload(wrapped):
 )
 def test_ordinary_text_has_one_view(text):
     assert normalise.views(text) == [normalise.canonical(text)]
+
+
+def test_the_hidden_character_shortcut_misses_no_code_point():
+    """strip_hidden skips its per-character walk when _MAYBE_HIDDEN finds nothing: that is
+    sound only if every character _is_hidden names is in the class (this Python's Unicode)."""
+    import sys
+
+    from cortex.security.normalise import _MAYBE_HIDDEN, _is_hidden
+
+    missing = [
+        hex(cp)
+        for cp in range(sys.maxunicode + 1)
+        if not 0xD800 <= cp <= 0xDFFF and _is_hidden(chr(cp)) and not _MAYBE_HIDDEN.match(chr(cp))
+    ]
+    assert missing == []

@@ -47,11 +47,24 @@ def strip_hidden(text: str) -> str:
     if text.isascii():
         # Fast path: only C0 controls can hide in ASCII.
         return "".join(ch for ch in text if ch >= " " or ch in "\n\t\r") if _has_c0(text) else text
+    if _MAYBE_HIDDEN.search(text) is None:
+        return text
     return "".join(ch for ch in text if not _is_hidden(ch))
 
 
+_C0 = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Every code point that can render as nothing is one of these; a text without any is
+# returned as it is, without the per-character walk.
+_MAYBE_HIDDEN = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f\U000e0100-\U000e01ef\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2]"
+)
+
+
 def _has_c0(text: str) -> bool:
-    return any(ch < " " and ch not in "\n\t\r" for ch in text)
+    return _C0.search(text) is not None
 
 
 def storable(text: str) -> str:
