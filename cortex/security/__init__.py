@@ -69,12 +69,14 @@ class Scanner:
         if self._gated is None:
             from cortex.prefilter import needles
 
-            self._gated = [(p, needles(p.regex.pattern, p.regex.flags)) for p in self.patterns]
+            self._gated = [(p, frozenset(needles(p.regex.pattern, p.regex.flags) or ()) or None) for p in self.patterns]
+            self._vocabulary = sorted({w for _, words in self._gated for w in words or ()})
         from cortex.prefilter import FOLD
         from cortex.security.injection import _SPACES
 
         folded = "\n".join(_SPACES.sub(" ", v).translate(FOLD).lower() for v in views)
-        chosen = [p for p, words in self._gated if words is None or any(w in folded for w in words)]
+        present = {w for w in self._vocabulary if w in folded}
+        chosen = [p for p, words in self._gated if words is None or not words.isdisjoint(present)]
         return match_patterns(text, chosen, views)
 
     def redact(self, text: str) -> tuple[str, tuple[str, ...]]:
