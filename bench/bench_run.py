@@ -207,6 +207,7 @@ def copy_vault(src: Path, dst: Path) -> None:
     # A copy has new inodes: refresh the index's stat data (untimed) so neither contender
     # pays for re-hashing 50,000 unchanged files.
     git(dst, "update-index", "-q", "--refresh")
+    os.sync()  # the copy's write-back must not land inside the next timed step
 
 
 def timed_child(argv: list[str], stdout_path: Path) -> tuple[float, int, int]:
@@ -222,6 +223,7 @@ def timed_child(argv: list[str], stdout_path: Path) -> tuple[float, int, int]:
 
 def cortex_run(vault: Path, lines: list[str], label: str) -> tuple[dict, float, int]:
     (vault / "observer" / "observations.jsonl").write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+    os.sync()
     out = CACHE / f"{label}.json"
     seconds, rss, code = timed_child([*CORTEX, "--vault", str(vault), "run", "--json"], out)
     if code != 0:
@@ -237,6 +239,7 @@ def plain_git(base: Path, work: Path, source: Path, paths: list[str]) -> tuple[f
         (work / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / rel, work / rel)
     write_s = time.perf_counter() - t0
+    os.sync()
     t0 = time.perf_counter()
     for k in range(0, len(paths), 2000):  # argv stays well under the kernel's limit
         git(work, "add", "--", *paths[k : k + 2000])
