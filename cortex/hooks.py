@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from cortex.fsutil import write_cache
 from cortex.validate import IdIndex, Problem, is_note_path, read_id
 
 DATA = Path(__file__).parent / "data"
@@ -110,17 +111,8 @@ class HookVault:
                     raise CortexError(f"{path}: not valid JSON ({exc})", "restore it with `cortex init`") from None
         raise CortexError("no note schema found", "restore schemas/note.schema.json with `cortex init`")
 
-    def tag_allow(self) -> frozenset[str] | None:
-        path = self.root / "observer" / "tags.yml"
-        if not path.exists():
-            return None
-        import yaml
-
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        tags = data.get("tags") if isinstance(data, dict) else data
-        return frozenset(str(t) for t in tags or ())
-
     def validator(self):
+        from cortex.config import load_tag_allow
         from cortex.prefilter import PatternGate
         from cortex.security import Scanner
         from cortex.validate import NoteValidator
@@ -137,7 +129,7 @@ class HookVault:
         return NoteValidator(
             self.taxonomy(),
             self.schema(),
-            tag_allow=self.tag_allow(),
+            tag_allow=load_tag_allow(self.root),
             redact=scanner.redact,
             injection=injection,
             strict_injection=strict,
@@ -194,7 +186,7 @@ class HookVault:
             if ident:
                 index.add(rel, ident)
         if set(seen) != set(cache):
-            _write_cache(cache_path, {"version": 1, "ids": seen})
+            write_cache(cache_path, {"version": 1, "ids": seen})
         return index
 
     def _read_id(self, rel: str, blob: str | None, seen: dict[str, str]) -> str:
@@ -316,17 +308,6 @@ def _blob_id(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def _write_cache(path: Path, obj: dict) -> None:
-    """A derived cache: written whole and renamed into place; no fsync (lost, it is rebuilt)."""
-    try:
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(obj, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only checkout: the next run reads the notes again
 
 
 def fix(

@@ -14,7 +14,6 @@ stdout is the protocol: every log line goes to stderr.
 import json
 import secrets
 import sys
-from typing import Any
 
 from cortex.agent_memory import (
     DEFAULT_DEBOUNCE,

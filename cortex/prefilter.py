@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
+
+from cortex.fsutil import write_cache
 
 # Characters `re` matches to an ASCII letter under IGNORECASE that str.lower() does
 # not turn into it (a test recomputes this over every code point).
@@ -104,7 +105,7 @@ class PatternGate:
             compiled = Scanner(extra_patterns=extra_patterns, use_classifier=False).patterns
             entries = [[p.name, p.regex.pattern, p.regex.flags, needles(p.regex.pattern, p.regex.flags)] for p in compiled]
             self._compiled = {i: p for i, p in enumerate(compiled)}
-            _write(cache_path, {"key": key, "patterns": entries})
+            write_cache(cache_path, {"key": key, "patterns": entries})
         else:
             self._compiled = {}
         self._entries = entries
@@ -138,13 +139,3 @@ class PatternGate:
             if words is None or any(w in folded for w in words)
         ]
         return self._injection.match_patterns(text, chosen, seen)
-
-
-def _write(path: Path, obj: dict) -> None:
-    try:
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(obj, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass  # read-only: every run works the words out again

@@ -8,7 +8,6 @@ else in the repository.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 from cortex.taxonomy import DEFAULT_TYPES

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from cortex import buffer
-from cortex.config import Calibration, Settings, load_calibration, load_settings
+from cortex.config import Calibration, Settings, load_calibration, load_settings, load_tag_allow
 from cortex.errors import CortexError, InvalidObservation, VaultNotFound
 from cortex.fsutil import file_lock
 from cortex.model import RunReport
@@ -135,20 +135,10 @@ class Vault:
         return NoteValidator(
             self.taxonomy,
             self.schema("note"),
-            tag_allow=self.tag_allow(),
+            tag_allow=load_tag_allow(self.root),
             redact=self.scanner.redact if redact else None,
             bulk=bulk,
         )
-
-    def tag_allow(self) -> frozenset[str] | None:
-        path = self.root / "observer" / "tags.yml"
-        if not path.exists():
-            return None
-        import yaml
-
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        tags = data.get("tags") if isinstance(data, dict) else data
-        return frozenset(str(t) for t in tags or ())
 
     def context(self, now: datetime | None = None, *, scan: bool = True, **flags: bool):
         """The pipeline context. ``scan=False`` leaves the scanner out (the write path

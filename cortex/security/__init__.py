@@ -87,7 +87,6 @@ class Scanner:
         return self.scan_many([text])[0]
 
     def scan_many(self, texts: Sequence[str]) -> list[ScanResult]:
-        patterns = self.patterns
         stored, verdicts, pending = [], [], []
         all_views: list[list[str]] = []
         for i, text in enumerate(texts):

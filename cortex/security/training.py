@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from cortex.security import classifier_main_view, normalise
-from cortex.security.classifier import FEATURE_NAMES, Encoder, Weights, design_matrix, judgeable, sigmoid
+from cortex.security.classifier import Encoder, Weights, design_matrix, judgeable, sigmoid
 
 L2 = 0.3  # ridge strength on the embedding and feature weights (the bias is free)
 
