@@ -5,10 +5,25 @@ Cheap on purpose (agents and prompts call it): file system only, no git library.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
 from cortex import buffer
+
+_TYPE_LINE = re.compile(rb"^type:[ \t]*[\"']?([a-z][a-z0-9_]*)", re.MULTILINE)
+
+
+def _declared_type(path) -> str | None:
+    """The ``type:`` of a note's frontmatter, from its first 4 KB, without YAML."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return None
+    end = head.find(b"\n---", 3)
+    m = _TYPE_LINE.search(head, 0, end if end != -1 else len(head))
+    return m.group(1).decode() if m else None
 
 
 def _count_lines(path, start: int) -> int:
@@ -25,19 +40,31 @@ def _count_lines(path, start: int) -> int:
 def vault_status(vault) -> dict[str, Any]:
     state = vault.load_state()
     per_folder: Counter[str] = Counter()
+    shared: Counter[tuple[str, str]] = Counter()  # (directory, type) where types share a folder
     archived = 0
     for path in vault.iter_note_paths():
         rel = path.relative_to(vault.root).parts
         if rel[:2] == ("mind", "archive"):
             archived += 1
-        else:
-            per_folder["/".join(rel[:2])] += 1
+            continue
+        directory = "/".join(rel[:2])
+        types = [s.name for s in vault.taxonomy.types_for_directory(directory)]
+        if len(types) > 1:  # goal_short and goal_long both live in mind/goals: ask the note
+            declared = _declared_type(path)
+            shared[directory, declared if declared in types else rel[1]] += 1
+        per_folder[directory] += 1
     partitions: dict[str, dict[str, int]] = {"vault": {}, "mind": {}}
     for directory, n in sorted(per_folder.items()):
         partition, _, folder = directory.partition("/")
         types = [s.name for s in vault.taxonomy.types_for_directory(directory)]
-        label = types[0] if len(types) == 1 else folder
-        partitions.setdefault(partition, {})[label] = n
+        if len(types) > 1:
+            counts = {label: k for (d, label), k in shared.items() if d == directory}
+        else:
+            counts = {types[0] if types else folder: n}
+        for label, k in counts.items():
+            into = partitions.setdefault(partition, {})
+            into[label] = into.get(label, 0) + k
+    partitions = {p: dict(sorted(v.items())) for p, v in partitions.items()}
     size = buffer.size(vault.buffer_path)
     backlog = max(0, size - state.offset)
     pending = state.reinforcements

@@ -132,6 +132,17 @@ def test_status_json(vpath):
     assert "backlog      0 lines" in human.stdout and "fact 1" in human.stdout
 
 
+
+def test_status_counts_types_that_share_a_folder_by_their_own_type(vpath):
+    for kind, body in (("goal_short", "Ship the beta by Friday."), ("goal_long", "Run the co-op's books on it."),
+                       ("goal_short", "Fix the flaky test today.")):
+        cortex("--vault", str(vpath), "write", "--type", kind, "--body", body, "--importance", "0.8")
+    cortex("--vault", str(vpath), "run")
+    (vpath / "mind/goals/by-hand.md").write_text("---\ntitle: no type yet\n---\n\nLearn Rust.\n")
+    s = json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)
+    assert s["notes"]["by_type"]["mind"] == {"goal_long": 1, "goal_short": 2, "goals": 1}
+    assert s["notes"]["by_partition"]["mind"] == 4
+
 def _quarantine_some(vpath):
     (vpath / "observer/config.yml").write_text("trust:\n  default: quarantine\n  trusted_attributions: [owner]\n")
     append_lines(

@@ -190,6 +190,23 @@ def test_recent_view_is_newest_first(mixed):
     assert paths(hits) == [notes["task"], notes["dec"], notes["proj"]]
 
 
+
+def test_recent_spans_segments_and_skips_deleted_notes(vault):
+    """The temporal view reads the `ts` column of every segment, minus deleted rows."""
+    day = timedelta(days=1)
+    old = write_note(vault, "mind/facts/old.md", "The kiln was fired in March", type_="fact", created=NOW - 40 * day)
+    gone = write_note(vault, "mind/facts/gone.md", "The glaze recipe uses feldspar", type_="fact", created=NOW - 3 * day)
+    first = write_note(vault, "mind/facts/first.md", "Clay arrives on Mondays", type_="fact", created=NOW - 5 * day)
+    commit_all(vault)
+    fresh_index(vault)  # the first segment
+    newest = write_note(vault, "mind/facts/newest.md", "The studio opens at nine", type_="fact", created=NOW - day)
+    (vault / gone).unlink()
+    commit_all(vault)
+    idx = fresh_index(vault)  # a second segment, and a deleted row in the first
+    assert paths(recent(idx, None, now=NOW)) == [newest, first, old]
+    assert paths(recent(idx, (NOW - 10 * day).timestamp(), now=NOW)) == [newest, first]
+    assert paths(recent(idx, None, limit=1, now=NOW)) == [newest]
+
 def test_fresh_after_commit_edit_and_delete(vault):
     write_note(vault, "mind/facts/a.md", "The build server lives in the basement rack", type_="fact")
     commit_all(vault)

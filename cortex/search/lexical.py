@@ -274,13 +274,22 @@ class LexicalIndex:
                 pass
         return self._lengths
 
-    def newest(self, since_ts: float | None, limit: int | None) -> Iterator[int]:
-        """Docnums newest first (by `created`), optionally only those created since a time."""
-        from whoosh.query import Every, NumericRange
+    def newest(self, since_ts: float | None = None) -> list[int]:
+        """Docnums newest first (by `created`), optionally only those created since a time.
 
-        q = Every() if since_ts is None else NumericRange("ts", int(since_ts), None)
-        results = self.searcher.search(q, limit=limit, sortedby="ts", reverse=True)
-        return (hit.docnum for hit in results)
+        Read from the sortable `ts` column in one pass: a `NumericRange` over a wide
+        window expands into a union of thousands of terms (4 s on 50,000 notes; the
+        column takes 40 ms)."""
+        reader = self.searcher.reader()
+        deleted = reader.is_deleted if reader.has_deletions() else None
+        floor = None if since_ts is None else int(since_ts)
+        picked = [
+            (ts, docnum)
+            for docnum, ts in enumerate(reader.column_reader("ts"))
+            if (floor is None or ts >= floor) and not (deleted and deleted(docnum))
+        ]
+        picked.sort(key=lambda pair: pair[0], reverse=True)  # stable: ties keep index order
+        return [docnum for _, docnum in picked]
 
     def stored(self, docnum: int) -> dict:
         return self.searcher.stored_fields(docnum)

@@ -197,7 +197,7 @@ def recent(index, since_ts: float | None, *, filters: Filters = Filters(), limit
     """The temporal view: notes created since `since_ts`, newest first."""
     now = now or datetime.now(timezone.utc)
     out = []
-    for docnum in index.lexical.newest(since_ts, None):
+    for docnum in index.lexical.newest(since_ts):
         doc = index.lexical.stored(docnum)
         if matches(doc, filters):
             why = _priors(doc, index.taxonomy, now)
