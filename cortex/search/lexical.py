@@ -4,6 +4,7 @@ filters, ranking and output read back. The only module that imports Whoosh.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import importlib
@@ -158,6 +159,8 @@ class LexicalIndex:
         self._searcher = None
         self._lengths = None
         self._lengths_for = None
+        self._time: tuple[list[int], list[int]] = ([], [])
+        self._time_for = None
 
     @classmethod
     def create(cls, directory: Path) -> "LexicalIndex":
@@ -275,21 +278,25 @@ class LexicalIndex:
         return self._lengths
 
     def newest(self, since_ts: float | None = None) -> list[int]:
-        """Docnums newest first (by `created`), optionally only those created since a time.
+        """Docnums newest first (by `created`), optionally only those created since a time."""
+        negated, docnums = self._time_order()
+        if since_ts is None:
+            return docnums
+        return docnums[: bisect.bisect_right(negated, -int(since_ts))]
 
-        Read from the sortable `ts` column in one pass: a `NumericRange` over a wide
-        window expands into a union of thousands of terms (4 s on 50,000 notes; the
-        column takes 40 ms)."""
-        reader = self.searcher.reader()
-        deleted = reader.is_deleted if reader.has_deletions() else None
-        floor = None if since_ts is None else int(since_ts)
-        picked = [
-            (ts, docnum)
-            for docnum, ts in enumerate(reader.column_reader("ts"))
-            if (floor is None or ts >= floor) and not (deleted and deleted(docnum))
-        ]
-        picked.sort(key=lambda pair: pair[0], reverse=True)  # stable: ties keep index order
-        return [docnum for _, docnum in picked]
+    def _time_order(self) -> tuple[list[int], list[int]]:
+        """(negated `ts`, docnum) of the live notes, newest first, kept for the searcher's
+        lifetime. Read from the sortable `ts` column in one pass (40 ms on 50,000 notes): a
+        `NumericRange` over a wide window expands into a union of thousands of terms (4 s)."""
+        searcher = self.searcher
+        if self._time_for is not searcher:
+            reader = searcher.reader()
+            deleted = reader.is_deleted if reader.has_deletions() else None
+            pairs = [(-ts, d) for d, ts in enumerate(reader.column_reader("ts")) if not (deleted and deleted(d))]
+            pairs.sort(key=lambda pair: pair[0])  # stable: equal times keep index order
+            self._time = ([n for n, _ in pairs], [d for _, d in pairs])
+            self._time_for = searcher
+        return self._time
 
     def stored(self, docnum: int) -> dict:
         return self.searcher.stored_fields(docnum)
