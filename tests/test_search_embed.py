@@ -48,3 +48,23 @@ def test_loading_does_not_import_model2vec():
     code = "import sys; from cortex.embed import get_model; get_model().encode(['x']); print('model2vec' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_shipped_artefacts_match_the_checksums_their_cards_record():
+    """A retrained or re-distilled file must come with its card updated (source, command,
+    figures, checksum): the card is how a reader knows what the package ships."""
+    import hashlib
+    import re
+
+    data = SHIPPED_MODEL.parent
+    cards = {
+        SHIPPED_MODEL / "MODEL_CARD.md": ("model.safetensors", "tokenizer.json", "config.json"),
+        data / "INJECTION_CLASSIFIER_CARD.md": ("injection_classifier.npz",),
+    }
+    for card, names in cards.items():
+        text = card.read_text(encoding="utf-8")
+        for name in names:
+            recorded = re.search(re.escape(name) + r"`[^`\n]*`([0-9a-f]{64})`", text)
+            assert recorded, f"{card.name} records no sha256 for {name}"
+            actual = hashlib.sha256((card.parent / name).read_bytes()).hexdigest()
+            assert recorded.group(1) == actual, f"{name}: {card.name} says {recorded.group(1)}, file is {actual}"
