@@ -36,13 +36,23 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+MAX_DURATION = timedelta(days=100 * 365)
+
+
+class DurationTooLong(ValueError):
+    pass
+
+
 def parse_duration(text: str) -> timedelta:
     """``30d``, ``24h``, ``1w2d``, ``90m`` → timedelta."""
     cleaned = text.strip().lower()
     matches = list(_DURATION_RE.finditer(cleaned))
     if not matches or "".join(m.group(0) for m in matches).replace(" ", "") != cleaned.replace(" ", ""):
         raise ValueError(f"not a duration: {text!r} (try 30d, 24h, 90m, 2w)")
-    return timedelta(seconds=sum(float(m.group(1)) * _UNITS[m.group(2)] for m in matches))
+    seconds = sum(float(m.group(1)) * _UNITS[m.group(2)] for m in matches)
+    if seconds > MAX_DURATION.total_seconds():  # utcnow() minus more overflows the calendar
+        raise DurationTooLong(f"{text!r} is too long a duration: at most {MAX_DURATION.days // 365} years")
+    return timedelta(seconds=seconds)
 
 
 def parse_when(text: str | None) -> float | None:
@@ -56,6 +66,8 @@ def parse_when(text: str | None) -> float | None:
         pass
     try:
         return (utcnow() - parse_duration(text)).timestamp()
+    except DurationTooLong:
+        raise
     except ValueError:
         raise ValueError(f"{text!r}: use a date (2026-01-31), a timestamp, or a duration back from now (7d, 24h)") from None
 
