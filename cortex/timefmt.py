@@ -36,7 +36,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-MAX_DURATION = timedelta(days=100 * 365)
+MAX_DURATION = timedelta(days=1000 * 365)
 
 
 class DurationTooLong(ValueError):

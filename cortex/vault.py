@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from cortex import buffer
-from cortex.config import Calibration, Settings, load_calibration, load_settings, load_tag_allow
+from cortex.config import Calibration, Settings, is_vault, load_calibration, load_settings, load_tag_allow
 from cortex.errors import CortexError, InvalidObservation, VaultNotFound
 from cortex.fsutil import file_lock
 from cortex.model import RunReport
@@ -53,15 +53,25 @@ class Vault:
             root = Path(path)
             if not root.is_dir():
                 raise VaultNotFound(f"vault {root} does not exist", f"create it with `cortex init {root}`")
-            return cls(root)
+            return cls._checked(root)
         here = Path.cwd().resolve()
         for candidate in (here, *here.parents):
             if (candidate / ".git").exists():
-                return cls(candidate)
+                return cls._checked(candidate)
         raise VaultNotFound(
             "not inside a cortex vault (no git repository here or above)",
             "pass --vault PATH, set CORTEX_VAULT, or create one with `cortex init PATH`",
         )
+
+    @classmethod
+    def _checked(cls, root: Path) -> "Vault":
+        if not is_vault(root):
+            raise VaultNotFound(
+                f"{root} is not a cortex vault (no observer/config.yml, observer/taxonomy.yml "
+                "or schemas/observation.schema.json)",
+                f"make it one with `cortex init {root}`, or pass --vault PATH",
+            )
+        return cls(root)
 
     @classmethod
     def init(cls, path: str | os.PathLike) -> tuple["Vault", list[str]]:

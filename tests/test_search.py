@@ -207,6 +207,11 @@ def test_recent_spans_segments_and_skips_deleted_notes(vault):
     assert paths(recent(idx, (NOW - 10 * day).timestamp(), now=NOW)) == [newest, first]
     assert paths(recent(idx, None, limit=1, now=NOW)) == [newest]
 
+
+def test_recent_on_an_empty_vault_finds_nothing(vault, capsys):
+    assert recent(fresh_index(vault), None, now=NOW) == []
+    assert main(["--vault", str(vault), "query", "--recent", "7d"]) == 1
+
 def test_fresh_after_commit_edit_and_delete(vault):
     write_note(vault, "mind/facts/a.md", "The build server lives in the basement rack", type_="fact")
     commit_all(vault)

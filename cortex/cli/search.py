@@ -46,17 +46,20 @@ def _vault_root():
     from pathlib import Path
 
     from cortex.cli.app import _options, open_vault
+    from cortex.config import is_vault
 
     given = _options.get("vault") or os.environ.get("CORTEX_VAULT") or None
     if given is not None:
         root = Path(given)
-        if root.is_dir():
+        if root.is_dir() and is_vault(root):
             return root.resolve()
     else:
         here = Path.cwd().resolve()
         for candidate in (here, *here.parents):
             if (candidate / ".git").exists():
-                return candidate
+                if is_vault(candidate):
+                    return candidate
+                break
     from cortex.errors import CortexError
 
     try:

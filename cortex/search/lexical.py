@@ -292,7 +292,9 @@ class LexicalIndex:
         if self._time_for is not searcher:
             reader = searcher.reader()
             deleted = reader.is_deleted if reader.has_deletions() else None
-            pairs = [(-ts, d) for d, ts in enumerate(reader.column_reader("ts")) if not (deleted and deleted(d))]
+            # An empty index has no column at all (Whoosh's EmptyReader raises).
+            column = reader.column_reader("ts") if reader.doc_count_all() else ()
+            pairs = [(-ts, d) for d, ts in enumerate(column) if not (deleted and deleted(d))]
             pairs.sort(key=lambda pair: pair[0])  # stable: equal times keep index order
             self._time = ([n for n, _ in pairs], [d for _, d in pairs])
             self._time_for = searcher

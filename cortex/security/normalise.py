@@ -103,23 +103,26 @@ _WORD = re.compile(r"\w+")
 
 
 def fold_homoglyphs(text: str) -> str:
-    """Map look-alike letters to Latin where they pass for Latin.
+    """Map look-alike letters to Latin in the words where they pass for Latin.
 
-    A word mixing Latin and look-alike letters is always folded. A text whose letters
-    are mostly Latin is folded throughout (an all-look-alike word such as Cyrillic
-    "аѕ" hides among Latin words). A text that is genuinely Cyrillic or Greek is left
-    alone apart from mixed words, so Russian prose is not turned into noise.
+    A word is folded when every letter of it outside ASCII is a look-alike: a word mixing
+    Latin and look-alike letters ("іgnore"), or one made only of look-alikes ("аѕ") where
+    the text around it is mostly Latin. A word with any other letter of its own script
+    is a real word of that language and is left alone: "Олег" in an English sentence
+    (л and г pass for nothing), "Ελένη", Russian or Greek prose. Folding those turned a
+    name into noise, which the classifier then read as an attack.
     """
     if text.isascii():
         return text
     latin = sum(1 for ch in text if "a" <= ch.lower() <= "z")
     other = sum(1 for ch in text if ch in _CONFUSABLES or (ch.isalpha() and ord(ch) > 0x24F))
-    if latin >= other:
-        return text.translate(_FOLD_TABLE)
+    mostly_latin = latin >= other
 
     def fold_word(m: re.Match) -> str:
         w = m.group(0)
-        if any("a" <= ch.lower() <= "z" for ch in w) and any(ch in _CONFUSABLES for ch in w):
+        if w.isascii() or not all(ch.isascii() or ch in _CONFUSABLES for ch in w):
+            return w
+        if mostly_latin or any("a" <= ch.lower() <= "z" for ch in w):
             return w.translate(_FOLD_TABLE)
         return w
 
