@@ -203,6 +203,19 @@ def test_no_vault_here_is_a_clear_error(tmp_path):
     assert result.returncode == 1 and "cortex init" in result.stderr
 
 
+
+def test_a_git_repository_that_is_no_vault_is_refused_untouched(tmp_path):
+    repo = tmp_path / "code"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for argv in (("write", "--type", "fact", "--body", "hi"), ("run",), ("status",)):
+        result = cortex(*argv, cwd=repo)
+        assert result.returncode == 1 and "is not a cortex vault" in result.stderr, argv
+        assert f"cortex init {repo}" in result.stderr
+        result = cortex("--vault", str(repo), *argv)
+        assert result.returncode == 1 and "is not a cortex vault" in result.stderr, argv
+    assert sorted(p.name for p in repo.iterdir()) == [".git"]
+
 def test_every_command_has_help_text():
     from cortex.cli import app
     import typer.main
