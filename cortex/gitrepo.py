@@ -202,6 +202,19 @@ class GitRepo:
             index.add(path)
         index.write()
 
+    def stage_committed(self, path: str, oid: str, previous: bytes | None) -> None:
+        """Point the index entry of ``path`` at the committed blob ``oid``, leaving the
+        working file (which holds a person's uncommitted edits besides) alone. An entry
+        a person staged themselves (not ``previous``, HEAD's old content) is kept."""
+        self._await_lock("index", INDEX_LOCK_STALE)
+        index = self.repo.index
+        index.read()
+        entry = index[path] if path in index else None
+        staged = self.repo[entry.id].data if entry is not None else None
+        if staged == previous:
+            index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=oid), pygit2.enums.FileMode.BLOB))
+            index.write()
+
     def is_dirty(self, path: str) -> bool:
         """True when a person has staged or unstaged changes to ``path``."""
         try:

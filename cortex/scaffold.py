@@ -50,25 +50,104 @@ def init_vault(vault) -> list[str]:
             keep.touch()
             created.append(str(keep.relative_to(root)))
     created += _ensure_gitignore(root)
+    if ".pre-commit-config.yaml" not in created:
+        created += _ensure_hook_entries(root)
     if created:
         _commit(vault, [p for p in created if p != ".git"])
     _install_hooks(root)
     return created
 
 
-def _ensure_gitignore(root: Path) -> list[str]:
-    """Append the runtime-file rules a person's .gitignore lacks (never rewrite theirs)."""
-    path = root / ".gitignore"
+def _gitignore_rules() -> tuple[str, list[str]]:
     block = (TEMPLATES / "gitignore").read_text()
-    current = path.read_text().splitlines() if path.exists() else []
-    rules = [line for line in block.splitlines() if line and not line.startswith("#")]
+    return block, [line for line in block.splitlines() if line and not line.startswith("#")]
+
+
+def _with_rules(text: str) -> str:
+    """``text`` with the runtime-file rules it lacks appended (never a line rewritten)."""
+    block, rules = _gitignore_rules()
+    current = text.splitlines()
     missing = [line for line in rules if line not in current]
     if not missing:
+        return text
+    if not text:
+        return block
+    return text + ("" if text.endswith("\n") else "\n") + "\n".join(["", "# cortex runtime files", *missing, ""])
+
+
+def _ensure_gitignore(root: Path) -> list[str]:
+    """Append the runtime-file rules a person's .gitignore lacks to the working file."""
+    path = root / ".gitignore"
+    current = path.read_text() if path.exists() else ""
+    wanted = _with_rules(current)
+    if wanted == current:
         return []
-    text = block if not current else "\n".join(["", "# cortex runtime files", *missing, ""])
     with open(path, "a") as fh:
-        fh.write(text)
+        fh.write(wanted[len(current):])
     return [".gitignore"]
+
+
+HOOK_IDS = ("cortex-fix", "cortex-validate")
+
+
+def _hook_ids(text: str) -> set[str] | None:
+    """Hook ids of a pre-commit config, None when it is not one cortex can read."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return None
+    repos = data.get("repos") if isinstance(data, dict) else None
+    if not isinstance(repos, list):
+        return None
+    return {h.get("id") for r in repos if isinstance(r, dict) for h in r.get("hooks") or () if isinstance(h, dict)}
+
+
+def _ensure_hook_entries(root: Path) -> list[str]:
+    """Add cortex's two `repo: local` hooks to a person's existing pre-commit config.
+
+    Without them their commits would pass unchecked while `cortex init` said all was
+    well. The entry is appended as text (their comments and layout stay), indented like
+    their own entries, and kept only if the result reads back as the same config plus
+    cortex's hooks; otherwise the file is left alone and the person is told what to add.
+    """
+    import re
+    import sys
+
+    import yaml
+
+    path = root / ".pre-commit-config.yaml"
+    text = path.read_text(encoding="utf-8")
+    ids = _hook_ids(text)
+    if ids is not None and set(HOOK_IDS) <= ids:
+        return []
+    template = (TEMPLATES / "pre-commit-config.yaml").read_text(encoding="utf-8")
+    entry = template[template.index("  - repo: local"):]
+    first = re.search(r"^([ \t]*)- repo:", text, re.M)
+    indent = first.group(1) if first else "  "
+    entry = "".join(indent + line[2:] if line.strip() else line for line in entry.splitlines(keepends=True))
+    merged = re.sub(r"^repos:[ \t]*\[[ \t]*\][ \t]*$", "repos:", text, count=1, flags=re.M)
+    merged += "" if merged.endswith("\n") else "\n"
+    repos = re.search(r"^repos:.*$", merged, re.M)
+    after_repos = re.compile(r"^[A-Za-z_\"'][^\n]*:", re.M).search(merged, repos.end()) if repos else None
+    at = after_repos.start() if after_repos else len(merged)  # the end of the repos list
+    merged = merged[:at] + entry + merged[at:]
+    before = yaml.safe_load(text) if ids is not None else None
+    after_ids = _hook_ids(merged)
+    ok = after_ids is not None and set(HOOK_IDS) <= after_ids
+    if ok:
+        after = yaml.safe_load(merged)
+        ok = {k: v for k, v in after.items() if k != "repos"} == {k: v for k, v in before.items() if k != "repos"} \
+            and after["repos"][: len(before["repos"])] == before["repos"]
+    if not ok:
+        sys.stderr.write(
+            f"cortex: {path} has no cortex hooks and cortex could not add them safely: add this entry "
+            f"under `repos:`, then `cortex hook install`:\n{entry}"
+        )
+        return []
+    path.write_text(merged, encoding="utf-8")
+    return [".pre-commit-config.yaml"]
 
 
 def _commit(vault, paths: list[str]) -> None:
@@ -78,8 +157,22 @@ def _commit(vault, paths: list[str]) -> None:
         return
     repo = GitRepo(vault.root)
     changes = {p: repo.write_blob((vault.root / p).read_bytes()) for p in paths if (vault.root / p).is_file()}
+    staged_only = {}
+    if ".gitignore" in changes:
+        # Commit HEAD's .gitignore plus cortex's rules, not a person's uncommitted edits
+        # to it (those stay in the working file, still theirs to commit).
+        before = repo.file_at_head(".gitignore")
+        committed = _with_rules(before.decode("utf-8") if before is not None else "").encode("utf-8")
+        if committed == before:
+            del changes[".gitignore"]  # HEAD has every rule already
+        elif committed != (vault.root / ".gitignore").read_bytes():
+            changes[".gitignore"] = staged_only[".gitignore"] = repo.write_blob(committed)
+    if not changes:
+        return
     repo.commit(changes, "init: cortex vault\n", (vault.settings.author_name, vault.settings.author_email))
-    repo.materialize(changes)
+    repo.materialize({p: oid for p, oid in changes.items() if p not in staged_only})
+    for p, oid in staged_only.items():
+        repo.stage_committed(p, oid, before)
 
 
 def _install_hooks(root: Path) -> None:

@@ -12,11 +12,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cortex.errors import CortexError
 from cortex.fsutil import atomic_write_json
 
 
 def new_buffer_id() -> str:
     return secrets.token_hex(6)
+
+
+
+class StateCorrupt(CortexError):
+    """state.json is only ever replaced whole, so a broken one was edited or damaged by
+    something else. Guessing would risk memorizing or reinforcing lines twice."""
+
+    def __init__(self, path: Path, why: object) -> None:
+        super().__init__(
+            f"{path} is unreadable ({why})",
+            "restore it from a backup, or move it aside to start over: the next run then reads the whole "
+            "buffer again, and lines already memorized count as reinforcements",
+        )
 
 
 @dataclass
@@ -36,6 +50,10 @@ class State:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return cls()
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+            raise StateCorrupt(path, exc) from None
+        if not isinstance(data, dict):
+            raise StateCorrupt(path, "not a JSON object")
         known = {"offset", "buffer_id", "reinforcements", "pending", "last_run", "jobs"}
         return cls(
             offset=int(data.get("offset", 0)),

@@ -48,6 +48,20 @@ def test_init_keeps_an_existing_repository_and_gitignore(tmp_path):
     assert (repo / ".gitignore").read_text().startswith("node_modules/\n")
     assert "A  work.txt" in git(repo, "status", "--porcelain")  # still staged, not committed
     assert "work.txt" not in git(repo, "show", "--name-only", "HEAD")
+    # the person's own .gitignore line is theirs to commit: only cortex's rules went in
+    committed = git(repo, "show", "HEAD:.gitignore")
+    assert "observer/state.json" in committed and "node_modules" not in committed
+    assert " M .gitignore" in git(repo, "status", "--porcelain")
+
+
+def test_init_again_commits_none_of_a_persons_gitignore_edits(vpath):
+    head = git(vpath, "rev-parse", "HEAD")
+    ignore = vpath / ".gitignore"
+    ignore.write_text(ignore.read_text().replace("observer/state.json\n", "") + "*.bak\n")
+    assert cortex("init", str(vpath)).returncode == 0
+    assert git(vpath, "rev-parse", "HEAD") == head  # HEAD already has every rule: no commit
+    assert "observer/state.json" in ignore.read_text() and "*.bak" in ignore.read_text()
+    assert "*.bak" not in git(vpath, "show", "HEAD:.gitignore")
 
 
 def test_write_appends_a_line_with_defaults_and_mode_0600(vpath):

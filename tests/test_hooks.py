@@ -335,3 +335,37 @@ def test_hook_install_after_a_clone_records_the_python_and_installs(repo, tmp_pa
     assert (clone / ".git" / "hooks" / "pre-commit").exists()
     recorded = subprocess.run(["git", "config", "cortex.python"], cwd=clone, capture_output=True, text=True).stdout.strip()
     assert recorded and Path(recorded).exists()
+
+
+def test_init_adds_the_hooks_to_a_persons_existing_pre_commit_config(tmp_path, hook_env):
+    """A repository with its own pre-commit config gets cortex's hooks beside its own
+    (their layout and later keys kept), so a broken note is refused at commit."""
+    repo = Repo(tmp_path / "theirs", hook_env)
+    repo.root.mkdir()
+    repo.git("init", "-q")
+    for key, value in (("user.name", "Test Person"), ("user.email", "person@example.com")):
+        repo.git("config", key, value)
+    own = ("# my hooks\nrepos:\n- repo: local\n  hooks:\n  - id: mine\n    name: mine\n    entry: 'true'\n"
+           "    language: system\ndefault_stages: [pre-commit]\n")
+    repo.write(".pre-commit-config.yaml", own)
+    assert repo.commit("mine").returncode == 0
+    done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(repo.root)], env=hook_env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = (repo.root / ".pre-commit-config.yaml").read_text()
+    assert text.startswith(own.split("default_stages")[0]) and text.rstrip().endswith("default_stages: [pre-commit]")
+    assert repo.committed(".pre-commit-config.yaml") and "cortex-validate" in repo.git("show", "HEAD:.pre-commit-config.yaml").stdout
+    repo.write("mind/facts/broken.md", note().replace(source_hash(BODY), "0" * 64))
+    refused = repo.commit("a broken note", skip_fix=True)
+    assert refused.returncode != 0 and "source_hash" in refused.output
+
+
+def test_init_says_what_to_add_when_it_cannot_merge_the_config(tmp_path, hook_env):
+    root = tmp_path / "flow"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    flow = 'repos: [{repo: local, hooks: [{id: x, name: x, entry: "true", language: system}]}]\n'
+    (root / ".pre-commit-config.yaml").write_text(flow)
+    done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(root)], env=hook_env, capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "has no cortex hooks" in done.stderr and "id: cortex-validate" in done.stderr
+    assert (root / ".pre-commit-config.yaml").read_text() == flow

@@ -35,6 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("cortex: interrupted\n")
         return 130
+    except OSError as exc:  # the file system said no: a path to fix, not a bug
+        where = f": {exc.filename}" if exc.filename else ""
+        sys.stderr.write(f"cortex: {exc.strerror or exc}{where}\n")
+        return 1
+    except UnicodeError as exc:
+        sys.stderr.write(f"cortex: not UTF-8 text ({exc}); cortex reads and writes UTF-8 only\n")
+        return 1
     except Exception:  # a bug: keep the evidence
         path = _bug_report()
         sys.stderr.write(f"cortex: unexpected error (a bug). Details written to {path}\n")
@@ -49,9 +56,10 @@ def _bug_report() -> str:
     from cortex import __version__
 
     fd, path = tempfile.mkstemp(prefix="cortex-bug-", suffix=".log")
-    with open(fd, "w") as fh:
+    with open(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
         fh.write(f"cortex {__version__}\npython {platform.python_version()} on {platform.platform()}\n")
         fh.write("argv: " + " ".join(sys.argv) + "\n\n")
         fh.write(traceback.format_exc())
-    traceback.print_exc()
+    # The last line says what broke; the whole traceback is in the report.
+    sys.stderr.write("".join(traceback.format_exception_only(*sys.exc_info()[:2])).strip() + "\n")
     return path
