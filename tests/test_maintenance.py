@@ -204,6 +204,13 @@ def test_a_merged_duplicate_reinforces_the_note_it_joined(vault):
     ("Priya feels the onboarding flow is too long.", "Priya feels the onboarding flow is too short.", False),
     ("Jonas believes manual QA still catches real bugs.", "Jonas believes manual QA no longer catches real bugs.", False),
     ("Ledgerline stores money as integer cents.", "Ledgerline keeps money amounts as integer cents.", True),
+    # an antonym in any inflection, and a word against its negated form
+    ("The importer increased throughput on Mondays.", "The importer decreased throughput on Mondays.", False),
+    ("Requests from the office network are allowed.", "Requests from the office network are denied.", False),
+    ("The cleanup script is safe to rerun.", "The cleanup script is unsafe to rerun.", False),
+    ("The export job reads from the primary database.", "The export job writes to the primary database.", False),
+    # a gerund starting a sentence is no name; "nightly" is "every night"
+    ("The import script is safe to run twice.", "Running the import script twice is safe.", True),
 ])
 def test_lexical_check(a, b, expected):
     from cortex.embed import get_model

@@ -24,6 +24,10 @@ _NUMBER_WORDS = {
 _WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february",
              "march", "april", "june", "july", "august", "september", "october", "november", "december",
              "morning", "evening", "afternoon", "night", "weekend", "weekly", "daily", "monthly", "nightly", "hourly"}
+# "nightly" and "every night" name the same period.
+_PERIODS = {"nightly": "night", "daily": "day", "weekly": "week", "monthly": "month", "hourly": "hour",
+            "yearly": "year", "annually": "year", "annual": "year"}
+_WEEKDAYS |= set(_PERIODS) | set(_PERIODS.values())
 # Words that turn a statement around. Their count's parity is the statement's polarity.
 _NEGATIVE = {
     "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot", "can't", "won't",
@@ -58,12 +62,58 @@ _PREFER_MARK = {"prefer"}  # stems: "prefers x to y" is a comparison, "wants x t
 _ANTONYMS = [
     ("dark", "light"), ("long", "short"), ("slow", "fast"), ("slow", "speed"), ("high", "low"),
     ("early", "late"), ("more", "less"), ("increase", "decrease"), ("enable", "disable"), ("allow", "forbid"),
-    ("include", "exclude"), ("before", "after"), ("start", "stop"), ("accept", "reject"), ("good", "bad"),
-    ("like", "dislike"), ("love", "hate"), ("hid", "caught"), ("hide", "catch"), ("overkill", "fit"),
-    ("easy", "hard"), ("small", "large"), ("small", "big"), ("cheap", "expensive"), ("old", "new"),
-    ("always", "never"), ("win", "lose"), ("success", "failure"), ("on", "off"), ("open", "closed"),
-    ("public", "private"), ("sync", "async"), ("online", "offline"), ("manual", "automatic"),
+    ("allow", "deny"), ("include", "exclude"), ("before", "after"), ("start", "stop"), ("accept", "reject"),
+    ("approve", "reject"), ("good", "bad"), ("like", "dislike"), ("love", "hate"), ("hid", "caught"),
+    ("hide", "catch"), ("overkill", "fit"), ("easy", "hard"), ("small", "large"), ("small", "big"),
+    ("cheap", "expensive"), ("old", "new"), ("always", "never"), ("win", "lose"), ("success", "failure"),
+    ("pass", "fail"), ("on", "off"), ("open", "closed"), ("public", "private"), ("sync", "async"),
+    ("online", "offline"), ("manual", "automatic"), ("frontend", "backend"), ("front", "back"),
+    ("staging", "production"), ("dev", "prod"), ("development", "production"), ("test", "production"),
+    ("read", "write"), ("reads", "writes"), ("left", "right"), ("up", "down"), ("upper", "lower"),
+    ("min", "max"), ("minimum", "maximum"), ("input", "output"), ("import", "export"), ("upload", "download"),
+    ("push", "pull"), ("client", "server"), ("inbound", "outbound"), ("internal", "external"),
+    ("first", "last"), ("top", "bottom"), ("true", "false"), ("add", "remove"), ("create", "delete"),
+    ("buy", "sell"), ("send", "receive"), ("upstream", "downstream"), ("horizontal", "vertical"),
+    ("required", "optional"), ("mandatory", "optional"), ("strict", "lenient"), ("hot", "cold"),
+    ("warm", "cold"), ("wide", "narrow"), ("senior", "junior"), ("parent", "child"), ("primary", "secondary"),
+    ("primary", "replica"), ("leader", "follower"), ("above", "below"), ("inside", "outside"),
+    ("allowlist", "denylist"), ("whitelist", "blacklist"), ("ascending", "descending"), ("asc", "desc"),
+    ("north", "south"), ("east", "west"), ("light", "heavy"), ("gain", "loss"), ("profit", "loss"),
+    ("positive", "negative"), ("major", "minor"), ("encrypt", "decrypt"), ("compress", "decompress"),
 ]
+# A word and the same word behind one of these is its opposite (safe / unsafe).
+_NEGATING_PREFIXES = ("un", "non", "in", "im", "ir", "il", "dis", "de")
+
+
+def _forms(word: str) -> frozenset[str]:
+    """The inflections a plain suffix rule gives (increase: increases, increased,
+    increasing), so the antonym list names each word once."""
+    stem = word[:-1] if word.endswith("e") else word
+    forms = {word, word + "s", word + "es", word + "d", word + "ed", stem + "ed", stem + "ing", word + "ing",
+             word + "er", word + "est", word + "ly"}
+    if word.endswith("y"):  # deny: denies, denied
+        forms |= {word[:-1] + "ies", word[:-1] + "ied"}
+    return frozenset(forms)
+
+
+_ANTONYM_FORMS = [(_forms(x), _forms(y), x, y) for x, y in _ANTONYMS]
+
+
+def _opposite_words(a: frozenset[str], b: frozenset[str]) -> str | None:
+    only_a, only_b = a - b, b - a
+    if not only_a or not only_b:
+        return None
+    for fx, fy, x, y in _ANTONYM_FORMS:
+        if (only_a & fx and only_b & fy and not a & fy and not b & fx) or (
+            only_a & fy and only_b & fx and not a & fx and not b & fy
+        ):
+            return f"opposite words ({x} / {y})"
+    for first, second in ((only_a, only_b), (only_b, only_a)):
+        for word in first:
+            for prefix in _NEGATING_PREFIXES:
+                if word.startswith(prefix) and len(word) - len(prefix) >= 4 and word[len(prefix):] in second:
+                    return f"opposite words ({word[len(prefix):]} / {word})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -104,7 +154,7 @@ def lexical(text: str) -> Lexical:
         elif low in _NUMBER_WORDS:
             numbers.add(_NUMBER_WORDS[low])
         elif low in _WEEKDAYS:
-            numbers.add(low)
+            numbers.add(_PERIODS.get(low, low))
         else:
             if low in _NEGATIVE or low.endswith("n't"):
                 negative += 1
@@ -113,7 +163,10 @@ def lexical(text: str) -> Lexical:
             elif low not in _STOP:
                 words.add(_stem(low))
                 sequence.append(_stem(low))
-            if token[0].isupper() and low not in _STOP and not (sentence_start and low in _COMMON_STARTS):
+            # A capitalised word starting a sentence is a name unless it is a common
+            # start or a gerund ("Running the script twice is safe").
+            common_start = sentence_start and (low in _COMMON_STARTS or low.endswith("ing"))
+            if token[0].isupper() and low not in _STOP and not common_start:
                 names.add(low)
     order = []
     for k, item in enumerate(sequence):
@@ -144,12 +197,7 @@ def lexical_veto(a: Lexical, b: Lexical, a_text: str, b_text: str) -> str | None
         for x, y in first.order:  # "x over y" against a text with y before x
             if x in second.sequence and y in second.sequence and second.sequence.index(y) < second.sequence.index(x):
                 return f"reversed comparison ({x} / {y})"
-    for x, y in _ANTONYMS:
-        if (x in a.raw and y in b.raw and y not in a.raw and x not in b.raw) or (
-            y in a.raw and x in b.raw and x not in a.raw and y not in b.raw
-        ):
-            return f"opposite words ({x} / {y})"
-    return None
+    return _opposite_words(a.raw, b.raw)
 
 
 def overlap(a: Lexical, b: Lexical) -> float:
