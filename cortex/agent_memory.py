@@ -343,14 +343,19 @@ class Memory:
     def refresh(self) -> None:
         """Bring the loaded index up to date (git runs before the lock, so queries go on)."""
         from cortex.search.freshness import GitProbe
+        from cortex.search.index import IndexUnavailable, stderr_progress
 
         probe = GitProbe.start(self.root).result()
         with self._lock:
-            if self._stamp() != self._state_stamp:
-                # Another process (`cortex query`, `cortex index --rebuild`) rewrote the index on
-                # disk: reopen it whole, even when no note changed, so no searcher outlives its files.
-                self.index.load(vectors=True)
-            report = self.index.refresh(probe)
+            try:
+                if self._stamp() != self._state_stamp:
+                    # Another process (`cortex query`, `cortex index --rebuild`) rewrote the index on
+                    # disk: reopen it whole, even when no note changed, so no searcher outlives its files.
+                    self.index.load(vectors=True)
+                report = self.index.refresh(probe)
+            except IndexUnavailable as exc:  # deleted (`git clean -X`, `rm -rf .cortex`) or damaged
+                log(f"{exc}: rebuilding the search index")
+                report = self.index.rebuild(progress=stderr_progress(), reason=str(exc))
             self._state_stamp = self._stamp()
             self._signature = self._changes_signature()
             self._last_full = time.monotonic()

@@ -305,3 +305,25 @@ def test_a_long_lived_index_keeps_rows_another_process_added(tmp_path):
     server.refresh(GitProbe.start(root))
     fresh = SearchIndex(root).load(vectors=True)  # once raised IndexUnavailable: 2 rows for 3 notes
     assert len(fresh.vectors) == fresh.lexical.doc_count() == 3
+
+
+def test_the_warm_index_is_rebuilt_when_its_directory_is_deleted(tmp_path):
+    """`.cortex/` is ignored by git, so `git clean -fdX` or `rm -rf .cortex` removes the
+    index under a running server: the next refresh rebuilds it instead of failing forever."""
+    import shutil
+
+    from test_search import write_note
+
+    from cortex.agent_memory import Memory
+    from cortex.vault import Vault
+
+    root = Vault.init(tmp_path / "v")[0].root
+    write_note(root, "mind/facts/a.md", "The pelican nests on the pier.", type_="fact")
+    memory = Memory(Vault.discover(root))
+    memory.load()
+    shutil.rmtree(root / ".cortex" / "search")
+    write_note(root, "mind/facts/b.md", "The heron fishes at dawn.", type_="fact")
+    memory.refresh()
+    assert [h["path"] for h in memory.query("heron")] == ["mind/facts/b.md"]
+    assert [h["path"] for h in memory.query("pelican")] == ["mind/facts/a.md"]
+    assert (root / ".cortex" / "search" / "state.json").exists()
