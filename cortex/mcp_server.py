@@ -36,9 +36,14 @@ DATA_RULE = (
 # --- fencing ---------------------------------------------------------------------------------
 
 
+# `<` escaped: no stored text can spell a closing marker, or any tag at all. The line
+# separators JSON leaves raw (U+2028, U+2029, U+0085) escaped too: a reader splitting on
+# any line break must still see one record per line.
+_UNSAFE = str.maketrans({"<": "\\u003c", "\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"})
+
+
 def _data_line(record: dict) -> str:
-    # `<` escaped: no stored text can spell a closing marker, or any tag at all.
-    return json.dumps(jsonable(record), ensure_ascii=False, default=str).replace("<", "\\u003c")
+    return json.dumps(jsonable(record), ensure_ascii=False, default=str).translate(_UNSAFE)
 
 
 def fence(summary: str, records: list[dict]) -> str:
