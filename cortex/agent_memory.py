@@ -453,7 +453,8 @@ class Memory:
                  since=None, until=None, archived=False):
         from cortex.search.query import Filters
 
-        for name, value, allowed in (("categories", categories, ("concept", "entity", "relation")),
+        known = sorted(self.index.taxonomy.types) if types else ()
+        for name, value, allowed in (("types", types, known), ("categories", categories, ("concept", "entity", "relation")),
                                      ("partitions", partitions, PARTITIONS)):
             bad = [v for v in _as_tuple(value) if v not in allowed]
             if bad:

@@ -341,6 +341,10 @@ def test_cli_modes_and_exit_status(mixed, capsys):
     assert main([*v]) == 2  # no text and no --recent
     assert main([*v, "--recent", "100000d", "--paths"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 4
+    # a filter value no note can have is a mistake, not an empty result
+    for option, value in (("--type", "decisions"), ("--category", "foo"), ("--partition", "Vault")):
+        assert main([*v, "coffee", option, value]) == 2
+        assert f"{option} {value}: not known here" in capsys.readouterr().err
 
 
 def test_end_to_end_real_cli(tmp_path):
