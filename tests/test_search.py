@@ -190,6 +190,17 @@ def test_recent_view_is_newest_first(mixed):
     assert paths(hits) == [notes["task"], notes["dec"], notes["proj"]]
 
 
+def test_an_entity_or_tag_with_a_comma_is_matched_whole(vault):
+    note = write_note(vault, "vault/projects/acme.md", "The Acme contract renews in May", type_="project",
+                      category="relation", entities=[('"Acme, Inc."', "company")])
+    other = write_note(vault, "vault/projects/inc.md", "The Inc magazine interview is in May", type_="project",
+                       category="relation", entities=[("Inc.", "company")])
+    commit_all(vault)
+    idx = fresh_index(vault)
+    assert paths(search(idx, "May", filters=Filters(entities=("acme, inc.",)))) == [note]
+    assert paths(search(idx, "May", filters=Filters(entities=("Inc.",)))) == [other]
+    assert search(idx, "contract", limit=1)[0].entities == ["Acme, Inc."]
+
 
 def test_recent_spans_segments_and_skips_deleted_notes(vault):
     """The temporal view reads the `ts` column of every segment, minus deleted rows."""

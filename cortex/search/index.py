@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Iterator
 from cortex.search import freshness
 from cortex.search.records import NoteRecord, record_from_file
 
-FORMAT = 2
+FORMAT = 3  # 3: tags and entities joined by U+001F, not a comma
 BATCH = 1024
 Progress = Callable[[int, int], None]
 

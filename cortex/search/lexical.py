@@ -15,7 +15,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from cortex.search.records import SNIPPET_CHARS, NoteRecord
+from cortex.search.records import LIST_SEP, SNIPPET_CHARS, NoteRecord
 
 INDEX_NAME = "notes"
 MAX_DF = 0.2
@@ -139,8 +139,8 @@ def fields_of(record: NoteRecord) -> dict:
         "category": record.category,
         "partition": record.partition,
         "archived": record.archived,
-        "tags": ",".join(t.replace(",", " ") for t in record.tags),
-        "entities": ",".join(e.replace(",", " ") for e in record.entities),
+        "tags": LIST_SEP.join(record.tags),
+        "entities": LIST_SEP.join(record.entities),
         "attribution": record.attribution,
         "created": record.created,
         "ts": int(record.created_ts),

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Sequence
 
 from cortex.search import fusion
+from cortex.search.records import LIST_SEP
 
 MODES = ("hybrid", "lexical", "semantic")
 ARCHIVE_PREFIX = "mind/archive/"
@@ -38,8 +39,12 @@ class Filters:
                     self.since is not None, self.until is not None))
 
 
+def _items(value: str | None) -> list[str]:
+    return [v for v in (value or "").split(LIST_SEP) if v]
+
+
 def _split(value: str | None) -> set[str]:
-    return {v.strip().lower() for v in (value or "").split(",") if v.strip()}
+    return {v.strip().lower() for v in _items(value) if v.strip()}
 
 
 def matches(doc: dict, f: Filters) -> bool:
@@ -108,8 +113,8 @@ def _hit(doc: dict, score: float, why: dict) -> Hit:
     return Hit(
         path=doc["path"], id=doc.get("id", ""), title=title, type=doc.get("type", ""),
         category=doc.get("category", ""), partition=doc.get("partition", ""), archived=bool(doc.get("archived")),
-        tags=[t for t in (doc.get("tags") or "").split(",") if t],
-        entities=[e for e in (doc.get("entities") or "").split(",") if e],
+        tags=_items(doc.get("tags")),
+        entities=_items(doc.get("entities")),
         attribution=doc.get("attribution", ""), created=doc.get("created", ""), snippet=doc.get("snippet", ""),
         score=round(score, 6), why=why,
     )

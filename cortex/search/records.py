@@ -11,6 +11,9 @@ from typing import Any, Mapping
 
 from cortex.taxonomy import ARCHIVE, Taxonomy
 
+# The index stores tags and entities as one string each, joined by a character no name
+# holds (a comma did: "Acme, Inc." could never be matched again).
+LIST_SEP = "\x1f"
 SNIPPET_CHARS = 300
 
 
