@@ -81,8 +81,11 @@ def test_each_required_field(vault, field):
         ({"attribution": ""}, "attribution"),
         ({"entities": [{"name": "Cortex"}]}, "entities"),
         ({"entities": "Cortex"}, "entities"),
-        ({"tags": ["has space"]}, "tags"),
+        ({"tags": ["has space"]}, "tags.0: 'has space' is not a tag"),
         ({"importance": "high"}, "importance"),
+        ({"attribution": "agent\nSubject: forged"}, "attribution: 'agent\\nSubject: forged' is not a single line"),
+        ({"entities": [{"name": "Acme\r\nInc", "type": "company"}]}, "entities.0.name"),
+        ({"type": "Fact"}, "is not a type name"),
     ],
 )
 def test_schema_rejections_name_the_failing_rule(vault, fields, needle):

@@ -25,6 +25,18 @@ def truncate(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     return obj, tuple(cut)
 
 
+# What each patterned field must look like, in words (the regex is the schema's).
+_EXPECTED = {
+    "timestamp": "an ISO-8601 timestamp such as 2026-02-16T15:23:14Z",
+    "type": "a type name: lowercase letters, digits and _ (see observer/taxonomy.yml)",
+    "body": "text (it has no visible character)",
+    "attribution": "a single line (no control characters)",
+    "name": "a single line (no control characters)",
+    "session_id": "a UUID or `cli`",
+    "tags": "a tag: letters, digits, _ and -, nested with / (ops/deploy)",
+}
+
+
 def _describe(error: Any) -> str:
     where = ".".join(str(p) for p in error.absolute_path) or "(line)"
     if error.validator == "required":
@@ -32,7 +44,9 @@ def _describe(error: Any) -> str:
     if error.validator == "not":
         return f"{where}: {error.instance!r} is the staging type, not a note type"
     if error.validator == "pattern":
-        return f"{where}: {error.instance!r} has the wrong format"
+        field = str(error.absolute_path[-1]) if error.absolute_path else ""
+        expected = _EXPECTED.get(field) or _EXPECTED.get(str(error.absolute_path[0]) if error.absolute_path else "")
+        return f"{where}: {error.instance!r} is not " + (expected or f"of the form {error.validator_value}")
     return f"{where}: {error.message}"
 
 
