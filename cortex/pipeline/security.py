@@ -12,16 +12,26 @@ from cortex.model import Observation, Rejection
 from cortex.pipeline.context import Context
 
 SCANNED_FIELDS = ("body", "context", "source_quote")
+# Attribution and entity names reach the note (and entity names its wikilinks) too: an
+# instruction planted there is held like one in the body.
+NAMES = "names"
+
+
+def _names(obs: Observation) -> str:
+    return "\n".join([obs.attribution, *(name for name, _ in obs.entities)])
 
 
 def screen(observations: list[Observation], ctx: Context) -> list[Observation | Rejection]:
+    fields = (*SCANNED_FIELDS, NAMES)
     texts: list[str] = []
     for obs in observations:
-        texts += [getattr(obs, name) or "" for name in SCANNED_FIELDS]
-    results = ctx.scanner.scan_many(texts)
+        texts += [getattr(obs, name) or "" for name in SCANNED_FIELDS] + [_names(obs)]
+    classify = [name != NAMES for name in fields] * len(observations)
+    results = ctx.scanner.scan_many(texts, classify=classify)
     out: list[Observation | Rejection] = []
+    n = len(fields)
     for i, obs in enumerate(observations):
-        scans = dict(zip(SCANNED_FIELDS, results[3 * i : 3 * i + 3]))
+        scans = dict(zip(fields, results[n * i : n * i + n]))
         out.append(_judge(obs, scans, ctx))
     return out
 
@@ -43,8 +53,14 @@ def _judge(obs: Observation, scans: dict, ctx: Context) -> Observation | Rejecti
         if policy == "none":
             return Rejection("dropped", f"source {obs.attribution!r} is dropped by the trust policy")
     redactions: list[str] = []
-    changes = {}
+    changes: dict = {}
+    if scans[NAMES].redactions:  # a credential pasted as a name: redact each name alone
+        redactions += scans[NAMES].redactions
+        changes["attribution"] = ctx.scanner.redact(obs.attribution)[0]
+        changes["entities"] = tuple((ctx.scanner.redact(name)[0], kind) for name, kind in obs.entities)
     for name, scan in scans.items():
+        if name == NAMES:
+            continue
         original = getattr(obs, name)
         if original is None:
             continue

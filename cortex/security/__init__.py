@@ -86,7 +86,9 @@ class Scanner:
     def scan(self, text: str) -> ScanResult:
         return self.scan_many([text])[0]
 
-    def scan_many(self, texts: Sequence[str]) -> list[ScanResult]:
+    def scan_many(self, texts: Sequence[str], *, classify: Sequence[bool] | None = None) -> list[ScanResult]:
+        """Scan each text; ``classify[i]`` False keeps text i from the classifier (names
+        and labels: the learned layer judges prose, the patterns judge anything)."""
         stored, verdicts, pending = [], [], []
         all_views: list[list[str]] = []
         for i, text in enumerate(texts):
@@ -95,7 +97,7 @@ class Scanner:
             all_views.append(views)
             verdict = self._match(text, views) if views else None
             verdicts.append(verdict)
-            if verdict is None and views and self._use_classifier:
+            if verdict is None and views and self._use_classifier and (classify is None or classify[i]):
                 pending.append(i)
         if pending:
             clf = self.classifier
