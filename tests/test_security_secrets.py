@@ -72,6 +72,10 @@ def cases() -> list[tuple[str, str, str]]:
     add("generic", "The wifi password: {}", join(body("pw", 7), "!"))
     add("generic", "The staging .env sets API_KEY={}; rotate it.", body("generic", 40))
     add("generic", "Retry the webhook test with {} as the service secret.", body("generic2", 44))
+    # said in prose rather than assigned: a hex-only key, and passwords a person chose
+    add("generic", "The vendor API key is {} until March.", hexbody("vendor", 32))
+    add("generic", "The admin password for the staging Grafana is {}", join(body("w1", 6, string.ascii_lowercase), "-", body("w2", 5, string.ascii_lowercase), "-9"))
+    add("generic", "The wifi passphrase is {}.", join("Blue", body("w3", 6, string.ascii_lowercase), "-42-Orbit"))
     return out
 
 
@@ -114,6 +118,13 @@ def near_misses() -> list[str]:
         "The password policy requires twelve characters.",
         "Use getUserAccountInformationFromDatabase in the service layer.",
         "The file lives at /Users/JaneDoe/Documents/Projects2024/ReportFinal/summary.md",
+        # prose after "the password is", and public identifiers that look random
+        "The password is rotated monthly by the platform team.",
+        "The API key is stored in the team's 1Password vault.",
+        "integrity=\"sha384-" + base64.b64encode(hashlib.sha384(b"app.js").digest()).decode() + "\"",
+        "The bastion's host key is SHA256:" + base64.b64encode(hashlib.sha256(b"host").digest()).decode().rstrip("="),
+        "Logs: /var/log/containers/payments-api-7d9f8b6c5d-x2k4m_prod_api-" + sha256[:12] + ".log",
+        "Refunds go to 0x" + sha1 + " on mainnet.",
     ]
 
 

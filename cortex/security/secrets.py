@@ -36,6 +36,7 @@ class SecretRule:
     regex: re.Pattern
     group: int = 0
     needs_random: bool = False
+    needs_shape: bool = False  # a chosen password: letters with a digit, a symbol or inner capitals
     always: bool = False  # run even when the text has no long token (see _LONG_TOKEN)
 
 
@@ -72,6 +73,7 @@ def parse_rules(data: dict) -> tuple[tuple[SecretRule, ...], GenericSettings]:
                 regex=re.compile(raw["pattern"], flags),
                 group=int(raw.get("group", 0)),
                 needs_random=bool(raw.get("needs_random", False)),
+                needs_shape=bool(raw.get("needs_shape", False)),
                 always=bool(raw.get("always", False)),
             )
         )
@@ -150,6 +152,35 @@ def looks_random(value: str, *, min_entropy: float = 3.0, min_switch_ratio: floa
     return entropy(value) >= min_entropy and switch_ratio(value) >= min_switch_ratio
 
 
+_SYMBOLS = frozenset("!@#$%^&*+=?~")
+
+
+def looks_chosen(value: str) -> bool:
+    """A password a person chose ("correct-horse-battery-9", "BlueCactus-42-Orbit"),
+    not a word that follows "the password is" in prose ("rotated-monthly", "stored")."""
+    if is_placeholder(value) or not any(ch.isalpha() for ch in value):
+        return False
+    return (any(ch.isdigit() for ch in value) or any(ch.isupper() for ch in value[1:])
+            or any(ch in _SYMBOLS for ch in value))
+
+
+# Public identifiers that look random: subresource-integrity and SSH fingerprints, IPFS
+# content ids, hex addresses. A person pastes them into notes; they guard nothing.
+_PUBLIC_ID = re.compile(
+    r"(?:sha(?:256|384|512)-[A-Za-z0-9+/]{40,}={0,2}"
+    r"|Qm[1-9A-HJ-NP-Za-km-z]{44}|bafy[a-z2-7]{50,}|0x[0-9a-fA-F]{16,})"
+)
+_FINGERPRINT_BEFORE = re.compile(r"(?:SHA256|SHA1|MD5):$")
+_PATH = re.compile(r"(?:[~.]?/)?[a-z0-9._\-]+(?:/[a-z0-9._\-]+){2,}/?")
+
+
+def _public_or_path(text: str, start: int, end: int) -> bool:
+    token = text[start:end]
+    if _PUBLIC_ID.fullmatch(token) or _FINGERPRINT_BEFORE.search(text, max(0, start - 7), start):
+        return True
+    return _PATH.fullmatch(token) is not None  # lowercase path segments: a file, not a key
+
+
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-.+/=:~]{20,}")
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/_\-=])")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s<>\"'`]+")
@@ -203,6 +234,8 @@ def find_secrets(text: str, rules: Iterable[SecretRule] | None = None, generic: 
                 continue
             if rule.needs_random and not looks_random(value, min_entropy=2.5, min_switch_ratio=0.15):
                 continue
+            if rule.needs_shape and not looks_chosen(value):
+                continue
             if _overlaps(start, end, taken):
                 continue
             taken.append((start, end))
@@ -214,7 +247,7 @@ def find_secrets(text: str, rules: Iterable[SecretRule] | None = None, generic: 
         start, end = m.span()
         if _overlaps(start, end, taken) or _overlaps(start, end, url_spans):
             continue
-        if _generic_candidate(m.group(0), generic):
+        if _generic_candidate(m.group(0), generic) and not _public_or_path(text, start, end):
             taken.append((start, end))
             found.append(Finding(start, end, "generic", "high-entropy"))
     found.sort(key=lambda f: f.start)
