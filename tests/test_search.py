@@ -197,8 +197,8 @@ def test_an_entity_or_tag_with_a_comma_is_matched_whole(vault):
                        category="relation", entities=[("Inc.", "company")])
     commit_all(vault)
     idx = fresh_index(vault)
-    assert paths(search(idx, "May", filters=Filters(entities=("acme, inc.",)))) == [note]
-    assert paths(search(idx, "May", filters=Filters(entities=("Inc.",)))) == [other]
+    assert paths(search(idx, "contract interview", filters=Filters(entities=("acme, inc.",)))) == [note]
+    assert paths(search(idx, "contract interview", filters=Filters(entities=("Inc.",)))) == [other]
     assert search(idx, "contract", limit=1)[0].entities == ["Acme, Inc."]
 
 
@@ -344,7 +344,8 @@ def test_cli_modes_and_exit_status(mixed, capsys):
     assert main([*v, "roaster", "--lexical-only", "--paths"]) == 0
     assert capsys.readouterr().out.splitlines() == [notes["dec"]]
     assert main([*v, "coffee", "--semantic-only", "--paths"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 4
+    found = capsys.readouterr().out.splitlines()  # those over the cosine floor (fusion.MIN_COSINE)
+    assert found and set(found) <= {notes[k] for k in ("pref", "dec", "task", "proj")}
     assert main([*v, "xylophone quasar", "--paths"]) == 1
     assert capsys.readouterr().out == ""
     assert main([*v, "coffee", "--lexical-only", "--semantic-only"]) == 2
@@ -401,11 +402,14 @@ def test_lexical_only_query_does_not_import_numpy(mixed):
     assert proc.stderr.strip().splitlines()[-1] == "0 False"
 
 
-def test_lexical_term_at_a_time_matches_whoosh_or_and_skips_deleted(tmp_path):
+def test_lexical_term_at_a_time_matches_whoosh_or_and_skips_deleted(tmp_path, monkeypatch):
     from whoosh.query import Or, Term
 
+    from cortex.search import lexical
     from cortex.search.lexical import LexicalIndex
     from cortex.search.records import NoteRecord
+
+    monkeypatch.setattr(lexical, "MIN_PRUNED_DF", 0)  # prune as a large vault would
 
     lx = LexicalIndex.create(tmp_path / "ix")
     lx.write([NoteRecord(path=f"vault/x/{i}.md", body=f"apple banana {'cherry ' * i}") for i in range(6)])
@@ -417,6 +421,28 @@ def test_lexical_term_at_a_time_matches_whoosh_or_and_skips_deleted(tmp_path):
     assert [round(s, 9) for _, s in mine] == [round(hit.score, 9) for hit in theirs]
     # "apple" is in every note: pruned as a query term (lexical.MAX_DF); no deleted note returns
     assert {lx.stored(d)["path"] for d, _ in mine} == {"vault/x/2.md", "vault/x/4.md", "vault/x/5.md", "vault/x/9.md"}
+
+
+
+def test_accents_fold_both_ways(vault):
+    cafe = write_note(vault, "mind/facts/cafe.md", "Lunch at the Café in Zürich on Fridays", type_="fact")
+    resume = write_note(vault, "mind/facts/resume.md", "The resume template is in the HR drive", type_="fact")
+    commit_all(vault)
+    idx = fresh_index(vault)
+    assert paths(search(idx, "cafe zurich", mode="lexical")) == [cafe]
+    assert paths(search(idx, "résumé", mode="lexical")) == [resume]
+
+def test_a_small_vault_keeps_its_common_query_words(tmp_path):
+    """Pruning frequent terms is for large vaults: in a dozen notes "invoice" may be in
+    a fifth of them and still be the word the person is looking for."""
+    from cortex.search.lexical import LexicalIndex
+    from cortex.search.records import NoteRecord
+
+    lx = LexicalIndex.create(tmp_path / "ix")
+    bodies = [f"Stripe invoice {i} was paid" for i in range(4)] + [f"Tide note {i}" for i in range(8)] + ["The quagga is extinct"]
+    lx.write([NoteRecord(path=f"vault/x/{i}.md", body=b) for i, b in enumerate(bodies)])
+    assert lx.query_terms("stripe invoicing quagga") == ["quagga", "invoic", "stripe"]
+    assert len(lx.search("stripe invoicing quagga", 10)) == 5
 
 
 def test_large_vector_store_prefilters_and_agrees_with_exact(tmp_path):

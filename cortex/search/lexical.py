@@ -19,6 +19,9 @@ from cortex.search.records import LIST_SEP, SNIPPET_CHARS, NoteRecord
 
 INDEX_NAME = "notes"
 MAX_DF = 0.2
+# A term in fewer notes than this is never pruned: in a small vault a fifth of the notes
+# is a handful, and the words a person searches for are exactly those.
+MIN_PRUNED_DF = 50
 POSTINGS_BUDGET = 4000
 
 
@@ -81,7 +84,38 @@ def analyzer():
     _import_whoosh()
     from whoosh.analysis import StemmingAnalyzer
 
-    return StemmingAnalyzer()
+    fold = globals().get("FoldAccents") or _make_fold_accents()
+    return StemmingAnalyzer() | fold()
+
+
+def _make_fold_accents():
+    """A Whoosh filter taking accents off tokens ("Zürich", "café" match "zurich", "cafe").
+
+    Built on first use (Whoosh is imported lazily) and published as a module attribute,
+    because Whoosh pickles the analyzer into the index's table of contents and must find
+    the class again by name when the index is opened."""
+    import unicodedata
+
+    from whoosh.analysis import Filter
+
+    class FoldAccents(Filter):
+        def __call__(self, tokens):
+            for token in tokens:
+                if not token.text.isascii():
+                    decomposed = unicodedata.normalize("NFKD", token.text)
+                    token.text = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+                yield token
+
+    FoldAccents.__module__ = __name__
+    FoldAccents.__qualname__ = "FoldAccents"
+    globals()["FoldAccents"] = FoldAccents
+    return FoldAccents
+
+
+def __getattr__(name: str):
+    if name == "FoldAccents":
+        return _make_fold_accents()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -212,7 +246,7 @@ class LexicalIndex:
         dfs = sorted((df, t) for t in tokens if (df := reader.doc_frequency("text", t)) > 0)
         keep, visited = [], 0
         for df, term in dfs:
-            if keep and (df > max_df * total or visited + df > budget):
+            if keep and (df > max(max_df * total, MIN_PRUNED_DF) or visited + df > budget):
                 break
             keep.append(term)
             visited += df
