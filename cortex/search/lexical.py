@@ -82,10 +82,11 @@ def _real(name: str):
 @functools.lru_cache(maxsize=1)
 def analyzer():
     _import_whoosh()
-    from whoosh.analysis import StemmingAnalyzer
+    from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, StopFilter
 
+    # Whoosh's StemmingAnalyzer, with accents folded before the stemmer sees a word.
     fold = globals().get("FoldAccents") or _make_fold_accents()
-    return StemmingAnalyzer() | fold()
+    return RegexTokenizer() | LowercaseFilter() | fold() | StopFilter() | StemFilter()
 
 
 def _make_fold_accents():
