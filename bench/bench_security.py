@@ -12,7 +12,13 @@
    benign test in every fold.
 2. Credentials: ../shared/bench/security/secrets_dev.jsonl, per provider: share of
    credentials redacted; per kind of near-miss: share altered.
-3. Time per observation of the classifier (amortised over a batch) and of a full scan.
+3. Agent memories: the shipped scanner (patterns + classifier, as `cortex run` uses it)
+   on two sets written for cortex that no training ever saw, bench/data/
+   memories_benign_eval.jsonl (ordinary memories of every type: imperatives, notes about
+   the assistant's own behaviour, accents and other languages) and bench/data/
+   memory_poisoning_eval.jsonl (instructions planted as notes, mails, tool output):
+   share wrongly held, share held, per kind.
+4. Time per observation of the classifier (amortised over a batch) and of a full scan.
 """
 
 from __future__ import annotations
@@ -30,7 +36,6 @@ sys.path.insert(0, str(ROOT))
 
 from cortex.security import Scanner, normalise  # noqa: E402
 from cortex.security import training as T  # noqa: E402
-from cortex.security.benign_text import over_defence_sentences, technical_sentences  # noqa: E402
 from cortex.security.injection import default_patterns, match_patterns  # noqa: E402
 from cortex.security.secrets import redact  # noqa: E402
 
@@ -38,6 +43,7 @@ SHARED = ROOT.parent / "shared" / "bench"
 INJECTION = SHARED / "security" / "injection_dev.jsonl"
 SECRETS = SHARED / "security" / "secrets_dev.jsonl"
 LME = SHARED / "data" / "lme_oracle_docs.jsonl"
+BENCH_DATA = ROOT / "bench" / "data"
 MAX_BENIGN_RATE = 0.003  # the same rule the shipped model's threshold follows
 
 
@@ -53,9 +59,7 @@ def bench_injection() -> None:
     started = time.perf_counter()
     injection = T.load_injection_rows(INJECTION)
     lme = T.load_lme_turns(LME)
-    extra = T.load_note_bodies([ROOT / "vault", ROOT / "mind"])
-    extra += [T.Example(t, 0, "cortex_over_defence") for t in over_defence_sentences()]
-    extra += [T.Example(t, 0, "cortex_technical") for t in technical_sentences()]
+    extra = T.cortex_examples([ROOT / "vault", ROOT / "mind"])
     # Technical text never trained on: the credential set's sentences (keys, hashes, URLs,
     # placeholders) are all benign as far as injection goes.
     tech = [json.loads(line) for line in SECRETS.read_text(encoding="utf-8").split("\n") if line.strip()]
@@ -194,6 +198,32 @@ def bench_timing() -> None:
     print(f"  full scan (normalise, redact, patterns, classifier): {scan_wall * 1000:.3f} ms wall, {scan_cpu * 1000:.3f} ms CPU")
 
 
+def bench_memories() -> None:
+    from cortex.security.training import load_text_rows
+
+    benign = load_text_rows(BENCH_DATA / "memories_benign_eval.jsonl", 0, "memories")
+    attacks = load_text_rows(BENCH_DATA / "memory_poisoning_eval.jsonl", 1, "poisoning")
+    scanner = Scanner()
+    kinds = {json.loads(line)["text"]: json.loads(line)["kind"] for f in ("memories_benign_eval.jsonl", "memory_poisoning_eval.jsonl")
+             for line in (BENCH_DATA / f).read_text(encoding="utf-8").splitlines() if line.strip()}
+    print("Agent memories (held-out sets written for cortex; the shipped scanner, patterns + classifier)")
+    for name, examples, what in (("benign memories", benign, "wrongly held"), ("memory poisoning", attacks, "held")):
+        results = scanner.scan_many([e.text for e in examples])
+        layers = defaultdict(int)
+        by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for e, r in zip(examples, results):
+            by_kind[kinds[e.text]][1] += 1
+            if r.injection is not None:
+                layers[r.injection.layer] += 1
+                by_kind[kinds[e.text]][0] += 1
+        held = sum(layers.values())
+        print(f"  {name:17s} n={len(examples):4d}  {what} {held / len(examples):.3f}  "
+              f"(patterns {layers['pattern']}, classifier {layers['classifier']})")
+        worst = sorted(by_kind.items(), key=lambda kv: -kv[1][0] / kv[1][1] if what == "wrongly held" else kv[1][0] / kv[1][1])
+        print("    by kind: " + ", ".join(f"{k} {h}/{n}" for k, (h, n) in worst))
+    print()
+
+
 def main() -> int:
     missing = [p for p in (INJECTION, SECRETS, LME) if not p.is_file()]
     if missing:
@@ -202,6 +232,7 @@ def main() -> int:
     bench_secrets()
     bench_detect_secrets()
     bench_injection()
+    bench_memories()
     bench_timing()
     return 0
 

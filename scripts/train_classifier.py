@@ -5,8 +5,9 @@
 Data: ../shared/bench/security/injection_dev.jsonl (attacks and benign prompts; its
 GPL-3.0 promptmap rows left out), the
 LongMemEval user turns in ../shared/bench/data/lme_oracle_docs.jsonl (cut to 500
-characters), the example vault's notes, and cortex's own over-defence sentences
-(cortex/security/benign_text.py). Features: the shipped static embedding of each view of
+characters), the example vault's notes, cortex's own over-defence and technical sentences
+(cortex/security/benign_text.py), and the agent memories and memory poisoning written
+for cortex (cortex/data/training/). Features: the shipped static embedding of each view of
 a text plus cheap features (cortex/security/classifier.py). Model: L2 logistic
 regression by Newton's method. Threshold: the lowest that holds at most 0.3% of benign
 texts in 5-fold out-of-fold predictions. Deterministic: same data, same bytes.
@@ -28,7 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cortex.security import training as T  # noqa: E402
-from cortex.security.benign_text import over_defence_sentences, technical_sentences  # noqa: E402
 from cortex.security.classifier import FEATURE_NAMES, WEIGHTS_PATH  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "bench"
@@ -42,9 +42,7 @@ def load_examples(injection: Path, lme: Path) -> list[T.Example]:
     # weights that ship in an MIT package.
     examples = [e for e in T.load_injection_rows(injection) if e.source not in NOT_SHIPPED]
     examples += T.load_lme_turns(lme)
-    examples += T.load_note_bodies([ROOT / "vault", ROOT / "mind"])
-    examples += [T.Example(text, 0, "cortex_over_defence") for text in over_defence_sentences()]
-    examples += [T.Example(text, 0, "cortex_technical") for text in technical_sentences()]
+    examples += T.cortex_examples([ROOT / "vault", ROOT / "mind"])
     return examples
 
 
@@ -126,6 +124,12 @@ def write_card(args, table, summary, digest, weights) -> None:
         "- `cortex/security/benign_text.py`: about 275 imperative requests, reminders and notes written",
         "  for cortex that use injection words in ordinary senses, and about 450 technical notes (versions,",
         "  paths, URLs, hashes, ids, commands, config, base64 of plain sentences, placeholders): benign.",
+        "- `cortex/data/training/memories_benign.jsonl`: 600 agent memories of all 17 types written for cortex",
+        "  (imperatives, notes about the assistant's own behaviour, accents and other languages): benign.",
+        "- `cortex/data/training/memory_poisoning.jsonl`: 200 instructions planted as ordinary notes, mails,",
+        "  comments and tool output (exfiltration, privilege, deception, persistence...): attacks.",
+        "- Held out from all training: `bench/data/memories_benign_eval.jsonl` and",
+        "  `bench/data/memory_poisoning_eval.jsonl`, which `bench/bench_security.py` scores.",
         "",
         "Each source weighs by the square root of its size; attacks and benign weigh the same in total.",
         "",

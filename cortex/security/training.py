@@ -65,6 +65,30 @@ def load_note_bodies(roots: Iterable[Path]) -> list[Example]:
     return out
 
 
+TRAINING_DIR = Path(__file__).resolve().parent.parent / "data" / "training"
+
+
+def load_text_rows(path: Path, label: int, source: str) -> list[Example]:
+    """``{"text": ..., "kind": ...}`` lines (cortex's own written sets) as examples."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    return [Example(r["text"], label, source) for r in rows]
+
+
+def cortex_examples(vault_roots: Iterable[Path]) -> list[Example]:
+    """The training text written for cortex, beside the public sets: the example vault's
+    notes, imperative and technical sentences that use injection words in ordinary senses,
+    agent memories of every type (accents, other languages, memories about the assistant
+    itself), and memory poisoning phrased as ordinary notes, mails and tool output."""
+    from cortex.security.benign_text import over_defence_sentences, technical_sentences
+
+    out = load_note_bodies(vault_roots)
+    out += [Example(text, 0, "cortex_over_defence") for text in over_defence_sentences()]
+    out += [Example(text, 0, "cortex_technical") for text in technical_sentences()]
+    out += load_text_rows(TRAINING_DIR / "memories_benign.jsonl", 0, "cortex_memories")
+    out += load_text_rows(TRAINING_DIR / "memory_poisoning.jsonl", 1, "cortex_poisoning")
+    return out
+
+
 def stable_fold(text: str, k: int) -> int:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) % k
 
