@@ -144,6 +144,22 @@ def test_locked_notes_are_untouched_by_every_job(vault, lock):
     assert state.reinforcements == {} and state.jobs["reinforce"]["held"][meta(vault, old)["id"]]["count"] == 1
 
 
+
+def test_reinforcements_held_while_locked_are_applied_once_unlocked(vault):
+    from maint_helpers import commit_files
+
+    body = "Maya keeps the release checklist in the wiki."
+    path = make_note(vault, "opinion", body, importance=0.3, extra=LOCKED)
+    reinforce_by_run(vault, body, "2026-02-01T10:00:00.000Z", "opinion")
+    run_job(vault, "reinforce", now=when("2026-02-01T11:00:00Z"))
+    assert "reinforced" not in meta(vault, path)  # locked: not rewritten, the count is held
+    text = (vault.root / path).read_text()
+    commit_files(vault, {path: text.replace("maintainer: human\n", "")}, "person: unlock")
+    run_job(vault, "reinforce", now=when("2026-02-02T09:00:00Z"))
+    assert meta(vault, path)["reinforced"] == 1
+    assert meta(vault, path)["last_reinforced"] == when("2026-02-01T10:00:00Z")
+    assert not vault.load_state().jobs["reinforce"].get("held")
+
 def test_a_note_being_edited_is_left_for_later(vault):
     path = make_note(vault, "goal_short", "Launch the Tidewatch public beta before Easter.", importance=0.5)
     (vault.root / path).write_text((vault.root / path).read_text() + "\nA person is typing here.\n")

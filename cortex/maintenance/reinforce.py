@@ -98,11 +98,33 @@ def _finish(state, pending: dict) -> None:
     _consume(state.reinforcements, pending.get("applied") or {})
 
 
+def _release_held(ctx: JobContext, state) -> bool:
+    """Reinforcements held for a note a person has since unlocked go back into the map,
+    so the note gets them now (and does not fade for want of them)."""
+    held = state.jobs.get(JOB, {}).get("held") or {}
+    if not held:
+        return False
+    by_id = ctx.snapshot().by_id()
+    released = False
+    for key in list(held):
+        note = by_id.get(key)
+        if note is None or note.locked or note.broken:
+            continue
+        slot = held.pop(key)
+        entry = state.reinforcements.setdefault(key, {"count": 0, "last": None, "path": note.path})
+        entry["count"] = int(entry.get("count", 0) or 0) + int(slot.get("count", 1) or 1)
+        entry["last"] = later(entry.get("last"), slot.get("last"))
+        released = True
+    return released
+
+
 def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     result = JobResult(JOB, dry_run=dry_run)
     if not dry_run:
         ctx.recover(JOB, _finish)
     state = ctx.vault.load_state()
+    if not dry_run and _release_held(ctx, state):
+        ctx.vault.save_state(state)
     if not state.reinforcements:
         return result
     plan = plan_reinforce(ctx.snapshot(), state.reinforcements)
