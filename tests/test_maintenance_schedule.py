@@ -108,6 +108,24 @@ def test_cron_prints_crontab_systemd_and_ci(vault):
     assert "schedule:" in out and "cron:" in out
 
 
+def test_cron_lines_survive_a_vault_path_with_spaces_and_percent(tmp_path):
+    """cron turns an unescaped % into a newline and hands the rest to sh; systemd expands
+    % specifiers and splits on spaces unless quoted: each line must give back the path."""
+    import shlex
+
+    from cortex.vault import Vault
+
+    root = Vault.init(tmp_path / "My Vault %d")[0].root
+    out = cortex("--vault", str(root), "cron").stdout
+    line = next(l for l in out.splitlines() if l.startswith("7 * * * *"))
+    command = line.split(None, 5)[5].replace("\\%", "%")  # what cron gives the shell
+    assert "%" not in line.replace("\\%", "")
+    assert shlex.split(command.split(" >> ", 1)[0])[1:] == ["--vault", str(root), "maintain"]
+    exec_line = next(l for l in out.splitlines() if l.startswith("ExecStart=") and l.endswith(" maintain"))
+    words = shlex.split(exec_line.removeprefix("ExecStart=").replace("%%", "%"))
+    assert words[1:] == ["--vault", str(root), "maintain"]
+
+
 def test_brief_reports_the_day(vault):
     vault.write(observation(body="Maya will finish the DATEV export before the end of March.", type="commitment",
                             entities=[{"name": "Maya Okafor", "type": "person"}]))

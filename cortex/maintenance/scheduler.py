@@ -95,12 +95,16 @@ class Loop:
 
 def cron_text(vault_root: Path, exe: str, *, run_every_minutes: int = 5) -> str:
     """Crontab lines, systemd user units and a CI schedule that do what the loop does."""
-    v = str(vault_root)
+    # Vaults live in paths with spaces (an iCloud folder) or a `%`: each line quotes for
+    # its reader (cron's shell, with `%` escaped; systemd's own quoting and specifiers).
+    c_exe, c_v = _cron_word(exe), _cron_word(str(vault_root))
+    c_log = _cron_word(str(vault_root / "observer" / "cron.log"))
+    s_exe, s_v = _systemd_word(exe), _systemd_word(str(vault_root))
     return f"""# --- crontab (crontab -e) ----------------------------------------------------------
 # `cortex maintain` runs only the jobs that are due and catches up on missed ones,
 # so calling it hourly is enough; a laptop asleep at night catches up when it wakes.
-*/{run_every_minutes} * * * * {exe} --vault {v} run >> {v}/observer/cron.log 2>&1
-7 * * * * {exe} --vault {v} maintain >> {v}/observer/cron.log 2>&1
+*/{run_every_minutes} * * * * {c_exe} --vault {c_v} run >> {c_log} 2>&1
+7 * * * * {c_exe} --vault {c_v} maintain >> {c_log} 2>&1
 
 # --- systemd user timer: ~/.config/systemd/user/cortex-maintain.service -------------
 [Unit]
@@ -108,8 +112,8 @@ Description=cortex: process the buffer, then run due maintenance jobs
 
 [Service]
 Type=oneshot
-ExecStart={exe} --vault {v} run
-ExecStart={exe} --vault {v} maintain
+ExecStart={s_exe} --vault {s_v} run
+ExecStart={s_exe} --vault {s_v} maintain
 
 # --- ~/.config/systemd/user/cortex-maintain.timer -------------------------------------
 [Unit]
@@ -147,6 +151,18 @@ jobs:
           git config user.email "cortex@localhost"
           git push
 """
+
+
+def _cron_word(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text).replace("%", "\\%")  # an unescaped % ends a crontab command
+
+
+def _systemd_word(text: str) -> str:
+    if any(ch in text for ch in " \t\"'\\"):
+        text = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text.replace("%", "%%").replace("$", "$$")  # specifiers and variables
 
 
 def executable() -> str:
