@@ -57,6 +57,7 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
         repo = GitRepo(vault.root)
         state = vault.load_state()
         if not dry_run:
+            repo.require_branch()
             recover(vault, repo, state, report, now)
         index = HashIndex(repo, vault.cache_dir / "hashes.json").load()
         if dry_run:
@@ -133,6 +134,7 @@ def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) ->
     report = RunReport()
     with vault.lock():
         repo = GitRepo(vault.root)
+        repo.require_branch()
         state = vault.load_state()
         recover(vault, repo, state, report, now)
         index = HashIndex(repo, vault.cache_dir / "hashes.json").load()

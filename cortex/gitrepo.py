@@ -128,11 +128,21 @@ class GitRepo:
     def write_blob(self, data: bytes) -> str:
         return str(self.repo.create_blob(data))
 
+    def require_branch(self) -> None:
+        """Refuse to commit on a detached HEAD: the commit would be reachable from no
+        branch, and the memory lost at the next checkout."""
+        if self.repo.head_is_detached:
+            raise CortexError(
+                "the vault's HEAD is detached (no branch is checked out), so a commit would belong to no branch",
+                "check out a branch (`git switch main`), then run again; nothing was read from the buffer",
+            )
+
     def commit(self, changes: Mapping[str, str | None], message: str, author: tuple[str, str]) -> str:
         """Commit HEAD's tree with ``changes`` applied (path → blob oid, or None to delete).
 
         Retries when a person's commit moves HEAD underneath us.
         """
+        self.require_branch()
         signature = pygit2.Signature(*author)
         self._await_lock(self._head_ref(), REF_LOCK_STALE)
         for _ in range(5):

@@ -238,3 +238,17 @@ def test_a_long_buffer_is_taken_in_chunks_with_dedup_across_them(vault, monkeypa
     limited = vault
     append_lines(limited, *[observation(body=f"Limited {i}.") for i in range(10)])
     assert vault.run(now=NOW, limit=7).read == 7
+
+
+def test_a_detached_head_is_refused_and_the_buffer_waits(vault):
+    vault.write(observation(body="The first memory lands on main."))
+    vault.run(now=NOW)
+    git(vault.root, "checkout", "-q", "HEAD~1")
+    vault.write(observation(body="This one must not land on a detached HEAD."))
+    with pytest.raises(CortexError, match="detached"):
+        vault.run(now=NOW)
+    assert vault.load_state().pending is None
+    git(vault.root, "switch", "-q", "main")
+    report = vault.run(now=NOW)
+    assert report.memorized == 1
+    assert "This one must not land" in git(vault.root, "log", "-1", "--format=%B", "main")
