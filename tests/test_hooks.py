@@ -287,6 +287,12 @@ def test_validate_all_finds_what_no_verify_let_in(repo):
     assert "mind/facts/a.md:4: category 'entity' does not match type fact" in done.stdout
     data = json.loads(subprocess.run([*cli, "--json"], env=repo.env, capture_output=True, text=True).stdout)
     assert data["errors"] == 1 and data["problems"][0]["path"] == "mind/facts/a.md"
+    # a file named on purpose must exist and be a note: nothing checked is no success
+    named = [str(VENV_BIN / "cortex"), "--vault", str(repo.root), "validate"]
+    for args, message in ((["nosuch.md"], "no such file: nosuch.md"),
+                          (["observer/config.yml"], "not a note under vault/ or mind/")):
+        done = subprocess.run([*named, *args], env=repo.env, capture_output=True, text=True, cwd=repo.root)
+        assert done.returncode == 2 and message in done.stderr
 
 
 HEAVY = ("pygit2", "numpy", "whoosh", "model2vec", "jsonschema", "typer")

@@ -73,6 +73,17 @@ def hook_install() -> None:
         raise typer.Exit(1)
 
 
+def _is_note(root, name: str) -> bool:
+    from cortex.validate import is_note_path
+
+    path = (Path(name) if Path(name).exists() else root / name).resolve()
+    try:
+        rel = path.relative_to(root.resolve())
+    except ValueError:
+        return False
+    return is_note_path(rel.as_posix())
+
+
 @app.command("validate")
 def validate_command(
     files: List[str] = typer.Argument(None, metavar="[FILES]...", help="Notes to check (default: every note)."),
@@ -84,6 +95,14 @@ def validate_command(
     from cortex.hooks import validate
 
     root = open_vault().root
+    missing = [f for f in files or [] if not Path(f).exists() and not (root / f).exists()]
+    if missing:  # named on purpose (unlike the hook's staged paths, which may be deletions)
+        info(f"cortex: no such file: {', '.join(missing)}")
+        raise typer.Exit(2)
+    outside = [f for f in files or [] if not _is_note(root, f)]
+    if outside:
+        info(f"cortex: not a note under vault/ or mind/: {', '.join(outside)} (only notes are validated)")
+        raise typer.Exit(2)
     report = validate(files or [], root=root, all_notes=all_ or not files)
     code = _finish(report, "validate", json_, hook=False)
     if not json_:
