@@ -284,6 +284,20 @@ def test_graph_nodes_and_edges(vault):
     assert stored["nodes"]["entity:ledgerline"]["type"] == "project"
 
 
+def test_an_entity_obsidian_cannot_link_is_still_one_node(vault):
+    """`C#` is written as the wikilink [[C]] (Obsidian forbids # in a link target); the
+    graph keeps it one entity, apart from a real `C`."""
+    csharp = make_note(vault, "fact", "The billing worker is written in C#.", entities=[("C#", "language")])
+    make_note(vault, "fact", "The tide model is written in C.", entities=[("C", "language")])
+    with vault.lock():
+        graph = build_graph(JobContext(vault, T0).snapshot())
+    key = f"note:{meta(vault, csharp)['id']}"
+    assert meta(vault, csharp)["links"] == ["[[C]]"]
+    graph.nodes[key]["label"] = 'R&D <b>"team"</b>'
+    assert '["R#amp;D #lt;b#gt;#quot;team#quot;#lt;/b#gt;"]' in export(graph, "mermaid")
+    assert {t for s, k, t in graph.edges if s == key and k in ("mentions", "links_to")} == {"entity:c#"}
+
+
 # --- the whole session -------------------------------------------------------------------------
 
 def test_second_maintain_makes_no_commit(vault):

@@ -20,6 +20,7 @@ from typing import Any
 from cortex.fsutil import atomic_write
 from cortex.maintenance.base import JobContext, JobResult
 from cortex.maintenance.snapshot import Snapshot
+from cortex.notes import wikilink
 
 JOB = "graph"
 VERSION = 1
@@ -53,6 +54,9 @@ class Graph:
 
 def entity_key(name: str) -> str:
     return "entity:" + " ".join(name.split()).casefold()
+
+
+_MERMAID = str.maketrans({'"': "#quot;", "<": "#lt;", ">": "#gt;", "&": "#amp;", "\n": " "})
 
 
 def wikilinks(text: str) -> list[str]:
@@ -97,10 +101,14 @@ def build_graph(snapshot: Snapshot) -> Graph:
             tag_key = f"tag:{tag}"
             g.nodes.setdefault(tag_key, {"kind": "tag", "label": f"#{tag}"})
             edge(key, "tagged", tag_key)
-        for target in [*wikilinks(note.body), *(t for link in note.links for t in wikilinks(link))]:
+        # The frontmatter `links` are the note's entities as Obsidian wikilinks, which
+        # cannot hold # | [ ] ^ ("C#" links as [[C]]): such a link is that entity.
+        own = {wikilink(name)[2:-2].casefold(): entity(name, kind) for name, kind in note.entities}
+        for target, listed in [*((t, False) for t in wikilinks(note.body)),
+                               *((t, True) for link in note.links for t in wikilinks(link))]:
             folded = target.casefold()
             stem = folded.rsplit("/", 1)[-1].removesuffix(".md")
-            dest = by_stem.get(stem) or by_title.get(folded) or entity(target)
+            dest = (listed and own.get(folded)) or by_stem.get(stem) or by_title.get(folded) or entity(target)
             edge(key, "links_to", dest)
         if note.merged_into and note.merged_into in by_id:
             edge(key, "merged_into", by_id[note.merged_into])
@@ -186,7 +194,7 @@ def export(graph: Graph, fmt: str) -> str:
         lines = ["graph LR"]
         for key, node in sorted(graph.nodes.items()):
             left, right = shape.get(node["kind"], ('["', '"]'))
-            label = node["label"].replace('"', "#quot;")
+            label = node["label"].translate(_MERMAID)  # its entity codes: no raw markup reaches the page
             lines.append(f"  {ids[key]}{left}{label}{right}")
         for s, kind, t in graph.edges:
             lines.append(f"  {ids[s]} -->|{kind}| {ids[t]}")
