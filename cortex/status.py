@@ -37,6 +37,50 @@ def _count_lines(path, start: int) -> int:
     return n
 
 
+def _git_head(root) -> str | None:
+    """HEAD's commit id from .git's files (no git library: status stays cheap)."""
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head or None
+        ref = head[5:]
+        try:
+            return (git / ref).read_text().strip()
+        except FileNotFoundError:
+            for line in (git / "packed-refs").read_text().splitlines():
+                if line.endswith(" " + ref):
+                    return line.split()[0]
+    except OSError:
+        return None
+    return None
+
+
+def index_status(root) -> dict[str, Any]:
+    """Whether the search index has seen the notes as they are: the HEAD and the folder
+    times it recorded at its last update, against the vault's now. A stale index is no
+    fault: the next query brings it up to date."""
+    import json
+
+    try:
+        data = json.loads((root / ".cortex" / "search" / "state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"state": "missing", "hint": "the next `cortex query` (or `cortex index`) builds it"}
+    changed = []
+    for rel, mtime in (data.get("dirs") or {}).items():
+        try:
+            if (root / rel).stat().st_mtime_ns != mtime:
+                changed.append(rel)
+        except OSError:
+            changed.append(rel)
+    head_moved = data.get("head") != _git_head(root)
+    state = "fresh" if not (changed or head_moved) else "stale"
+    out: dict[str, Any] = {"state": state, "head": data.get("head"), "head_moved": head_moved, "changed_folders": sorted(changed)}
+    if state == "stale":
+        out["hint"] = "the next `cortex query` updates it"
+    return out
+
+
 def vault_status(vault) -> dict[str, Any]:
     state = vault.load_state()
     per_folder: Counter[str] = Counter()
@@ -82,4 +126,5 @@ def vault_status(vault) -> dict[str, Any]:
         "run_in_progress": state.pending is not None,
         "last_run": state.last_run,
         "jobs": state.jobs,
+        "index": index_status(vault.root),
     }

@@ -144,6 +144,14 @@ def test_status_json(vpath):
     assert s["last_run"]["at"] and s["quarantine"] == 0 and s["pending_reinforcements"] == {"notes": 0, "observations": 0}
     human = cortex("--vault", str(vpath), "status")
     assert "backlog      0 lines" in human.stdout and "fact 1" in human.stdout
+    # the search index: missing until a query builds it, then fresh, stale after a run
+    assert s["index"]["state"] == "missing" and "index        missing" in human.stdout
+    assert cortex("--vault", str(vpath), "query", "cache", "--paths").returncode == 0
+    assert json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)["index"]["state"] == "fresh"
+    cortex("--vault", str(vpath), "write", "--type", "fact", "--body", "The queue is drained nightly.")
+    cortex("--vault", str(vpath), "run")
+    index = json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)["index"]
+    assert index["state"] == "stale" and index["head_moved"] and index["changed_folders"] == ["mind/facts"]
 
 
 

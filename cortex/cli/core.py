@@ -175,6 +175,8 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     print(f"last run     {last.get('at', 'never')}")
     for job, info_ in sorted((s.get("jobs") or {}).items()):
         print(f"  {job:<10} last {info_.get('last_run', 'never')}" + (f", next {info_['next_run']}" if info_.get("next_run") else ""))
+    idx = s["index"]
+    print(f"index        {idx['state']}" + (f" ({idx['hint']})" if idx.get("hint") else ""))
     if s["run_in_progress"]:
         print("note: a run was interrupted; the next `cortex run` completes it")
 
