@@ -69,3 +69,21 @@ def rotate_if_consumed(path: Path, offset: int, archive: Path) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def rewrite_archive(archive: Path, transform) -> int:
+    """Replace each line of a rotated buffer by ``transform(line)`` (bytes in, bytes out);
+    the file is swapped whole, so a crash leaves the old one. Returns lines changed."""
+    changed = 0
+    tmp = archive.with_name(f".{archive.name}.tmp")
+    with open(archive, "rb") as src, open(tmp, "wb") as dst:
+        os.fchmod(dst.fileno(), 0o600)
+        for line in src:
+            new = transform(line)
+            changed += new != line
+            dst.write(new)
+    if changed:
+        os.replace(tmp, archive)
+    else:
+        tmp.unlink()
+    return changed

@@ -6,6 +6,7 @@ exactly-once protocol (``cortex.runner``).
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
 
@@ -82,8 +83,43 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
                 state.offset, state.buffer_id = 0, new_buffer_id()
                 vault.save_state(state)
                 report.rotated = True
+                buffer.rewrite_archive(archive, scrub_line)
     report.seconds = time.monotonic() - started
     return report
+
+
+SCRUBBED_FIELDS = ("body", "context", "source_quote", "attribution")
+
+
+def scrub_line(raw: bytes) -> bytes:
+    """A consumed buffer line as it may be kept in observer/archive/: credentials redacted
+    (the notes and the quarantine never held them; the archive must not either)."""
+    from cortex.security import secrets
+
+    text = raw.decode("utf-8", errors="replace")
+    if not secrets.might_hold(text):
+        return raw
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return secrets.redact(text)[0].encode("utf-8")
+    if not isinstance(obj, dict):
+        return raw
+    found = False
+    for name in SCRUBBED_FIELDS:
+        value = obj.get(name)
+        if isinstance(value, str) and secrets.might_hold(value):
+            clean, kinds = secrets.redact(value)
+            if kinds:
+                obj[name], found = clean, True
+    for ent in obj.get("entities") or ():
+        if isinstance(ent, dict) and isinstance(ent.get("name"), str) and secrets.might_hold(ent["name"]):
+            clean, kinds = secrets.redact(ent["name"])
+            if kinds:
+                ent["name"], found = clean, True
+    if not found:
+        return raw
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8") + (b"\n" if raw.endswith(b"\n") else b"")
 
 
 def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
