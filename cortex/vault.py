@@ -211,11 +211,12 @@ class Vault:
                 raise InvalidObservation(f"observation {n}: expected a JSON object")
             if complete:
                 obs = self.complete_observation(obs)
+            obs, cut = schema.truncate(obs)  # the buffer gets what the run would keep, no more
             result = schema.validate(obs, "write", ctx)
             if isinstance(result, Rejection):
                 where = f"observation {n}: " if len(batch) > 1 else ""
                 raise InvalidObservation(f"{where}{result.detail}", "fix the field and write it again")
-            warnings += list(result.warnings)
+            warnings += list(result.warnings) + list(cut)
             lines.append(json.dumps(obs, ensure_ascii=False, separators=(",", ":")))
         buffer.append(self.buffer_path, lines)
         return warnings

@@ -88,13 +88,28 @@ def test_write_defaults_attribution_to_system(vpath):
         (["--type", "fact", "--body", ""], "body"),
         (["--type", "fact", "--body", "x", "--bucket", "maybe"], "bucket"),
         (["--type", "fact", "--body", "x", "--session", "abc"], "session_id"),
-        (["--type", "fact"], "--type and --body are required"),
+        (["--type", "fact", "--body", "x", "--author", "agent\nSubject: forged"], "is not a single line"),
     ],
 )
 def test_write_refuses_an_invalid_line_with_the_reason(vpath, args, needle):
     result = cortex("--vault", str(vpath), "write", *args)
     assert result.returncode == 1 and needle in result.stderr
     assert not (vpath / "observer/observations.jsonl").exists()
+
+
+@pytest.mark.parametrize("args, stdin", [(["--type", "fact"], None), ([], None), (["--body", "x"], None)])
+def test_write_without_type_or_body_is_a_usage_error(vpath, args, stdin):
+    result = cortex("--vault", str(vpath), "write", *args, input=stdin)
+    assert result.returncode == 2 and "--type and --body are required" in result.stderr
+
+
+def test_write_refuses_nan_and_keeps_only_what_the_run_would(vpath):
+    nan = '{"type": "fact", "body": "x y", "importance": NaN}\n'
+    result = cortex("--vault", str(vpath), "write", "-", input=nan)
+    assert result.returncode == 1 and "NaN is not JSON" in result.stderr
+    long = cortex("--vault", str(vpath), "write", "--type", "fact", "--body", "word " * 150)
+    assert long.returncode == 0 and long.stderr.count("body truncated from 750 to 500") == 1
+    assert len(json.loads((vpath / "observer/observations.jsonl").read_text())["body"]) == 500
 
 
 def test_write_bad_entity_is_a_usage_error(vpath):

@@ -214,3 +214,8 @@ def test_jobs_leave_the_search_index_fresh(vault):
         assert index.lexical.docnum(path.replace("mind/goals/", "mind/archive/goals/")) is not None
     finally:
         index.close()
+
+
+def test_maintain_only_nothing_is_a_usage_error(vault):
+    result = cortex("--vault", str(vault.root), "maintain", "--only", "")
+    assert result.returncode == 2 and "--only needs at least one job" in result.stderr

@@ -52,6 +52,7 @@ def write(
 ) -> None:
     """Append one validated observation to the buffer (or a batch from stdin with `-`)."""
     from cortex.errors import InvalidObservation
+    from cortex.pipeline.parse import loads
 
     vault = open_vault()
     if source == "-":
@@ -60,9 +61,10 @@ def write(
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidObservation(f"stdin line {n}: malformed JSON: {exc.msg}", "send one JSON object per line") from None
+                obj = loads(line)
+            except ValueError as exc:  # JSONDecodeError, or NaN / Infinity
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                raise InvalidObservation(f"stdin line {n}: malformed JSON: {why}", "send one JSON object per line") from None
             batch.append(obj)
         if not batch:
             raise InvalidObservation("no observations on stdin")
@@ -70,7 +72,8 @@ def write(
         raise typer.BadParameter(f"unexpected argument {source!r}; use `-` to read stdin")
     else:
         if not type_ or body is None:
-            raise InvalidObservation("--type and --body are required", "e.g. cortex write --type fact --body 'The API is rate-limited'")
+            raise typer.BadParameter("--type and --body are required (or `-` to read JSON lines from stdin), "
+                                     "e.g. cortex write --type fact --body 'The API is rate-limited'")
         obs = {"type": type_, "body": body, "bucket": bucket, "session_id": session}
         if author:
             obs["attribution"] = author

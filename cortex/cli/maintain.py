@@ -192,7 +192,9 @@ def maintain(
                 print(f"{r['job']:<10} {r['schedule']:<12} last {r['last_run'] or 'never':<25} next {r['next_run']}"
                       + (f"  (last error: {r['last_error']})" if r["last_error"] else ""))
         return
-    jobs = [j.strip() for j in only.split(",") if j.strip()] if only else None
+    jobs = [j.strip() for j in only.split(",") if j.strip()] if only is not None else None
+    if jobs == []:
+        raise typer.BadParameter("--only needs at least one job: reinforce, decay, dedup, graph, index")
     report = run_due(vault, now=clock, force=force, only=jobs)
     if json_:
         emit_json(report.to_json())

@@ -8,15 +8,27 @@ from typing import Any
 from cortex.model import Rejection
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(text: str) -> Any:
+    """Strict JSON: Python's reader also takes NaN and Infinity, which no other reader
+    of the buffer would."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def parse_line(raw: bytes) -> dict[str, Any] | Rejection:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Rejection("parse", f"not UTF-8 at byte {exc.start}")
     try:
-        obj = json.loads(text)
+        obj = loads(text)
     except json.JSONDecodeError as exc:
         return Rejection("parse", f"malformed JSON: {exc.msg} at column {exc.colno}")
+    except ValueError as exc:
+        return Rejection("parse", f"malformed JSON: {exc}")
     if not isinstance(obj, dict):
         return Rejection("parse", f"expected a JSON object, got {type(obj).__name__}")
     return obj

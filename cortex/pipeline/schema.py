@@ -6,6 +6,8 @@ so only the remaining rules can reject a line.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from cortex.model import Observation, Rejection
@@ -73,6 +75,8 @@ def validate(obj: dict[str, Any], key: str, ctx: Context) -> Observation | Rejec
     for name in ("confidence", "importance"):
         value = obj.get(name)
         if value is not None:
+            if not math.isfinite(value):
+                return Rejection("schema", f"{name}: {value} is not a number between 0 and 1", {"rule": "finite"})
             clamped = min(1.0, max(0.0, float(value)))
             if clamped != value:
                 warnings.append(f"{name} {value} clamped to {clamped}")
