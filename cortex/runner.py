@@ -52,13 +52,15 @@ def group_notes(notes: list[PlannedNote], per: str) -> list[list[PlannedNote]]:
     return [notes]
 
 
-def commit_message(notes: list[PlannedNote], reinforced: int) -> str:
+def commit_message(notes: list[PlannedNote], reinforced: int | None) -> str:
+    """``reinforced`` is the run's count, said only by a commit that stands for the whole
+    run (reinforcements are not grouped by session or note)."""
     if len(notes) == 1:
         note = notes[0]
         summary = note.title if len(note.title) <= SUMMARY_MAX else note.title[: SUMMARY_MAX - 1].rsplit(" ", 1)[0] + "…"
         head = f"observe: {summary} ({note.attribution})"
     else:
-        head = f"observe: {len(notes)} memories ({reinforced} reinforced)"
+        head = f"observe: {len(notes)} memories" + (f" ({reinforced} reinforced)" if reinforced is not None else "")
     body = "\n".join(f"{n.path} — {n.title} ({n.attribution})" for n in notes)
     return f"{head}\n\n{body}\n"
 
@@ -67,10 +69,12 @@ def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove
     """Steps 2–3's content: the pending record for ``plan``."""
     batch = secrets.token_hex(8)
     groups = []
-    for notes in group_notes(plan.notes, per):
+    grouped = group_notes(plan.notes, per)
+    reinforced = len(plan.reinforcements) if len(grouped) == 1 else None
+    for notes in grouped:
         groups.append(
             {
-                "message": commit_message(notes, len(plan.reinforcements)),
+                "message": commit_message(notes, reinforced),
                 "changes": {n.path: repo.write_blob(n.text.encode("utf-8")) for n in notes},
             }
         )

@@ -47,6 +47,14 @@ def test_commit_grouping(vault, per, expected):
     assert commit_count(vault) == before + expected
 
 
+def test_only_a_commit_for_the_whole_run_counts_its_reinforcements(vault):
+    other = [observation(body=f"Session B's fact number {i}.", session_id=SESSION_B) for i in range(2)]
+    append_lines(vault, *lines(2), lines(1)[0], *other)
+    vault.run(now=NOW, commit_per="session")
+    subjects = git(vault.root, "log", "-2", "--format=%s").splitlines()
+    assert sorted(subjects) == ["observe: 2 memories", "observe: 2 memories"]
+
+
 def test_commit_touches_only_cortex_paths_and_leaves_a_persons_work_alone(vault):
     root = vault.root
     (root / "README.md").write_text("mine\n")
