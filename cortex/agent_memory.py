@@ -256,7 +256,14 @@ class Memory:
         import urllib.request  # noqa: F401
 
         threading.Thread(target=self._load_then_watch, name="cortex-index", daemon=True).start()
+        if self._runner is not None and self._backlog():
+            self._runner.poke()  # lines written while no server ran are processed now too
         return self
+
+    def _backlog(self) -> bool:
+        from cortex import buffer
+
+        return buffer.size(self.vault.buffer_path) > self.vault.load_state().offset
 
     def stop(self, flush_timeout: float = 30.0) -> None:
         """Stop watching; observations still waiting for their run are processed first."""

@@ -227,6 +227,25 @@ def test_a_pending_run_is_done_when_the_client_leaves(vault, tmp_path):
     assert len(decisions) == 1 and DECISION in decisions[0].read_text()
 
 
+
+async def connect_and_leave(root: Path, errlog) -> None:
+    from mcp import ClientSession, stdio_client
+
+    async with stdio_client(server_params(root, "--process-after-writes", "--debounce", "600"), errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+
+
+def test_a_backlog_from_before_the_server_started_is_processed(vault, tmp_path):
+    """Observations written while no server ran (`cortex write` from a hook) are taken
+    in by a server that processes after writes, without waiting for a new write."""
+    assert cortex("--vault", str(vault), "write", "--type", "decision", "--body", DECISION,
+                  "--importance", "0.9").returncode == 0
+    with open(tmp_path / "server.log", "w") as errlog:
+        anyio.run(connect_and_leave, vault, errlog)
+    decisions = list((vault / "vault" / "decisions").glob("*.md"))
+    assert len(decisions) == 1 and DECISION in decisions[0].read_text()
+
 def test_mcp_outside_a_vault_says_what_to_do(tmp_path):
     proc = cortex("--vault", str(tmp_path / "missing"), "mcp")
     assert proc.returncode == 1
