@@ -76,7 +76,9 @@ def normalise_tag(tag: Any) -> str | None:
 def normalise_tags(tags: Any) -> list[Any] | None:
     """The normalised list, or None when ``tags`` is not something to normalise."""
     if isinstance(tags, str):
-        tags = [t for t in tags.split(",") if t.strip()]  # Obsidian's legacy `tags: a, b`
+        # Obsidian's legacy string form, `tags: a, b` or `tags: "#a #b"`: a comma, or a
+        # space before a `#`, starts the next tag ("#infra #Post Gres": infra, post-gres).
+        tags = [t for t in re.split(r",|\s+(?=#)", tags) if t.strip()]
     elif not isinstance(tags, list):
         return None
     out: list[Any] = []
@@ -172,6 +174,9 @@ def fix_note(
         for key in (*REQUIRED_FIELDS, "title"):
             if key not in meta:
                 adds[key] = fresh[key]
+            elif meta[key] is None or meta[key] == "":  # `id:` left empty: as good as missing
+                updates[key] = fresh[key]
+                changes.append(f"filled the empty {key}")
         if adds:
             how = " (type from the folder)" if "type" in adds else ""
             changes.append(f"added {', '.join(adds)}{how}")

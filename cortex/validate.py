@@ -109,8 +109,13 @@ class NoteValidator:
 
         missing = [k for k in (*REQUIRED_FIELDS, *self.required) if k not in meta]
         if missing:
+            given = meta.get("type")
             if "type" in missing and not implied:
                 fix = f"add a `type:` line ({', '.join(self.taxonomy.names())}), then run `cortex hook fix`"
+            elif given is not None and given not in self.taxonomy:  # the fixer cannot guess it
+                fix = f"make `type: {given}` one of {', '.join(self.taxonomy.names())}, then run `cortex hook fix`"
+            elif not note.body.strip():
+                fix = "write the note's body below the frontmatter, then run `cortex hook fix`"
             else:
                 fix = "run `cortex hook fix` to complete the note"
             add(2, f"missing required field(s): {', '.join(missing)}", fix)

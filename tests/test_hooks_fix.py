@@ -85,7 +85,7 @@ def test_fix_keeps_the_body_and_the_persons_lines(data):
     if "\r\n" in text:
         assert once.count("\n") == once.count("\r\n")  # CRLF stays CRLF
     for line in parse_note(text).frontmatter.splitlines():
-        if not line.startswith(("tags:", "source_hash:")):
+        if not line.startswith(("tags:", "source_hash:", 'id: ""')):
             assert line in once.splitlines(), line
 
 
@@ -166,6 +166,7 @@ def test_tag_normalisation(raw, expected):
 def test_tags_list_deduplicated_string_split_unusable_kept():
     assert normalise_tags(["A", "a", "b c"]) == ["a", "b-c"]
     assert normalise_tags("Work, Home Office") == ["work", "home-office"]
+    assert normalise_tags("#infra #Post Gres") == ["infra", "post-gres"]
     assert normalise_tags(["日本"]) == ["日本"]  # left for the validator to explain
     assert normalise_tags({"a": 1}) is None
 
