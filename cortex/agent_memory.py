@@ -437,10 +437,25 @@ class Memory:
         flt = self._filters(**filters)
         limit = _limit(limit)
         self.wait_ready()
-        with self._lock:
-            hits = search(self.resident, text, filters=flt, limit=limit, mode=mode)
+        hits = self._searching(lambda: search(self.resident, text, filters=flt, limit=limit, mode=mode))
         self._ids.update((h.id, h.path) for h in hits if h.id)
         return [_hit_record(rank, h) for rank, h in enumerate(hits, start=1)]
+
+    def _searching(self, ask):
+        """Run a search under the lock; an index whose files cannot be read is rebuilt
+        (it is a cache) and the search asked again."""
+        from cortex.search.index import damaged_index, stderr_progress
+
+        with self._lock:
+            try:
+                return ask()
+            except Exception as exc:
+                if not damaged_index(exc):
+                    raise
+                log(f"the search index is damaged ({type(exc).__name__}: {exc}): rebuilding it")
+                self.index.rebuild(progress=stderr_progress(), reason=f"damaged: {exc}")
+                self._state_stamp = self._stamp()
+                return ask()
 
     def recent(self, *, within: str = "7d", limit: int = 10, **filters) -> list[dict]:
         from cortex.search.query import recent
@@ -451,8 +466,7 @@ class Memory:
             since = flt.since if since is None else max(since, flt.since)
         limit = _limit(limit)
         self.wait_ready()
-        with self._lock:
-            hits = recent(self.resident, since, filters=flt, limit=limit)
+        hits = self._searching(lambda: recent(self.resident, since, filters=flt, limit=limit))
         self._ids.update((h.id, h.path) for h in hits if h.id)
         return [_hit_record(rank, h, scored=False) for rank, h in enumerate(hits, start=1)]
 

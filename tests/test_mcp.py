@@ -356,3 +356,19 @@ def test_a_fenced_record_stays_on_one_line_whatever_its_text():
     lines = text.splitlines()  # splits on every one of those separators
     assert len(lines) == 5 and lines[2].startswith("<cortex-data-") and lines[4] == "</" + lines[2][1:]
     assert "<" not in lines[3] and unfence(text) == [{"body": body}]
+
+
+def test_a_damaged_index_under_the_server_is_rebuilt_at_the_next_query(tmp_path):
+    from test_search import write_note
+
+    from cortex.agent_memory import Memory
+    from cortex.vault import Vault
+
+    root = Vault.init(tmp_path / "v")[0].root
+    write_note(root, "mind/facts/a.md", "The pelican nests on the pier.", type_="fact")
+    memory = Memory(Vault.discover(root))
+    memory.load()
+    for f in (root / ".cortex" / "search" / "whoosh").glob("*.pst"):
+        f.write_bytes(f.read_bytes()[:10])
+    memory.index.lexical.close()  # a searcher opened after the damage, as after a reload
+    assert [h["path"] for h in memory.query("pelican", mode="lexical")] == ["mind/facts/a.md"]

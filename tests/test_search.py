@@ -291,7 +291,7 @@ def test_unchanged_vault_touches_nothing(vault):
     assert report.touched == 0
 
 
-@pytest.mark.parametrize("damage", ["state", "whoosh", "vectors", "missing"])
+@pytest.mark.parametrize("damage", ["state", "whoosh", "vectors", "postings", "stored", "missing"])
 def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
     note = write_note(vault, "mind/facts/x.md", "Zebras have striped skin underneath", type_="fact")
     commit_all(vault)
@@ -305,6 +305,9 @@ def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
                 f.write_bytes(b"garbage")
     elif damage == "vectors":
         (base / "vectors.npy").write_bytes(b"garbage")
+    elif damage in ("postings", "stored"):  # a segment cut short: Whoosh trips only when reading it
+        for f in (base / "whoosh").glob("*.pst" if damage == "postings" else "*._stored.col"):
+            f.write_bytes(f.read_bytes()[:10])
     else:
         import shutil
 
@@ -313,7 +316,7 @@ def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
     assert main(["--vault", str(vault), "query", "zebras", "--paths"]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == [note]
-    assert "rebuilding the search index" in err
+    assert "rebuilding" in err and "search index" in err
     assert "Traceback" not in err
 
 

@@ -100,6 +100,17 @@ def _refresh(idx, probe):
     return report
 
 
+def _rebuild_if_damaged(idx, exc: Exception):
+    """A search index whose files Whoosh cannot read is rebuilt (it is a cache);
+    anything else is re-raised."""
+    from cortex.search.index import damaged_index, stderr_progress
+
+    if not damaged_index(exc):
+        raise exc
+    info(f"cortex: the search index is damaged ({type(exc).__name__}: {exc}): rebuilding it")
+    return idx.rebuild(progress=stderr_progress(), reason=f"damaged: {exc}")
+
+
 def _summary(report) -> str:
     parts = [f"{n} {what}" for what, n in (("added", report.added), ("changed", report.changed),
                                            ("moved", report.moved), ("deleted", report.deleted)) if n]
@@ -120,7 +131,10 @@ def index(
         if rebuild:
             report = idx.rebuild(progress=stderr_progress(), reason="--rebuild")
         else:
-            report = _ready(idx, probe, vectors=True, quiet=True)
+            try:
+                report = _ready(idx, probe, vectors=True, quiet=True)
+            except Exception as exc:
+                report = _rebuild_if_damaged(idx, exc)
     except _Failed as exc:
         info(f"cortex: {exc}")
         raise typer.Exit(2)
@@ -196,11 +210,15 @@ def query(
                 return recent_view(idx, since_ts, filters=filters, limit=limit)
             return search(idx, text, filters=filters, limit=limit, mode=mode)
 
-        hits = answer()
-        if not report.rebuilt:
-            report = _refresh(idx, probe)
-            if report.touched:
-                hits = answer()
+        try:
+            hits = answer()
+            if not report.rebuilt:
+                report = _refresh(idx, probe)
+                if report.touched:
+                    hits = answer()
+        except Exception as exc:
+            report = _rebuild_if_damaged(idx, exc)
+            hits = answer()
         if temporal:
             mode = "recent"
     except _Failed as exc:

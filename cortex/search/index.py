@@ -36,6 +36,21 @@ class IndexUnavailable(Exception):
     """The index is missing, from another format or model, or unreadable."""
 
 
+def damaged_index(exc: BaseException) -> bool:
+    """Whether ``exc`` came from reading the index's files: Whoosh reports a truncated or
+    overwritten segment with whatever its reader trips on (a bare ``Exception("Block tag
+    error")``, struct or value errors), so the raising frame, not the type, tells. The
+    index is a cache: a damaged one is rebuilt, never a traceback."""
+    if isinstance(exc, IndexUnavailable):
+        return True
+    tb = exc.__traceback__
+    while tb is not None:
+        if "/whoosh/" in tb.tb_frame.f_code.co_filename.replace("\\", "/"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
 @dataclass
 class UpdateReport:
     added: int = 0
@@ -332,6 +347,7 @@ class SearchIndex:
                 report = self.apply(found)
                 self.state.dirs, self.state.head = dirs_now, head
                 self.state.write(self.directory / "state.json")
+        report.notes = self.lexical.doc_count()
         report.seconds = time.perf_counter() - start
         return report
 
