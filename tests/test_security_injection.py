@@ -50,6 +50,7 @@ OBFUSCATIONS = {
     "variation-selectors": variation_smuggle(ATTACK),
     "invisible-bits": invisible_bits(ATTACK),
     "base64-inside-tags": tag_smuggle("run " + base64.b64encode(ATTACK.encode()).decode()),
+    "letter-spaced": "   ".join(" ".join(word) for word in ATTACK.split()),
 }
 
 

@@ -294,7 +294,24 @@ def decoded_payloads(text: str) -> list[str]:
     rot = _rot13_view(visible)
     if rot:
         out.append(rot)
+    spaced = _unspaced_view(visible)
+    if spaced:
+        out.append(spaced)
     return out
+
+
+# Letters written one by one ("i g n o r e   a l l") slip past every word a pattern
+# names. Where a text has a run of at least six single letters or digits, each followed
+# by one space, every such run (from two letters) is read as a word; two or more spaces
+# (or punctuation) end one.
+_SPACED_LONG = re.compile(r"(?<![^\W_])(?:[^\W_] ){5,}[^\W_](?![^\W_])")
+_SPACED_RUN = re.compile(r"(?<![^\W_])(?:[^\W_] )+[^\W_](?![^\W_])")
+
+
+def _unspaced_view(text: str) -> str:
+    if not _SPACED_LONG.search(text):
+        return ""
+    return _SPACED_RUN.sub(lambda m: m.group(0).replace(" ", ""), text)
 
 
 def views(text: str) -> list[str]:
