@@ -86,6 +86,7 @@ def test_each_required_field(vault, field):
         ({"attribution": "agent\nSubject: forged"}, "attribution: 'agent\\nSubject: forged' is not a single line"),
         ({"entities": [{"name": "Acme\r\nInc", "type": "company"}]}, "entities.0.name"),
         ({"type": "Fact"}, "is not a type name"),
+        ({"timestamp": "9999-12-31T23:59:59Z"}, "is outside 1970–2199"),
     ],
 )
 def test_schema_rejections_name_the_failing_rule(vault, fields, needle):

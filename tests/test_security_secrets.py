@@ -125,6 +125,7 @@ def near_misses() -> list[str]:
         "The bastion's host key is SHA256:" + base64.b64encode(hashlib.sha256(b"host").digest()).decode().rstrip("="),
         "Logs: /var/log/containers/payments-api-7d9f8b6c5d-x2k4m_prod_api-" + sha256[:12] + ".log",
         "Refunds go to 0x" + sha1 + " on mainnet.",
+        "The README's example DSN is postgres://user:password@localhost:5432/app.",
     ]
 
 

@@ -7,6 +7,7 @@ so only the remaining rules can reject a line.
 from __future__ import annotations
 
 import math
+import re
 
 from typing import Any
 
@@ -26,6 +27,9 @@ def truncate(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
             cut.append(f"{name} truncated from {len(value)} to {cap} characters")
     return obj, tuple(cut)
 
+
+MIN_YEAR, MAX_YEAR = 1970, 2199
+_NO_ZONE = re.compile(r"[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?$")
 
 # What each patterned field must look like, in words (the regex is the schema's).
 _EXPECTED = {
@@ -70,7 +74,11 @@ def validate(obj: dict[str, Any], key: str, ctx: Context) -> Observation | Rejec
         timestamp = parse_time(obj["timestamp"])
     except ValueError:
         return Rejection("schema", f"timestamp: {obj['timestamp']!r} is not a valid ISO-8601 time", {"rule": "timestamp"})
+    if not MIN_YEAR <= timestamp.year <= MAX_YEAR:  # an agent's clock or placeholder, not a date
+        return Rejection("schema", f"timestamp: {obj['timestamp']!r} is outside {MIN_YEAR}–{MAX_YEAR}", {"rule": "timestamp"})
     warnings = list(truncated)
+    if _NO_ZONE.search(obj["timestamp"]):
+        warnings.append(f"timestamp {obj['timestamp']!r} has no time zone: read as UTC")
     scores = {}
     for name in ("confidence", "importance"):
         value = obj.get(name)

@@ -92,7 +92,8 @@ def default_rules() -> tuple[tuple[SecretRule, ...], GenericSettings]:
 _PLACEHOLDER = re.compile(
     r"(.)\1{4,}"  # xxxxx, XXXXX, *****, 00000
     r"|example|sample|dummy|changeme|placeholder|your[_\-]?(?:key|token|secret|password|api)"
-    r"|\$\{|\{\{|<[^>]*>|%[A-Z_]+%|^\$[A-Z_]+$",
+    r"|\$\{|\{\{|<[^>]*>|%[A-Z_]+%|^\$[A-Z_]+$"
+    r"|^(?:password|passwd|pass|secret|pwd|token)$",  # the word itself, as in user:password@host
     re.IGNORECASE,
 )
 _HEX = re.compile(r"[0-9a-fA-F]+")
