@@ -9,18 +9,11 @@ from __future__ import annotations
 
 import fcntl
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from cortex.fsutil import append_locked
-
-
-@dataclass(frozen=True)
-class Line:
-    offset: int  # byte offset of the line's first byte
-    end: int  # byte offset just past its newline
-    raw: bytes  # without the newline
+from cortex.model import Line
 
 
 def append(path: Path, lines: list[str]) -> None:

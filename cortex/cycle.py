@@ -164,7 +164,7 @@ def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) ->
     """Send a held line through the pipeline again, skipping the trust hold (and, with
     ``force``, the injection hold). The entry leaves the quarantine in the same
     exactly-once step that commits its note."""
-    from cortex.buffer import Line
+    from cortex.model import Line
 
     now = now or utcnow()
     report = RunReport()

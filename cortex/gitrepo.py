@@ -234,6 +234,11 @@ class GitRepo:
         return flags != pygit2.enums.FileStatus.CURRENT
 
 
+def init_repository(root: Path) -> None:
+    """A new repository at ``root`` whose first branch is ``main``."""
+    pygit2.init_repository(str(root), initial_head="main")
+
+
 def _nest(changes: Mapping[str, str | None]) -> dict:
     root: dict = {}
     for path, oid in changes.items():

@@ -24,6 +24,15 @@ class Rejection:
 
 
 @dataclass(frozen=True)
+class Line:
+    """One complete buffer line, as the buffer reads it."""
+
+    offset: int  # byte offset of the line's first byte
+    end: int  # byte offset just past its newline
+    raw: bytes  # without the newline
+
+
+@dataclass(frozen=True)
 class Observation:
     key: str  # "<buffer id>:<byte offset>": the line's identity, stable across crashes
     timestamp: datetime

@@ -29,13 +29,13 @@ FILES = (
 
 def init_vault(vault) -> list[str]:
     """Create what is missing; return the repo-relative paths created."""
-    import pygit2
+    from cortex.gitrepo import init_repository
 
     root = vault.root
     root.mkdir(parents=True, exist_ok=True)
     created: list[str] = []
     if not (root / ".git").exists():
-        pygit2.init_repository(str(root), initial_head="main")
+        init_repository(root)
         created.append(".git")
     for rel, source in FILES:
         target = root / rel

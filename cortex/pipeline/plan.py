@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
-from cortex.buffer import Line
+from cortex.model import Line
 from cortex.model import Observation, Plan, PlannedNote, Reinforcement, Rejection, Scored
 from cortex.notes import make_title, note_filename, source_hash
 from cortex.pipeline import parse, schema, score, security
