@@ -396,14 +396,15 @@ def render(report: Report, action: str, out=None, *, hook: bool = True) -> None:
         out.write(f"{path}: fixed ({'; '.join(changes)}) — review it, `git add` it and commit again\n")
     for problem in report.problems:
         out.write(f"{problem}\n")
+    if not hook:
+        return  # `cortex validate` says its own one-line summary
     errors, warnings = len(report.errors), len(report.warnings)
     if action == "validate" and errors:
         noun = "problem" if errors == 1 else "problems"
         notes = len({p.path for p in report.errors})
-        tail = "; nothing was committed" if hook else ""
-        out.write(f"cortex: {errors} {noun} in {notes} note{'s' if notes != 1 else ''}{tail}\n")
+        sys.stderr.write(f"cortex: {errors} {noun} in {notes} note{'s' if notes != 1 else ''}; nothing was committed\n")
     elif warnings and not errors and action == "validate":
-        out.write(f"cortex: {warnings} warning{'s' if warnings != 1 else ''} (not blocking)\n")
+        sys.stderr.write(f"cortex: {warnings} warning{'s' if warnings != 1 else ''} (not blocking)\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

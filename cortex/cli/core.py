@@ -126,8 +126,8 @@ def render_report(report) -> str:
 def run(
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan; write and commit nothing."),
-    commit_per: Optional[str] = typer.Option(None, "--commit-per", help="note | session | run (default: run, or observer/config.yml)."),
-    limit: Optional[int] = typer.Option(None, help="Process at most this many lines."),
+    commit_per: Optional[str] = typer.Option(None, "--commit-per", metavar="note|session|run", help="One commit per note, per session or per run (default: run, or observer/config.yml)."),
+    limit: Optional[int] = typer.Option(None, min=1, help="Process at most this many lines."),
 ) -> None:
     """Process the buffer: validate, scan, score, dedup, route, write notes, commit."""
     if commit_per not in (None, "note", "session", "run"):
@@ -173,7 +173,7 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
             print(f"  {partition:<6} " + ", ".join(f"{t} {c}" for t, c in types.items()))
     print(f"quarantine   {s['quarantine']} held" + (" → `cortex quarantine list`" if s["quarantine"] else ""))
     pr = s["pending_reinforcements"]
-    print(f"reinforce    {pr['observations']} pending on {pr['notes']} notes")
+    print(f"reinforce    {pr['observations']} pending on {pr['notes']} note{'' if pr['notes'] == 1 else 's'}")
     last = s["last_run"] or {}
     print(f"last run     {last.get('at', 'never')}")
     for job, info_ in sorted((s.get("jobs") or {}).items()):
@@ -192,9 +192,11 @@ app.add_typer(quarantine_app, name="quarantine")
 def quarantine_list(
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
     jsonl: bool = typer.Option(False, "--jsonl", help="One JSON object per line."),
-    reason: Optional[str] = typer.Option(None, help="Only this reason (parse, schema, injection, untrusted)."),
+    reason: Optional[str] = typer.Option(None, metavar="parse|schema|injection|untrusted", help="Only lines held for this reason."),
 ) -> None:
     """Every held line: id, reason, and why."""
+    if reason not in (None, "parse", "schema", "injection", "untrusted"):
+        raise typer.BadParameter(f"--reason {reason!r}: use parse, schema, injection or untrusted")
     entries = [e for e in open_vault().quarantine.entries() if reason is None or e.reason == reason]
     if json_:
         emit_json([{"id": e.short_id, **e.to_json()} for e in entries])

@@ -73,6 +73,10 @@ def hook_install() -> None:
         raise typer.Exit(1)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _is_note(root, name: str) -> bool:
     from cortex.validate import is_note_path
 
@@ -106,5 +110,6 @@ def validate_command(
     report = validate(files or [], root=root, all_notes=all_ or not files)
     code = _finish(report, "validate", json_, hook=False)
     if not json_:
-        info(f"{report.checked} note{'s' if report.checked != 1 else ''} checked: {len(report.errors)} errors, {len(report.warnings)} warnings")
+        info(f"{_count(report.checked, 'note')} checked: {_count(len(report.errors), 'error')}, "
+             f"{_count(len(report.warnings), 'warning')}")
     raise typer.Exit(code)

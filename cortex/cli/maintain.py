@@ -153,7 +153,7 @@ def graph_neighbors(
 
 @graph_app.command("export")
 def graph_export(
-    format_: str = typer.Option("dot", "--format", "-f", help="dot | graphml | mermaid"),
+    format_: str = typer.Option("dot", "--format", "-f", metavar="dot|graphml|mermaid", help="DOT (Graphviz), GraphML or Mermaid."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
     """The whole graph as Graphviz DOT, GraphML or a Mermaid diagram."""
@@ -195,6 +195,9 @@ def maintain(
     jobs = [j.strip() for j in only.split(",") if j.strip()] if only is not None else None
     if jobs == []:
         raise typer.BadParameter("--only needs at least one job: reinforce, decay, dedup, graph, index")
+    unknown = [j for j in jobs or () if j not in ("reinforce", "decay", "dedup", "graph", "index")]
+    if unknown:
+        raise typer.BadParameter(f"no job {', '.join(unknown)}: use reinforce, decay, dedup, graph, index")
     report = run_due(vault, now=clock, force=force, only=jobs)
     if json_:
         emit_json(report.to_json())

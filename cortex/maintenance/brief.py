@@ -105,7 +105,7 @@ def render_brief(data: dict[str, Any]) -> str:
         out.append(f"  - {item['title']} ({item['attribution']})")
     if len(data["memorized"]) > 10:
         out.append(f"  - … and {len(data['memorized']) - 10} more")
-    out.append(f"- reinforced: {r['observations']} observations of known memories; {len(r['applied'])} notes updated"
+    out.append(f"- reinforced: {_n(r['observations'], 'observation')} of known memories; {_n(len(r['applied']), 'note')} updated"
                + (f"; {r['pending']} waiting for `cortex reinforce`" if r["pending"] else ""))
     for item in data["restored"]:
         out.append(f"  - back from the archive: {item['title']}")
@@ -155,3 +155,7 @@ def write_brief(vault, data: dict[str, Any], now: datetime) -> str | None:
         repo.commit(changes, f"brief: {day}\n", (vault.settings.author_name, vault.settings.author_email))
         repo.materialize(changes)
     return path
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
