@@ -52,7 +52,7 @@ def test_only_and_force(vault):
     run_due(vault, now=T0)
     report = run_due(vault, now=T0 + timedelta(minutes=5), force=True, only=["graph", "decay"])
     assert [r.job for r in report.results] == ["decay", "graph"]
-    assert cortex("--vault", str(vault.root), "maintain", "--only", "nonsense").returncode == 1
+    assert cortex("--vault", str(vault.root), "maintain", "--only", "nonsense").returncode == 2  # a usage error
 
 
 def test_a_failing_job_is_recorded_and_the_rest_still_run(vault):
