@@ -83,16 +83,12 @@ def main() -> int:
     step("Status")
     sh(cortex, "status", cwd=vault, env=env)
 
-    if _has_command(cortex, "query", env):
-        step("A query, as an agent would ask at the start of a session")
-        sh(cortex, "query", "how do we run database migrations safely", "--limit", "3", cwd=vault, env=env, check=False)
+    step("A query, as an agent would ask at the start of a session")
+    sh(cortex, "query", "how do we run database migrations safely", "--limit", "3", cwd=vault, env=env, check=False)
 
     print(f"\nThe scratch vault stays in {vault}: open it in Obsidian, or try `cortex --vault {vault} status`.")
     return 0
 
-
-def _has_command(cortex: str, name: str, env) -> bool:
-    return subprocess.run([cortex, name, "--help"], capture_output=True, env=env).returncode == 0
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ FILTER_NOTE = {
 }
 
 
-def build_server(memory: Memory, *, with_brief: bool | None = None):
+def build_server(memory: Memory):
     """The MCP server: tools over `memory` (SDK imported here, never by the CLI's start-up)."""
     from typing import Annotated, Literal, Optional, Union
 
@@ -107,8 +107,6 @@ def build_server(memory: Memory, *, with_brief: bool | None = None):
 
     from cortex import __version__
 
-    if with_brief is None:
-        with_brief = brief_available()
     server = MCPServer("cortex", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -233,16 +231,15 @@ def build_server(memory: Memory, *, with_brief: bool | None = None):
     def status() -> str:
         return json.dumps(jsonable(memory.status()), ensure_ascii=False, indent=2, default=str)
 
-    if with_brief:
-        @server.tool(description=(
-            "The digest for the start of a session (`cortex brief`): what was memorized, reinforced, merged, "
-            "faded or quarantined lately, and the entities that came up most. " + FENCE_NOTE),
-            annotations=read_only, structured_output=False)
-        @guarded
-        def brief(
-            since: Annotated[str, Field(description="How far back: a duration such as 24h or 7d.")] = "24h",
-        ) -> str:
-            return fence(f"cortex: brief for the last {since}", [memory.brief(since)])
+    @server.tool(description=(
+        "The digest for the start of a session (`cortex brief`): what was memorized, reinforced, merged, "
+        "faded or quarantined lately, and the entities that came up most. " + FENCE_NOTE),
+        annotations=read_only, structured_output=False)
+    @guarded
+    def brief(
+        since: Annotated[str, Field(description="How far back: a duration such as 24h or 7d.")] = "24h",
+    ) -> str:
+        return fence(f"cortex: brief for the last {since}", [memory.brief(since)])
 
     return server
 
@@ -262,10 +259,3 @@ def serve(vault, *, model: str | None = None, attribution: str = "agent", sessio
         server.run("stdio")
     finally:
         memory.stop()
-
-
-def brief_available() -> bool:
-    """Whether this cortex has `cortex brief` (the maintenance module that makes it)."""
-    import importlib.util
-
-    return importlib.util.find_spec("cortex.maintenance.brief") is not None

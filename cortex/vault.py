@@ -187,14 +187,6 @@ class Vault:
         out.setdefault("attribution", "system")
         return out
 
-    def check_observation(self, obs: dict[str, Any]) -> list[str]:
-        """Why an observation would be rejected by the schema stage (empty: valid)."""
-        from cortex.model import Rejection
-        from cortex.pipeline import schema
-
-        result = schema.validate(obs, "check", self.context(scan=False))
-        return [result.detail] if isinstance(result, Rejection) else list(result.warnings)
-
     def write(self, observations: dict[str, Any] | Iterable[dict[str, Any]], *, complete: bool = True) -> list[str]:
         """Validate and append observations (all or none). Returns warnings.
 

@@ -7,7 +7,6 @@ at module level, so ``cortex --help`` and the git hook start fast.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -57,6 +56,3 @@ def info(message: str) -> None:
     """Status for people: stderr, so stdout stays data."""
     sys.stderr.write(message + "\n")
 
-
-def vault_path_hint() -> str:
-    return str(_options["vault"] or os.environ.get("CORTEX_VAULT") or ".")

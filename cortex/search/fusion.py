@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,3 @@ def ranked(relevance: float, prior_score: float, weight: float = PRIOR_WEIGHT) -
     """Relevance moved by at most ±weight/2 of itself by the prior (0.5 is neutral)."""
     return relevance * (1.0 + weight * (prior_score - 0.5))
 
-
-def explain(parts: Mapping[str, float | None]) -> str:
-    shown = [f"{name} {value:.2f}" for name, value in parts.items() if value is not None]
-    return ", ".join(shown)

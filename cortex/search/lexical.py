@@ -348,12 +348,6 @@ class LexicalIndex:
         s = self.searcher
         return {f["path"]: f for f in (s.stored_fields(d) for d in s.docs_for_query(Term("dir", folder)))}
 
-    def all_stored(self) -> Iterator[dict]:
-        s = self.searcher
-        reader = s.reader()
-        for docnum in reader.all_doc_ids():
-            yield s.stored_fields(docnum)
-
     # --- writing --------------------------------------------------------------------
 
     @contextmanager
