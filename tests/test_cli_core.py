@@ -146,6 +146,10 @@ def test_run_dry_run_prints_the_plan(vpath):
     assert result.returncode == 0 and result.stdout.startswith("new        mind/facts/2026-02-16-")
     assert "dry run" in result.stderr
     assert git(vpath, "log", "--format=%s") == "init: cortex vault\n"
+    # --json: the report a real run prints, with what it would do under `plan`
+    real_keys = set(json.loads(cortex("--vault", str(vpath), "run", "--json", "--limit", "1").stdout))
+    dry = json.loads(cortex("--vault", str(vpath), "run", "--dry-run", "--json").stdout)
+    assert set(dry) - {"plan"} <= real_keys and set(dry["plan"]) == {"notes", "reinforcements", "rejections"}
 
 
 def test_status_json(vpath):

@@ -108,7 +108,7 @@ def screened_bodies(tmp_path: Path, rnd: random.Random, wanted: int) -> list[str
     candidates = list(dict.fromkeys(candidates))
     lines = [json.dumps(observation(rnd, n, b)) + "\n" for n, b in enumerate(candidates)]
     (scratch / "observer" / "observations.jsonl").write_text("".join(lines), encoding="utf-8")
-    rejected = {int(r["key"].rsplit(":", 1)[1]) for r in dry_run(scratch)["rejections"]}
+    rejected = {int(r["key"].rsplit(":", 1)[1]) for r in dry_run(scratch)["plan"]["rejections"]}
     good, offset = [], 0
     for body, line in zip(candidates, lines):
         if offset not in rejected:
@@ -172,7 +172,7 @@ def test_kill_dash_nine_at_random_moments_is_exactly_once(vault, tmp_path):
     vault.buffer_path.write_text("".join(l + "\n" for l in lines), encoding="utf-8")
 
     # What one uninterrupted run would do: the data is what this test thinks it is.
-    plan = dry_run(root)["report"]
+    plan = dry_run(root)
     assert (plan["memorized"], plan["reinforced"], plan["below_threshold"], sum(plan["quarantined"].values())) == (
         len(uniques), DUPLICATES, 0, BAD)
 

@@ -136,20 +136,20 @@ def run(
     report = vault.run(dry_run=dry_run, commit_per=commit_per, limit=limit)
     if dry_run:
         plan = report.plan
-        payload = {
-            "report": report.to_json(),
+        # The same report as a real run, with what it would do under `plan`.
+        planned = {
             "notes": [{"path": n.path, "title": n.title, "id": n.note_id} for n in plan.notes],
             "reinforcements": [{"id": r.note_id, "path": r.path, "at": r.at} for r in plan.reinforcements],
             "rejections": [{"key": k, "reason": w.reason, "detail": w.detail} for k, _, w in plan.rejections],
         }
         if json_:
-            emit_json(payload)
+            emit_json({**report.to_json(), "plan": planned})
         else:
-            for n in payload["notes"]:
+            for n in planned["notes"]:
                 print(f"new        {n['path']}  {n['title']}")
-            for r in payload["reinforcements"]:
+            for r in planned["reinforcements"]:
                 print(f"reinforce  {r['path']}")
-            for r in payload["rejections"]:
+            for r in planned["rejections"]:
                 print(f"{r['reason']:<10} {r['key']}  {r['detail']}")
     elif json_:
         emit_json(report.to_json())
