@@ -81,6 +81,23 @@ def index_status(root) -> dict[str, Any]:
     return out
 
 
+_JOB_FIELDS = ("schedule", "last_run", "next_run", "last_result", "last_error")
+
+
+def _job_view(record: Any) -> dict[str, Any]:
+    """A job's bookkeeping as a person reads it; the jobs' own caches and crash-recovery
+    records stay in state.json."""
+    if not isinstance(record, dict):
+        return {}
+    view = {k: record[k] for k in _JOB_FIELDS if k in record}
+    held = record.get("held")
+    if held:  # reinforcements waiting for a person to unlock their notes
+        view["held"] = sum(int(h.get("count", 1) or 1) for h in held.values() if isinstance(h, dict))
+    if record.get("pending"):
+        view["interrupted"] = True  # completed by the job's next run
+    return view
+
+
 def vault_status(vault) -> dict[str, Any]:
     state = vault.load_state()
     per_folder: Counter[str] = Counter()
@@ -125,6 +142,6 @@ def vault_status(vault) -> dict[str, Any]:
         "pending_reinforcements": {"notes": len(pending), "observations": sum(int(e.get("count", 0)) for e in pending.values())},
         "run_in_progress": state.pending is not None,
         "last_run": state.last_run,
-        "jobs": state.jobs,
+        "jobs": {name: _job_view(record) for name, record in sorted(state.jobs.items())},
         "index": index_status(vault.root),
     }

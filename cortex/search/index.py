@@ -68,7 +68,8 @@ class UpdateReport:
         return self.added + self.changed + self.moved + self.deleted
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("added", "changed", "moved", "deleted", "notes", "rebuilt", "reason", "seconds")}
+        out = {k: getattr(self, k) for k in ("added", "changed", "moved", "deleted", "notes", "rebuilt", "reason")}
+        return {**out, "seconds": round(self.seconds, 3)}
 
 
 @dataclass
