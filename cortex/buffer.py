@@ -64,19 +64,16 @@ def rotate_if_consumed(path: Path, offset: int, archive: Path) -> bool:
         os.close(fd)
 
 
-def rewrite_archive(archive: Path, transform) -> int:
-    """Replace each line of a rotated buffer by ``transform(line)`` (bytes in, bytes out);
-    the file is swapped whole, so a crash leaves the old one. Returns lines changed."""
-    changed = 0
+def archive_scrubbed(raw: Path, archive: Path, transform) -> None:
+    """Write ``archive`` from the rotated buffer ``raw``, each line through ``transform``
+    (bytes in, bytes out), then delete ``raw``. A crash leaves ``raw`` in place, and the
+    next run calls this again: the raw lines never become the kept archive."""
     tmp = archive.with_name(f".{archive.name}.tmp")
-    with open(archive, "rb") as src, open(tmp, "wb") as dst:
+    with open(raw, "rb") as src, open(tmp, "wb") as dst:
         os.fchmod(dst.fileno(), 0o600)
         for line in src:
-            new = transform(line)
-            changed += new != line
-            dst.write(new)
-    if changed:
-        os.replace(tmp, archive)
-    else:
-        tmp.unlink()
-    return changed
+            dst.write(transform(line))
+        dst.flush()
+        os.fsync(dst.fileno())
+    os.replace(tmp, archive)
+    raw.unlink()

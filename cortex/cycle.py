@@ -36,8 +36,10 @@ def recover(vault, repo: GitRepo, state: State, report: RunReport, now: datetime
     if state.pending is not None:
         report.recovered = True
         finish(repo, state, vault.save_state, vault.quarantine, _author(vault), now, report, recovering=True)
-    archived = vault.archive_dir / f"observations-{state.buffer_id}.jsonl"
-    if archived.exists():  # rotated, then killed before the state said so
+    rotated = _raw_archive(vault, state.buffer_id).exists() or (
+        vault.archive_dir / f"observations-{state.buffer_id}.jsonl").exists()
+    _finish_archives(vault)  # a kill between the rotation and the scrub
+    if rotated:  # rotated, then killed before the state said so
         state.offset, state.buffer_id = 0, new_buffer_id()
         vault.save_state(state)
     elif buffer.size(vault.buffer_path) < state.offset:
@@ -78,14 +80,29 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
                     index.add(note.source_hash, note.note_id, note.path)
                 if left is not None:
                     left -= plan.lines_read
-            archive = vault.archive_dir / f"observations-{state.buffer_id}.jsonl"
-            if buffer.rotate_if_consumed(vault.buffer_path, state.offset, archive):
+            raw = _raw_archive(vault, state.buffer_id)
+            if buffer.rotate_if_consumed(vault.buffer_path, state.offset, raw):
                 state.offset, state.buffer_id = 0, new_buffer_id()
                 vault.save_state(state)
                 report.rotated = True
-                buffer.rewrite_archive(archive, scrub_line)
+                _finish_archives(vault)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _raw_archive(vault, buffer_id: str):
+    """Where a consumed buffer is moved, under the writers' lock, before its scrub."""
+    return vault.archive_dir / f".observations-{buffer_id}.jsonl.raw"
+
+
+def _finish_archives(vault) -> None:
+    """Turn every rotated buffer still raw into its kept, scrubbed archive."""
+    if not vault.archive_dir.is_dir():
+        return
+    for tmp in vault.archive_dir.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)  # a scrub a kill interrupted: done again from the raw file
+    for raw in sorted(vault.archive_dir.glob(".observations-*.jsonl.raw")):
+        buffer.archive_scrubbed(raw, raw.with_name(raw.name[1:].removesuffix(".raw")), scrub_line)
 
 
 SCRUBBED_FIELDS = ("body", "context", "source_quote", "attribution")

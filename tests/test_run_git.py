@@ -260,3 +260,39 @@ def test_a_detached_head_is_refused_and_the_buffer_waits(vault):
     report = vault.run(now=NOW)
     assert report.memorized == 1
     assert "This one must not land" in git(vault.root, "log", "-1", "--format=%B", "main")
+
+
+@pytest.mark.parametrize("step", ["rotated", "scrub"])
+def test_a_crash_between_rotation_and_scrub_never_keeps_a_credential(vault, monkeypatch, step):
+    """The consumed buffer is moved aside raw under the writers' lock, then scrubbed into
+    observer/archive/; killed in between, the next run finishes the scrub."""
+    from cortex import buffer
+
+    secret = "postgres://app:" + "Sup3rS3cret9x" + "@db.internal/app"
+    append_lines(vault, observation(body=f"The app connects with {secret} today."), *lines(2))
+    with monkeypatch.context() as m:
+        if step == "rotated":  # moved aside; the new buffer id not yet saved
+            rotate = buffer.rotate_if_consumed
+
+            def rotate_then_die(*args):
+                if rotate(*args):
+                    raise Crash("rotated")
+                return False
+
+            m.setattr(buffer, "rotate_if_consumed", rotate_then_die)
+        else:  # the scrub half-written
+            def half(raw, archive, transform):
+                archive.with_name(f".{archive.name}.tmp").write_bytes(raw.read_bytes()[:20])
+                raise Crash("scrub")
+
+            m.setattr(buffer, "archive_scrubbed", half)
+        with pytest.raises(Crash):
+            vault.run(now=NOW)
+    vault.write(observation(body="A line for the next buffer."))
+    report = vault.run(now=NOW)
+    assert report.memorized == 1 and vault.load_state().pending is None
+    kept = sorted(p.name for p in vault.archive_dir.iterdir())
+    assert len(kept) == 2 and all(k.startswith("observations-") for k in kept), kept  # no raw, no temp file
+    texts = [(vault.archive_dir / k).read_text() for k in kept]
+    assert not any("Sup3rS3cret9x" in text for text in texts)
+    assert sorted(text.count("\n") for text in texts) == [1, 3] and any("[REDACTED]" in text for text in texts)
