@@ -129,6 +129,9 @@ def scrub_line(raw: bytes) -> bytes:
             clean, kinds = secrets.redact(value)
             if kinds:
                 obj[name], found = clean, True
+    tags = obj.get("tags")
+    if isinstance(tags, list) and any(isinstance(g, str) and secrets.redact(g)[1] for g in tags):
+        obj["tags"], found = [g for g in tags if not (isinstance(g, str) and secrets.redact(g)[1])], True
     for ent in obj.get("entities") or ():
         if isinstance(ent, dict) and isinstance(ent.get("name"), str) and secrets.might_hold(ent["name"]):
             clean, kinds = secrets.redact(ent["name"])

@@ -467,3 +467,15 @@ def test_names_are_no_prose_for_the_classifier(vault):
     names = [{"name": n, "type": "person"} for n in ("Олег Петров", "Zoë Ångström", "李明", "DAN")]
     report = run(vault, observation(attribution="Ελένη", entities=names))
     assert report.memorized == 1 and not report.quarantined
+
+
+def test_a_credential_pasted_as_a_tag_never_reaches_the_note(vault):
+    key_id = "AKIA" + "Z7Q3XK2LMN4PRS8T"
+    token = "dop_v1_" + "3f9a1c7e5b2d" * 5 + "abcd"
+    report = run(vault, observation(body="Droplets are managed by terraform.", tags=[key_id, "Ops", token, "ops"]))
+    assert report.memorized == 1 and report.redacted == 2
+    (path,) = notes(vault)
+    text = (vault.root / path).read_text()
+    assert "tags: [ops]" in text and key_id.lower() not in text.lower() and token not in text
+    assert "akia" not in git(vault.root, "log", "-p", "--all").lower()
+    assert key_id not in "".join(p.read_text() for p in vault.archive_dir.glob("*.jsonl"))

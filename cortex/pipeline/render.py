@@ -25,7 +25,7 @@ def draft(scored: Scored, note_id: str, hash_hex: str, ctx: Context) -> NoteDraf
         confidence=scored.confidence,
         importance=scored.importance,
         entities=tuple(dict.fromkeys(obs.entities)),
-        tags=obs.tags,
+        tags=tuple(tag.lower() for tag in obs.tags),
         context=obs.context,
         source_quote=obs.source_quote,
         session_id=obs.session_id,

@@ -56,6 +56,15 @@ def _describe(error: Any) -> str:
     return f"{where}: {error.message}"
 
 
+def _unique_tags(tags) -> tuple[str, ...]:
+    """Tags as first written, one per lowercase form: the security stage must see a pasted
+    key in its own case (AKIA…); rendering lowercases them."""
+    seen: dict[str, str] = {}
+    for tag in tags:
+        seen.setdefault(tag.lower(), tag)
+    return tuple(seen.values())
+
+
 def validate(obj: dict[str, Any], key: str, ctx: Context) -> Observation | Rejection:
     obj, truncated = truncate(obj)
     validator = ctx.observation_validator
@@ -98,7 +107,7 @@ def validate(obj: dict[str, Any], key: str, ctx: Context) -> Observation | Rejec
         attribution=obj["attribution"],
         session_id=obj["session_id"],
         entities=tuple((e["name"].strip(), e["type"]) for e in obj.get("entities") or ()),
-        tags=tuple(dict.fromkeys(t.lower() for t in obj.get("tags") or ())),
+        tags=_unique_tags(obj.get("tags") or ()),
         confidence=scores.get("confidence"),
         importance=scores.get("importance"),
         context=obj.get("context") or None,

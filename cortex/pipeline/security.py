@@ -18,7 +18,7 @@ NAMES = "names"
 
 
 def _names(obs: Observation) -> str:
-    return "\n".join([obs.attribution, *(name for name, _ in obs.entities)])
+    return "\n".join([obs.attribution, *(name for name, _ in obs.entities), *obs.tags])
 
 
 def screen(observations: list[Observation], ctx: Context) -> list[Observation | Rejection]:
@@ -54,10 +54,13 @@ def _judge(obs: Observation, scans: dict, ctx: Context) -> Observation | Rejecti
             return Rejection("dropped", f"source {obs.attribution!r} is dropped by the trust policy")
     redactions: list[str] = []
     changes: dict = {}
-    if scans[NAMES].redactions:  # a credential pasted as a name: redact each name alone
+    if scans[NAMES].redactions:  # a credential pasted as a name or a tag
         redactions += scans[NAMES].redactions
         changes["attribution"] = ctx.scanner.redact(obs.attribution)[0]
         changes["entities"] = tuple((ctx.scanner.redact(name)[0], kind) for name, kind in obs.entities)
+        # A tag cannot hold "[REDACTED]" (lowercase segments): one that carries a
+        # credential is left out of the note.
+        changes["tags"] = tuple(tag for tag in obs.tags if not ctx.scanner.redact(tag)[1])
     for name, scan in scans.items():
         if name == NAMES:
             continue
