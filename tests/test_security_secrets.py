@@ -76,6 +76,10 @@ def cases() -> list[tuple[str, str, str]]:
     add("generic", "The vendor API key is {} until March.", hexbody("vendor", 32))
     add("generic", "The admin password for the staging Grafana is {}", join(body("w1", 6, string.ascii_lowercase), "-", body("w2", 5, string.ascii_lowercase), "-9"))
     add("generic", "The wifi passphrase is {}.", join("Blue", body("w3", 6, string.ascii_lowercase), "-42-Orbit"))
+    add("generic", "The client secret for our Okta app is {}", body("okta", 16))
+    add("generic", "The password for the staging Grafana is now {}", join("Orbit-", body("g1", 6, string.ascii_lowercase), "-77"))
+    add("generic", "Password for jenkins: {}", join("Jenkins#", body("j", 4, string.digits)))
+    add("generic", "the api key = {}", hexbody("spaced", 32))
     return out
 
 
@@ -126,6 +130,12 @@ def near_misses() -> list[str]:
         "Logs: /var/log/containers/payments-api-7d9f8b6c5d-x2k4m_prod_api-" + sha256[:12] + ".log",
         "Refunds go to 0x" + sha1 + " on mainnet.",
         "The README's example DSN is postgres://user:password@localhost:5432/app.",
+        # names made of words, where a key word precedes them in prose
+        "The access token is validatedOnEachRequest by the gateway.",
+        "The API key is ReadFromEnvironmentVariable at startup.",
+        "Assets live in the bucket frontend-WebApp-Prod-EU-West1.",
+        "The dead letters pile up in orders.v2.PaymentCaptured-DLQ-2024Q3.",
+        "The password reset email goes out at 9.",
     ]
 
 

@@ -154,6 +154,25 @@ def looks_random(value: str, *, min_entropy: float = 3.0, min_switch_ratio: floa
 
 
 _SYMBOLS = frozenset("!@#$%^&*+=?~")
+_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def identifier_like(value: str) -> bool:
+    """A name made of words ("validatedOnEachRequest", "frontend-WebApp-Prod-EU-West1",
+    "orders.v2.PaymentCaptured-DLQ-2024Q3"), not a generated key. Split at case changes
+    and digits, a name is words (three letters or more, with a vowel) and short acronyms;
+    a random key breaks into many one-letter and unpronounceable pieces ("fmj", "Nd")."""
+    pieces = [p for p in _PIECE.findall(value) if not p.isdigit()]
+    if not pieces or sum(map(len, pieces)) < 0.6 * sum(ch.isalnum() for ch in value):
+        return False
+    odd = sum(1 for p in pieces if not _wordlike(p))
+    return odd <= max(1, len(pieces) // 4)
+
+
+def _wordlike(piece: str) -> bool:
+    if piece.isupper():
+        return 2 <= len(piece) <= 5  # an acronym: EU, DLQ, HTTP
+    return len(piece) >= 3 and any(ch in "aeiouy" for ch in piece.lower())
 
 
 def looks_chosen(value: str) -> bool:
@@ -233,7 +252,8 @@ def find_secrets(text: str, rules: Iterable[SecretRule] | None = None, generic: 
             value = m.group(rule.group)
             if is_placeholder(value) and rule.provider != "private_key":
                 continue
-            if rule.needs_random and not looks_random(value, min_entropy=2.5, min_switch_ratio=0.15):
+            if rule.needs_random and (not looks_random(value, min_entropy=2.5, min_switch_ratio=0.15)
+                                      or identifier_like(value)):
                 continue
             if rule.needs_shape and not looks_chosen(value):
                 continue
@@ -248,7 +268,8 @@ def find_secrets(text: str, rules: Iterable[SecretRule] | None = None, generic: 
         start, end = m.span()
         if _overlaps(start, end, taken) or _overlaps(start, end, url_spans):
             continue
-        if _generic_candidate(m.group(0), generic) and not _public_or_path(text, start, end):
+        if (_generic_candidate(m.group(0), generic) and not _public_or_path(text, start, end)
+                and not identifier_like(m.group(0))):
             taken.append((start, end))
             found.append(Finding(start, end, "generic", "high-entropy"))
     found.sort(key=lambda f: f.start)
