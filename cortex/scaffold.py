@@ -104,50 +104,76 @@ def _hook_ids(text: str) -> set[str] | None:
     return {h.get("id") for r in repos if isinstance(r, dict) for h in r.get("hooks") or () if isinstance(h, dict)}
 
 
-def _ensure_hook_entries(root: Path) -> list[str]:
-    """Add cortex's two `repo: local` hooks to a person's existing pre-commit config.
+def _with_hooks(text: str) -> str | None:
+    """``text`` (a pre-commit config) with cortex's two `repo: local` hooks, or None when
+    they cannot be added safely.
 
-    Without them their commits would pass unchecked while `cortex init` said all was
-    well. The entry is appended as text (their comments and layout stay), indented like
-    their own entries, and kept only if the result reads back as the same config plus
-    cortex's hooks; otherwise the file is left alone and the person is told what to add.
+    Appended as text (comments, layout and line endings stay), indented like the file's
+    own entries, at the end of its `repos:` list, and kept only if the result reads back
+    as the same config plus cortex's hooks. An empty (or comments-only) file gets a list.
     """
     import re
-    import sys
 
     import yaml
 
-    path = root / ".pre-commit-config.yaml"
-    text = path.read_text(encoding="utf-8")
+    template = (TEMPLATES / "pre-commit-config.yaml").read_text(encoding="utf-8")
+    if not text.strip():
+        return template  # nothing of the person's: the commented template whole
     ids = _hook_ids(text)
     if ids is not None and set(HOOK_IDS) <= ids:
-        return []
-    template = (TEMPLATES / "pre-commit-config.yaml").read_text(encoding="utf-8")
+        return text
+    try:
+        before = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if before is None:  # empty, or comments only
+        before, text = {"repos": []}, text + ("" if not text or text.endswith("\n") else "\n") + "repos: []\n"
+    if not isinstance(before, dict) or not isinstance(before.get("repos"), list):
+        return None
+    newline = "\r\n" if "\r\n" in text else "\n"
     entry = template[template.index("  - repo: local"):]
     first = re.search(r"^([ \t]*)- repo:", text, re.M)
     indent = first.group(1) if first else "  "
     entry = "".join(indent + line[2:] if line.strip() else line for line in entry.splitlines(keepends=True))
-    merged = re.sub(r"^repos:[ \t]*\[[ \t]*\][ \t]*$", "repos:", text, count=1, flags=re.M)
-    merged += "" if merged.endswith("\n") else "\n"
+    entry = entry.replace("\n", newline)
+    merged = re.sub(r"^repos:[ \t]*\[[ \t]*\][ \t]*(#[^\r\n]*)?(?=\r?$)", r"repos: \1", text, count=1, flags=re.M)
+    merged += "" if merged.endswith("\n") else newline
     repos = re.search(r"^repos:.*$", merged, re.M)
     after_repos = re.compile(r"^[A-Za-z_\"'][^\n]*:", re.M).search(merged, repos.end()) if repos else None
     at = after_repos.start() if after_repos else len(merged)  # the end of the repos list
     merged = merged[:at] + entry + merged[at:]
-    before = yaml.safe_load(text) if ids is not None else None
     after_ids = _hook_ids(merged)
-    ok = after_ids is not None and set(HOOK_IDS) <= after_ids
-    if ok:
-        after = yaml.safe_load(merged)
-        ok = {k: v for k, v in after.items() if k != "repos"} == {k: v for k, v in before.items() if k != "repos"} \
-            and after["repos"][: len(before["repos"])] == before["repos"]
-    if not ok:
+    if after_ids is None or not set(HOOK_IDS) <= after_ids:
+        return None
+    after = yaml.safe_load(merged)
+    same = {k: v for k, v in after.items() if k != "repos"} == {k: v for k, v in before.items() if k != "repos"}
+    return merged if same and after["repos"][: len(before["repos"])] == before["repos"] else None
+
+
+def _ensure_hook_entries(root: Path) -> list[str]:
+    """Add cortex's hooks to a person's existing pre-commit config (without them their
+    commits would pass unchecked while `cortex init` said all was well), or say what to add."""
+    import sys
+
+    path = root / ".pre-commit-config.yaml"
+    text = path.read_bytes().decode("utf-8")
+    merged = _with_hooks(text)
+    if merged is None:
+        template = (TEMPLATES / "pre-commit-config.yaml").read_text(encoding="utf-8")
         sys.stderr.write(
             f"cortex: {path} has no cortex hooks and cortex could not add them safely: add this entry "
-            f"under `repos:`, then `cortex hook install`:\n{entry}"
+            f"under `repos:`, then `cortex hook install`:\n{template[template.index('  - repo: local'):]}"
         )
         return []
-    path.write_text(merged, encoding="utf-8")
+    if merged == text:
+        return []
+    path.write_bytes(merged.encode("utf-8"))
     return [".pre-commit-config.yaml"]
+
+
+# Files a person may own already: cortex adds its part to them. The commit gets HEAD's
+# version with that part, never the person's uncommitted edits, which stay in the file.
+EDITED = {".gitignore": _with_rules, ".pre-commit-config.yaml": _with_hooks}
 
 
 def _commit(vault, paths: list[str]) -> None:
@@ -157,22 +183,24 @@ def _commit(vault, paths: list[str]) -> None:
         return
     repo = GitRepo(vault.root)
     changes = {p: repo.write_blob((vault.root / p).read_bytes()) for p in paths if (vault.root / p).is_file()}
-    staged_only = {}
-    if ".gitignore" in changes:
-        # Commit HEAD's .gitignore plus cortex's rules, not a person's uncommitted edits
-        # to it (those stay in the working file, still theirs to commit).
-        before = repo.file_at_head(".gitignore")
-        committed = _with_rules(before.decode("utf-8") if before is not None else "").encode("utf-8")
-        if committed == before:
-            del changes[".gitignore"]  # HEAD has every rule already
-        elif committed != (vault.root / ".gitignore").read_bytes():
-            changes[".gitignore"] = staged_only[".gitignore"] = repo.write_blob(committed)
+    staged_only: dict[str, tuple[str, bytes | None]] = {}
+    for rel, edit in EDITED.items():
+        if rel not in changes:
+            continue
+        before = repo.file_at_head(rel)
+        committed_text = edit(before.decode("utf-8") if before is not None else "")
+        committed = committed_text.encode("utf-8") if committed_text is not None else None
+        if committed is None or committed == before:
+            del changes[rel]  # HEAD has cortex's part already (or cannot take it): no commit of it
+        elif committed != (vault.root / rel).read_bytes():
+            changes[rel] = repo.write_blob(committed)
+            staged_only[rel] = (changes[rel], before)
     if not changes:
         return
     repo.commit(changes, "init: cortex vault\n", (vault.settings.author_name, vault.settings.author_email))
     repo.materialize({p: oid for p, oid in changes.items() if p not in staged_only})
-    for p, oid in staged_only.items():
-        repo.stage_committed(p, oid, before)
+    for rel, (oid, before) in staged_only.items():
+        repo.stage_committed(rel, oid, before)
 
 
 def _install_hooks(root: Path) -> None:

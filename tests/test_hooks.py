@@ -375,3 +375,27 @@ def test_init_says_what_to_add_when_it_cannot_merge_the_config(tmp_path, hook_en
     assert done.returncode == 0
     assert "has no cortex hooks" in done.stderr and "id: cortex-validate" in done.stderr
     assert (root / ".pre-commit-config.yaml").read_text() == flow
+
+
+@pytest.mark.parametrize("committed", ["", "# hooks come later\n", "repos: []  # none yet\n",
+                                       "repos:\r\n- repo: local\r\n  hooks:\r\n  - id: mine\r\n    name: mine\r\n"
+                                       "    entry: 'true'\r\n    language: system\r\n"])
+def test_init_merges_any_config_and_commits_none_of_a_persons_edits(tmp_path, hook_env, committed):
+    repo = Repo(tmp_path / "theirs", hook_env)
+    repo.root.mkdir()
+    repo.git("init", "-q")
+    for key, value in (("user.name", "Test Person"), ("user.email", "person@example.com")):
+        repo.git("config", key, value)
+    repo.write(".pre-commit-config.yaml", committed)
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "--no-verify", "--allow-empty", "-m", "mine")
+    path = repo.root / ".pre-commit-config.yaml"
+    path.write_bytes(path.read_bytes() + b"# work in progress\n")  # not committed
+    done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(repo.root)], env=hook_env, capture_output=True, text=True)
+    assert done.returncode == 0 and "could not add them" not in done.stderr, done.stderr
+    head = repo.git("show", "HEAD:.pre-commit-config.yaml").stdout
+    assert "cortex-validate" in head and "work in progress" not in head
+    working = path.read_bytes()
+    assert b"cortex-validate" in working and b"# work in progress" in working
+    assert (b"\r\n" in working) == ("\r\n" in committed)  # line endings kept
+    assert repo.git("status", "--porcelain").stdout == " M .pre-commit-config.yaml\n"
