@@ -41,18 +41,25 @@ def _git_head(root) -> str | None:
     """HEAD's commit id from .git's files (no git library: status stays cheap)."""
     git = root / ".git"
     try:
+        if git.is_file():  # a worktree or submodule: `gitdir: <path>`
+            git = (root / git.read_text().strip().removeprefix("gitdir:").strip()).resolve()
         head = (git / "HEAD").read_text().strip()
         if not head.startswith("ref: "):
             return head or None
-        ref = head[5:]
-        try:
-            return (git / ref).read_text().strip()
-        except FileNotFoundError:
-            for line in (git / "packed-refs").read_text().splitlines():
-                if line.endswith(" " + ref):
-                    return line.split()[0]
+        common = git / "commondir"  # a worktree's branches live in the main repository
+        refs = (git / common.read_text().strip()).resolve() if common.exists() else git
+        return _read_ref(refs, head[5:])
     except OSError:
         return None
+
+
+def _read_ref(git, ref: str) -> str | None:
+    try:
+        return (git / ref).read_text().strip()
+    except FileNotFoundError:
+        for line in (git / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split()[0]
     return None
 
 
@@ -66,6 +73,10 @@ def index_status(root) -> dict[str, Any]:
         data = json.loads((root / ".cortex" / "search" / "state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {"state": "missing", "hint": "the next `cortex query` (or `cortex index`) builds it"}
+    from cortex.search.records import FORMAT
+
+    if data.get("format") != FORMAT:
+        return {"state": "stale", "hint": "built by another cortex version: the next `cortex query` rebuilds it"}
     changed = []
     for rel, mtime in (data.get("dirs") or {}).items():
         try:

@@ -160,6 +160,19 @@ def test_reinforcements_held_while_locked_are_applied_once_unlocked(vault):
     assert meta(vault, path)["last_reinforced"] == when("2026-02-01T10:00:00Z")
     assert not vault.load_state().jobs["reinforce"].get("held")
 
+
+def test_held_reinforcements_of_a_deleted_note_are_dropped(vault):
+    body = "Jonas keeps the on-call rota in the shared calendar."
+    path = make_note(vault, "opinion", body, extra=LOCKED)
+    reinforce_by_run(vault, body, "2026-02-01T10:00:00.000Z", "opinion")
+    run_job(vault, "reinforce", now=when("2026-02-01T11:00:00Z"))
+    assert vault.load_state().jobs["reinforce"]["held"]
+    git(vault.root, "rm", "-q", path)
+    git(vault.root, "commit", "-q", "--no-verify", "-m", "person: remove")
+    result = run_job(vault, "reinforce", now=when("2026-02-02T09:00:00Z"))
+    assert any("no such note any more" in w for w in result.warnings)
+    assert not vault.load_state().jobs["reinforce"].get("held")
+
 def test_a_note_being_edited_is_left_for_later(vault):
     path = make_note(vault, "goal_short", "Launch the Tidewatch public beta before Easter.", importance=0.5)
     (vault.root / path).write_text((vault.root / path).read_text() + "\nA person is typing here.\n")

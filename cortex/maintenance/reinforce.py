@@ -98,9 +98,10 @@ def _finish(state, pending: dict) -> None:
     _consume(state.reinforcements, pending.get("applied") or {})
 
 
-def _release_held(ctx: JobContext, state) -> bool:
+def _release_held(ctx: JobContext, state, result: JobResult) -> bool:
     """Reinforcements held for a note a person has since unlocked go back into the map,
-    so the note gets them now (and does not fade for want of them)."""
+    so the note gets them now (and does not fade for want of them); those of a note that
+    is gone are dropped, as the map's own are."""
     held = state.jobs.get(JOB, {}).get("held") or {}
     if not held:
         return False
@@ -108,7 +109,12 @@ def _release_held(ctx: JobContext, state) -> bool:
     released = False
     for key in list(held):
         note = by_id.get(key)
-        if note is None or note.locked or note.broken:
+        if note is None:
+            held.pop(key)
+            result.warnings.append(f"held reinforcement for {key}: no such note any more (dropped)")
+            released = True
+            continue
+        if note.locked or note.broken:
             continue
         slot = held.pop(key)
         entry = state.reinforcements.setdefault(key, {"count": 0, "last": None, "path": note.path})
@@ -123,7 +129,7 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     if not dry_run:
         ctx.recover(JOB, _finish)
     state = ctx.vault.load_state()
-    if not dry_run and _release_held(ctx, state):
+    if not dry_run and _release_held(ctx, state, result):
         ctx.vault.save_state(state)
     if not state.reinforcements:
         return result

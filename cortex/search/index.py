@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from cortex.search import freshness
-from cortex.search.records import NoteRecord, record_from_file
+from cortex.search.records import FORMAT, NoteRecord, record_from_file
 
-FORMAT = 3  # 3: tags and entities joined by U+001F, not a comma; accents folded
 BATCH = 1024
 Progress = Callable[[int, int], None]
 

@@ -11,6 +11,10 @@ from typing import Any, Mapping
 
 from cortex.taxonomy import ARCHIVE, Taxonomy
 
+# The on-disk layout of .cortex/search/; an index of another format is rebuilt.
+# 3: tags and entities joined by U+001F, not a comma; accents folded.
+FORMAT = 3
+
 # The index stores tags and entities as one string each, joined by a character no name
 # holds (a comma did: "Acme, Inc." could never be matched again).
 LIST_SEP = "\x1f"
