@@ -134,7 +134,7 @@ class GitRepo:
         if self.repo.head_is_detached:
             raise CortexError(
                 "the vault's HEAD is detached (no branch is checked out), so a commit would belong to no branch",
-                "check out a branch (`git switch main`), then run again; nothing was read from the buffer",
+                "check out a branch (`git switch main`), then run again; nothing was committed",
             )
 
     def commit(self, changes: Mapping[str, str | None], message: str, author: tuple[str, str]) -> str:

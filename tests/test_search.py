@@ -434,6 +434,9 @@ def test_accents_fold_both_ways(vault):
     idx = fresh_index(vault)
     assert paths(search(idx, "cafe zurich", mode="lexical")) == [cafe]
     assert paths(search(idx, "résumé", mode="lexical")) == [resume]
+    lodz = write_note(vault, "mind/facts/lodz.md", "The Łódź office sits on Straße 5 near København", type_="fact")
+    commit_all(vault)
+    assert paths(search(fresh_index(vault), "lodz strasse kobenhavn", mode="lexical")) == [lodz]
 
 def test_a_small_vault_keeps_its_common_query_words(tmp_path):
     """Pruning frequent terms is for large vaults: in a dozen notes "invoice" may be in

@@ -99,11 +99,14 @@ def _make_fold_accents():
 
     from whoosh.analysis import Filter
 
+    # Letters that are not an ASCII letter plus a mark (NFKD leaves them whole).
+    whole = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "þ": "th", "ı": "i"})
+
     class FoldAccents(Filter):
         def __call__(self, tokens):
             for token in tokens:
                 if not token.text.isascii():
-                    decomposed = unicodedata.normalize("NFKD", token.text)
+                    decomposed = unicodedata.normalize("NFKD", token.text.translate(whole))
                     token.text = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
                 yield token
 

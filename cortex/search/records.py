@@ -13,7 +13,8 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 
 # The on-disk layout of .cortex/search/; an index of another format is rebuilt.
 # 3: tags and entities joined by U+001F, not a comma; accents folded.
-FORMAT = 3
+# 4: ø, ł, ß, æ, œ... folded too.
+FORMAT = 4
 
 # The index stores tags and entities as one string each, joined by a character no name
 # holds (a comma did: "Acme, Inc." could never be matched again).
