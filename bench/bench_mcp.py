@@ -63,7 +63,7 @@ def ensure_vault(rebuild: bool) -> tuple[Path, list[str], list[str]]:
         return _fallback_vault(rebuild)
     # Its generator, our own copy: that bench rebuilds the index of its vault while it runs.
     root = FALLBACK_CACHE / f"vault-lme-{NOTES}"
-    if rebuild or not (root / ".bench-complete").exists():
+    if rebuild or not (root / ".bench-complete").exists() or not (root / "observer" / "config.yml").exists():
         shutil.rmtree(root, ignore_errors=True)
         start = time.perf_counter()
         make_vault(root, NOTES)

@@ -64,7 +64,9 @@ def make_vault(root: Path, n: int) -> None:
     now = datetime(2026, 11, 1, tzinfo=timezone.utc)
     tags = ["work", "home", "health", "travel", "code", "family", "money", "music", "food", "books"]
     people = ["Alice", "Bob", "Chen", "Dana", "Eve", "Farid", "Grace", "Hiro"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    from cortex.vault import Vault
+
+    Vault.init(root)  # a vault as `cortex init` makes it (cortex refuses a bare repository)
     for i in range(n):
         spec = DEFAULT_TYPES[rng.randrange(len(DEFAULT_TYPES))]
         body = " ".join(pool[(i * 2) % len(pool): (i * 2) % len(pool) + rng.randint(1, 2)])[:500] or f"note {i}"
@@ -122,7 +124,7 @@ def main() -> int:
     from cortex.search.query import search
 
     cache = Path(f"/tmp/cortex-search-latency-vault-{args.notes}")
-    if not (cache / ".bench-complete").exists():
+    if not (cache / ".bench-complete").exists() or not (cache / "observer" / "config.yml").exists():
         shutil.rmtree(cache, ignore_errors=True)
         t = time.perf_counter()
         make_vault(cache, args.notes)
