@@ -22,7 +22,7 @@ def write_cache(path: Path, obj: Any) -> None:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(obj, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, TypeError, ValueError):  # unwritable, or not JSON (a YAML date)
         pass
 
 

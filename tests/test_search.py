@@ -518,3 +518,20 @@ def test_whoosh_import_stand_ins_leave_real_modules_usable():
         "assert urllib.request.__file__ and whoosh.lang.morph_en.__file__\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_the_query_path_reads_the_taxonomy_without_yaml_once_cached(vault):
+    """`cortex query` runs in loops: an unchanged taxonomy.yml is read from its JSON copy;
+    an edited one is parsed again."""
+    (vault / "observer" / "taxonomy.yml").write_text("types:\n  recipe: {category: entity, partition: vault}\n")
+    write_note(vault, "vault/recipe/pie.md", "Apple pie needs cold butter", type_="recipe", category="entity")
+    commit_all(vault)
+    fresh_index(vault)  # builds the index and the cache
+    code = ("import sys; from cortex.search.index import SearchIndex; "
+            f"idx = SearchIndex({str(vault)!r}); print('recipe' in idx.taxonomy.types, 'yaml' in sys.modules)")
+    run = lambda: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert run() == ["True", "False"]
+    (vault / "observer" / "taxonomy.yml").write_text("types:\n  tune: {category: entity, partition: vault}\n")
+    code = code.replace("'recipe' in", "'tune' in")
+    assert run() == ["True", "True"]  # edited: parsed again, and cached for the next one
+    assert run() == ["True", "False"]

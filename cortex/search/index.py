@@ -139,7 +139,8 @@ class SearchIndex:
         if self._taxonomy is None:
             from cortex.taxonomy import load_taxonomy
 
-            self._taxonomy = load_taxonomy(self.root / "observer" / "taxonomy.yml")
+            self._taxonomy = load_taxonomy(self.root / "observer" / "taxonomy.yml",
+                                           cache=self.root / ".cortex" / "taxonomy.json")
         return self._taxonomy
 
     def load(self, *, vectors: bool = True) -> "SearchIndex":
