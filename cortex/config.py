@@ -48,28 +48,6 @@ class Settings:
     embedding_model: str | None = None
 
 
-VAULT_MARKERS = ("observer/config.yml", "observer/taxonomy.yml", "schemas/observation.schema.json")
-
-
-def is_vault(root: Path) -> bool:
-    """Whether ``cortex init`` set this directory up. Any git repository is not a vault:
-    writing notes into a person's code repository by accident must not be possible."""
-    return any((root / marker).is_file() for marker in VAULT_MARKERS)
-
-
-def load_tag_allow(root: Path) -> frozenset[str] | None:
-    """The optional tag allow-list, ``observer/tags.yml`` (a list, or ``tags:`` holding one);
-    None when the vault has none, so every well-formed tag is accepted."""
-    path = root / "observer" / "tags.yml"
-    if not path.exists():
-        return None
-    import yaml
-
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    tags = data.get("tags") if isinstance(data, dict) else data
-    return frozenset(str(t) for t in tags or ())
-
-
 @dataclass(frozen=True)
 class Rule:
     match: tuple[tuple[str, tuple[str, ...]], ...]

@@ -14,18 +14,6 @@ from typing import Any, Iterator
 from cortex.errors import LockBusy
 
 
-def write_cache(path: Path, obj: Any) -> None:
-    """Replace a derived JSON cache whole, without fsync: lost or unwritable (a read-only
-    checkout), it is simply worked out again next time."""
-    try:
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(obj, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):  # unwritable, or not JSON (a YAML date)
-        pass
-
-
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write to a temp file, fsync, rename over ``path``: readers see old or new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from cortex.fsutil import write_cache
+from cortex.layout import write_cache
 from cortex.validate import IdIndex, Problem, is_note_path, read_id
 
 DATA = Path(__file__).parent / "data"
@@ -112,7 +112,7 @@ class HookVault:
         raise CortexError("no note schema found", "restore schemas/note.schema.json with `cortex init`")
 
     def validator(self):
-        from cortex.config import load_tag_allow
+        from cortex.layout import load_tag_allow
         from cortex.prefilter import PatternGate
         from cortex.security import Scanner
         from cortex.validate import NoteValidator

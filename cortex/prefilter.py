@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from cortex.fsutil import write_cache
+from cortex.layout import write_cache
 
 # Characters `re` matches to an ASCII letter under IGNORECASE that str.lower() does
 # not turn into it (a test recomputes this over every code point).

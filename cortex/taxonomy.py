@@ -172,7 +172,7 @@ def load_taxonomy(path: Path, *, cache: Path | None = None) -> Taxonomy:
         raise ConfigError(f"{path}: not valid YAML: {exc}", "fix the file or delete it to use the defaults") from None
     taxonomy = parse_taxonomy(data, str(path))
     if cache is not None:
-        from cortex.fsutil import write_cache
+        from cortex.layout import write_cache
 
         write_cache(cache, {"stamp": stamp, "data": data})
     return taxonomy

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from cortex import buffer
-from cortex.config import Calibration, Settings, is_vault, load_calibration, load_settings, load_tag_allow
+from cortex.config import Calibration, Settings, load_calibration, load_settings
+from cortex.layout import is_vault, load_tag_allow
 from cortex.errors import CortexError, InvalidObservation, VaultNotFound
 from cortex.fsutil import file_lock
 from cortex.model import RunReport

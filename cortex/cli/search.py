@@ -46,7 +46,7 @@ def _vault_root():
     from pathlib import Path
 
     from cortex.cli.app import _options, open_vault
-    from cortex.config import is_vault
+    from cortex.layout import is_vault
 
     given = _options.get("vault") or os.environ.get("CORTEX_VAULT") or None
     if given is not None:

@@ -154,7 +154,7 @@ def looks_random(value: str, *, min_entropy: float = 3.0, min_switch_ratio: floa
 
 
 _SYMBOLS = frozenset("!@#$%^&*+=?~")
-_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_PIECE = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+"
 
 
 def identifier_like(value: str) -> bool:
@@ -162,7 +162,7 @@ def identifier_like(value: str) -> bool:
     "orders.v2.PaymentCaptured-DLQ-2024Q3"), not a generated key. Split at case changes
     and digits, a name is words (three letters or more, with a vowel) and short acronyms;
     a random key breaks into many one-letter and unpronounceable pieces ("fmj", "Nd")."""
-    pieces = [p for p in _PIECE.findall(value) if not p.isdigit()]
+    pieces = [p for p in _rx(_PIECE).findall(value) if not p.isdigit()]
     if not pieces or sum(map(len, pieces)) < 0.6 * sum(ch.isalnum() for ch in value):
         return False
     odd = sum(1 for p in pieces if not _wordlike(p))
@@ -186,19 +186,26 @@ def looks_chosen(value: str) -> bool:
 
 # Public identifiers that look random: subresource-integrity and SSH fingerprints, IPFS
 # content ids, hex addresses. A person pastes them into notes; they guard nothing.
-_PUBLIC_ID = re.compile(
+_PUBLIC_ID = (
     r"(?:sha(?:256|384|512)-[A-Za-z0-9+/]{40,}={0,2}"
     r"|Qm[1-9A-HJ-NP-Za-km-z]{44}|bafy[a-z2-7]{50,}|0x[0-9a-fA-F]{16,})"
 )
-_FINGERPRINT_BEFORE = re.compile(r"(?:SHA256|SHA1|MD5):$")
-_PATH = re.compile(r"(?:[~.]?/)?[a-z0-9._\-]+(?:/[a-z0-9._\-]+){2,}/?")
+_FINGERPRINT_BEFORE = r"(?:SHA256|SHA1|MD5):$"
+_PATH = r"(?:[~.]?/)?[a-z0-9._\-]+(?:/[a-z0-9._\-]+){2,}/?"
+
+
+@lru_cache(maxsize=None)
+def _rx(pattern: str) -> re.Pattern:
+    """Patterns off the common path, compiled on first use: the git hook imports this
+    module for every commit and should not pay for what it rarely runs."""
+    return re.compile(pattern)
 
 
 def _public_or_path(text: str, start: int, end: int) -> bool:
     token = text[start:end]
-    if _PUBLIC_ID.fullmatch(token) or _FINGERPRINT_BEFORE.search(text, max(0, start - 7), start):
+    if _rx(_PUBLIC_ID).fullmatch(token) or _rx(_FINGERPRINT_BEFORE).search(text, max(0, start - 7), start):
         return True
-    return _PATH.fullmatch(token) is not None  # lowercase path segments: a file, not a key
+    return _rx(_PATH).fullmatch(token) is not None  # lowercase path segments: a file, not a key
 
 
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-.+/=:~]{20,}")
@@ -278,12 +285,12 @@ def find_secrets(text: str, rules: Iterable[SecretRule] | None = None, generic: 
 
 # Every rule that runs without a long token names one of these words (a test holds the
 # rules to it), so a text with neither cannot hold a credential cortex would find.
-_RULE_WORDS = re.compile(r"-----BEGIN|://|pass|pwd|key|authori[sz]ation|secret|token|credential|\bpin\b", re.I)
+_RULE_WORDS = r"(?i)-----BEGIN|://|pass|pwd|key|authori[sz]ation|secret|token|credential|\bpin\b"
 
 
 def might_hold(text: str) -> bool:
     """Cheap and sound: False only for text in which ``redact`` would find nothing."""
-    return _LONG_TOKEN.search(text) is not None or _RULE_WORDS.search(text) is not None
+    return _LONG_TOKEN.search(text) is not None or _rx(_RULE_WORDS).search(text) is not None
 
 
 def redact(text: str, rules: Iterable[SecretRule] | None = None) -> tuple[str, tuple[str, ...]]:
