@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import pygit2
 
@@ -212,18 +212,25 @@ class GitRepo:
             index.add(path)
         index.write()
 
-    def stage_committed(self, path: str, oid: str, previous: bytes | None) -> None:
+    def stage_committed(self, path: str, oid: str, previous: bytes | None,
+                        restage: Callable[[bytes], bytes] | None = None) -> None:
         """Point the index entry of ``path`` at the committed blob ``oid``, leaving the
-        working file (which holds a person's uncommitted edits besides) alone. An entry
-        a person staged themselves (not ``previous``, HEAD's old content) is kept."""
+        working file (which holds a person's uncommitted edits besides) alone. An entry a
+        person staged themselves (not ``previous``, HEAD's old content) stays theirs, with
+        ``restage`` applied to it (cortex's part added), so their next commit keeps both."""
         self._await_lock("index", INDEX_LOCK_STALE)
         index = self.repo.index
         index.read()
         entry = index[path] if path in index else None
         staged = self.repo[entry.id].data if entry is not None else None
         if staged == previous:
-            index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=oid), pygit2.enums.FileMode.BLOB))
-            index.write()
+            target = oid
+        elif staged is not None and restage is not None:
+            target = self.write_blob(restage(staged))
+        else:
+            return
+        index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=target), pygit2.enums.FileMode.BLOB))
+        index.write()
 
     def is_dirty(self, path: str) -> bool:
         """True when a person has staged or unstaged changes to ``path``."""

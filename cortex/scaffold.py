@@ -176,6 +176,12 @@ def _ensure_hook_entries(root: Path) -> list[str]:
 EDITED = {".gitignore": _with_rules, ".pre-commit-config.yaml": _with_hooks}
 
 
+def _edited_bytes(edit, data: bytes) -> bytes:
+    """A person's staged version with cortex's part added (unchanged if it cannot be)."""
+    merged = edit(data.decode("utf-8"))
+    return merged.encode("utf-8") if merged is not None else data
+
+
 def _commit(vault, paths: list[str]) -> None:
     from cortex.gitrepo import GitRepo
 
@@ -183,7 +189,7 @@ def _commit(vault, paths: list[str]) -> None:
         return
     repo = GitRepo(vault.root)
     changes = {p: repo.write_blob((vault.root / p).read_bytes()) for p in paths if (vault.root / p).is_file()}
-    staged_only: dict[str, tuple[str, bytes | None]] = {}
+    edited: dict[str, tuple[str | None, bytes | None]] = {}  # path: (blob to stage, HEAD's old content)
     for rel, edit in EDITED.items():
         if rel not in changes:
             continue
@@ -192,15 +198,18 @@ def _commit(vault, paths: list[str]) -> None:
         committed = committed_text.encode("utf-8") if committed_text is not None else None
         if committed is None or committed == before:
             del changes[rel]  # HEAD has cortex's part already (or cannot take it): no commit of it
+            edited[rel] = (repo.write_blob(before) if before is not None else None, before)
         elif committed != (vault.root / rel).read_bytes():
             changes[rel] = repo.write_blob(committed)
-            staged_only[rel] = (changes[rel], before)
-    if not changes:
-        return
-    repo.commit(changes, "init: cortex vault\n", (vault.settings.author_name, vault.settings.author_email))
-    repo.materialize({p: oid for p, oid in changes.items() if p not in staged_only})
-    for rel, (oid, before) in staged_only.items():
-        repo.stage_committed(rel, oid, before)
+            edited[rel] = (changes[rel], before)
+    if changes:
+        repo.commit(changes, "init: cortex vault\n", (vault.settings.author_name, vault.settings.author_email))
+        repo.materialize({p: oid for p, oid in changes.items() if p not in edited})
+    for rel, (oid, before) in edited.items():
+        if oid is None:
+            continue
+        edit = EDITED[rel]
+        repo.stage_committed(rel, oid, before, restage=lambda data, edit=edit: _edited_bytes(edit, data))
 
 
 def _install_hooks(root: Path) -> None:

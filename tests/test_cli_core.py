@@ -272,3 +272,13 @@ def test_every_command_has_help_text():
         assert (cmd.help or "").strip(), f"`cortex {' '.join(path)}` has no help text"
         result = cortex(*path, "--help")
         assert result.returncode == 0 and "Usage:" in result.stdout
+
+
+def test_init_again_keeps_a_persons_staged_gitignore_and_its_rules(vpath):
+    ignore = vpath / ".gitignore"
+    ignore.write_text(ignore.read_text().replace("observer/state.json\n", "") + "*.bak\n")
+    git(vpath, "add", ".gitignore")
+    assert cortex("init", str(vpath)).returncode == 0
+    staged = git(vpath, "show", ":.gitignore")
+    assert "*.bak" in staged and "observer/state.json" in staged  # theirs, with cortex's rule back
+    assert git(vpath, "status", "--porcelain") == "M  .gitignore\n"
