@@ -105,12 +105,10 @@ def _finish_archives(vault) -> None:
         buffer.archive_scrubbed(raw, raw.with_name(raw.name[1:].removesuffix(".raw")), scrub_line)
 
 
-SCRUBBED_FIELDS = ("body", "context", "source_quote", "attribution")
-
-
 def scrub_line(raw: bytes) -> bytes:
-    """A consumed buffer line as it may be kept in observer/archive/: credentials redacted
-    (the notes and the quarantine never held them; the archive must not either)."""
+    """A consumed buffer line as it may be kept in observer/archive/: every string in it
+    with its credentials redacted (the notes and the quarantine never held them; the
+    archive must not either), tags that carry one left out. Other lines stay as they were."""
     from cortex.security import secrets
 
     text = raw.decode("utf-8", errors="replace")
@@ -120,26 +118,33 @@ def scrub_line(raw: bytes) -> bytes:
         obj = json.loads(text)
     except ValueError:
         return secrets.redact(text)[0].encode("utf-8")
-    if not isinstance(obj, dict):
+    found = [False]
+
+    def has_secret(value: str) -> bool:
+        return secrets.might_hold(value) and bool(secrets.redact(value)[1] or secrets.redact(value.lower())[1])
+
+    def clean(value, key=None):
+        if isinstance(value, str):
+            if secrets.might_hold(value):
+                redacted, kinds = secrets.redact(value)
+                if kinds:
+                    found[0] = True
+                    return redacted
+            return value
+        if isinstance(value, list):
+            if key == "tags":
+                kept = [v for v in value if not (isinstance(v, str) and has_secret(v))]
+                found[0] = found[0] or len(kept) != len(value)
+                value = kept
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: clean(v, k) for k, v in value.items()}
+        return value
+
+    scrubbed = clean(obj)
+    if not found[0]:
         return raw
-    found = False
-    for name in SCRUBBED_FIELDS:
-        value = obj.get(name)
-        if isinstance(value, str) and secrets.might_hold(value):
-            clean, kinds = secrets.redact(value)
-            if kinds:
-                obj[name], found = clean, True
-    tags = obj.get("tags")
-    if isinstance(tags, list) and any(isinstance(g, str) and secrets.redact(g)[1] for g in tags):
-        obj["tags"], found = [g for g in tags if not (isinstance(g, str) and secrets.redact(g)[1])], True
-    for ent in obj.get("entities") or ():
-        if isinstance(ent, dict) and isinstance(ent.get("name"), str) and secrets.might_hold(ent["name"]):
-            clean, kinds = secrets.redact(ent["name"])
-            if kinds:
-                ent["name"], found = clean, True
-    if not found:
-        return raw
-    return json.dumps(obj, ensure_ascii=False).encode("utf-8") + (b"\n" if raw.endswith(b"\n") else b"")
+    return json.dumps(scrubbed, ensure_ascii=False).encode("utf-8") + (b"\n" if raw.endswith(b"\n") else b"")
 
 
 def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
@@ -180,6 +185,20 @@ def _count_plan(plan: Plan, report: RunReport) -> None:
     report.paths = [n.path for n in plan.notes]
 
 
+def _without_redacted_tags(line: str) -> str:
+    """A held line as stored has its credentials redacted; a tag that held one is now
+    "[REDACTED]", which no tag may be: it goes, as a run would have left it out."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return line
+    tags = obj.get("tags") if isinstance(obj, dict) else None
+    if not isinstance(tags, list) or not any(isinstance(g, str) and "[REDACTED]" in g for g in tags):
+        return line
+    obj["tags"] = [g for g in tags if not (isinstance(g, str) and "[REDACTED]" in g)]
+    return json.dumps(obj, ensure_ascii=False)
+
+
 def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) -> RunReport:
     """Send a held line through the pipeline again, skipping the trust hold (and, with
     ``force``, the injection hold). The entry leaves the quarantine in the same
@@ -194,7 +213,7 @@ def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) ->
         state = vault.load_state()
         recover(vault, repo, state, report, now)
         index = HashIndex(repo, vault.cache_dir / "hashes.json").load()
-        raw = entry.line.encode("utf-8")
+        raw = _without_redacted_tags(entry.line).encode("utf-8")
         buffer_id, _, offset = entry.key.rpartition(":")
         line = Line(int(offset) if offset.isdigit() else 0, 0, raw)
         ctx = vault.context(now, skip_trust=True, skip_injection=force)

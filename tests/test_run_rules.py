@@ -443,12 +443,13 @@ def test_the_archived_buffer_keeps_no_credential(vault):
     lines = [observation(body=f"Deploys push with {key} from CI."), clean,
              observation(body="Tidewatch runs on a small VPS.", entities=[{"name": f"token {key}", "type": "thing"}]),
              observation(body="The staging admin password is " + password)]
+    lines += [{**observation(body="Extra fields ride along."), "extra_note": f"token {key}"}, f'["{key}"]']
     report = run(vault, *lines)
     assert report.rotated and report.redacted == 3
     archived = list(vault.archive_dir.glob("observations-*.jsonl"))
     assert len(archived) == 1
     text = archived[0].read_text()
-    assert key not in text and password not in text and text.count("[REDACTED]") == 3
+    assert key not in text and password not in text and text.count("[REDACTED]") == 5
     assert json.dumps(clean, ensure_ascii=False) in text.splitlines()
     assert oct(archived[0].stat().st_mode & 0o777) == "0o600"
 
@@ -467,6 +468,22 @@ def test_names_are_no_prose_for_the_classifier(vault):
     names = [{"name": n, "type": "person"} for n in ("Олег Петров", "Zoë Ångström", "李明", "DAN")]
     report = run(vault, observation(attribution="Ελένη", entities=names))
     assert report.memorized == 1 and not report.quarantined
+
+
+def test_a_secret_cannot_span_two_names(vault):
+    password = "sword" + "fish42"
+    report = run(vault, observation(body="The reporting job runs nightly.", tags=[password],
+                                    entities=[{"name": "the reporting db password is", "type": "thing"}]))
+    (path,) = notes(vault)
+    assert report.redacted == 0 and password in (vault.root / path).read_text()  # nothing claimed, nothing lost
+
+
+def test_a_credential_tag_is_caught_in_the_case_the_note_gives_it(vault):
+    shouting = "GH" + "P_" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    report = run(vault, observation(body="The deploy bot pushes tags.", tags=[shouting, "deploy"]))
+    (path,) = notes(vault)
+    text = (vault.root / path).read_text()
+    assert report.redacted == 1 and "tags: [deploy]" in text and shouting.lower() not in text
 
 
 def test_a_credential_pasted_as_a_tag_never_reaches_the_note(vault):

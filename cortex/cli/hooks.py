@@ -77,10 +77,15 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def _resolve(root, name: str) -> Path:
+    """A path as a person means it: from the current directory, else from the vault's top."""
+    return (Path(name) if Path(name).exists() else root / name).resolve()
+
+
 def _is_note(root, name: str) -> bool:
     from cortex.validate import is_note_path
 
-    path = (Path(name) if Path(name).exists() else root / name).resolve()
+    path = _resolve(root, name)
     try:
         rel = path.relative_to(root.resolve())
     except ValueError:
@@ -107,7 +112,8 @@ def validate_command(
     if outside:
         info(f"cortex: not a note under vault/ or mind/: {', '.join(outside)} (only notes are validated)")
         raise typer.Exit(2)
-    report = validate(files or [], root=root, all_notes=all_ or not files)
+    named = [str(_resolve(root, f)) for f in files or []]
+    report = validate(named, root=root, all_notes=all_ or not files)
     code = _finish(report, "validate", json_, hook=False)
     if not json_:
         info(f"{_count(report.checked, 'note')} checked: {_count(len(report.errors), 'error')}, "

@@ -12,33 +12,39 @@ from cortex.model import Observation, Rejection
 from cortex.pipeline.context import Context
 
 SCANNED_FIELDS = ("body", "context", "source_quote")
-# Attribution and entity names reach the note (and entity names its wikilinks) too: an
-# instruction planted there is held like one in the body.
+# Attribution, entity names and tags reach the note (names also its wikilinks): an
+# instruction planted there is held, a credential pasted there removed. Each is scanned
+# on its own (joined, a secret could span two of them), by the pattern layer only (the
+# classifier judges prose), tags also in the lowercase the note will give them.
 NAMES = "names"
 
 
-def _names(obs: Observation) -> str:
-    return "\n".join([obs.attribution, *(name for name, _ in obs.entities), *obs.tags])
+def _names(obs: Observation) -> list[str]:
+    return [obs.attribution, *(name for name, _ in obs.entities), *obs.tags, *(t.lower() for t in obs.tags)]
 
 
 def screen(observations: list[Observation], ctx: Context) -> list[Observation | Rejection]:
-    fields = (*SCANNED_FIELDS, NAMES)
     texts: list[str] = []
+    classify: list[bool] = []
+    spans = []
     for obs in observations:
-        texts += [getattr(obs, name) or "" for name in SCANNED_FIELDS] + [_names(obs)]
-    classify = [name != NAMES for name in fields] * len(observations)
+        names = _names(obs)
+        start = len(texts)
+        texts += [getattr(obs, name) or "" for name in SCANNED_FIELDS] + names
+        classify += [True] * len(SCANNED_FIELDS) + [False] * len(names)
+        spans.append((start, len(texts)))
     results = ctx.scanner.scan_many(texts, classify=classify)
     out: list[Observation | Rejection] = []
-    n = len(fields)
-    for i, obs in enumerate(observations):
-        scans = dict(zip(fields, results[n * i : n * i + n]))
-        out.append(_judge(obs, scans, ctx))
+    k = len(SCANNED_FIELDS)
+    for obs, (start, end) in zip(observations, spans):
+        scans = dict(zip(SCANNED_FIELDS, results[start : start + k]))
+        out.append(_judge(obs, scans, results[start + k : end], ctx))
     return out
 
 
-def _judge(obs: Observation, scans: dict, ctx: Context) -> Observation | Rejection:
+def _judge(obs: Observation, scans: dict, names: list, ctx: Context) -> Observation | Rejection:
     if not ctx.skip_injection:
-        for name, scan in scans.items():
+        for name, scan in [*scans.items(), *((NAMES, s) for s in names)]:
             verdict = scan.injection
             if verdict is not None:
                 return Rejection(
@@ -54,16 +60,18 @@ def _judge(obs: Observation, scans: dict, ctx: Context) -> Observation | Rejecti
             return Rejection("dropped", f"source {obs.attribution!r} is dropped by the trust policy")
     redactions: list[str] = []
     changes: dict = {}
-    if scans[NAMES].redactions:  # a credential pasted as a name or a tag
-        redactions += scans[NAMES].redactions
-        changes["attribution"] = ctx.scanner.redact(obs.attribution)[0]
-        changes["entities"] = tuple((ctx.scanner.redact(name)[0], kind) for name, kind in obs.entities)
+    if any(s.redactions for s in names):  # a credential pasted as a name or a tag
+        n_ent, n_tags = len(obs.entities), len(obs.tags)
+        attribution, entities = names[0], names[1 : 1 + n_ent]
+        tag_scans = list(zip(names[1 + n_ent : 1 + n_ent + n_tags], names[1 + n_ent + n_tags :]))
+        redactions += list(attribution.redactions) + [k for s in entities for k in s.redactions]
+        redactions += [k for written, lower in tag_scans for k in (written.redactions or lower.redactions)]
+        changes["attribution"] = attribution.text
+        changes["entities"] = tuple((s.text, kind) for s, (_, kind) in zip(entities, obs.entities))
         # A tag cannot hold "[REDACTED]" (lowercase segments): one that carries a
-        # credential is left out of the note.
-        changes["tags"] = tuple(tag for tag in obs.tags if not ctx.scanner.redact(tag)[1])
+        # credential, as written or lowercased, is left out of the note.
+        changes["tags"] = tuple(tag for tag, (w, lo) in zip(obs.tags, tag_scans) if not (w.redactions or lo.redactions))
     for name, scan in scans.items():
-        if name == NAMES:
-            continue
         original = getattr(obs, name)
         if original is None:
             continue
