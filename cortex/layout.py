@@ -26,9 +26,16 @@ def load_tag_allow(root: Path) -> frozenset[str] | None:
         return None
     import yaml
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    from cortex.errors import ConfigError
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}", "fix it, or delete it to allow every well-formed tag") from None
     tags = data.get("tags") if isinstance(data, dict) else data
-    return frozenset(str(t) for t in tags or ())
+    if not isinstance(tags, list):
+        raise ConfigError(f"{path}: expected a list of tags (or `tags:` holding one)", "e.g. `tags: [ops, billing/invoices]`")
+    return frozenset(str(t).lower() for t in tags)  # notes' tags are lowercase
 
 
 def write_cache(path: Path, obj: Any) -> None:

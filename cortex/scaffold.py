@@ -52,10 +52,23 @@ def init_vault(vault) -> list[str]:
     created += _ensure_gitignore(root)
     if ".pre-commit-config.yaml" not in created:
         created += _ensure_hook_entries(root)
-    if created:
-        _commit(vault, [p for p in created if p != ".git"])
+    # Files an interrupted init created but never committed: committed now, or a clone
+    # of the vault would not be a vault.
+    managed = [rel for rel, _ in FILES] + [f"{s.partition}/{s.folder}/.gitkeep" for s in DEFAULT_TYPES] + [".gitignore"]
+    uncommitted = _untracked(root, [rel for rel in managed if rel not in created and (root / rel).is_file()])
+    if created or uncommitted:
+        _commit(vault, [p for p in created if p != ".git"] + uncommitted)
     _install_hooks(root)
-    return created
+    return created + uncommitted
+
+
+def _untracked(root: Path, paths: list[str]) -> list[str]:
+    if not paths:
+        return []
+    from cortex.gitrepo import GitRepo
+
+    repo = GitRepo(root)
+    return [rel for rel in paths if repo.file_at_head(rel) is None]
 
 
 def _gitignore_rules() -> tuple[str, list[str]]:
@@ -156,13 +169,17 @@ def _ensure_hook_entries(root: Path) -> list[str]:
     import sys
 
     path = root / ".pre-commit-config.yaml"
-    text = path.read_bytes().decode("utf-8")
-    merged = _with_hooks(text)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        text = None  # not UTF-8: not a file cortex can edit safely
+    merged = _with_hooks(text) if text is not None else None
     if merged is None:
         template = (TEMPLATES / "pre-commit-config.yaml").read_text(encoding="utf-8")
         sys.stderr.write(
             f"cortex: {path} has no cortex hooks and cortex could not add them safely: add this entry "
-            f"under `repos:`, then `cortex hook install`:\n{template[template.index('  - repo: local'):]}"
+            f"to its `repos:` list (make one if it has none), then `cortex hook install`:\n"
+            f"{template[template.index('  - repo: local'):]}"
         )
         return []
     if merged == text:
@@ -194,7 +211,10 @@ def _commit(vault, paths: list[str]) -> None:
         if rel not in changes:
             continue
         before = repo.file_at_head(rel)
-        committed_text = edit(before.decode("utf-8") if before is not None else "")
+        try:
+            committed_text = edit(before.decode("utf-8") if before is not None else "")
+        except UnicodeDecodeError:
+            committed_text = None
         committed = committed_text.encode("utf-8") if committed_text is not None else None
         if committed is None or committed == before:
             del changes[rel]  # HEAD has cortex's part already (or cannot take it): no commit of it

@@ -154,7 +154,7 @@ def load_taxonomy(path: Path, *, cache: Path | None = None) -> Taxonomy:
         st = path.stat()
     except FileNotFoundError:
         return DEFAULT_TAXONOMY
-    stamp = [st.st_mtime_ns, st.st_size]
+    stamp = [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino]  # ctime: `cp -p` keeps mtime
     if cache is not None:
         import json
 

@@ -284,3 +284,12 @@ def test_init_again_keeps_a_persons_staged_gitignore_and_its_rules(vpath):
     staged = git(vpath, "show", ":.gitignore")
     assert "*.bak" in staged and "observer/state.json" in staged  # theirs, with cortex's rule back
     assert git(vpath, "status", "--porcelain") == "M  .gitignore\n"
+
+
+def test_init_again_commits_what_an_interrupted_init_left_uncommitted(vpath):
+    git(vpath, "update-ref", "-d", "HEAD")  # as if the first init died before its commit
+    git(vpath, "rm", "-rq", "--cached", ".")
+    assert cortex("init", str(vpath)).returncode == 0
+    assert git(vpath, "status", "--porcelain") == ""
+    tracked = git(vpath, "ls-files").split()
+    assert {"observer/config.yml", "schemas/observation.schema.json", ".gitignore", "mind/facts/.gitkeep"} <= set(tracked)

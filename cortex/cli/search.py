@@ -14,6 +14,7 @@ from typing import List, Optional
 import typer
 
 from cortex.cli.app import app, emit_json, emit_jsonl, info
+from cortex.errors import CortexError
 
 MODEL_ENV = "CORTEX_SEARCH_MODEL"
 MODEL_HELP = f"A model2vec model folder to embed with (default: ${MODEL_ENV}, else the shipped model)."
@@ -138,6 +139,9 @@ def index(
     except _Failed as exc:
         info(f"cortex: {exc}")
         raise typer.Exit(2)
+    except CortexError as exc:  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
+        info(f"cortex: {exc}")
+        raise typer.Exit(2)
     if json_:
         emit_json(report.as_dict())
     else:
@@ -222,6 +226,9 @@ def query(
         if temporal:
             mode = "recent"
     except _Failed as exc:
+        info(f"cortex: {exc}")
+        raise typer.Exit(2)
+    except CortexError as exc:  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
         info(f"cortex: {exc}")
         raise typer.Exit(2)
     results = result_shape(hits)
