@@ -112,6 +112,15 @@ def flow_list(items: Iterable[Any]) -> str:
     return "[" + ", ".join(scalar(i) for i in items) + "]"
 
 
+REDACTED = "[REDACTED]"
+
+
+def linkable(entities) -> list[str]:
+    """Entity names worth a link: not one whose credential was redacted (every such
+    "[REDACTED]" would link unrelated notes together in Obsidian's graph)."""
+    return [name for name, _ in entities if REDACTED not in name]
+
+
 def wikilink(name: str) -> str:
     """An Obsidian link to an entity; characters Obsidian forbids in link targets dropped."""
     clean = re.sub(r"[\[\]|#^\n]", "", name).strip()
@@ -160,7 +169,7 @@ def render_note(d: NoteDraft) -> str:
     if d.entities:
         lines.append("entities:")
         lines += [f"  - {{name: {scalar(n)}, type: {scalar(t)}}}" for n, t in d.entities]
-        lines.append("links: " + "[" + ", ".join(quote(wikilink(n)) for n, _ in d.entities) + "]")
+        lines.append("links: " + "[" + ", ".join(quote(wikilink(n)) for n in linkable(d.entities)) + "]")
     if d.tags:
         lines.append(f"tags: {flow_list(d.tags)}")
     if d.context:
@@ -272,7 +281,7 @@ def draft_meta(d: NoteDraft) -> dict[str, Any]:
     }
     if d.entities:
         meta["entities"] = [{"name": n, "type": t} for n, t in d.entities]
-        meta["links"] = [wikilink(n) for n, _ in d.entities]
+        meta["links"] = [wikilink(n) for n in linkable(d.entities)]
     if d.tags:
         meta["tags"] = list(d.tags)
     for key in ("context", "source_quote", "session_id"):

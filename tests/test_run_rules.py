@@ -496,3 +496,12 @@ def test_a_credential_pasted_as_a_tag_never_reaches_the_note(vault):
     assert "tags: [ops]" in text and key_id.lower() not in text.lower() and token not in text
     assert "akia" not in git(vault.root, "log", "-p", "--all").lower()
     assert key_id not in "".join(p.read_text() for p in vault.archive_dir.glob("*.jsonl"))
+
+
+def test_a_redacted_entity_name_is_no_link(vault):
+    key = "gh" + "p_" + "R8k2Lq9Vx4Zt7Nw1Bc5Hy3Jm6Pd0Sf2Ga8Ue"
+    run(vault, observation(body="The mirror job runs hourly.",
+                           entities=[{"name": f"token {key}", "type": "thing"}, {"name": "Mirror", "type": "project"}]))
+    (path,) = notes(vault)
+    meta = parse_note((vault.root / path).read_text()).meta
+    assert meta["entities"][0]["name"] == "token [REDACTED]" and meta["links"] == ["[[Mirror]]"]

@@ -96,7 +96,8 @@ def build_graph(snapshot: Snapshot) -> Graph:
         if note.attribution:
             edge(key, "attributed_to", entity(note.attribution, "source"))
         for name, kind in note.entities:
-            edge(key, "mentions", entity(name, kind))
+            if "[REDACTED]" not in name:  # a redacted name is no entity to meet in other notes
+                edge(key, "mentions", entity(name, kind))
         for tag in note.tags:
             tag_key = f"tag:{tag}"
             g.nodes.setdefault(tag_key, {"kind": "tag", "label": f"#{tag}"})
