@@ -81,6 +81,8 @@ def normalise_tags(tags: Any) -> list[Any] | None:
         tags = [t for t in re.split(r",|\s+(?=#)", tags) if t.strip()]
     elif not isinstance(tags, list):
         return None
+    else:  # an item "#a #b" is two tags too
+        tags = [part for tag in tags for part in (re.split(r"\s+(?=#)", tag) if isinstance(tag, str) else [tag])]
     out: list[Any] = []
     for tag in tags:
         if isinstance(tag, (dict, list)) or tag is None:

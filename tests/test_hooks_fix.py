@@ -167,6 +167,7 @@ def test_tags_list_deduplicated_string_split_unusable_kept():
     assert normalise_tags(["A", "a", "b c"]) == ["a", "b-c"]
     assert normalise_tags("Work, Home Office") == ["work", "home-office"]
     assert normalise_tags("#infra #Post Gres") == ["infra", "post-gres"]
+    assert normalise_tags(["#Ops #ops", "Home Office"]) == ["ops", "home-office"]
     assert normalise_tags(["日本"]) == ["日本"]  # left for the validator to explain
     assert normalise_tags({"a": 1}) is None
 
