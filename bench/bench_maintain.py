@@ -1,7 +1,7 @@
 """`cortex maintain` on a 50,000-note vault: every job forced, then a run with nothing to do.
 
 The vault (built once, cached under /tmp/cortex-bench-maintain/): 50,000 notes in the
-DESIGN §4 format across all 17 types (about two thirds in the mind partition), created
+cortex's note format across all 17 types (about two thirds in the mind partition), created
 over two years and, for 80% of them, reinforced within the last two months (a vault in
 daily use; the other 20% were never reinforced, so decay has a backlog), with 1% written
 as paraphrases of an earlier note of the same type (for

@@ -2,7 +2,7 @@
 
 Figures, not pass/fail (issue 2's targets are printed beside them):
 
-- a vault already holding 50,000 notes (DESIGN §4 format, every type and folder, one
+- a vault already holding 50,000 notes (cortex's note format, every type and folder, one
   plain-git commit; built once and cached under /tmp/cortex-bench/);
 - a 10,000-line buffer (all 17 types, ~20% duplicates of earlier lines or of vault notes,
   ~2% bad lines) ingested by the real CLI, `cortex run --json`, in a copy of that vault:

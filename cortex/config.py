@@ -2,7 +2,7 @@
 ``observer/calibration.yml`` (scoring rules). Both frozen once loaded.
 
 A corrupt or oversized calibration file is ignored with a warning, never fatal: scoring
-falls back to the defaults (DESIGN §3 step 4).
+falls back to the defaults (as scoring does for a missing file).
 """
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ def _required_values(spec: TypeSpec, body: str, now: datetime, new_id: Callable[
 
 
 def title_for(body: str) -> str:
-    """The DESIGN §3 title rule (the body's first 80 characters), except that a body
+    """The title rule (the body's first 80 characters), except that a body
     opening with a markdown heading, as people write in Obsidian, is titled by it."""
     first = next((line.strip() for line in body.splitlines() if line.strip()), "")
     heading = re.fullmatch(r"#{1,6}\s+(.+?)(?:\s+#+)?", first)

@@ -1,4 +1,4 @@
-"""Note files: the frontmatter text format of DESIGN §4, parsed and rendered.
+"""Note files: the frontmatter text format, parsed and rendered.
 
 Rendering is deterministic and hand-written (no ``yaml.dump``): the exact text is a
 contract with people editing in Obsidian and with the git hook. Editing goes through

@@ -1,6 +1,6 @@
 """The type taxonomy: which partition and folder each type routes to, and how fast it decays.
 
-Seventeen default types (DESIGN §5); ``observer/taxonomy.yml`` adds types and overrides
+Seventeen default types; ``observer/taxonomy.yml`` adds types and overrides
 partition, folder and decay. Names are validated so a type or folder can never escape
 its partition (no ``..``, no slashes).
 """

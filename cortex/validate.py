@@ -283,7 +283,7 @@ def read_id(text: str) -> tuple[str, int] | None:
 
 class IdIndex:
     """Which notes carry which id: every note of the vault, so a checked note's id can
-    be proven unique (DESIGN §4: ids are unique across the vault)."""
+    be proven unique (ids are unique across the vault)."""
 
     def __init__(self, ids: Mapping[str, str] = ()) -> None:
         self.paths: dict[str, list[str]] = {}

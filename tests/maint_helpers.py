@@ -1,4 +1,4 @@
-"""Helpers for the maintenance tests: notes in the DESIGN §4 format, committed to a vault."""
+"""Helpers for the maintenance tests: notes in cortex's format, committed to a vault."""
 
 from __future__ import annotations
 

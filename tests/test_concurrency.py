@@ -1,4 +1,4 @@
-"""Parallel writers never interleave or lose lines (DESIGN §2: one `write()` per line
+"""Parallel writers never interleave or lose lines (one `write()` per line
 under a file lock), even while `cortex run` consumes and rotates the buffer under them.
 
 Eight worker processes append 250 observations each, all at once. A cold `cortex write`

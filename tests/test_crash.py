@@ -1,4 +1,4 @@
-"""Exactly-once under `kill -9` (DESIGN §3.9, issue 2).
+"""Exactly-once under `kill -9` (issue 2).
 
 A 2,000-line buffer (unique observations, repeats of earlier ones, bad lines; every
 importance high enough to memorize) is consumed by real `cortex run` processes, most of

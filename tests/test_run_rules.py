@@ -1,4 +1,4 @@
-"""DESIGN §2–§5, rule by rule, through real `cortex run` passes on real git vaults."""
+"""Every rule of the observation, security, scoring, dedup, routing and note format, through real `cortex run` passes on real git vaults."""
 
 from __future__ import annotations
 

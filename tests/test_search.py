@@ -1,4 +1,4 @@
-"""Search over real vaults: real git repositories, note files in the DESIGN §4 format,
+"""Search over real vaults: real git repositories, note files in cortex's format,
 the query library and the real CLI."""
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def _flow(text: str) -> list[Any]:
 
 
 def fast_meta(frontmatter: str) -> dict[str, Any]:
-    """The frontmatter cortex itself renders (DESIGN §4), read ~20× faster than YAML.
+    """The frontmatter cortex itself renders (cortex/notes.py), read ~20× faster than YAML.
     Anything else raises ``_Unusual`` and YAML reads the note: the result is the same."""
     meta: dict[str, Any] = {}
     block: list | None = None

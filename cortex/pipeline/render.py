@@ -1,4 +1,4 @@
-"""Stage 7: a scored observation → the note text (DESIGN §4)."""
+"""Stage 7: a scored observation → the note text (cortex/notes.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Stage 2: JSON Schema (``schemas/observation.schema.json``) plus the taxonomy.
 
-Over-long body, context or quote is cut to its cap with a warning first (DESIGN §3.2),
+Over-long body, context or quote is cut to its cap with a warning first,
 so only the remaining rules can reject a line.
 """
 

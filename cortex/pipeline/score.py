@@ -1,4 +1,4 @@
-"""Stage 4: confidence and importance (DESIGN §3.4).
+"""Stage 4: confidence and importance.
 
 Bucket defaults, then structural signals (imperative words and emphasis each add 0.1
 importance once per kind; a hedge takes 0.1 confidence), then calibration rules, each

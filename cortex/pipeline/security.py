@@ -1,4 +1,4 @@
-"""Stage 3: injection hold, credential redaction, source trust (DESIGN §3.3).
+"""Stage 3: injection hold, credential redaction, source trust.
 
 The scanning itself lives in ``cortex.security``; this stage decides what a finding
 means for the line. Texts are scanned in one batch so the classifier embeds once.
