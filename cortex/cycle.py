@@ -7,6 +7,7 @@ exactly-once protocol (``cortex.runner``).
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import datetime
 
@@ -105,6 +106,19 @@ def _finish_archives(vault) -> None:
         buffer.archive_scrubbed(raw, raw.with_name(raw.name[1:].removesuffix(".raw")), scrub_line)
 
 
+_SAFE_SHAPES = {
+    "timestamp": re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?"),
+    "session_id": re.compile(r"cli|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
+}
+
+
+# The same two fields as they appear in a line, so the cheap gate can look past them.
+_SAFE_FIELDS = re.compile(
+    r'"timestamp"\s*:\s*"\d{4}-\d{2}-\d{2}[T ][\d:.]+(?:[Zz]|[+-]\d{2}:?\d{2})?"'
+    r'|"session_id"\s*:\s*"(?:cli|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"'
+)
+
+
 def scrub_line(raw: bytes) -> bytes:
     """A consumed buffer line as it may be kept in observer/archive/: every string in it
     with its credentials redacted (the notes and the quarantine never held them; the
@@ -112,7 +126,7 @@ def scrub_line(raw: bytes) -> bytes:
     from cortex.security import secrets
 
     text = raw.decode("utf-8", errors="replace")
-    if not secrets.might_hold(text):
+    if not secrets.might_hold(_SAFE_FIELDS.sub("", text)):  # most lines: nothing to look at
         return raw
     try:
         obj = json.loads(text)
@@ -124,6 +138,8 @@ def scrub_line(raw: bytes) -> bytes:
         return secrets.might_hold(value) and bool(secrets.redact(value)[1] or secrets.redact(value.lower())[1])
 
     def clean(value, key=None):
+        if isinstance(value, str) and key in _SAFE_SHAPES and _SAFE_SHAPES[key].fullmatch(value):
+            return value  # a timestamp or session id of the valid shape holds no secret
         if isinstance(value, str):
             if secrets.might_hold(value):
                 redacted, kinds = secrets.redact(value)

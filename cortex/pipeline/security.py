@@ -24,21 +24,17 @@ def _names(obs: Observation) -> list[str]:
 
 
 def screen(observations: list[Observation], ctx: Context) -> list[Observation | Rejection]:
-    texts: list[str] = []
-    classify: list[bool] = []
-    spans = []
-    for obs in observations:
-        names = _names(obs)
-        start = len(texts)
-        texts += [getattr(obs, name) or "" for name in SCANNED_FIELDS] + names
-        classify += [True] * len(SCANNED_FIELDS) + [False] * len(names)
-        spans.append((start, len(texts)))
-    results = ctx.scanner.scan_many(texts, classify=classify)
+    prose = [getattr(obs, name) or "" for obs in observations for name in SCANNED_FIELDS]
+    # Names repeat across a batch (the same attribution, entities and tags on many lines):
+    # each distinct one is scanned once.
+    unique = list(dict.fromkeys(name for obs in observations for name in _names(obs)))
+    results = ctx.scanner.scan_many(prose + unique, classify=[True] * len(prose) + [False] * len(unique))
+    by_name = dict(zip(unique, results[len(prose):]))
     out: list[Observation | Rejection] = []
     k = len(SCANNED_FIELDS)
-    for obs, (start, end) in zip(observations, spans):
-        scans = dict(zip(SCANNED_FIELDS, results[start : start + k]))
-        out.append(_judge(obs, scans, results[start + k : end], ctx))
+    for i, obs in enumerate(observations):
+        scans = dict(zip(SCANNED_FIELDS, results[k * i : k * i + k]))
+        out.append(_judge(obs, scans, [by_name[name] for name in _names(obs)], ctx))
     return out
 
 
