@@ -350,8 +350,6 @@ class Memory:
     def refresh(self) -> None:
         """Bring the loaded index up to date (git runs before the lock, so queries go on)."""
         from cortex.search.freshness import GitProbe
-        from cortex.search.index import IndexUnavailable, stderr_progress
-
         probe = GitProbe.start(self.root).result()
         with self._lock:
             try:
@@ -360,9 +358,8 @@ class Memory:
                     # disk: reopen it whole, even when no note changed, so no searcher outlives its files.
                     self.index.load(vectors=True)
                 report = self.index.refresh(probe)
-            except IndexUnavailable as exc:  # deleted (`git clean -X`, `rm -rf .cortex`) or damaged
-                log(f"{exc}: rebuilding the search index")
-                report = self.index.rebuild(progress=stderr_progress(), reason=str(exc))
+            except Exception as exc:  # deleted (`git clean -X`, `rm -rf .cortex`) or damaged
+                report = self.index.rebuild_if_damaged(exc, log)
             self._state_stamp = self._stamp()
             self._signature = self._changes_signature()
             self._last_full = time.monotonic()
@@ -444,16 +441,11 @@ class Memory:
     def _searching(self, ask):
         """Run a search under the lock; an index whose files cannot be read is rebuilt
         (it is a cache) and the search asked again."""
-        from cortex.search.index import damaged_index, stderr_progress
-
         with self._lock:
             try:
                 return ask()
             except Exception as exc:
-                if not damaged_index(exc):
-                    raise
-                log(f"the search index is damaged ({type(exc).__name__}: {exc}): rebuilding it")
-                self.index.rebuild(progress=stderr_progress(), reason=f"damaged: {exc}")
+                self.index.rebuild_if_damaged(exc, log)
                 self._state_stamp = self._stamp()
                 return ask()
 

@@ -101,17 +101,6 @@ def _refresh(idx, probe):
     return report
 
 
-def _rebuild_if_damaged(idx, exc: Exception):
-    """A search index whose files Whoosh cannot read is rebuilt (it is a cache);
-    anything else is re-raised."""
-    from cortex.search.index import damaged_index, stderr_progress
-
-    if not damaged_index(exc):
-        raise exc
-    info(f"cortex: the search index is damaged ({type(exc).__name__}: {exc}): rebuilding it")
-    return idx.rebuild(progress=stderr_progress(), reason=f"damaged: {exc}")
-
-
 def _summary(report) -> str:
     parts = [f"{n} {what}" for what, n in (("added", report.added), ("changed", report.changed),
                                            ("moved", report.moved), ("deleted", report.deleted)) if n]
@@ -135,7 +124,7 @@ def index(
             try:
                 report = _ready(idx, probe, vectors=True, quiet=True)
             except Exception as exc:
-                report = _rebuild_if_damaged(idx, exc)
+                report = idx.rebuild_if_damaged(exc, lambda m: info(f"cortex: {m}"))
     except _Failed as exc:
         info(f"cortex: {exc}")
         raise typer.Exit(2)
@@ -221,7 +210,7 @@ def query(
                 if report.touched:
                     hits = answer()
         except Exception as exc:
-            report = _rebuild_if_damaged(idx, exc)
+            report = idx.rebuild_if_damaged(exc, lambda m: info(f"cortex: {m}"))
             hits = answer()
         if temporal:
             mode = "recent"

@@ -143,6 +143,14 @@ class SearchIndex:
                                            cache=self.root / ".cortex" / "taxonomy.json")
         return self._taxonomy
 
+    def rebuild_if_damaged(self, exc: BaseException, say: Callable[[str], None]) -> UpdateReport:
+        """After ``exc``: rebuild an index that is missing or whose files cannot be read
+        (it is a cache, rebuilt from the notes), saying so; re-raise anything else."""
+        if not damaged_index(exc):
+            raise exc
+        say(f"the search index is unreadable ({type(exc).__name__}: {exc}): rebuilding it")
+        return self.rebuild(progress=stderr_progress(), reason=f"unreadable: {exc}")
+
     def load(self, *, vectors: bool = True) -> "SearchIndex":
         """Open the stored index; IndexUnavailable when it must be rebuilt."""
         from cortex.search.lexical import LexicalIndex
