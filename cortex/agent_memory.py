@@ -23,13 +23,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 from cortex.errors import CortexError, LockBusy
+from cortex.taxonomy import PARTITIONS
 
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 2000
 DEFAULT_DEBOUNCE = 1.5
 DEFAULT_REFRESH = 1.0
 FULL_CHECK_EVERY = 30.0  # seconds between `git status` sweeps that catch in-place edits
-PARTITIONS = ("vault", "mind")
 
 
 class ToolFailure(Exception):
@@ -464,17 +464,14 @@ class Memory:
 
     def _filters(self, *, types=None, categories=None, partitions=None, tags=None, entities=None, attributions=None,
                  since=None, until=None, archived=False):
-        from cortex.search.query import Filters
+        from cortex.search.query import Filters, unknown_values
 
-        known = sorted(self.index.taxonomy.types) if types else ()
-        for name, value, allowed in (("types", types, known), ("categories", categories, ("concept", "entity", "relation")),
-                                     ("partitions", partitions, PARTITIONS)):
-            bad = [v for v in _as_tuple(value) if v not in allowed]
-            if bad:
-                raise ToolFailure(f"{name} {bad}: use any of {', '.join(allowed)}")
-        return Filters(types=_as_tuple(types), categories=_as_tuple(categories), partitions=_as_tuple(partitions),
-                       tags=_as_tuple(tags), entities=_as_tuple(entities), attributions=_as_tuple(attributions),
-                       since=when(since, "since"), until=when(until, "until"), archived=bool(archived))
+        flt = Filters(types=_as_tuple(types), categories=_as_tuple(categories), partitions=_as_tuple(partitions),
+                      tags=_as_tuple(tags), entities=_as_tuple(entities), attributions=_as_tuple(attributions),
+                      since=when(since, "since"), until=when(until, "until"), archived=bool(archived))
+        for field_, bad, allowed in unknown_values(flt, self.index.taxonomy):
+            raise ToolFailure(f"{field_} {bad}: not known here; use any of {', '.join(allowed)}")
+        return flt
 
     def get_note(self, ref: str) -> dict:
         from cortex.notes import NoteSyntaxError, parse_note

@@ -186,17 +186,18 @@ def query(
             since_ts = recent_ts if since_ts is None else max(since_ts, recent_ts)
         until_ts = _when(until, "--until")
         _root, idx, probe = _open(model)
-        _check_filter_values(idx, type_, category, partition)
         temporal = not (text and text.strip())
         # Optimistic: answer from the index as it is while `git status` runs, then check
         # freshness, and answer again only when notes changed (the exception).
         report = _ready(idx, probe, vectors=(mode != "lexical" and not temporal), refresh=False)
-        from cortex.search.query import Filters, recent as recent_view, result_shape, search
+        from cortex.search.query import Filters, recent as recent_view, result_shape, search, unknown_values
 
         filters = Filters(
             types=tuple(type_), categories=tuple(category), partitions=tuple(partition), tags=tuple(tag),
             entities=tuple(entity), attributions=tuple(attribution), since=since_ts, until=until_ts, archived=archived,
         )
+        for field_, bad, allowed in unknown_values(filters, idx.taxonomy):
+            raise _Failed(f"--{field_} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
 
         def answer():
             if temporal:
@@ -234,19 +235,6 @@ def query(
         if not (json_ or jsonl or paths):
             info("nothing found" + ("" if archived else " (archived memories excluded: add --archived)"))
         raise typer.Exit(1)
-
-
-def _check_filter_values(idx, types, categories, partitions) -> None:
-    """A filter value that no note can have is a mistake (a folder name for a type, a
-    capital letter), not a search that found nothing: exit 2 with the values allowed."""
-    from cortex.taxonomy import CATEGORIES, PARTITIONS
-
-    known = idx.taxonomy.types if types else {}
-    for option, values, allowed in (("--type", types, sorted(known)), ("--category", categories, CATEGORIES),
-                                    ("--partition", partitions, PARTITIONS)):
-        bad = [v for v in values if v not in allowed]
-        if bad:
-            raise _Failed(f"{option} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
 
 
 def _print_text(results: list, mode: str) -> None:

@@ -39,6 +39,22 @@ class Filters:
                     self.since is not None, self.until is not None))
 
 
+def unknown_values(filters: Filters, taxonomy) -> list[tuple[str, list[str], list[str]]]:
+    """(field, values no note can have, the values allowed) for each filter that has such:
+    a folder name given as a type, a capital letter. A mistake to report, not a search to
+    run and find nothing."""
+    from cortex.taxonomy import CATEGORIES, PARTITIONS
+
+    out = []
+    for field_, values, allowed in (("type", filters.types, sorted(taxonomy.types) if filters.types else []),
+                                    ("category", filters.categories, list(CATEGORIES)),
+                                    ("partition", filters.partitions, list(PARTITIONS))):
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            out.append((field_, bad, allowed))
+    return out
+
+
 def _items(value: str | None) -> list[str]:
     return [v for v in (value or "").split(LIST_SEP) if v]
 
