@@ -7,7 +7,6 @@ exactly-once protocol (``cortex.runner``).
 from __future__ import annotations
 
 import json
-import re
 import time
 from datetime import datetime
 
@@ -16,7 +15,9 @@ from cortex.gitrepo import GitRepo
 from cortex.hashindex import HashIndex
 from cortex.model import Plan, RunReport
 from cortex.pipeline.plan import make_plan
+from cortex.notes import REDACTED
 from cortex.quarantine import Entry
+from cortex.security.secrets import scrub_json_line
 from cortex.runner import apply, finish
 from cortex.state import State, new_buffer_id
 from cortex.timefmt import utcnow
@@ -103,64 +104,7 @@ def _finish_archives(vault) -> None:
     for tmp in vault.archive_dir.glob(".*.tmp"):
         tmp.unlink(missing_ok=True)  # a scrub a kill interrupted: done again from the raw file
     for raw in sorted(vault.archive_dir.glob(".observations-*.jsonl.raw")):
-        buffer.archive_scrubbed(raw, raw.with_name(raw.name[1:].removesuffix(".raw")), scrub_line)
-
-
-_SAFE_SHAPES = {
-    "timestamp": re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?"),
-    "session_id": re.compile(r"cli|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
-}
-
-
-# The same two fields as they appear in a line, so the cheap gate can look past them.
-_SAFE_FIELDS = re.compile(
-    r'"timestamp"\s*:\s*"\d{4}-\d{2}-\d{2}[T ][\d:.]+(?:[Zz]|[+-]\d{2}:?\d{2})?"'
-    r'|"session_id"\s*:\s*"(?:cli|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"'
-)
-
-
-def scrub_line(raw: bytes) -> bytes:
-    """A consumed buffer line as it may be kept in observer/archive/: every string in it
-    with its credentials redacted (the notes and the quarantine never held them; the
-    archive must not either), tags that carry one left out. Other lines stay as they were."""
-    from cortex.security import secrets
-
-    text = raw.decode("utf-8", errors="replace")
-    if not secrets.might_hold(_SAFE_FIELDS.sub("", text)):  # most lines: nothing to look at
-        return raw
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return secrets.redact(text)[0].encode("utf-8")
-    found = [False]
-
-    def has_secret(value: str) -> bool:
-        return secrets.might_hold(value) and bool(secrets.redact(value)[1] or secrets.redact(value.lower())[1])
-
-    def clean(value, key=None):
-        if isinstance(value, str) and key in _SAFE_SHAPES and _SAFE_SHAPES[key].fullmatch(value):
-            return value  # a timestamp or session id of the valid shape holds no secret
-        if isinstance(value, str):
-            if secrets.might_hold(value):
-                redacted, kinds = secrets.redact(value)
-                if kinds:
-                    found[0] = True
-                    return redacted
-            return value
-        if isinstance(value, list):
-            if key == "tags":
-                kept = [v for v in value if not (isinstance(v, str) and has_secret(v))]
-                found[0] = found[0] or len(kept) != len(value)
-                value = kept
-            return [clean(v) for v in value]
-        if isinstance(value, dict):
-            return {k: clean(v, k) for k, v in value.items()}
-        return value
-
-    scrubbed = clean(obj)
-    if not found[0]:
-        return raw
-    return json.dumps(scrubbed, ensure_ascii=False).encode("utf-8") + (b"\n" if raw.endswith(b"\n") else b"")
+        buffer.archive_scrubbed(raw, raw.with_name(raw.name[1:].removesuffix(".raw")), scrub_json_line)
 
 
 def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
@@ -209,9 +153,9 @@ def _without_redacted_tags(line: str) -> str:
     except ValueError:
         return line
     tags = obj.get("tags") if isinstance(obj, dict) else None
-    if not isinstance(tags, list) or not any(isinstance(g, str) and "[REDACTED]" in g for g in tags):
+    if not isinstance(tags, list) or not any(isinstance(g, str) and REDACTED in g for g in tags):
         return line
-    obj["tags"] = [g for g in tags if not (isinstance(g, str) and "[REDACTED]" in g)]
+    obj["tags"] = [g for g in tags if not (isinstance(g, str) and REDACTED in g)]
     return json.dumps(obj, ensure_ascii=False)
 
 

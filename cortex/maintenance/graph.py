@@ -20,7 +20,7 @@ from typing import Any
 from cortex.fsutil import atomic_write
 from cortex.maintenance.base import JobContext, JobResult
 from cortex.maintenance.snapshot import Snapshot
-from cortex.notes import wikilink
+from cortex.notes import REDACTED, wikilink
 
 JOB = "graph"
 VERSION = 1
@@ -96,7 +96,7 @@ def build_graph(snapshot: Snapshot) -> Graph:
         if note.attribution:
             edge(key, "attributed_to", entity(note.attribution, "source"))
         for name, kind in note.entities:
-            if "[REDACTED]" not in name:  # a redacted name is no entity to meet in other notes
+            if REDACTED not in name:  # a redacted name is no entity to meet in other notes
                 edge(key, "mentions", entity(name, kind))
         for tag in note.tags:
             tag_key = f"tag:{tag}"

@@ -34,13 +34,14 @@ def screen(observations: list[Observation], ctx: Context) -> list[Observation | 
     k = len(SCANNED_FIELDS)
     for i, obs in enumerate(observations):
         scans = dict(zip(SCANNED_FIELDS, results[k * i : k * i + k]))
-        out.append(_judge(obs, scans, [by_name[name] for name in _names(obs)], ctx))
+        out.append(_judge(obs, scans, by_name, ctx))
     return out
 
 
-def _judge(obs: Observation, scans: dict, names: list, ctx: Context) -> Observation | Rejection:
+def _judge(obs: Observation, scans: dict, by_name: dict, ctx: Context) -> Observation | Rejection:
+    """``scans``: each prose field's scan; ``by_name``: the scan of each name and tag."""
     if not ctx.skip_injection:
-        for name, scan in [*scans.items(), *((NAMES, s) for s in names)]:
+        for name, scan in [*scans.items(), *((NAMES, by_name[n]) for n in _names(obs))]:
             verdict = scan.injection
             if verdict is not None:
                 return Rejection(
@@ -56,17 +57,18 @@ def _judge(obs: Observation, scans: dict, names: list, ctx: Context) -> Observat
             return Rejection("dropped", f"source {obs.attribution!r} is dropped by the trust policy")
     redactions: list[str] = []
     changes: dict = {}
-    if any(s.redactions for s in names):  # a credential pasted as a name or a tag
-        n_ent, n_tags = len(obs.entities), len(obs.tags)
-        attribution, entities = names[0], names[1 : 1 + n_ent]
-        tag_scans = list(zip(names[1 + n_ent : 1 + n_ent + n_tags], names[1 + n_ent + n_tags :]))
-        redactions += list(attribution.redactions) + [k for s in entities for k in s.redactions]
-        redactions += [k for written, lower in tag_scans for k in (written.redactions or lower.redactions)]
-        changes["attribution"] = attribution.text
-        changes["entities"] = tuple((s.text, kind) for s, (_, kind) in zip(entities, obs.entities))
+    if any(by_name[n].redactions for n in _names(obs)):  # a credential pasted as a name or a tag
+
+        def tag_secret(tag: str) -> tuple[str, ...]:  # as written, else as the note lowercases it
+            return by_name[tag].redactions or by_name[tag.lower()].redactions
+
+        redactions += [k for n in (obs.attribution, *(e for e, _ in obs.entities)) for k in by_name[n].redactions]
+        redactions += [k for tag in obs.tags for k in tag_secret(tag)]
+        changes["attribution"] = by_name[obs.attribution].text
+        changes["entities"] = tuple((by_name[name].text, kind) for name, kind in obs.entities)
         # A tag cannot hold "[REDACTED]" (lowercase segments): one that carries a
-        # credential, as written or lowercased, is left out of the note.
-        changes["tags"] = tuple(tag for tag, (w, lo) in zip(obs.tags, tag_scans) if not (w.redactions or lo.redactions))
+        # credential is left out of the note.
+        changes["tags"] = tuple(tag for tag in obs.tags if not tag_secret(tag))
     for name, scan in scans.items():
         original = getattr(obs, name)
         if original is None:

@@ -25,7 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
-REDACTED = "[REDACTED]"
+from cortex.notes import REDACTED  # the marker a note carries where a credential was
+
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
@@ -296,6 +297,8 @@ def might_hold(text: str) -> bool:
 def redact(text: str, rules: Iterable[SecretRule] | None = None) -> tuple[str, tuple[str, ...]]:
     """Replace each credential with ``[REDACTED]``; return the text and one provider
     name per credential."""
+    if rules is None and not might_hold(text):  # most texts: no rule could match
+        return text, ()
     findings = find_secrets(text, rules)
     if not findings:
         return text, ()
@@ -306,3 +309,54 @@ def redact(text: str, rules: Iterable[SecretRule] | None = None) -> tuple[str, t
         last = f.end
     parts.append(text[last:])
     return "".join(parts), tuple(f.provider for f in findings)
+
+
+def carries_secret(text: str) -> bool:
+    """Whether ``text`` holds a credential as written or lowercased (a tag is lowercased
+    in the note, and a lowercased key is still a key)."""
+    return bool(redact(text)[1] or redact(text.lower())[1])
+
+
+# A valid timestamp or session id, as they appear in a buffer line: the cheap gate looks
+# past them (both would otherwise pass for long tokens on every line).
+_PLAIN_FIELDS = (
+    r'"timestamp"\s*:\s*"\d{4}-\d{2}-\d{2}[T ][\d:.]+(?:[Zz]|[+-]\d{2}:?\d{2})?"'
+    r'|"session_id"\s*:\s*"(?:cli|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"'
+)
+
+
+def scrub_json_line(raw: bytes) -> bytes:
+    """A JSON line with every string's credentials redacted and every tag that carries
+    one left out (a tag cannot hold "[REDACTED]"); a line that is not JSON is redacted as
+    text. A line with nothing to redact comes back as it was, byte for byte."""
+    import json
+
+    text = raw.decode("utf-8", errors="replace")
+    if not might_hold(_rx(_PLAIN_FIELDS).sub("", text)):
+        return raw
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return redact(text)[0].encode("utf-8")
+    found = False
+
+    def clean(value, key=None):
+        nonlocal found
+        if isinstance(value, str):
+            redacted, kinds = redact(value)
+            found = found or bool(kinds)
+            return redacted
+        if isinstance(value, list):
+            if key == "tags":
+                kept = [v for v in value if not (isinstance(v, str) and carries_secret(v))]
+                found = found or len(kept) != len(value)
+                value = kept
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: clean(v, k) for k, v in value.items()}
+        return value
+
+    scrubbed = clean(obj)
+    if not found:
+        return raw
+    return json.dumps(scrubbed, ensure_ascii=False).encode("utf-8") + (b"\n" if raw.endswith(b"\n") else b"")
