@@ -103,14 +103,14 @@ def _ensure_gitignore(root: Path) -> list[str]:
 HOOK_IDS = ("cortex-fix", "cortex-validate")
 
 
-def _hook_ids(text: str) -> set[str] | None:
-    """Hook ids of a pre-commit config, None when it is not one cortex can read."""
-    import yaml
+def _template_entry() -> tuple[str, str]:
+    """(the template pre-commit config, its `repo: local` entry with cortex's hooks)."""
+    template = (TEMPLATES / "pre-commit-config.yaml").read_text(encoding="utf-8")
+    return template, template[template.index("  - repo: local"):]
 
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
-        return None
+
+def _hook_ids(data: object) -> set[str] | None:
+    """Hook ids of a parsed pre-commit config, None when it has no `repos:` list."""
     repos = data.get("repos") if isinstance(data, dict) else None
     if not isinstance(repos, list):
         return None
@@ -129,22 +129,21 @@ def _with_hooks(text: str) -> str | None:
 
     import yaml
 
-    template = (TEMPLATES / "pre-commit-config.yaml").read_text(encoding="utf-8")
+    template, entry = _template_entry()
     if not text.strip():
         return template  # nothing of the person's: the commented template whole
-    ids = _hook_ids(text)
-    if ids is not None and set(HOOK_IDS) <= ids:
-        return text
     try:
         before = yaml.safe_load(text)
     except yaml.YAMLError:
         return None
-    if before is None:  # empty, or comments only
-        before, text = {"repos": []}, text + ("" if not text or text.endswith("\n") else "\n") + "repos: []\n"
-    if not isinstance(before, dict) or not isinstance(before.get("repos"), list):
+    if before is None:  # comments only
+        before, text = {"repos": []}, text + ("" if text.endswith("\n") else "\n") + "repos: []\n"
+    ids = _hook_ids(before)
+    if ids is None:
         return None
+    if set(HOOK_IDS) <= ids:
+        return text
     newline = "\r\n" if "\r\n" in text else "\n"
-    entry = template[template.index("  - repo: local"):]
     first = re.search(r"^([ \t]*)- repo:", text, re.M)
     indent = first.group(1) if first else "  "
     entry = "".join(indent + line[2:] if line.strip() else line for line in entry.splitlines(keepends=True))
@@ -155,10 +154,13 @@ def _with_hooks(text: str) -> str | None:
     after_repos = re.compile(r"^[A-Za-z_\"'][^\n]*:", re.M).search(merged, repos.end()) if repos else None
     at = after_repos.start() if after_repos else len(merged)  # the end of the repos list
     merged = merged[:at] + entry + merged[at:]
-    after_ids = _hook_ids(merged)
+    try:
+        after = yaml.safe_load(merged)
+    except yaml.YAMLError:
+        return None
+    after_ids = _hook_ids(after)
     if after_ids is None or not set(HOOK_IDS) <= after_ids:
         return None
-    after = yaml.safe_load(merged)
     same = {k: v for k, v in after.items() if k != "repos"} == {k: v for k, v in before.items() if k != "repos"}
     return merged if same and after["repos"][: len(before["repos"])] == before["repos"] else None
 
@@ -175,11 +177,9 @@ def _ensure_hook_entries(root: Path) -> list[str]:
         text = None  # not UTF-8: not a file cortex can edit safely
     merged = _with_hooks(text) if text is not None else None
     if merged is None:
-        template = (TEMPLATES / "pre-commit-config.yaml").read_text(encoding="utf-8")
         sys.stderr.write(
             f"cortex: {path} has no cortex hooks and cortex could not add them safely: add this entry "
-            f"to its `repos:` list (make one if it has none), then `cortex hook install`:\n"
-            f"{template[template.index('  - repo: local'):]}"
+            f"to its `repos:` list (make one if it has none), then `cortex hook install`:\n{_template_entry()[1]}"
         )
         return []
     if merged == text:
