@@ -111,8 +111,8 @@ def _job_view(record: Any) -> dict[str, Any]:
 
 def vault_status(vault) -> dict[str, Any]:
     state = vault.load_state()
-    per_folder: Counter[str] = Counter()
-    shared: Counter[tuple[str, str]] = Counter()  # (directory, type) where types share a folder
+    counts: Counter[tuple[str, str]] = Counter()  # (partition, type) of active notes
+    types_of: dict[str, list[str]] = {}  # folder -> the types that live there
     archived = 0
     for path in vault.iter_note_paths():
         rel = path.relative_to(vault.root).parts
@@ -120,23 +120,18 @@ def vault_status(vault) -> dict[str, Any]:
             archived += 1
             continue
         directory = "/".join(rel[:2])
-        types = [s.name for s in vault.taxonomy.types_for_directory(directory)]
-        if len(types) > 1:  # goal_short and goal_long both live in mind/goals: ask the note
-            declared = _declared_type(path)
-            shared[directory, declared if declared in types else rel[1]] += 1
-        per_folder[directory] += 1
+        if directory not in types_of:
+            types_of[directory] = [s.name for s in vault.taxonomy.types_for_directory(directory)]
+        types = types_of[directory]
+        if len(types) == 1:
+            label = types[0]
+        else:  # goal_short and goal_long both live in mind/goals: ask the note
+            declared = _declared_type(path) if types else None
+            label = declared if declared in types else rel[1]
+        counts[rel[0], label] += 1
     partitions: dict[str, dict[str, int]] = {"vault": {}, "mind": {}}
-    for directory, n in sorted(per_folder.items()):
-        partition, _, folder = directory.partition("/")
-        types = [s.name for s in vault.taxonomy.types_for_directory(directory)]
-        if len(types) > 1:
-            counts = {label: k for (d, label), k in shared.items() if d == directory}
-        else:
-            counts = {types[0] if types else folder: n}
-        for label, k in counts.items():
-            into = partitions.setdefault(partition, {})
-            into[label] = into.get(label, 0) + k
-    partitions = {p: dict(sorted(v.items())) for p, v in partitions.items()}
+    for (partition, label), n in sorted(counts.items()):
+        partitions.setdefault(partition, {})[label] = n
     size = buffer.size(vault.buffer_path)
     backlog = max(0, size - state.offset)
     pending = state.reinforcements
@@ -144,7 +139,7 @@ def vault_status(vault) -> dict[str, Any]:
         "vault": str(vault.root),
         "backlog": {"bytes": backlog, "lines": _count_lines(vault.buffer_path, min(state.offset, size))},
         "notes": {
-            "total": sum(per_folder.values()),
+            "total": sum(counts.values()),
             "archived": archived,
             "by_partition": {p: sum(v.values()) for p, v in partitions.items()},
             "by_type": partitions,
