@@ -110,26 +110,32 @@ def build_server(memory: Memory):
     server = MCPServer("cortex", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-    def guarded(fn):
-        """Known problems become tool errors with the reason; a bug becomes a tool error too,
-        with its traceback on stderr: the server never dies of a bad call."""
+    def tool(description: str, *, reads_only: bool = True):
+        """Register a tool whose known problems become tool errors with the reason; a bug
+        becomes a tool error too, with its traceback on stderr: the server never dies of a
+        bad call. Every tool but `observe` only reads."""
         import functools
 
-        @functools.wraps(fn)
-        def call(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            except ToolFailure as exc:
-                raise ToolError(str(exc)) from None
-            except CortexError as exc:
-                raise ToolError(exc.message + (f" ({exc.hint})" if exc.hint else "")) from None
-            except Exception as exc:
-                import traceback
+        def register(fn):
+            @functools.wraps(fn)
+            def call(*args, **kwargs):
+                try:
+                    return fn(*args, **kwargs)
+                except ToolFailure as exc:
+                    raise ToolError(str(exc)) from None
+                except CortexError as exc:
+                    raise ToolError(exc.message + (f" ({exc.hint})" if exc.hint else "")) from None
+                except Exception as exc:
+                    import traceback
 
-                traceback.print_exc(file=sys.stderr)
-                raise ToolError(f"internal error in cortex ({type(exc).__name__}: {exc}); the server is still running") from None
+                    traceback.print_exc(file=sys.stderr)
+                    raise ToolError(f"internal error in cortex ({type(exc).__name__}: {exc}); "
+                                    "the server is still running") from None
 
-        return call
+            annotations = {"annotations": read_only} if reads_only else {}
+            return server.tool(description=description, structured_output=False, **annotations)(call)
+
+        return register
 
     class Entity(TypedDict):
         name: Annotated[str, Field(description="The entity's name, e.g. Cortex or Maya.")]
@@ -137,11 +143,10 @@ def build_server(memory: Memory):
 
     Many = Optional[Union[str, list[str]]]
 
-    @server.tool(description=(
+    @tool(
         "Remember one observation. Write only what passes the write gate: would this change how an agent acts "
         "in the future? It is validated at once (a bad field comes back as an error saying what to fix), appended "
-        "to the vault's buffer, and becomes a note when the buffer is processed."), structured_output=False)
-    @guarded
+        "to the vault's buffer, and becomes a note when the buffer is processed.", reads_only=False)
     def observe(
         type: Annotated[str, Field(description="A taxonomy type: fact, opinion, belief, preference, lesson, decision, "
                                    "commitment, goal_short, goal_long, aspiration, constraint, milestone, task, event, "
@@ -169,11 +174,9 @@ def build_server(memory: Memory):
         lines += [f"warning: {w}" for w in result["warnings"]]
         return "\n".join(lines)
 
-    @server.tool(description=(
+    @tool(
         "Search the memory: BM25 and embeddings fused, ranked by the memory's effective importance, confidence "
-        "and recency (the same ranking and filters as `cortex query`). " + FENCE_NOTE),
-        annotations=read_only, structured_output=False)
-    @guarded
+        "and recency (the same ranking and filters as `cortex query`). " + FENCE_NOTE)
     def query(
         text: Annotated[str, Field(description="What to look for, in plain words.")],
         limit: Annotated[int, Field(description=f"At most this many results (1-{MAX_LIMIT}).")] = 10,
@@ -194,10 +197,9 @@ def build_server(memory: Memory):
         return fence(f"cortex: {_count(records)} for {json.dumps(text, ensure_ascii=False)[:200]}"
                      + ("" if records else " (nothing found)"), records)
 
-    @server.tool(description=(
+    @tool(
         "What happened lately: notes created within a period, newest first, with the same filters as `query`. "
-        + FENCE_NOTE), annotations=read_only, structured_output=False)
-    @guarded
+        + FENCE_NOTE)
     def recent(
         within: Annotated[str, Field(description="How far back: a duration (7d, 24h, 2w) or a date.")] = "7d",
         limit: Annotated[int, Field(description=f"At most this many notes (1-{MAX_LIMIT}).")] = 10,
@@ -213,29 +215,24 @@ def build_server(memory: Memory):
                                 tags=tag, entities=entity, attributions=attribution, archived=archived)
         return fence(f"cortex: {_count(records)} from the last {within}", records)
 
-    @server.tool(description=(
+    @tool(
         "One note in full (frontmatter and body), by its id or its vault path from `query` or `recent` results. "
-        + FENCE_NOTE), annotations=read_only, structured_output=False)
-    @guarded
+        + FENCE_NOTE)
     def get_note(
         id_or_path: Annotated[str, Field(description="A note id, or a path such as mind/facts/2026-02-16-e7f4a2b9.md.")],
     ) -> str:
         note = memory.get_note(id_or_path)
         return fence("cortex: 1 note", [note])  # even its path is data: a person names files freely
 
-    @server.tool(description=(
+    @tool(
         "The vault's state as JSON: buffer backlog, notes per partition and type, quarantine size, pending "
-        "reinforcements, last runs, and this server's index and processing."),
-        annotations=read_only, structured_output=False)
-    @guarded
+        "reinforcements, last runs, and this server's index and processing.")
     def status() -> str:
         return json.dumps(jsonable(memory.status()), ensure_ascii=False, indent=2, default=str)
 
-    @server.tool(description=(
+    @tool(
         "The digest for the start of a session (`cortex brief`): what was memorized, reinforced, merged, "
-        "faded or quarantined lately, and the entities that came up most. " + FENCE_NOTE),
-        annotations=read_only, structured_output=False)
-    @guarded
+        "faded or quarantined lately, and the entities that came up most. " + FENCE_NOTE)
     def brief(
         since: Annotated[str, Field(description="How far back: a duration such as 24h or 7d.")] = "24h",
     ) -> str:
