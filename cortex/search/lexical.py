@@ -85,11 +85,11 @@ def analyzer():
     from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, StopFilter
 
     # Whoosh's StemmingAnalyzer, with accents folded before the stemmer sees a word.
-    fold = globals().get("FoldAccents") or _make_fold_accents()
-    return RegexTokenizer() | LowercaseFilter() | fold() | StopFilter() | StemFilter()
+    return RegexTokenizer() | LowercaseFilter() | _fold_accents()() | StopFilter() | StemFilter()
 
 
-def _make_fold_accents():
+@functools.cache
+def _fold_accents():
     """A Whoosh filter taking accents off tokens ("Zürich", "café" match "zurich", "cafe").
 
     Built on first use (Whoosh is imported lazily) and published as a module attribute,
@@ -117,8 +117,8 @@ def _make_fold_accents():
 
 
 def __getattr__(name: str):
-    if name == "FoldAccents":
-        return _make_fold_accents()
+    if name == "FoldAccents":  # unpickling an index's analyzer, before any query built one
+        return _fold_accents()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
