@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 
 from cortex import buffer
 from cortex.config import Calibration, Settings, load_calibration, load_settings
-from cortex.layout import is_vault, load_tag_allow
+from cortex.layout import VAULT_MARKERS, is_vault, load_tag_allow
 from cortex.errors import CortexError, InvalidObservation, VaultNotFound
 from cortex.fsutil import file_lock
 from cortex.model import RunReport
@@ -68,8 +68,7 @@ class Vault:
     def _checked(cls, root: Path) -> "Vault":
         if not is_vault(root):
             raise VaultNotFound(
-                f"{root} is not a cortex vault (no observer/config.yml, observer/taxonomy.yml "
-                "or schemas/observation.schema.json)",
+                f"{root} is not a cortex vault (none of {', '.join(VAULT_MARKERS)})",
                 f"make it one with `cortex init {root}`, or pass --vault PATH",
             )
         return cls(root)

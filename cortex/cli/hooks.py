@@ -104,7 +104,7 @@ def validate_command(
     from cortex.hooks import validate
 
     root = open_vault().root
-    missing = [f for f in files or [] if not Path(f).exists() and not (root / f).exists()]
+    missing = [f for f in files or [] if not _resolve(root, f).exists()]
     if missing:  # named on purpose (unlike the hook's staged paths, which may be deletions)
         info(f"cortex: no such file: {', '.join(missing)}")
         raise typer.Exit(2)
