@@ -69,7 +69,7 @@ _ANTONYMS = [
     ("pass", "fail"), ("on", "off"), ("open", "closed"), ("public", "private"), ("sync", "async"),
     ("online", "offline"), ("manual", "automatic"), ("frontend", "backend"), ("front", "back"),
     ("staging", "production"), ("dev", "prod"), ("development", "production"), ("test", "production"),
-    ("read", "write"), ("reads", "writes"), ("left", "right"), ("up", "down"), ("upper", "lower"),
+    ("read", "write"), ("left", "right"), ("up", "down"), ("upper", "lower"),
     ("min", "max"), ("minimum", "maximum"), ("input", "output"), ("import", "export"), ("upload", "download"),
     ("push", "pull"), ("client", "server"), ("inbound", "outbound"), ("internal", "external"),
     ("first", "last"), ("top", "bottom"), ("true", "false"), ("add", "remove"), ("create", "delete"),
