@@ -7,9 +7,16 @@ What it does, and only this:
   the ``# ---`` separator, and a ``title`` below it (the body's opening words, or its
   first markdown heading). The required block goes first, in
   order; a file with no frontmatter at all gets one.
-- re-hashes a note whose body a person edited (``source_hash``);
+- keeps a title cortex derived true to the body: when the body changes and the title is
+  still what the old body gave, the title (and that alias) follows the new body; a
+  title a person wrote is theirs and never changes;
+- sets ``source_hash`` from the body of a note entering the vault. Once there, it is the
+  identity of the observation the note came from: a person's later edit does not
+  change it, so an agent observing the same thing again reinforces the improved note;
 - normalises tags (Obsidian habits: ``#tag``, capitals, spaces, ``tags: a, b``).
 
+Only notes under ``vault/`` and ``mind/`` are completed; a note holding a credential is
+left as it is (the validator refuses it, and nothing of it is copied into a title).
 Every other byte stays: the person's key order, comments, quoting and body. Lines are
 edited, never re-dumped; the result is parsed again and must mean the old note plus the
 fixes, else the note is left untouched (the validator then says what is wrong). A valid
@@ -28,6 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable
 
+from cortex.layout import in_partition
 from cortex.notes import (
     REQUIRED_FIELDS,
     SEPARATOR,
@@ -52,6 +60,10 @@ class Fixed:
     text: str
     changes: tuple[str, ...] = ()  # what was done, for people ("added id, created")
     refused: str = ""  # why a change was not made safely (the note is left as it was)
+    wants_previous: bool = False  # ask again with the committed version (``previous``)
+
+
+UNKNOWN = object()  # ``previous`` not looked up yet (a git read the fixer spares when it can)
 
 
 def folder_type(taxonomy: Taxonomy, path: str) -> TypeSpec | None:
@@ -142,14 +154,23 @@ def fix_note(
     *,
     now: datetime,
     new_id: Callable[[int], str] = uuid7,
+    redact: Callable[[str], tuple[str, tuple[str, ...]]] | None = None,
+    previous: Any = None,
 ) -> Fixed:
+    """``previous``: the note's committed text (None: there is none, the note is entering
+    the vault; ``UNKNOWN``: not looked up yet, and the result says when it is needed). ``redact``: the credential
+    scanner; a note it flags is left alone, and a generated title it flags is not written."""
+    if not in_partition(path):
+        return Fixed(text)  # a person's own note: cortex fields are not asked of it
+    if redact is not None and redact(text)[1]:
+        return Fixed(text)  # refused by the validator; nothing of it goes into a title
     try:
         note = parse_note(text)
     except NoteSyntaxError:
         return Fixed(text)  # broken YAML: only a person can fix it; the validator says where
     split = split_frontmatter(text)
     if split is None:
-        return _add_frontmatter(path, text, taxonomy, now, new_id)
+        return _add_frontmatter(path, text, taxonomy, now, new_id, redact)
 
     meta, body = note.meta, note.body
     newline = "\r\n" if text.split("\n", 1)[0].endswith("\r") else "\n"
@@ -164,8 +185,22 @@ def fix_note(
     has_body = bool(body.strip())
     digest = source_hash(body)
     if has_body and "source_hash" in meta and meta["source_hash"] != digest:
-        updates["source_hash"] = digest
-        changes.append("re-hashed the edited body")
+        if previous is UNKNOWN:
+            return Fixed(text, wants_previous=True)
+        if previous is None:  # entering the vault: the hash is set now, from this body
+            updates["source_hash"] = digest
+            changes.append("set source_hash from the body")
+    title = meta.get("title")
+    if has_body and isinstance(title, str) and title and title not in _derived_titles(body):
+        if previous is UNKNOWN:
+            return Fixed(text, wants_previous=True)
+        followed = _followed_title(title, body, previous)
+        if followed and _clean(followed, redact):
+            updates["title"] = quote(followed)
+            changes.append("title follows the edited body")
+            aliases = meta.get("aliases")
+            if isinstance(aliases, list) and title in aliases:
+                updates["aliases"] = flow_list([followed if a == title else a for a in aliases])
     if "tags" in meta:
         tags = normalise_tags(meta["tags"])
         if tags is not None and tags != meta["tags"]:
@@ -173,7 +208,8 @@ def fix_note(
             changes.append("normalised tags")
     if spec is not None and has_body:
         fresh = _required_values(spec, body, now, new_id)
-        for key in (*REQUIRED_FIELDS, "title"):
+        generated = ("title",) if _clean(title_for(body), redact) else ()
+        for key in (*REQUIRED_FIELDS, *generated):
             if key not in meta:
                 adds[key] = fresh[key]
             elif meta[key] is None or meta[key] == "":  # `id:` left empty: as good as missing
@@ -218,6 +254,35 @@ def _required_values(spec: TypeSpec, body: str, now: datetime, new_id: Callable[
         "source_hash": source_hash(body),
         "title": quote(title_for(body)),
     }
+
+
+def _derived_titles(body: str) -> tuple[str, ...]:
+    """The titles cortex gives a body: the fixer's (heading first) and ``cortex run``'s."""
+    return (title_for(body), make_title(body))
+
+
+def _followed_title(title: str, body: str, previous: str | None) -> str | None:
+    """The new title when ``title`` is the one cortex derived from the committed body
+    and the person left it alone; None when the title is theirs."""
+    if previous is None:
+        return None
+    try:
+        old = parse_note(previous)
+    except NoteSyntaxError:
+        return None
+    if old.meta.get("title") != title:
+        return None  # the person changed the title in this very edit: it is theirs
+    fixer_rule, run_rule = _derived_titles(old.body)
+    if title == fixer_rule:
+        return title_for(body)
+    if title == run_rule:
+        return make_title(body)
+    return None  # a title a person wrote
+
+
+def _clean(text: str, redact) -> bool:
+    """Whether generated text is free of credentials (scanned before it is written)."""
+    return redact is None or not redact(text)[1]
 
 
 def title_for(body: str) -> str:
@@ -270,14 +335,15 @@ def _rebuild(blocks, updates: dict[str, str], adds: dict[str, str], newline: str
     return out
 
 
-def _add_frontmatter(path: str, text: str, taxonomy: Taxonomy, now: datetime, new_id) -> Fixed:
+def _add_frontmatter(path: str, text: str, taxonomy: Taxonomy, now: datetime, new_id, redact=None) -> Fixed:
     spec = folder_type(taxonomy, path)
     body = text[1:] if text.startswith("\ufeff") else text
     if spec is None or not body.strip():
         return Fixed(text)
     newline = "\r\n" if body.split("\n", 1)[0].endswith("\r") else "\n"
     values = _required_values(spec, body, now, new_id)
-    lines = ["---", *(f"{k}: {values[k]}" for k in REQUIRED_FIELDS), SEPARATOR, f"title: {values['title']}", "---"]
+    title = [f"title: {values['title']}"] if _clean(title_for(body), redact) else []
+    lines = ["---", *(f"{k}: {values[k]}" for k in REQUIRED_FIELDS), SEPARATOR, *title, "---"]
     gap = "" if body.startswith(("\n", "\r\n")) else newline
     new_text = newline.join(lines) + newline + gap + body
     return Fixed(new_text, (f"added a frontmatter block (type {spec.name} from the folder)",))

@@ -1,15 +1,18 @@
 """The entry points pre-commit calls: ``validate`` and ``fix`` over the staged files.
 
 pre-commit runs them from the repository's top with the staged paths as arguments
-(unstaged changes stashed away). Paths outside ``vault/`` and ``mind/``, and files that
-no longer exist (a deletion, the old side of a rename), are skipped. ``python -m
+(unstaged changes stashed away). Every markdown note is checked, wherever it lies (only
+those under ``vault/`` and ``mind/`` must carry cortex fields); other files, and files
+that no longer exist (a deletion, the old side of a rename), are skipped. ``python -m
 cortex.hooks validate|fix FILES`` is the fast door the installed hook uses: it imports
 neither typer nor jsonschema nor pygit2 (start-up is a feature);
 ``cortex hook validate|fix`` and ``cortex validate`` run the same functions.
 
 Outcomes are values: a ``Report`` counts what was checked, changed and found, and
-computes the exit code (1 when a note was changed or an error found, as pre-commit
-expects of fixers and checkers).
+computes the exit code (1 when an error was found, or a note was changed and not staged,
+as pre-commit expects of fixers and checkers). ``fix --stage``, what the installed hook
+runs, stages what it completed, so a person's edit commits on the first try
+(docs/hooks.md says why that is safe).
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from cortex.layout import write_cache
-from cortex.validate import IdIndex, Problem, is_note_path, read_id
+from cortex.layout import is_note_path, write_cache
+from cortex.validate import IdIndex, Problem, read_id
 
 DATA = Path(__file__).parent / "data"
-PARTITIONS = ("vault", "mind")
+HASH_MISMATCH = "source_hash does not match"
 
 
 @dataclass
@@ -34,6 +37,7 @@ class Report:
     checked: int = 0
     skipped: list[str] = field(default_factory=list)  # named but missing (deleted, renamed)
     changed: dict[str, tuple[str, ...]] = field(default_factory=dict)  # path -> what the fixer did
+    staged: list[str] = field(default_factory=list)  # changed paths also staged for the commit
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -46,14 +50,14 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.errors or self.changed else 0
+        return 1 if self.errors or set(self.changed) - set(self.staged) else 0
 
     def as_dict(self) -> dict:
         return {
             "checked": self.checked,
             "errors": len(self.errors),
             "warnings": len(self.warnings),
-            "changed": [{"path": p, "changes": list(c)} for p, c in self.changed.items()],
+            "changed": [{"path": p, "changes": list(c), "staged": p in self.staged} for p, c in self.changed.items()],
             "skipped": self.skipped,
             "problems": [p.as_dict() for p in self.problems],
         }
@@ -111,16 +115,20 @@ class HookVault:
                     raise CortexError(f"{path}: not valid JSON ({exc})", "restore it with `cortex init`") from None
         raise CortexError("no note schema found", "restore schemas/note.schema.json with `cortex init`")
 
+    def scanner(self):
+        from cortex.security import Scanner
+
+        # The pattern layer only: the learned classifier needs numpy and the embedding
+        # model, too slow for a commit; `cortex run` applies it to agents' observations.
+        return Scanner(extra_patterns=self.security_settings()[0], use_classifier=False)
+
     def validator(self):
         from cortex.layout import load_tag_allow
         from cortex.prefilter import PatternGate
-        from cortex.security import Scanner
         from cortex.validate import NoteValidator
 
         extra_patterns, strict = self.security_settings()
-        # The pattern layer only: the learned classifier needs numpy and the embedding
-        # model, too slow for a commit; `cortex run` applies it to agents' observations.
-        scanner = Scanner(extra_patterns=extra_patterns, use_classifier=False)
+        scanner = self.scanner()
         # Scanner.scan's pattern branch, without the redaction it also does (the
         # validator redacts the whole file once already), compiling only the patterns
         # that could match (cortex/prefilter.py).
@@ -146,15 +154,17 @@ class HookVault:
 
     def note_blobs(self) -> dict[str, str | None]:
         """Every note of the vault → its blob id in git's index (staged notes included);
-        outside a git repository, every ``.md`` under the partitions → None."""
-        raw = _git_output(self.root, "ls-files", "-s", "-z", "--", *PARTITIONS)
+        outside a git repository, every note found on disk → None."""
+        raw = _git_output(self.root, "ls-files", "-s", "-z", "--", "*.md")
         if raw is None:
             paths: dict[str, str | None] = {}
-            for part in PARTITIONS:
-                for dirpath, dirnames, filenames in os.walk(self.root / part):
-                    dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-                    rel = Path(dirpath).relative_to(self.root).as_posix()
-                    paths.update((f"{rel}/{n}", None) for n in sorted(filenames) if n.endswith(".md"))
+            for dirpath, dirnames, filenames in os.walk(self.root):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                rel = Path(dirpath).relative_to(self.root).as_posix()
+                for name in sorted(filenames):
+                    path = name if rel == "." else f"{rel}/{name}"
+                    if is_note_path(path):
+                        paths[path] = None
             return paths
         blobs: dict[str, str | None] = {}
         for entry in raw.decode("utf-8", "surrogateescape").split("\0"):
@@ -199,6 +209,11 @@ class HookVault:
         if blob is not None and _blob_id(data) == blob:  # the file is what git indexed
             seen[blob] = ident
         return ident
+
+    def committed(self, rel: str) -> str | None:
+        """The note's text at HEAD; None when HEAD has no such note (a new note)."""
+        data = _git_output(self.root, "cat-file", "blob", f"HEAD:{rel}")
+        return None if data is None else data.decode("utf-8", "replace")
 
     def read(self, rel: str) -> str | None:
         try:
@@ -263,7 +278,11 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
             report.skipped.append(rel)
             continue
         report.checked += 1
-        report.problems += validator.check(rel, text)
+        problems = validator.check(rel, text, new=True)
+        mismatch = [p for p in problems if p.what.startswith(HASH_MISMATCH)]
+        if mismatch and vault.committed(rel) is not None:  # in the vault already: the hash stays what it was
+            problems = [p for p in problems if p not in mismatch]
+        report.problems += problems
         found = read_id(text)
         if found:
             checked.append((rel, *found))
@@ -316,10 +335,12 @@ def fix(
     root: str | os.PathLike | None = None,
     now: datetime | None = None,
     new_id: Callable[[int], str] | None = None,
+    stage: bool = False,
 ) -> Report:
-    """Complete, re-hash and normalise the named notes in place."""
+    """Complete and normalise the named notes in place; with ``stage`` (inside a commit),
+    also stage what changed, so the commit takes the completed note."""
     _prime_yaml()
-    from cortex.fixer import fix_note
+    from cortex.fixer import UNKNOWN, fix_note
     from cortex.notes import uuid7
     from cortex.timefmt import utcnow
 
@@ -329,7 +350,9 @@ def fix(
     if not paths:
         return report
     taxonomy = vault.taxonomy()
+    redact = vault.scanner().redact
     now = now or utcnow()
+    held = _stashed_paths(vault.root) if stage else set()
     for rel in paths:
         try:
             text = vault.read(rel)
@@ -339,13 +362,54 @@ def fix(
             report.skipped.append(rel)
             continue
         report.checked += 1
-        result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7)
-        if result.text != text:
+        result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact, previous=UNKNOWN)
+        if result.wants_previous:
+            result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact,
+                              previous=vault.committed(rel))
+        if result.text != text and rel in held:
+            # pre-commit set the person's unstaged edits of this note aside and puts them
+            # back after the hooks: a completion staged now could clash with them.
+            report.problems.append(Problem(rel, 1, "this note has changes that are not staged",
+                                           f"stage them too (`git add {rel}`) and commit again: the hook completes the note then"))
+        elif result.text != text:
             (vault.root / rel).write_bytes(result.text.encode("utf-8"))
             report.changed[rel] = result.changes
         elif result.refused:
-            report.problems.append(Problem(rel, 1, f"not fixed: {result.refused}", "complete the note by hand", "warning"))
+            severity = "error" if stage else "warning"
+            report.problems.append(Problem(rel, 1, f"not completed: {result.refused}", "complete the note by hand", severity))
+    if stage and report.changed and _may_stage():
+        if _git_output(vault.root, "add", "--", *report.changed) is not None:
+            report.staged = list(report.changed)
     return report
+
+
+def _may_stage() -> bool:
+    """Whether staging a completion lands in the commit and stays in the index: not for
+    ``git commit PATH`` (git commits a temporary index, then restores the real one)."""
+    index = os.environ.get("GIT_INDEX_FILE", "")
+    return not os.path.basename(index).startswith("next-index")
+
+
+def _stashed_paths(root: Path) -> set[str]:
+    """Paths whose unstaged changes pre-commit set aside for this run: it saves them as
+    ``patch<time>-<its pid>`` in its cache folder and applies them again afterwards."""
+    home = os.environ.get("PRE_COMMIT_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pre-commit")
+    suffix = f"-{os.getppid()}"
+    out: set[str] = set()
+    try:
+        names = [n for n in os.listdir(home) if n.startswith("patch") and n.endswith(suffix)]
+    except OSError:
+        return out
+    for name in names:
+        try:
+            data = Path(home, name).read_bytes()
+        except OSError:
+            continue
+        for line in data.split(b"\n"):
+            if line.startswith(b"diff --git a/"):
+                out.add(line[len(b"diff --git a/"):].split(b" b/", 1)[0].decode("utf-8", "surrogateescape"))
+    return out
 
 
 # --- installation ---------------------------------------------------------------------------
@@ -393,7 +457,10 @@ def render(report: Report, action: str, out=None, *, hook: bool = True) -> None:
     """People's view of a report: one line per problem or fixed note."""
     out = out or sys.stdout
     for path, changes in report.changed.items():
-        out.write(f"{path}: fixed ({'; '.join(changes)}) — review it, `git add` it and commit again\n")
+        if path in report.staged:
+            out.write(f"{path}: completed ({'; '.join(changes)}), part of this commit\n")
+        else:
+            out.write(f"{path}: fixed ({'; '.join(changes)}) — review it, `git add` it and commit again\n")
     for problem in report.problems:
         out.write(f"{problem}\n")
     if not hook:
@@ -408,21 +475,21 @@ def render(report: Report, action: str, out=None, *, hook: bool = True) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m cortex.hooks validate|fix [--all] [--json] FILES...``"""
+    """``python -m cortex.hooks validate|fix [--all] [--stage] [--json] FILES...``"""
     from cortex.errors import CortexError
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in ("validate", "fix"):
-        sys.stderr.write("usage: python -m cortex.hooks validate|fix [--all] [--json] [FILES...]\n")
+        sys.stderr.write("usage: python -m cortex.hooks validate|fix [--all] [--stage] [--json] [FILES...]\n")
         return 2
     action, rest = args[0], args[1:]
-    flags = {a for a in rest if a in ("--all", "--json")}
+    flags = {a for a in rest if a in ("--all", "--json", "--stage")}
     files = [a for a in rest if a not in flags]
     try:
         if action == "validate":
             report = validate(files, all_notes="--all" in flags)
         else:
-            report = fix(files)
+            report = fix(files, stage="--stage" in flags)
     except CortexError as exc:
         sys.stderr.write(f"cortex: {exc.message}\n" + (f"  hint: {exc.hint}\n" if exc.hint else ""))
         return exc.exit_code

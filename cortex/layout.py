@@ -11,6 +11,48 @@ from typing import Any
 
 VAULT_MARKERS = ("observer/config.yml", "observer/taxonomy.yml", "schemas/observation.schema.json")
 
+# Where cortex's own notes live: a note there must carry the cortex fields. Every other
+# markdown file of the repository is a person's note (a daily note at the top, a folder
+# they invented): indexed, searched and scanned, never asked for cortex fields.
+PARTITIONS = ("vault", "mind")
+# Top-level folders that hold no notes; any folder or file whose name starts with a dot
+# (.obsidian, .trash, .cortex, .git, .github) holds none either, as Obsidian sees it.
+NOT_NOTES = frozenset({"observer"})
+
+
+def is_note_path(path: str) -> bool:
+    """Whether a repository path (relative, posix) is a note: any markdown file except
+    under ``observer/`` or a dot folder. What ``.gitignore`` excludes is left out by the
+    callers, which list files through git."""
+    if not path.endswith(".md"):
+        return False
+    parts = path.split("/")
+    return parts[0] not in NOT_NOTES and not any(p.startswith(".") or not p for p in parts)
+
+
+def in_partition(path: str) -> bool:
+    """Whether a note lies under ``vault/`` or ``mind/`` (and must carry cortex fields)."""
+    top, sep, _ = path.partition("/")
+    return bool(sep) and top in PARTITIONS
+
+
+def git_ignored(root: Path, paths: list[str]) -> set[str]:
+    """Which of ``paths`` (relative, posix; folders too) ``.gitignore`` excludes; none
+    where git cannot say (no git, not a repository)."""
+    if not paths or not (root / ".git").exists():
+        return set()
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(root), "check-ignore", "-z", "--stdin"],
+                              input="\0".join(paths).encode("utf-8", "surrogateescape") + b"\0",
+                              capture_output=True, check=False)
+    except OSError:
+        return set()
+    if done.returncode not in (0, 1):
+        return set()
+    return {p for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+
 
 def is_vault(root: Path) -> bool:
     """Whether ``cortex init`` set this directory up. Any git repository is not a vault:

@@ -149,6 +149,9 @@ class NoteDraft:
     session_id: str | None = None
     last_reinforced: str | None = None
     extra: tuple[tuple[str, str], ...] = field(default=())  # pre-rendered (key, value) lines
+    # What Obsidian shows and completes instead of the file name (its own convention):
+    # `cortex run` gives its title, so `2026-11-23-1dc6b62e.md` is found by what it says.
+    aliases: tuple[str, ...] = ()
 
 
 def render_note(d: NoteDraft) -> str:
@@ -161,6 +164,7 @@ def render_note(d: NoteDraft) -> str:
         f"source_hash: {d.source_hash}",
         SEPARATOR,
         f"title: {quote(d.title)}",
+        *([f"aliases: [{', '.join(quote(a) for a in d.aliases)}]"] if d.aliases else []),
         f"bucket: {d.bucket}",
         f"attribution: {scalar(d.attribution)}",
         f"confidence: {_score(d.confidence)}",
@@ -274,6 +278,7 @@ def draft_meta(d: NoteDraft) -> dict[str, Any]:
         "created": d.created,
         "source_hash": d.source_hash,
         "title": d.title,
+        **({"aliases": list(d.aliases)} if d.aliases else {}),
         "bucket": d.bucket,
         "attribution": d.attribution,
         "confidence": float(_score(d.confidence)),
@@ -345,3 +350,37 @@ def set_fields(text: str, updates: Mapping[str, str | None], *, after: str | Non
         if value is not None:
             out.append(f"{key}: {value}{newline}")
     return "".join([lines[0], *out, *lines[close:]])
+
+
+# --- what a body says ------------------------------------------------------------------
+
+# Obsidian's inline tag: `#` after the line's start or a space, then letters, digits,
+# `_`, `-` and `/` (nesting), at least one of them not a digit (`#2024` is no tag).
+_INLINE_TAG_RE = re.compile(r"(?:(?<=\s)|^)#([\w/-]*[^\W\d][\w/-]*)", re.M)
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN_RE = re.compile(r"(`+)(?:(?!\1).)+?\1")
+
+
+def inline_tags(body: str) -> list[str]:
+    """The ``#tags`` of a body as Obsidian counts them (lowercased, in order, once each):
+    not inside code fences or code spans, not in headings."""
+    if "#" not in body:
+        return []
+    out: list[str] = []
+    fence = ""
+    for line in body.splitlines():
+        m = _FENCE_RE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if m:
+            fence = m.group(1)
+            continue
+        if "#" not in line or re.match(r" {0,3}#{1,6}(\s|$)", line):
+            continue  # no tag, or a heading
+        for tag in _INLINE_TAG_RE.findall(_CODE_SPAN_RE.sub(" ", line)):
+            tag = tag.strip("/").lower()
+            if tag and tag not in out:
+                out.append(tag)
+    return out

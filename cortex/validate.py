@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Mapping
 
+from cortex.layout import in_partition, is_note_path  # noqa: F401 (is_note_path: re-exported)
 from cortex.timefmt import jsonable
 from cortex.notes import REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, parse_note, source_hash
 from cortex.schema_lite import compile_schema
 from cortex.taxonomy import ARCHIVE, Taxonomy
 
 TAG_RE = re.compile(r"[a-z0-9_-]+(/[a-z0-9_-]+)*")
-PARTITIONS = ("vault/", "mind/")
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,6 @@ class Problem:
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "line": self.line, "severity": self.severity, "what": self.what, "fix": self.fix}
-
-
-def is_note_path(path: str) -> bool:
-    return path.endswith(".md") and path.startswith(PARTITIONS)
 
 
 def expected_directory(path: str) -> str:
@@ -82,42 +78,64 @@ class NoteValidator:
         self.injection = injection
         self.strict_injection = strict_injection
 
-    def check(self, path: str, text: str, parsed=None) -> list[Problem]:
+    def check(self, path: str, text: str, parsed=None, *, new: bool = False) -> list[Problem]:
         """Every problem of the note ``text`` at ``path``. ``parsed`` is the ``Note`` the
-        text is known to parse to (``notes.rendered_note``), saving the YAML read."""
+        text is known to parse to (``notes.rendered_note``), saving the YAML read.
+        ``new``: the note is entering the vault (not in HEAD), so its ``source_hash`` must
+        be its body's; once in the vault, a person's edit never invalidates it.
+
+        Outside ``vault/`` and ``mind/`` a note is a person's own (a daily note, a folder
+        they made): only what would harm the vault is checked there (credentials,
+        instructions to agents) and frontmatter that does not parse is a warning."""
         problems: list[Problem] = []
 
         def add(line: int, what: str, fix: str) -> None:
             problems.append(Problem(path, line, what, fix))
 
+        if not text.strip():
+            return problems  # an empty note (Obsidian's "Untitled.md"): left alone until it has a body
+        cortex_note = in_partition(path)
         try:
             note = parse_note(text) if parsed is None else parsed
         except NoteSyntaxError as exc:
-            add(exc.line, str(exc), "fix the YAML between the `---` lines")
+            problems.append(Problem(path, exc.line, str(exc), "fix the YAML between the `---` lines",
+                                    "error" if cortex_note else "warning"))
+            if self.redact is not None:
+                problems += self._credential_problems(path, text)
             return problems
+        if not cortex_note:
+            return problems + self._safety_problems(path, text, note)
         implied = bool(self.taxonomy.types_for_directory(expected_directory(path)))
         if not note.frontmatter and not note.meta:
             if implied:
-                add(1, "no frontmatter", "run `cortex hook fix`: this folder implies the type")
+                add(1, "no frontmatter", f"run `cortex hook fix {path}` (a commit does it by itself): this folder implies the type")
             else:
-                add(1, "no frontmatter", "start the file with a `---` block holding `type:`, then run `cortex hook fix`")
-            return problems
+                add(1, "no frontmatter", f"start the file with a `---` block holding `type:` ({', '.join(self.taxonomy.names())}) "
+                    "and commit again: the rest is filled in; or move it out of vault/ and mind/, where notes need no fields")
+            return problems + self._safety_problems(path, text, note)
         meta, lines = note.meta, note.key_lines
         line_of = lambda key: lines.get(key, 2)  # noqa: E731
-        for key, n in _repeated_keys(note.frontmatter):
-            add(n, f"`{key}` appears more than once (YAML keeps only the last)", "keep one of them")
+        repeated = _repeated_keys(note.frontmatter)
+        for key, n in repeated:
+            add(n, f"`{key}` appears more than once (YAML keeps only the last)", "delete one of them")
+        given = meta.get("type")
+        unknown = given is not None and (not isinstance(given, str) or given not in self.taxonomy)
+        if not note.body.strip() and "id" not in meta:
+            # A draft (a new note with its properties and no text yet): completed once it has a body.
+            return problems + self._safety_problems(path, text, note)
 
         missing = [k for k in (*REQUIRED_FIELDS, *self.required) if k not in meta]
         if missing:
-            given = meta.get("type")
-            if "type" in missing and not implied:
-                fix = f"add a `type:` line ({', '.join(self.taxonomy.names())}), then run `cortex hook fix`"
-            elif given is not None and given not in self.taxonomy:  # the fixer cannot guess it
-                fix = f"make `type: {given}` one of {', '.join(self.taxonomy.names())}, then run `cortex hook fix`"
+            if repeated:  # the fixer will not guess which of the two the person meant
+                fix = f"delete one of the repeated `{repeated[0][0]}` lines; the commit then completes the note"
+            elif "type" in missing and not implied:
+                fix = f"add a `type:` line ({', '.join(self.taxonomy.names())}); the commit then completes the note"
+            elif unknown:  # the fixer cannot guess it
+                fix = f"{self.type_fix(given)}; the commit then completes the note"
             elif not note.body.strip():
-                fix = "write the note's body below the frontmatter, then run `cortex hook fix`"
+                fix = "write the note's body below the frontmatter; the commit then completes the note"
             else:
-                fix = "run `cortex hook fix` to complete the note"
+                fix = f"run `cortex hook fix {path}` to complete the note (a commit does it by itself)"
             add(2, f"missing required field(s): {', '.join(missing)}", fix)
         sep_line = _separator_line(note.frontmatter)
         if sep_line is None:
@@ -134,12 +152,14 @@ class NoteValidator:
             key = str(error.absolute_path[0]) if error.absolute_path else ""
             if error.validator == "required" and not error.absolute_path:
                 continue  # reported above with the fixer hint
+            if key == "type" and unknown:
+                continue  # reported below, with what was probably meant
             add(line_of(key), f"{key or 'frontmatter'}: {error.message}", _schema_fix(key))
 
         type_name = meta.get("type")
         spec = self.taxonomy.get(type_name) if isinstance(type_name, str) else None
         if type_name is not None and spec is None:
-            add(line_of("type"), f"type {type_name!r} is not in the taxonomy", f"use one of {', '.join(self.taxonomy.names())} or add it to observer/taxonomy.yml")
+            add(line_of("type"), f"type {type_name!r} is not in the taxonomy", self.type_fix(type_name))
         if spec is not None:
             if meta.get("category") is not None and meta.get("category") != spec.category:
                 add(line_of("category"), f"category {meta.get('category')!r} does not match type {spec.name} ({spec.category})", f"set `category: {spec.category}`")
@@ -148,11 +168,12 @@ class NoteValidator:
                 add(1, f"a {spec.name} note belongs in {spec.directory}/, not {directory}/", f"move it to {spec.directory}/ or change its type")
 
         if not note.body.strip():
-            add(note.body_line - 1, "the note has no body", "write the memory below the closing `---`")
+            add(note.body_line - 1, "the note has no body", "write the memory below the closing `---`, or delete the file")
 
         recorded = meta.get("source_hash")
-        if isinstance(recorded, str) and recorded and source_hash(note.body) != recorded:
-            add(line_of("source_hash"), "source_hash does not match the body", "run `cortex hook fix` to re-hash the edited body")
+        if new and isinstance(recorded, str) and recorded and source_hash(note.body) != recorded:
+            add(line_of("source_hash"), "source_hash does not match the body of this new note",
+                f"delete the source_hash line and commit again (or run `cortex hook fix {path}`): it is set from the body")
 
         tags = meta.get("tags")
         if isinstance(tags, list):
@@ -164,11 +185,23 @@ class NoteValidator:
         elif tags is not None:
             add(line_of("tags"), "tags must be a list", "write `tags: [a, b]`")
 
+        return problems + self._safety_problems(path, text, note)
+
+    def _safety_problems(self, path: str, text: str, note) -> list[Problem]:
+        """What harms the vault wherever the note is: a credential, an instruction to agents."""
+        out = []
         if self.redact is not None:
-            problems += self._credential_problems(path, text)
+            out += self._credential_problems(path, text)
         if self.injection is not None:
-            problems += self._injection_problems(path, text, note)
-        return problems
+            out += self._injection_problems(path, text, note)
+        return out
+
+    def type_fix(self, given: Any) -> str:
+        """How to fix an unknown type: the type probably meant, else the list."""
+        meant = suggest_type(self.taxonomy.names(), given)
+        if meant:
+            return f"did you mean `{meant}`? write `type: {meant}`"
+        return f"use one of {', '.join(self.taxonomy.names())} or add it to observer/taxonomy.yml"
 
     def _credential_problems(self, path: str, text: str) -> list[Problem]:
         """The whole text first (one scan; a PEM block spans lines), then, only when
@@ -220,6 +253,30 @@ class NoteValidator:
         return out
 
 
+def suggest_type(names: Iterable[str], given: Any) -> str | None:
+    """The taxonomy type a near miss means: another case (`Fact`), a plural
+    (`decisions`), one letter wrong, missing, extra or two swapped (`fcat`)."""
+    if not isinstance(given, str) or not given.strip():
+        return None
+    names = list(names)
+    word = given.strip().casefold().replace(" ", "_").replace("-", "_")
+    for candidate in (word, word[:-1] if word.endswith("s") else word, word[:-2] if word.endswith("es") else word):
+        if candidate in names:
+            return candidate
+    close = [n for n in names if _one_edit(word, n)]
+    return close[0] if len(close) == 1 else None
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
 _IDENTITY_LINES = re.compile(
     r'^(?:id|session_id): "?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"?[ \t]*\r?$'
     r"|^source_hash: [0-9a-f]{64}[ \t]*\r?$"
@@ -258,9 +315,9 @@ def _separator_line(frontmatter: str) -> int | None:
 
 def _schema_fix(key: str) -> str:
     return {
-        "id": "ids are UUIDv7 strings; delete the line and run `cortex hook fix` for a new one",
+        "id": "ids are UUIDv7 strings; delete the line and commit again: the hook writes a new one",
         "created": "use an ISO-8601 time such as 2026-02-16T15:23:14.527Z",
-        "source_hash": "run `cortex hook fix`",
+        "source_hash": "delete the source_hash line and commit again: the hook sets it from the body",
         "confidence": "use a number from 0 to 1",
         "importance": "use a number from 0 to 1",
     }.get(key, "see schemas/note.schema.json")
@@ -307,7 +364,7 @@ class IdIndex:
                         line,
                         f"id {ident} is also the id of {', '.join(sorted(others))}",
                         "a renamed note: stage the old path's removal too (`git add -A`); a copy: delete "
-                        "this id line and run `cortex hook fix` for a new one",
+                        "this id line and commit again (the hook writes a new one)",
                     )
                 )
         return out

@@ -188,31 +188,32 @@ def test_all_problems_in_one_pass(repo):
     assert "problems in 2 notes" in done.output
 
 
-def test_obsidian_note_is_fixed_then_commits(repo):
+def test_obsidian_note_is_completed_within_the_first_commit(repo):
     path = repo.write(
         "mind/goals/learn-rust.md",
         "---\ntags: [Side Project, \"#Rust\"]\naliases: [rust]\n---\n\n# Learn Rust\n\nEnough to review the tide table builder.\n",
     )
     first = repo.commit()
-    assert first.returncode != 0
-    assert "files were modified by this hook" in first.output and "mind/goals/learn-rust.md: fixed" in first.output
+    assert first.returncode == 0, first.output  # one commit per edit: the fixer staged its completion
     fixed = path.read_text()
     meta = parse_note(fixed).meta
     assert meta["type"] == "goal_long" and meta["title"] == "Learn Rust" and meta["tags"] == ["side-project", "rust"]
     assert "aliases: [rust]\n" in fixed
-    second = repo.commit()
-    assert second.returncode == 0, second.output
-    assert repo.committed("mind/goals/learn-rust.md")
-    assert path.read_text() == fixed  # the second pass changed nothing
+    assert repo.git("show", "HEAD:mind/goals/learn-rust.md").stdout == fixed  # the commit holds the completed note
+    assert repo.git("status", "--porcelain").stdout == ""  # nothing left behind, staged or not
+    assert repo.commit().returncode != 0  # nothing more to commit: the second pass changed nothing
+    assert path.read_text() == fixed
 
 
-def test_edited_body_is_rehashed_then_commits(repo):
+def test_edited_body_keeps_its_source_hash_and_commits_first_time(repo):
     repo.write("mind/facts/a.md", note())
     assert repo.commit().returncode == 0
     path = repo.write("mind/facts/a.md", _edit_body(note(), BODY + " Or so I heard."))
-    assert repo.commit().returncode != 0
-    assert f"source_hash: {source_hash(BODY + ' Or so I heard.')}" in path.read_text()
-    assert repo.commit().returncode == 0
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    text = path.read_text()
+    assert f"source_hash: {source_hash(BODY)}" in text  # the observation's identity, set once
+    assert repo.git("show", "HEAD:mind/facts/a.md").stdout == text
 
 
 def test_files_outside_the_partitions_are_left_alone(repo):
@@ -360,7 +361,7 @@ def test_init_adds_the_hooks_to_a_persons_existing_pre_commit_config(tmp_path, h
     text = (repo.root / ".pre-commit-config.yaml").read_text()
     assert text.startswith(own.split("default_stages")[0]) and text.rstrip().endswith("default_stages: [pre-commit]")
     assert repo.committed(".pre-commit-config.yaml") and "cortex-validate" in repo.git("show", "HEAD:.pre-commit-config.yaml").stdout
-    repo.write("mind/facts/broken.md", note().replace(source_hash(BODY), "0" * 64))
+    repo.write("mind/facts/broken.md", note().replace(source_hash(BODY), "0" * 64))  # a new note's hash is its body's
     refused = repo.commit("a broken note", skip_fix=True)
     assert refused.returncode != 0 and "source_hash" in refused.output
 

@@ -390,6 +390,7 @@ def test_frontmatter_text_is_exact(vault, monkeypatch):
         f"source_hash: {source_hash(body)}\n"
         "# ---\n"
         'title: "Use local git only — no remote push in daemon. Reduces complexity and…"\n'
+        'aliases: ["Use local git only — no remote push in daemon. Reduces complexity and…"]\n'  # Obsidian shows it
         "bucket: explicit\n"
         "attribution: owner\n"
         "confidence: 0.95\n"

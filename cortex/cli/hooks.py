@@ -17,7 +17,7 @@ hook_app = typer.Typer(
 )
 app.add_typer(hook_app, name="hook")
 
-FILES_HELP = "Files as pre-commit passes them; those outside vault/ and mind/ are ignored."
+FILES_HELP = "Files as pre-commit passes them; files that are not markdown notes are ignored."
 
 
 def _hook_root() -> Optional[Path]:
@@ -52,11 +52,12 @@ def hook_validate(
 def hook_fix(
     files: List[str] = typer.Argument(None, metavar="[FILES]...", help=FILES_HELP),
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    stage: bool = typer.Option(False, "--stage", help="Inside a commit: stage what was completed, so the commit takes it (exit 0)."),
 ) -> None:
-    """Complete hand-written notes, re-hash edited bodies, normalise tags; exit 1 when a file changed."""
+    """Complete hand-written notes, keep derived titles true, normalise tags; exit 1 when a file changed unstaged."""
     from cortex.hooks import fix
 
-    code = _finish(fix(files or [], root=_hook_root()), "fix", json_)
+    code = _finish(fix(files or [], root=_hook_root(), stage=stage), "fix", json_)
     raise typer.Exit(code)
 
 
@@ -83,7 +84,7 @@ def _resolve(root, name: str) -> Path:
 
 
 def _is_note(root, name: str) -> bool:
-    from cortex.validate import is_note_path
+    from cortex.layout import is_note_path
 
     path = _resolve(root, name)
     try:
@@ -110,7 +111,8 @@ def validate_command(
         raise typer.Exit(2)
     outside = [f for f in files or [] if not _is_note(root, f)]
     if outside:
-        info(f"cortex: not a note under vault/ or mind/: {', '.join(outside)} (only notes are validated)")
+        info(f"cortex: not a note under vault/ or mind/, nor a markdown note elsewhere: {', '.join(outside)} "
+             "(only notes are validated; observer/ and dot folders hold none)")
         raise typer.Exit(2)
     named = [str(_resolve(root, f)) for f in files or []]
     report = validate(named, root=root, all_notes=all_ or not files)

@@ -2,7 +2,9 @@
 
 Built from git history (each job's commit carries one body line per note) and from
 state: what was memorized, reinforced, merged, faded or held in quarantine since a time,
-and the entities that came up most. ``--write`` commits it as an ``event`` note.
+the notes people added, edited or removed in their own commits (with who did it), and
+the entities and tags that came up most. ``--write`` commits it as an ``event`` note
+(tagged ``brief``, which ordinary searches leave out).
 """
 
 from __future__ import annotations
@@ -20,6 +22,25 @@ _OBSERVE_LINE = re.compile(r"^(\S+\.md) — (.*) \(([^()]*)\)$")
 _MOVE_LINE = re.compile(r"^(\S+\.md) → (\S+\.md) — (.*) \(([0-9.]+)\)$")
 _REINFORCE_LINE = re.compile(r"^(\S+\.md) — (.*) \(\+(\d+)\)( \(back from the archive\))?$")
 TOP_ENTITIES = 8
+JOB_PREFIXES = ("observe:", "reinforce:", "dedup:", "decay:", "brief:")
+_CHANGE = {"A": "added", "M": "edited", "D": "removed", "R": "renamed", "T": "edited"}
+
+
+def _people_changes(git, commit) -> list[dict[str, str]]:
+    """The notes a commit that no cortex job made touched (added, edited, removed)."""
+    from cortex.layout import is_note_path
+
+    if commit.parents:
+        diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+    else:
+        diff = commit.tree.diff_to_tree(swap=True)  # the empty tree → the first commit
+    out = []
+    for delta in diff.deltas:
+        path = delta.new_file.path if delta.status_char() != "D" else delta.old_file.path
+        if is_note_path(path):
+            out.append({"path": path, "change": _CHANGE.get(delta.status_char(), "edited"),
+                        "author": commit.author.name, "commit": str(commit.id)[:10]})
+    return out
 
 
 def _commits_since(repo: GitRepo, since: datetime):
@@ -35,11 +56,13 @@ def _commits_since(repo: GitRepo, since: datetime):
 
 def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
     repo = GitRepo(vault.root)
-    memorized, reinforced, merged, faded, restored = [], [], [], [], []
+    memorized, reinforced, merged, faded, restored, changed = [], [], [], [], [], []
     for commit in _commits_since(repo, since):
         subject, _, body = commit.message.partition("\n")
         lines = [l for l in body.splitlines() if l and not l.startswith("Cortex-")]
-        if subject.startswith("observe:"):
+        if not subject.startswith(JOB_PREFIXES):
+            changed += _people_changes(repo.repo, commit)
+        elif subject.startswith("observe:"):
             for line in lines:
                 if (m := _OBSERVE_LINE.match(line)):
                     memorized.append({"path": m.group(1), "title": m.group(2), "attribution": m.group(3)})
@@ -78,11 +101,20 @@ def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
     by_path = snapshot.by_path()
     by_name = {n.name: n for n in snapshot}
     entities: Counter[str] = Counter()
-    for item in memorized + reinforced + merged:
+    tags: Counter[str] = Counter()
+    seen_changes: set[str] = set()
+    for item in changed:  # newest first: a note edited twice is listed once, as it is now
+        note = by_path.get(item["path"])
+        item["title"] = note.title if note is not None else item["path"].rsplit("/", 1)[-1][:-3]
+    changed = [c for c in changed if not (c["path"] in seen_changes or seen_changes.add(c["path"]))]
+    for item in memorized + reinforced + merged + changed:
         note = by_path.get(item.get("into") or item["path"]) or by_name.get(item["path"].rsplit("/", 1)[-1])
         if note is not None:
             for name, _ in note.entities:
                 entities[name] += 1
+            for tag in note.tags:
+                if tag != "brief":
+                    tags[tag] += 1
     return {
         "since": format_time(since),
         "now": format_time(now),
@@ -93,7 +125,9 @@ def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
         "merged": merged,
         "faded": faded,
         "quarantined": dict(quarantined),
+        "changed": changed,
         "entities": [{"name": n, "count": c} for n, c in entities.most_common(TOP_ENTITIES)],
+        "tags": [{"tag": t, "count": c} for t, c in tags.most_common(TOP_ENTITIES)],
     }
 
 
@@ -117,8 +151,16 @@ def render_brief(data: dict[str, Any]) -> str:
         out.append(f"  - {item['title']} ({item['effective_importance']:.2f})")
     q = data["quarantined"]
     out.append(f"- quarantined: {sum(q.values())}" + (f" ({', '.join(f'{k} {v}' for k, v in sorted(q.items()))}) → `cortex quarantine list`" if q else ""))
+    changed = data.get("changed", [])
+    out.append(f"- changed by people: {_n(len(changed), 'note')}")
+    for item in changed[:10]:
+        out.append(f"  - {item['title']} ({item['path']}, {item['change']} by {item['author']})")
+    if len(changed) > 10:
+        out.append(f"  - … and {len(changed) - 10} more")
     if data["entities"]:
         out.append("- most active: " + ", ".join(f"{e['name']} ({e['count']})" for e in data["entities"]))
+    if data.get("tags"):
+        out.append("- tags: " + ", ".join(f"#{t['tag']} ({t['count']})" for t in data["tags"]))
     return "\n".join(out) + "\n"
 
 

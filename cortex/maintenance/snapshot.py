@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from cortex.fsutil import atomic_write
-from cortex.notes import NoteSyntaxError, parse_note, source_hash, split_frontmatter
+from cortex.layout import NOT_NOTES, PARTITIONS, in_partition
+from cortex.notes import NoteSyntaxError, inline_tags, parse_note, source_hash, split_frontmatter
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
 
-PARTITIONS = ("vault", "mind")
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: inline #tags counted; notes outside vault/ and mind/ too
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class NoteInfo:
 
     @property
     def partition(self) -> str:
-        return self.path.split("/", 1)[0]
+        """``vault`` or ``mind``; "" for a person's note elsewhere in the repository."""
+        return self.path.split("/", 1)[0] if in_partition(self.path) else ""
 
     @property
     def archived(self) -> bool:
@@ -61,7 +62,7 @@ class NoteInfo:
     def folder(self) -> str:
         """The type folder, archive or not: ``mind/archive/facts/x.md`` → ``facts``."""
         parts = self.path.split("/")
-        return parts[2] if self.archived else parts[1]
+        return parts[2] if self.archived else (parts[1] if len(parts) > 2 else "")
 
     @property
     def name(self) -> str:
@@ -217,7 +218,7 @@ def describe(data: bytes) -> dict[str, Any]:
         "title": _text(meta.get("title")) or body.split("\n", 1)[0][:80],
         "attribution": _text(meta.get("attribution")),
         "entities": entities,
-        "tags": _strings(meta.get("tags")),
+        "tags": list(dict.fromkeys([*_strings(meta.get("tags")), *inline_tags(body)])),
         "links": _strings(meta.get("links")),
         "merged_from": _strings(meta.get("merged_from")),
         "merged_into": _text(meta.get("merged_into")),
@@ -302,7 +303,8 @@ class SnapshotCache:
 
 
 def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
-    """Every note in HEAD's ``vault/`` and ``mind/`` (archive included)."""
+    """Every note at HEAD: ``vault/`` and ``mind/`` (archive included) and a person's
+    notes anywhere else (not ``observer/``, not dot folders)."""
     cache.load()
     notes: list[NoteInfo] = []
     trees: list[tuple[str, str]] = []
@@ -334,10 +336,21 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
         for name, oid in listing["dirs"]:
             walk(git[oid], f"{prefix}/{name}")
 
-    for partition in PARTITIONS:
-        tree = repo.subtree(partition)
-        if tree is not None:
-            trees.append((partition, str(tree.id)))
-            walk(tree, partition)
+    top = repo.head_tree()
+    for obj in sorted(top or (), key=lambda o: (o.name not in PARTITIONS, o.name)):
+        if obj.name.startswith(".") or obj.name in NOT_NOTES:
+            continue
+        if obj.type_str == "tree":
+            trees.append((obj.name, str(obj.id)))
+            walk(obj, obj.name)
+        elif obj.name.endswith(".md"):  # a note at the top, where Obsidian puts new ones
+            trees.append((obj.name, str(obj.id)))
+            blob = str(obj.id)
+            described = cache.blobs.get(blob)
+            if described is None:
+                described = cache.blobs[blob] = describe(obj.data)
+                cache._dirty = True
+            used_blobs.add(blob)
+            notes.append(_info(obj.name, blob, described))
     cache.save(used_blobs, used_trees)
     return Snapshot(repo.head_oid(), tuple(trees), tuple(notes))

@@ -12,13 +12,15 @@ def draft(scored: Scored, note_id: str, hash_hex: str, ctx: Context) -> NoteDraf
     obs = scored.obs
     spec = ctx.taxonomy.get(obs.type)
     created = format_time(obs.timestamp)
+    title = make_title(obs.body)
     return NoteDraft(
         id=note_id,
         type=obs.type,
         category=spec.category,
         created=created,
         source_hash=hash_hex,
-        title=make_title(obs.body),
+        title=title,
+        aliases=(title,),
         body=obs.body,
         bucket=obs.bucket,
         attribution=obs.attribution,

@@ -19,24 +19,40 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PARTITIONS = ("vault", "mind")
+from cortex.layout import NOT_NOTES, git_ignored, is_note_path
+
+TOP = "."  # the repository's top folder, where Obsidian puts new notes and daily notes
+# git pathspecs: the whole repository but observer/ (its runtime files are no notes)
+PATHSPEC = (".", ":(exclude)observer")
+
+
+def join(rel_dir: str, name: str) -> str:
+    return name if rel_dir == TOP else f"{rel_dir}/{name}"
+
+
+def subfolders(root: Path, rel_dir: str, entries) -> list[str]:
+    """The folders in ``rel_dir`` that may hold notes: not dot folders, not observer/."""
+    return [join(rel_dir, e.name) for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+            and not (rel_dir == TOP and e.name in NOT_NOTES)]
 
 
 def note_dirs(root: Path) -> dict[str, int]:
-    """Every folder under vault/ and mind/ (the two included) with its mtime_ns."""
+    """Every folder that may hold notes (the top included) with its mtime_ns; folders
+    ``.gitignore`` excludes are left out (asked of git once per level)."""
     out: dict[str, int] = {}
-    for top in PARTITIONS:
-        base = root / top
-        stack = [base]
-        while stack:
-            d = stack.pop()
+    level = [TOP]
+    while level:
+        found: list[str] = []
+        for rel in level:
             try:
-                st = d.stat()
-                entries = list(os.scandir(d))
+                st = (root / rel).stat()
+                entries = list(os.scandir(root / rel))
             except OSError:
                 continue
-            out[d.relative_to(root).as_posix()] = st.st_mtime_ns
-            stack.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
+            out[rel] = st.st_mtime_ns
+            found += subfolders(root, rel, entries)
+        ignored = git_ignored(root, [f"{d}/" for d in found])
+        level = [d for d in found if f"{d}/" not in ignored]
     return out
 
 
@@ -48,9 +64,10 @@ def scan_dir(root: Path, rel_dir: str) -> dict[str, tuple[int, int]]:
     except OSError:
         return out
     for e in entries:
-        if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file(follow_symlinks=False):
+        path = join(rel_dir, e.name)
+        if is_note_path(path) and e.is_file(follow_symlinks=False):
             st = e.stat(follow_symlinks=False)
-            out[f"{rel_dir}/{e.name}"] = (st.st_mtime_ns, st.st_size)
+            out[path] = (st.st_mtime_ns, st.st_size)
     return out
 
 
@@ -60,11 +77,6 @@ def stat_note(root: Path, path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size)
-
-
-def is_note_path(path: str) -> bool:
-    parts = path.split("/")
-    return len(parts) >= 2 and parts[0] in PARTITIONS and path.endswith(".md") and not any(p.startswith(".") for p in parts)
 
 
 @dataclass
@@ -87,7 +99,7 @@ class GitProbe:
         try:
             probe.proc = subprocess.Popen(
                 ["git", "--no-optional-locks", "-C", str(root), "-c", "core.quotepath=off", "status", "--porcelain=v2", "--branch",
-                 "-z", "-uall", "--no-renames", "--ignored=no", "--", *PARTITIONS],
+                 "-z", "-uall", "--no-renames", "--ignored=no", "--", *PATHSPEC],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
             )
         except OSError:  # no git on PATH: fall back to a full stat sweep
@@ -122,7 +134,7 @@ class GitProbe:
         try:
             proc = subprocess.run(
                 ["git", "-C", str(self.root), "-c", "core.quotepath=off", "diff", "--name-only", "-z",
-                 "--no-renames", old_head, self.head, "--", *PARTITIONS],
+                 "--no-renames", old_head, self.head, "--", *PATHSPEC],
                 capture_output=True, stdin=subprocess.DEVNULL,
             )
         except OSError:

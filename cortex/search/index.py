@@ -104,7 +104,8 @@ class State:
 
 
 def walk_notes(root: Path) -> Iterator[str]:
-    """Every note path (vault-relative, posix) under vault/ and mind/, archive included."""
+    """Every note path (vault-relative, posix): vault/ and mind/, archive included, and a
+    person's notes anywhere else."""
     for rel_dir in sorted(freshness.note_dirs(root)):
         yield from sorted(freshness.scan_dir(root, rel_dir))
 
@@ -290,9 +291,8 @@ class SearchIndex:
             dirs_now[rel_dir] = mtime
             if mtime != old:
                 changed_dirs.append(rel_dir)
-        for top in freshness.PARTITIONS:
-            if top not in state.dirs and (root / top).is_dir():
-                changed_dirs.append(top)
+        if freshness.TOP not in state.dirs:
+            changed_dirs.append(freshness.TOP)
         full_sweep = probe is None
         head = None
         if probe is not None:
@@ -322,10 +322,10 @@ class SearchIndex:
             found.update(listing)  # new notes in this folder
             if (root / rel_dir).is_dir():
                 dirs_now[rel_dir] = os.stat(root / rel_dir).st_mtime_ns
-                for entry in os.scandir(root / rel_dir):
-                    sub = f"{rel_dir}/{entry.name}"
-                    if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") and sub not in state.dirs:
-                        changed_dirs.append(sub)  # a new folder
+                new = [sub for sub in freshness.subfolders(root, rel_dir, os.scandir(root / rel_dir))
+                       if sub not in state.dirs and sub not in dirs_now]
+                ignored = freshness.git_ignored(root, [f"{sub}/" for sub in new])
+                changed_dirs += [sub for sub in new if f"{sub}/" not in ignored]  # a new folder
             else:
                 dirs_now.pop(rel_dir, None)
         if probe is not None and probe.ok and not full_sweep:
@@ -333,7 +333,7 @@ class SearchIndex:
             if head != state.head:
                 extra |= probe.committed_since(state.head) or set()
             for path in extra:
-                if freshness.is_note_path(path) and path not in found:
+                if freshness.is_note_path(path) and path not in found:  # git status leaves ignored files out
                     now = freshness.stat_note(root, path)
                     num = self.lexical.docnum(path)
                     if num is None:

@@ -63,9 +63,18 @@ def _split(value: str | None) -> set[str]:
     return {v.strip().lower() for v in _items(value) if v.strip()}
 
 
+BRIEF_TAG = "brief"  # the daily brief `cortex brief --write` commits: found only when asked for
+
+
+def is_brief(doc: dict) -> bool:
+    return doc.get("attribution") == "cortex" and BRIEF_TAG in _split(doc.get("tags"))
+
+
 def matches(doc: dict, f: Filters) -> bool:
     if doc.get("archived") and not f.archived:
         return False
+    if BRIEF_TAG in (doc.get("tags") or "") and is_brief(doc) and BRIEF_TAG not in {t.lower() for t in f.tags}:
+        return False  # a digest of other notes would outrank them in ordinary searches
     if f.types and doc.get("type") not in f.types:
         return False
     if f.categories and doc.get("category") not in f.categories:

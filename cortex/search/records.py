@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from cortex.notes import inline_tags
 from cortex.taxonomy import ARCHIVE, Taxonomy
 
 # The on-disk layout of .cortex/search/; an index of another format is rebuilt.
 # 3: tags and entities joined by U+001F, not a comma; accents folded.
 # 4: ø, ł, ß, æ, œ... folded too.
-FORMAT = 4
+# 5: notes outside vault/ and mind/ (the top folder is "."), inline #tags.
+FORMAT = 5
 
 # The index stores tags and entities as one string each, joined by a character no name
 # holds (a comma did: "Acme, Inc." could never be matched again).
@@ -47,7 +49,7 @@ class NoteRecord:
 
     @property
     def folder(self) -> str:
-        return self.path.rsplit("/", 1)[0] if "/" in self.path else ""
+        return self.path.rsplit("/", 1)[0] if "/" in self.path else "."
 
     @property
     def text(self) -> str:
@@ -133,7 +135,7 @@ def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Ta
         category=category,
         partition=partition,
         archived=archived or bool(meta.get("archived")),
-        tags=_names(meta.get("tags")),
+        tags=tuple(dict.fromkeys([*_names(meta.get("tags")), *inline_tags(body)])),
         entities=_names(meta.get("entities"), "name"),
         attribution=str(meta.get("attribution") or ""),
         created=_iso(created),
