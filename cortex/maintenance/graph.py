@@ -4,7 +4,9 @@ Nodes: every note (``note:<id>``), every entity a note names (``entity:<name>``:
 no vault entry needed; attributions are entities too) and every tag (``tag:<tag>``).
 Edges: ``attributed_to`` (note → its attribution), ``mentions`` (note → entity),
 ``links_to`` (note → note or entity, from ``[[wikilinks]]`` in the body and the
-frontmatter ``links``, resolved the way Obsidian does: by file name, then by title),
+frontmatter ``links``, resolved the way Obsidian resolves them, so both graphs agree:
+by path or file name; a link no file answers is, in Obsidian, a node of that name,
+here the entity of that name),
 ``tagged`` (note → tag) and ``merged_into`` (archived duplicate → the note it joined).
 Derived and untracked: rebuilt only when HEAD's notes changed.
 """
@@ -82,7 +84,7 @@ def build_graph(snapshot: Snapshot) -> Graph:
             node["type"] = kind
         return key
 
-    by_id, by_stem, by_title = {}, {}, {}
+    by_id, by_stem, by_path = {}, {}, {}
     for note in snapshot:
         key = f"note:{note.key}"
         g.nodes[key] = {"kind": "note", "label": note.title, "path": note.path, "type": note.type or "",
@@ -90,7 +92,7 @@ def build_graph(snapshot: Snapshot) -> Graph:
         if note.id:
             by_id[note.id] = key
         by_stem.setdefault(note.name[:-3].casefold(), key)
-        by_title.setdefault(note.title.casefold(), key)
+        by_path[note.path[:-3].casefold()] = key
     for note in snapshot:
         key = f"note:{note.key}"
         if note.attribution:
@@ -108,8 +110,12 @@ def build_graph(snapshot: Snapshot) -> Graph:
         for target, listed in [*((t, False) for t in wikilinks(note.body)),
                                *((t, True) for link in note.links for t in wikilinks(link))]:
             folded = target.casefold()
-            stem = folded.rsplit("/", 1)[-1].removesuffix(".md")
-            dest = (listed and own.get(folded)) or by_stem.get(stem) or by_title.get(folded) or entity(target)
+            path = folded.removesuffix(".md")
+            stem = path.rsplit("/", 1)[-1]
+            # As Obsidian: a path, else a file name; an entity's own link ([[C]] for C#)
+            # is that entity unless a note of that name exists, where Obsidian goes too.
+            dest = (by_path.get(path) or ("/" not in path and by_stem.get(stem))
+                    or (listed and own.get(folded)) or entity(target))
             edge(key, "links_to", dest)
         if note.merged_into and note.merged_into in by_id:
             edge(key, "merged_into", by_id[note.merged_into])

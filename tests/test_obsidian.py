@@ -1,0 +1,254 @@
+"""An Obsidian session on a real vault: notes where Obsidian puts them, each edit
+committed with a real `git commit` through the hooks `cortex init` installed.
+
+The session runs twice: from a terminal (the virtualenv on PATH) and as a GUI client
+or Obsidian's git plugin runs git (a minimal PATH, no virtualenv on it): the hooks must
+find cortex either way. Every ordinary change commits on the first try and the commit
+holds the completed note; a pasted token is refused with a message that leads to a fix;
+then every note is found by `cortex query` and listed by `cortex brief`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cortex.notes import REQUIRED_FIELDS, parse_note, source_hash
+
+VENV_BIN = Path(sys.executable).parent
+CORTEX = str(VENV_BIN / "cortex")
+
+
+def fake_token() -> str:
+    # Built at test time from pieces, so no file in the repository looks like a live key.
+    rng = random.Random(11)
+    return "gh" + "p_" + "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") for _ in range(36))
+
+
+def _env(home: Path, path: str) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CORTEX_VAULT", "SKIP", "GIT_DIR", "GIT_INDEX_FILE", "VIRTUAL_ENV", "PYTHONPATH")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_CACHE_HOME=str(home / ".cache"),
+               PRE_COMMIT_HOME=str(home / "pre-commit"), GIT_CONFIG_NOSYSTEM="1", PATH=path)
+    return env
+
+
+def _minimal_path() -> str:
+    """What a GUI app gets: the system folders holding git and sh, nothing of ours."""
+    dirs = []
+    for tool in ("git", "sh"):
+        found = shutil.which(tool, path="/usr/bin:/bin")
+        assert found, f"{tool} not in /usr/bin or /bin"
+        dirs.append(str(Path(found).parent))
+    return os.pathsep.join(dict.fromkeys(dirs))
+
+
+class Vault:
+    def __init__(self, root: Path, env: dict, cli_env: dict) -> None:
+        self.root, self.env, self.cli_env = root, env, cli_env
+
+    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=self.root, env=self.env, capture_output=True, text=True, check=check)
+
+    def write(self, rel: str, text: str) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+        return path
+
+    def save(self, message: str) -> subprocess.CompletedProcess:
+        """What Obsidian's git plugin does on each save: stage everything, commit once."""
+        self.git("add", "-A")
+        done = self.git("commit", "-m", message, check=False)
+        done.output = done.stdout + done.stderr  # type: ignore[attr-defined]
+        return done
+
+    def head(self, rel: str) -> str:
+        return self.git("show", f"HEAD:{rel}").stdout
+
+    def cortex(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([CORTEX, "--vault", str(self.root), *args], cwd=self.root, env=self.cli_env,
+                              capture_output=True, text=True)
+
+    def found(self, text: str, *args: str) -> list[str]:
+        done = self.cortex("query", text, "--json", "--limit", "20", *args)
+        assert done.returncode in (0, 1), done.stderr
+        return [r["path"] for r in json.loads(done.stdout)["results"]]
+
+
+@pytest.fixture(params=["terminal", "gui"])
+def vault(request, tmp_path) -> Vault:
+    home = tmp_path / "home"
+    home.mkdir()
+    cli_env = _env(home, f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    root = tmp_path / "notes"
+    subprocess.run([CORTEX, "init", str(root)], env=cli_env, check=True, capture_output=True)
+    for key, value in (("user.name", "Ada Person"), ("user.email", "ada@example.com")):
+        subprocess.run(["git", "config", key, value], cwd=root, check=True)
+    git_env = cli_env if request.param == "terminal" else _env(home, _minimal_path())
+    return Vault(root, git_env, cli_env)
+
+
+DAILY = "2026-11-23.md"
+GARDEN = "projects/garden/plan.md"
+FACT = "mind/facts/staging.md"
+
+
+def test_an_obsidian_session_commits_every_edit_first_time(vault):
+    # A daily note at the top, where Obsidian puts it: no frontmatter, inline tags.
+    daily = "Standup notes. Need a #review of the tide tables before Friday; #ops/night shift is short.\n"
+    vault.write(DAILY, daily)
+    done = vault.save("daily note")
+    assert done.returncode == 0, done.output
+    assert vault.head(DAILY) == daily  # a person's note is never rewritten
+
+    # A note in a folder the person invented, with their own properties.
+    garden = "---\nstatus: draft\ntype: plan\n---\n\nPlant the espaliered pears along the south wall in March.\n"
+    vault.write(GARDEN, garden)
+    done = vault.save("garden plan")
+    assert done.returncode == 0, done.output
+    assert vault.head(GARDEN) == garden
+
+    # A memory written by hand with only a type: complete in the very first commit.
+    body = "The staging database is rebuilt every night at 02:00 Europe/Berlin."
+    path = vault.write(FACT, f"---\ntype: fact\n---\n\n{body}\n")
+    done = vault.save("a fact")
+    assert done.returncode == 0, done.output
+    committed = vault.head(FACT)
+    meta = parse_note(committed).meta
+    assert all(meta.get(k) for k in REQUIRED_FIELDS), committed
+    assert meta["category"] == "concept" and meta["source_hash"] == source_hash(body)
+    assert meta["title"] == body
+    assert path.read_text() == committed  # what Obsidian shows is what was committed
+    assert vault.git("status", "--porcelain").stdout == ""
+
+    # A body edit: the derived title follows, the source_hash (the observation's identity) stays.
+    edited = committed.replace("02:00", "03:30")
+    path.write_text(edited)
+    done = vault.save("later")
+    assert done.returncode == 0, done.output
+    meta = parse_note(vault.head(FACT)).meta
+    assert meta["title"] == body.replace("02:00", "03:30")
+    assert meta["source_hash"] == source_hash(body)
+    assert meta["id"] == parse_note(committed).meta["id"]
+    assert vault.git("status", "--porcelain").stdout == ""
+
+    # A property edit, as Obsidian's property editor makes it (tags with capitals, a new key).
+    text = path.read_text().replace("\n---\n\n", "\ntags: [Ops, Databases]\nimportance: 0.8\n---\n\n", 1)
+    path.write_text(text)
+    done = vault.save("properties")
+    assert done.returncode == 0, done.output
+    meta = parse_note(vault.head(FACT)).meta
+    assert meta["tags"] == ["ops", "databases"] and meta["importance"] == 0.8
+
+    # A title the person wrote is theirs: a later body edit leaves it alone.
+    text = path.read_text()
+    text = text.replace(f'title: "{meta["title"]}"', 'title: "Nightly staging rebuild"')
+    path.write_text(text)
+    assert vault.save("my title").returncode == 0
+    path.write_text(path.read_text().replace("03:30", "04:00"))
+    done = vault.save("moved again")
+    assert done.returncode == 0, done.output
+    assert parse_note(vault.head(FACT)).meta["title"] == "Nightly staging rebuild"
+
+    # An empty note (Obsidian's "Untitled.md") is left alone until it has a body.
+    vault.write("Untitled.md", "")
+    vault.write("mind/facts/Untitled.md", "")
+    done = vault.save("untitled")
+    assert done.returncode == 0, done.output
+    assert vault.head("Untitled.md") == ""
+
+    # A pasted token: refused, with the place and what to do, and never echoed.
+    token = fake_token()
+    vault.write(DAILY, daily + f"\nThe deploy bot pushes with {token} for now.\n")
+    done = vault.save("oops")
+    assert done.returncode != 0
+    assert f"{DAILY}:3: looks like a credential (github)" in done.output
+    assert "remove the secret from the note; rotate it if it was real" in done.output
+    assert token not in done.output
+    assert vault.head(DAILY) == daily
+    vault.write(DAILY, daily + "\nThe deploy bot pushes with the token from the vault manager. See [[staging]].\n")
+    done = vault.save("no token")
+    assert done.returncode == 0, done.output
+
+    # A near-miss type says what was meant.
+    vault.write("mind/facts/typo.md", "---\ntype: fcat\n---\n\nThe VPN drops at midnight.\n")
+    done = vault.save("typo")
+    assert done.returncode != 0
+    assert "type 'fcat' is not in the taxonomy — did you mean `fact`? write `type: fact`" in done.output
+    vault.write("mind/facts/typo.md", "---\ntype: fact\n---\n\nThe VPN drops at midnight.\n")
+    assert vault.save("typo fixed").returncode == 0
+    assert vault.git("status", "--porcelain").stdout == ""
+
+    # Every note is found, inline tags included; the brief lists them with who changed them.
+    assert DAILY in vault.found("tide tables review")
+    assert vault.found("friday tables", "--tag", "review") == [DAILY]
+    assert DAILY in vault.found("shift", "--tag", "ops/night")
+    assert GARDEN in vault.found("espaliered pears")
+    assert FACT in vault.found("staging database rebuilt")
+    done = vault.cortex("graph", "neighbors", "#review", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [n["path"] for n in json.loads(done.stdout)[0]["neighbors"]] == [DAILY]
+    done = vault.cortex("graph", "neighbors", FACT, "--json")  # [[staging]] is the file, as in Obsidian
+    assert {(n["edge"], n["direction"], n.get("path")) for n in json.loads(done.stdout)[0]["neighbors"]} >= {
+        ("links_to", "in", DAILY)}
+    done = vault.cortex("brief", "--since", "1d", "--json")
+    assert done.returncode == 0, done.stderr
+    changed = {c["path"]: c for c in json.loads(done.stdout)["changed"]}
+    author = vault.git("log", "-1", "--format=%an").stdout.strip()
+    for rel in (DAILY, GARDEN, FACT, "mind/facts/typo.md"):
+        assert changed[rel]["author"] == author, changed
+    assert {t["tag"] for t in json.loads(done.stdout)["tags"]} >= {"review", "ops/night", "ops"}
+    text = vault.cortex("brief", "--since", "1d").stdout
+    assert f"Nightly staging rebuild (mind/facts/staging.md, edited by {author})" in text
+    done = vault.cortex("validate", "--all")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_unstaged_edits_of_the_same_note_are_never_touched(vault):
+    """pre-commit sets unstaged changes aside while hooks run; a completion staged into
+    such a note could clash with them when they come back, so the hook asks first."""
+    path = vault.write(FACT, "---\ntype: fact\n---\n\nThe VPN drops at midnight.\n")
+    vault.git("add", FACT)
+    path.write_text(path.read_text() + "\nSometimes at one.\n")  # still being written
+    done = vault.git("commit", "-m", "half", check=False)
+    assert done.returncode != 0
+    assert f"{FACT}:1: this note has changes that are not staged — stage them too (`git add {FACT}`)" in done.stdout + done.stderr
+    assert path.read_text().endswith("Sometimes at one.\n")  # the person's words, where they were
+    assert vault.git("diff", "--cached", "--name-only").stdout.strip() == FACT
+    done = vault.save("whole")  # as the message says
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Sometimes at one." in vault.head(FACT) and "source_hash:" in vault.head(FACT)
+
+
+def test_unstaged_edits_elsewhere_come_back_after_the_completion(vault):
+    vault.write(DAILY, "Monday.\n")
+    assert vault.save("daily").returncode == 0
+    (vault.root / DAILY).write_text("Monday. Still typing\n")  # not staged
+    vault.write(FACT, "---\ntype: fact\n---\n\nThe VPN drops at midnight.\n")
+    vault.git("add", FACT)
+    done = vault.git("commit", "-m", "fact", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "id:" in vault.head(FACT)
+    assert (vault.root / DAILY).read_text() == "Monday. Still typing\n"
+    assert vault.git("status", "--porcelain").stdout == " M 2026-11-23.md\n"
+
+
+def test_committing_named_paths_fixes_and_asks_for_a_second_commit(vault):
+    """`git commit PATH` commits a temporary index that git then discards: a staged
+    completion would not stay staged, so the hook falls back to fix-and-ask."""
+    vault.write(FACT, "---\ntype: fact\n---\n\nThe VPN drops at midnight.\n")
+    vault.git("add", FACT)
+    done = vault.git("commit", "-m", "named", "--", FACT, check=False)
+    assert done.returncode != 0
+    assert f"{FACT}: fixed (added id, category, created, source_hash, title) — review it, `git add` it and commit again" in done.stdout + done.stderr
+    done = vault.git("commit", "-m", "named", "--", FACT, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert vault.git("status", "--porcelain").stdout == ""
