@@ -138,7 +138,9 @@ class NoteValidator:
                 fix = f"run `cortex hook fix {path}` to complete the note (a commit does it by itself)"
             add(2, f"missing required field(s): {', '.join(missing)}", fix)
         sep_line = _separator_line(note.frontmatter)
-        if sep_line is None:
+        if repeated:
+            pass  # the layout is the fixer's once one of the repeated lines is gone
+        elif sep_line is None:
             add(2, f"no `{SEPARATOR}` line after the required fields", f"put a `{SEPARATOR}` line after {', '.join(REQUIRED_FIELDS)} (`cortex hook fix` does)")
         else:
             order = [k for k in REQUIRED_FIELDS if k in lines]

@@ -324,3 +324,95 @@ def test_fold_covers_every_character_re_matches_to_an_ascii_letter():
     assert set(found) == set(FOLD)
     for i, ch in found.items():
         assert re.fullmatch(FOLD[i], ch, re.IGNORECASE)
+
+
+# --- the Obsidian editing model ------------------------------------------------------------
+
+def fake_token() -> str:
+    return "gh" + "p_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # assembled here, not a live-looking literal
+
+
+@pytest.mark.parametrize("given, meant", [("Fact", "fact"), ("decisions", "decision"), ("fcat", "fact"),
+                                          ("Goal-Long", "goal_long"), ("lessn", "lesson"), ("gadget", None)])
+def test_near_miss_types_say_what_was_meant(given, meant):
+    text = f"---\ntype: {given}\n---\n\nThe VPN drops at midnight.\n"
+    problems = [str(p) for p in validator().check("mind/facts/x.md", text)]
+    wanted = f"did you mean `{meant}`? write `type: {meant}`" if meant else "or add it to observer/taxonomy.yml"
+    assert any(f"type {given!r} is not in the taxonomy" in p and wanted in p for p in problems), problems
+    assert not any("must be one of" in p or "does not match" in p for p in problems), problems  # no raw schema text
+
+
+def test_a_persons_note_outside_the_partitions_needs_no_cortex_fields():
+    for path, text in (("2026-11-23.md", "Standup. #review\n"), ("projects/plan.md", "---\nstatus: draft\n---\nPears.\n"),
+                       ("people/maya.md", "---\ntype: person\n---\nMaya runs payments.\n"), ("Untitled.md", "")):
+        assert validator().check(path, text) == [], path
+        assert fix(path, text) == text  # and never rewritten
+    broken = [p for p in validator().check("notes/x.md", "---\ntype: [a\n---\nbody\n")]
+    assert [p.severity for p in broken] == ["warning"]  # still searched as text; not refused
+
+
+def test_a_credential_is_refused_anywhere_and_never_copied_into_a_title():
+    from cortex.security import Scanner
+
+    token = fake_token()
+    for path in ("2026-11-23.md", "projects/x.md", "mind/facts/x.md"):
+        problems = [str(p) for p in validator().check(path, f"Deploys with {token} today.\n")]
+        assert any("looks like a credential (github)" in p for p in problems), (path, problems)
+    text = f"---\ntype: fact\n---\n\nDeploys with {token} today.\n"
+    assert fix_note("mind/facts/x.md", text, DEFAULT_TAXONOMY, now=NOW, redact=Scanner().redact).text == text
+
+
+def test_an_empty_note_or_a_bodiless_draft_is_left_alone():
+    for text in ("", "\n\n", "---\ntype: fact\n---\n\n"):
+        assert validator().check("mind/facts/Untitled.md", text) == []
+        assert fix("mind/facts/Untitled.md", text) == text
+
+
+def test_a_repeated_key_is_not_sent_to_a_fixer_that_will_not_act():
+    text = "---\ntype: fact\ntype: fact\n---\n\nThe VPN drops at midnight.\n"
+    assert fix_note("mind/facts/x.md", text, DEFAULT_TAXONOMY, now=NOW).refused
+    problems = [str(p) for p in validator().check("mind/facts/x.md", text)]
+    assert any("`type` appears more than once" in p and "delete one of them" in p for p in problems)
+    assert not any("cortex hook fix" in p for p in problems), problems
+
+
+def test_source_hash_is_set_once_and_a_derived_title_follows_the_body():
+    body = "The staging database is rebuilt every night at 02:00."
+    first = fix("mind/facts/x.md", f"---\ntype: fact\n---\n\n{body}\n")
+    head, fence, rest = first.rpartition("---\n")
+    edited = head + fence + rest.replace("02:00", "03:30")  # the body only
+    out = fix_note("mind/facts/x.md", edited, DEFAULT_TAXONOMY, now=NOW, previous=first)
+    meta = parse_note(out.text).meta
+    assert meta["source_hash"] == source_hash(body) and meta["title"] == body.replace("02:00", "03:30")
+    assert out.changes == ("title follows the edited body",)
+    # a title the person wrote stays, whatever the body becomes
+    mine = first.replace(f'title: "{body}"', 'title: "Nightly rebuild"')
+    assert fix_note("mind/facts/x.md", mine.replace("02:00", "04:00"), DEFAULT_TAXONOMY, now=NOW, previous=mine).text \
+        == mine.replace("02:00", "04:00")  # (the title does not hold 02:00: only the body changed)
+    # the hook asks for the committed version only when it needs it
+    from cortex.fixer import UNKNOWN
+
+    assert fix_note("mind/facts/x.md", edited, DEFAULT_TAXONOMY, now=NOW, previous=UNKNOWN).wants_previous
+    assert not fix_note("mind/facts/x.md", first, DEFAULT_TAXONOMY, now=NOW, previous=UNKNOWN).wants_previous
+
+
+def test_a_run_notes_alias_follows_its_derived_title():
+    from cortex.notes import NoteDraft, make_title, render_note
+
+    body = "The ledger runs on Postgres 16 in the Frankfurt region."
+    text = render_note(NoteDraft(id=fixed_id(1), type="fact", category="concept", created="2026-03-01T12:00:00.123Z",
+                                 source_hash=source_hash(body), title=make_title(body), aliases=(make_title(body),),
+                                 body=body, bucket="explicit", attribution="owner", confidence=0.9, importance=0.6))
+    assert f'aliases: ["{body}"]' in text
+    head, fence, rest = text.rpartition("---\n")
+    out = fix_note("mind/facts/n.md", head + fence + rest.replace("16", "17"), DEFAULT_TAXONOMY,
+                   now=NOW, previous=text).text
+    assert parse_note(out).meta["aliases"] == [body.replace("16", "17")]
+
+
+def test_inline_tags_as_obsidian_counts_them():
+    from cortex.notes import inline_tags
+
+    body = ("Review #Review and #a/b, not `#code` nor http://x/#frag nor #2024 nor x#y\n"
+            "# Heading #h\n```\n#fenced\n```\nafter #ops-night\n")
+    assert inline_tags(body) == ["review", "a/b", "ops-night"]

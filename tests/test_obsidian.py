@@ -252,3 +252,26 @@ def test_committing_named_paths_fixes_and_asks_for_a_second_commit(vault):
     done = vault.git("commit", "-m", "named", "--", FACT, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert vault.git("status", "--porcelain").stdout == ""
+
+
+def test_cortex_notes_carry_a_readable_name_and_the_brief_stays_out_of_searches(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _env(home, f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    root = tmp_path / "notes"
+    subprocess.run([CORTEX, "init", str(root)], env=env, check=True, capture_output=True)
+    vault = Vault(root, env, env)
+    vault.write("standup.md", "Talked about the ledger migration. #ledger\n")
+    assert vault.save("mine").returncode == 0
+    body = "The ledger runs on Postgres 16 in the Frankfurt region."
+    assert vault.cortex("write", "--type", "fact", "--body", body, "--author", "claude-code").returncode == 0
+    done = vault.cortex("run")
+    assert done.returncode == 0, done.stderr
+    [written] = [p for p in (root / "mind" / "facts").glob("*.md")]
+    assert parse_note(written.read_text()).meta["aliases"] == [body]  # what Obsidian lists and completes
+    done = vault.cortex("brief", "--since", "1d", "--write")
+    assert done.returncode == 0, done.stderr
+    assert "changed by people: 1 note" in done.stdout and "standup (standup.md, added by" in done.stdout
+    assert "memorized: 1" in done.stdout
+    assert not any(p.startswith("vault/events/") for p in vault.found("ledger Postgres"))
+    assert any(p.startswith("vault/events/") for p in vault.found("ledger Postgres", "--tag", "brief"))

@@ -216,6 +216,7 @@ def describe(data: bytes) -> dict[str, Any]:
         "reinforced": reinforced,
         "locked": meta.get("maintainer") == "human" or meta.get("locked") is True,
         "title": _text(meta.get("title")) or body.split("\n", 1)[0][:80],
+        "titled": bool(meta.get("title")),
         "attribution": _text(meta.get("attribution")),
         "entities": entities,
         "tags": list(dict.fromkeys([*_strings(meta.get("tags")), *inline_tags(body)])),
@@ -231,7 +232,9 @@ def describe(data: bytes) -> dict[str, Any]:
 def _info(path: str, blob: str, d: dict[str, Any]) -> NoteInfo:
     return NoteInfo(
         path=path, blob=blob, id=d["id"], type=d["type"], created=d["created"], importance=d["importance"],
-        last_reinforced=d["last_reinforced"], reinforced=d["reinforced"], locked=d["locked"], title=d["title"],
+        last_reinforced=d["last_reinforced"], reinforced=d["reinforced"], locked=d["locked"],
+        # Obsidian names a note without a title by its file name: a person's note is named so too.
+        title=d["title"] if d.get("titled") or in_partition(path) else path.rsplit("/", 1)[-1][:-3],
         attribution=d["attribution"], entities=tuple((n, t) for n, t in d["entities"]), tags=tuple(d["tags"]),
         links=tuple(d["links"]), merged_from=tuple(d["merged_from"]), merged_into=d["merged_into"],
         source_hash=d["source_hash"], body=d["body"], broken=d["broken"],

@@ -126,6 +126,8 @@ def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Ta
     category = str(meta.get("category") or (spec.category if spec else ""))
     created = meta.get("created")
     title = str(meta.get("title") or "").strip()
+    if not title and not partition:  # a person's note: Obsidian names it by its file name
+        title = path.rsplit("/", 1)[-1][:-3]
     return NoteRecord(
         path=path,
         body=body.strip(),
