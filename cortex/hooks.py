@@ -374,9 +374,8 @@ def fix(
         elif result.text != text:
             (vault.root / rel).write_bytes(result.text.encode("utf-8"))
             report.changed[rel] = result.changes
-        elif result.refused:
-            severity = "error" if stage else "warning"
-            report.problems.append(Problem(rel, 1, f"not completed: {result.refused}", "complete the note by hand", severity))
+        elif result.refused:  # the validator, which runs next, says what to change
+            report.problems.append(Problem(rel, 1, f"not completed: {result.refused}", "complete the note by hand", "warning"))
     if stage and report.changed and _may_stage():
         if _git_output(vault.root, "add", "--", *report.changed) is not None:
             report.staged = list(report.changed)

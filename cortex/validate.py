@@ -130,16 +130,17 @@ class NoteValidator:
                 fix = f"delete one of the repeated `{repeated[0][0]}` lines; the commit then completes the note"
             elif "type" in missing and not implied:
                 fix = f"add a `type:` line ({', '.join(self.taxonomy.names())}); the commit then completes the note"
-            elif unknown:  # the fixer cannot guess it
-                fix = f"{self.type_fix(given)}; the commit then completes the note"
+            elif unknown:  # said once, with the type below
+                fix = ""
             elif not note.body.strip():
                 fix = "write the note's body below the frontmatter; the commit then completes the note"
             else:
                 fix = f"run `cortex hook fix {path}` to complete the note (a commit does it by itself)"
-            add(2, f"missing required field(s): {', '.join(missing)}", fix)
+            if fix:
+                add(2, f"missing required field(s): {', '.join(missing)}", fix)
         sep_line = _separator_line(note.frontmatter)
-        if repeated:
-            pass  # the layout is the fixer's once one of the repeated lines is gone
+        if repeated or (missing and not implied and "type" in missing) or (missing and unknown):
+            pass  # the layout is the fixer's once it can complete the note: one message, not three
         elif sep_line is None:
             add(2, f"no `{SEPARATOR}` line after the required fields", f"put a `{SEPARATOR}` line after {', '.join(REQUIRED_FIELDS)} (`cortex hook fix` does)")
         else:
@@ -161,7 +162,8 @@ class NoteValidator:
         type_name = meta.get("type")
         spec = self.taxonomy.get(type_name) if isinstance(type_name, str) else None
         if type_name is not None and spec is None:
-            add(line_of("type"), f"type {type_name!r} is not in the taxonomy", self.type_fix(type_name))
+            then = "; the commit then completes the note" if missing else ""
+            add(line_of("type"), f"type {type_name!r} is not in the taxonomy", self.type_fix(type_name) + then)
         if spec is not None:
             if meta.get("category") is not None and meta.get("category") != spec.category:
                 add(line_of("category"), f"category {meta.get('category')!r} does not match type {spec.name} ({spec.category})", f"set `category: {spec.category}`")

@@ -147,6 +147,12 @@ def test_an_obsidian_session_commits_every_edit_first_time(vault):
     assert done.returncode == 0, done.output
     meta = parse_note(vault.head(FACT)).meta
     assert meta["tags"] == ["ops", "databases"] and meta["importance"] == 0.8
+    # Obsidian's property editor writes the frontmatter anew: block lists, comments gone.
+    path.write_text(path.read_text().replace("# ---\n", "").replace("tags: [ops, databases]", "tags:\n  - ops\n  - databases\n  - staging"))
+    done = vault.save("property editor")
+    assert done.returncode == 0, done.output
+    assert "# ---\n" in vault.head(FACT) and parse_note(vault.head(FACT)).meta["tags"] == ["ops", "databases", "staging"]
+    assert vault.git("status", "--porcelain").stdout == ""
 
     # A title the person wrote is theirs: a later body edit leaves it alone.
     text = path.read_text()
@@ -210,6 +216,13 @@ def test_an_obsidian_session_commits_every_edit_first_time(vault):
     assert f"Nightly staging rebuild (mind/facts/staging.md, edited by {author})" in text
     done = vault.cortex("validate", "--all")
     assert done.returncode == 0, done.stdout + done.stderr
+
+    # What Obsidian keeps per device stays out of git; its settings and plugins may travel.
+    vault.write(".obsidian/workspace.json", "{}")
+    vault.write(".obsidian/app.json", "{}")
+    vault.write(".trash/old.md", f"An old note with {token} in it.\n")
+    assert vault.git("status", "--porcelain", "-uall").stdout == "?? .obsidian/app.json\n"
+    assert vault.save("settings").returncode == 0
 
 
 def test_unstaged_edits_of_the_same_note_are_never_touched(vault):
