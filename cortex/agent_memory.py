@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 from cortex.errors import CortexError, LockBusy
+from cortex.layout import is_note_path
 from cortex.taxonomy import PARTITIONS
 
 MAX_LIMIT = 50
@@ -72,8 +73,9 @@ def note_path(root: Path, ref: str) -> str | None:
         except ValueError:
             raise ToolFailure(f"{ref!r} is outside the vault: pass a path like mind/facts/2026-02-16-e7f4a2b9.md") from None
     parts = PurePosixPath(text).parts
-    if not parts or parts[0] not in PARTITIONS or ".." in parts or not text.endswith(".md"):
-        raise ToolFailure(f"{ref!r} is not a note path: notes live under vault/ or mind/ and end in .md")
+    if not parts or ".." in parts or not is_note_path(PurePosixPath(*parts).as_posix()):
+        raise ToolFailure(f"{ref!r} is not a note path: a note is a markdown file of the vault (.md), "
+                          "not under observer/ or a dot folder")
     return text
 
 

@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from cortex.layout import is_note_path, write_cache
+from cortex.layout import in_partition, is_note_path, write_cache
 from cortex.validate import IdIndex, Problem, read_id
 
 DATA = Path(__file__).parent / "data"
@@ -185,7 +185,7 @@ class HookVault:
             cache = {}
         seen: dict[str, str] = {}
         for rel, blob in blobs.items():
-            if rel in known:
+            if rel in known or not in_partition(rel):
                 continue
             if blob is not None and blob in cache:
                 ident = cache[blob]
@@ -283,7 +283,7 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
         if mismatch and vault.committed(rel) is not None:  # in the vault already: the hash stays what it was
             problems = [p for p in problems if p not in mismatch]
         report.problems += problems
-        found = read_id(text)
+        found = read_id(text) if in_partition(rel) else None  # a person's own `id:` property is theirs
         if found:
             checked.append((rel, *found))
             known[rel] = found[0]

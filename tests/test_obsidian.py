@@ -110,8 +110,9 @@ def test_an_obsidian_session_commits_every_edit_first_time(vault):
     assert vault.head(DAILY) == daily  # a person's note is never rewritten
 
     # A note in a folder the person invented, with their own properties.
-    garden = "---\nstatus: draft\ntype: plan\n---\n\nPlant the espaliered pears along the south wall in March.\n"
+    garden = "---\nstatus: draft\ntype: plan\nid: 1\n---\n\nPlant the espaliered pears along the south wall in March.\n"
     vault.write(GARDEN, garden)
+    vault.write("projects/garden/log.md", "---\nid: 1\n---\n\nPruned the pears.\n")  # their own `id`, not cortex's
     done = vault.save("garden plan")
     assert done.returncode == 0, done.output
     assert vault.head(GARDEN) == garden
