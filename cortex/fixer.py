@@ -162,8 +162,6 @@ def fix_note(
     scanner; a note it flags is left alone, and a generated title it flags is not written."""
     if not in_partition(path):
         return Fixed(text)  # a person's own note: cortex fields are not asked of it
-    if redact is not None and redact(text)[1]:
-        return Fixed(text)  # refused by the validator; nothing of it goes into a title
     try:
         note = parse_note(text)
     except NoteSyntaxError:
@@ -231,6 +229,8 @@ def fix_note(
         changes.append(f"moved the required fields above `{SEPARATOR}`")
     if not changes:
         return Fixed(text)
+    if not _clean(text, redact):
+        return Fixed(text)  # refused by the validator; nothing of it goes into a title
 
     fm = _rebuild(blocks, updates, adds, newline) if restructure else _edit(blocks, updates, adds, newline)
     new_text = "".join([lines[0], *fm, *lines[close:]])
@@ -338,7 +338,7 @@ def _rebuild(blocks, updates: dict[str, str], adds: dict[str, str], newline: str
 def _add_frontmatter(path: str, text: str, taxonomy: Taxonomy, now: datetime, new_id, redact=None) -> Fixed:
     spec = folder_type(taxonomy, path)
     body = text[1:] if text.startswith("\ufeff") else text
-    if spec is None or not body.strip():
+    if spec is None or not body.strip() or not _clean(text, redact):
         return Fixed(text)
     newline = "\r\n" if body.split("\n", 1)[0].endswith("\r") else "\n"
     values = _required_values(spec, body, now, new_id)

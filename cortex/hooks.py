@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from cortex.layout import in_partition, is_note_path, write_cache
-from cortex.validate import IdIndex, Problem, read_id
+from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
 DATA = Path(__file__).parent / "data"
 HASH_MISMATCH = "source_hash does not match"
@@ -350,7 +350,11 @@ def fix(
     if not paths:
         return report
     taxonomy = vault.taxonomy()
-    redact = vault.scanner().redact
+    scanner = vault.scanner()
+
+    def redact(text: str):
+        return scanner.redact(without_identity_lines(text))
+
     now = now or utcnow()
     held = _stashed_paths(vault.root) if stage else set()
     for rel in paths:

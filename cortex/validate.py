@@ -216,7 +216,7 @@ class NoteValidator:
         timestamp) are left out: their formats carry no credential, and every note has
         them, so they would make the scanner's "is there any long token at all" check
         pass on every note and run all its rules (4x the time of the rest)."""
-        text = _IDENTITY_LINES.sub("", text)
+        text = without_identity_lines(text)
         _, kinds = self.redact(text)
         if not kinds:
             return []
@@ -287,6 +287,14 @@ _IDENTITY_LINES = re.compile(
     r"|^(?:created|last_reinforced): \d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?[ \t]*\r?$",
     re.M,
 )
+
+
+def without_identity_lines(text: str) -> str:
+    """The note without the lines that only hold its identity and times (no credential
+    has their format): what the credential scan reads, fast because of it."""
+    return _IDENTITY_LINES.sub("", text)
+
+
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
 
