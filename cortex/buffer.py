@@ -21,22 +21,53 @@ def append(path: Path, lines: list[str]) -> None:
     append_locked(path, data)
 
 
-def read_lines(path: Path, start: int, limit: int | None = None) -> Iterator[Line]:
-    """Complete lines from ``start``; stops before a partial last line."""
+EXCERPT_BYTES = 4096  # what an over-size line keeps for its quarantine entry
+_SKIP = 1 << 20
+
+
+def bounded_lines(fh, max_bytes: int) -> Iterator[tuple[bytes, int, bool]]:
+    """``(raw, length, oversize)`` for each line of a binary file, newline included in
+    ``raw`` and ``length``. At most ``max_bytes + 1`` bytes of a line are ever held: the
+    rest of an over-size line is skipped in fixed steps and ``raw`` keeps its start only.
+    A last line without a newline comes back as it is (the caller decides)."""
+    while True:
+        head = fh.readline(max_bytes + 1)
+        if not head:
+            return
+        if head.endswith(b"\n") or len(head) <= max_bytes:
+            yield head, len(head), False
+            continue
+        length, tail = len(head), b""
+        while not tail.endswith(b"\n"):
+            tail = fh.readline(_SKIP)
+            if not tail:
+                break
+            length += len(tail)
+        yield head[:EXCERPT_BYTES] + (b"\n" if tail.endswith(b"\n") else b""), length, True
+
+
+def read_lines(
+    path: Path, start: int, limit: int | None = None, *, max_line_bytes: int = 1 << 20, max_bytes: int | None = None
+) -> Iterator[Line]:
+    """Complete lines from ``start``; stops before a partial last line, after ``limit``
+    lines or once ``max_bytes`` were read (one line at least). A line over
+    ``max_line_bytes`` comes as its first bytes with ``oversize`` set."""
     if not path.exists():
         return
     with open(path, "rb") as fh:
         fh.seek(start)
         offset = start
         count = 0
-        for raw in fh:
+        for raw, length, oversize in bounded_lines(fh, max_line_bytes):
             if not raw.endswith(b"\n"):
                 return  # a writer is mid-line (or died mid-line): leave it for later
-            end = offset + len(raw)
-            yield Line(offset, end, raw.rstrip(b"\r\n"))
+            end = offset + length
+            yield Line(offset, end, raw.rstrip(b"\r\n"), oversize)
             offset = end
             count += 1
             if limit is not None and count >= limit:
+                return
+            if max_bytes is not None and offset - start >= max_bytes:
                 return
 
 
@@ -64,14 +95,15 @@ def rotate_if_consumed(path: Path, offset: int, archive: Path) -> bool:
         os.close(fd)
 
 
-def archive_scrubbed(raw: Path, archive: Path, transform) -> None:
+def archive_scrubbed(raw: Path, archive: Path, transform, max_line_bytes: int = 1 << 20) -> None:
     """Write ``archive`` from the rotated buffer ``raw``, each line through ``transform``
     (bytes in, bytes out), then delete ``raw``. A crash leaves ``raw`` in place, and the
-    next run calls this again: the raw lines never become the kept archive."""
+    next run calls this again: the raw lines never become the kept archive. A line over
+    ``max_line_bytes`` keeps only its start, as its quarantine entry does."""
     tmp = archive.with_name(f".{archive.name}.tmp")
     with open(raw, "rb") as src, open(tmp, "wb") as dst:
         os.fchmod(dst.fileno(), 0o600)
-        for line in src:
+        for line, _, _ in bounded_lines(src, max_line_bytes):
             dst.write(transform(line))
         dst.flush()
         os.fsync(dst.fileno())

@@ -33,6 +33,35 @@ class Trust:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """Bounds on what cortex reads, so that no input can take unbounded time or memory
+    (``limits:`` in ``observer/config.yml``). A buffer line past a bound is quarantined
+    with the reason; a note past ``max_note_bytes`` is refused with a message."""
+
+    max_line_bytes: int = 1 << 20  # one buffer line (an observation is a few KB)
+    max_depth: int = 32  # nesting of JSON arrays and objects (an observation needs 3)
+    max_number_digits: int = 100  # characters of one JSON number
+    max_note_bytes: int = 4 << 20  # one note file
+    max_frontmatter_bytes: int = 256 << 10  # one note's YAML frontmatter
+
+    @classmethod
+    def from_config(cls, data: Any) -> "Limits":
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise ConfigError("limits: expected a mapping")
+        known = cls.__dataclass_fields__
+        values = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ConfigError(f"limits: unknown bound {key!r}", f"use {', '.join(known)}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"limits: {key} must be a positive whole number, not {value!r}")
+            values[key] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True)
 class Settings:
     threshold: float = 0.5
     trust: Trust = Trust()
@@ -46,6 +75,7 @@ class Settings:
     run_pre_commit: bool = False  # also run the person's other pre-commit hooks
     lock_timeout: float = 10.0
     embedding_model: str | None = None
+    limits: Limits = Limits()
 
 
 @dataclass(frozen=True)
@@ -111,7 +141,10 @@ def load_settings(path: Path) -> Settings:
             run_pre_commit=bool(commit.get("run_pre_commit", False)),
             lock_timeout=float(data.get("lock_timeout", 10.0)),
             embedding_model=data.get("embedding_model"),
+            limits=Limits.from_config(data.get("limits")),
         )
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
 

@@ -23,6 +23,7 @@ from cortex.state import State, new_buffer_id
 from cortex.timefmt import utcnow
 
 CHUNK_LINES = 5_000  # lines planned and committed at a time (memory stays flat)
+CHUNK_BYTES = 16 << 20  # ... and bytes, so that long lines cannot make a chunk large
 
 
 def _author(vault) -> tuple[str, str]:
@@ -66,7 +67,7 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
             recover(vault, repo, state, report, now)
         index = HashIndex(repo, vault.cache_dir / "hashes.json").load()
         if dry_run:
-            plan = _plan(vault, index, state, state.offset, now, limit)
+            plan = _plan(vault, index, state, state.offset, now, limit, chunk=False)
             report.plan = plan
             _count_plan(plan, report)
         else:
@@ -104,7 +105,8 @@ def _finish_archives(vault) -> None:
     for tmp in vault.archive_dir.glob(".*.tmp"):
         tmp.unlink(missing_ok=True)  # a scrub a kill interrupted: done again from the raw file
     for raw in sorted(vault.archive_dir.glob(".observations-*.jsonl.raw")):
-        buffer.archive_scrubbed(raw, raw.with_name(raw.name[1:].removesuffix(".raw")), scrub_json_line)
+        kept = raw.with_name(raw.name[1:].removesuffix(".raw"))
+        buffer.archive_scrubbed(raw, kept, scrub_json_line, vault.settings.limits.max_line_bytes)
 
 
 def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
@@ -123,9 +125,10 @@ def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: dateti
     )
 
 
-def _plan(vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None, **flags: bool) -> Plan:
-    lines = buffer.read_lines(vault.buffer_path, start, limit)
-    return make_plan(lines, state.buffer_id, vault.context(now, **flags), index, vault.note_validator(bulk=True).check)
+def _plan(vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None, chunk: bool = True) -> Plan:
+    max_bytes = CHUNK_BYTES if chunk else None  # a dry run shows the whole buffer
+    lines = buffer.read_lines(vault.buffer_path, start, limit, max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=max_bytes)
+    return make_plan(lines, state.buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check)
 
 
 def _count_plan(plan: Plan, report: RunReport) -> None:

@@ -29,7 +29,8 @@ class Line:
 
     offset: int  # byte offset of the line's first byte
     end: int  # byte offset just past its newline
-    raw: bytes  # without the newline
+    raw: bytes  # without the newline (an over-size line: its first bytes only)
+    oversize: bool = False  # longer than limits.max_line_bytes: refused unread
 
 
 @dataclass(frozen=True)

@@ -194,6 +194,7 @@ class Vault:
         attribution take the defaults ``cortex write`` documents."""
         from cortex.model import Rejection
         from cortex.pipeline import schema
+        from cortex.pipeline.parse import check_value
 
         batch = [observations] if isinstance(observations, dict) else list(observations)
         lines, warnings = [], []
@@ -201,6 +202,10 @@ class Vault:
         for n, obs in enumerate(batch, start=1):
             if not isinstance(obs, dict):
                 raise InvalidObservation(f"observation {n}: expected a JSON object")
+            problem = check_value(obs, self.settings.limits)  # objects that never were JSON text
+            if problem:
+                where = f"observation {n}: " if len(batch) > 1 else ""
+                raise InvalidObservation(f"{where}{problem}", "send text, with scores between 0 and 1")
             if complete:
                 obs = self.complete_observation(obs)
             obs, cut = schema.truncate(obs)  # the buffer gets what the run would keep, no more

@@ -52,19 +52,20 @@ def write(
 ) -> None:
     """Append one validated observation to the buffer (or a batch from stdin with `-`)."""
     from cortex.errors import InvalidObservation
-    from cortex.pipeline.parse import loads
+    from cortex.buffer import bounded_lines
+    from cortex.model import Rejection
+    from cortex.pipeline.parse import oversize as too_long, parse_line
 
     vault = open_vault()
     if source == "-":
         batch = []
-        for n, line in enumerate(sys.stdin, start=1):
-            if not line.strip():
+        limits = vault.settings.limits
+        for n, (raw, length, oversize) in enumerate(bounded_lines(sys.stdin.buffer, limits.max_line_bytes), start=1):
+            if not raw.strip():
                 continue
-            try:
-                obj = loads(line)
-            except ValueError as exc:  # JSONDecodeError, or NaN / Infinity
-                why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                raise InvalidObservation(f"stdin line {n}: malformed JSON: {why}", "send one JSON object per line") from None
+            obj = too_long(length, limits) if oversize else parse_line(raw.rstrip(b"\r\n"), limits)
+            if isinstance(obj, Rejection):
+                raise InvalidObservation(f"stdin line {n}: {obj.detail}", "send one JSON object per line") from None
             batch.append(obj)
         if not batch:
             raise InvalidObservation("no observations on stdin")

@@ -48,7 +48,11 @@ def make_plan(
         if not line.raw.strip():
             plan.empty_lines += 1
             continue
-        result = parse.parse_line(line.raw)
+        limits = ctx.settings.limits
+        if line.oversize:
+            result = parse.oversize(line.end - line.offset, limits)
+        else:
+            result = parse.parse_line(line.raw, limits)
         if isinstance(result, Rejection):
             _reject(plan, item, result, ctx)
         else:

@@ -336,7 +336,7 @@ def scrub_json_line(raw: bytes) -> bytes:
         return raw
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the stack
         return redact(text)[0].encode("utf-8")
     found = False
 
@@ -359,4 +359,5 @@ def scrub_json_line(raw: bytes) -> bytes:
     scrubbed = clean(obj)
     if not found:
         return raw
-    return json.dumps(scrubbed, ensure_ascii=False).encode("utf-8") + (b"\n" if raw.endswith(b"\n") else b"")
+    # A lone surrogate ("\ud800" in the line) is written back as the same JSON escape.
+    return json.dumps(scrubbed, ensure_ascii=False).encode("utf-8", "backslashreplace") + (b"\n" if raw.endswith(b"\n") else b"")

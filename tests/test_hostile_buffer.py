@@ -1,0 +1,209 @@
+"""Hostile buffer lines: whatever its bytes, depth, size or numbers, every line ends as a
+note or a quarantine entry with a reason, and none stops the lines behind it. Each
+defect found (a line that made every later `cortex run` fail) has its own test; a
+seeded fuzz run mixes generated hostile lines with good ones through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from conftest import append_lines, cortex, git, observation
+
+GOOD_WORDS = "ledger billing queue staging deploy backup invoice cache runner report".split()
+
+
+def good(rng: random.Random, n: int) -> dict:
+    words = " ".join(rng.choice(GOOD_WORDS) for _ in range(4))
+    return observation(body=f"Note {n}: the {words} job runs at {n % 24:02d}:00.", importance=0.9)
+
+
+def run_cli(vault, *args):
+    result = cortex("run", "--json", *args, cwd=vault.root)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def held(vault):
+    return {e.key.rpartition(":")[2]: e for e in vault.quarantine.entries()}
+
+
+# --- each defect that blocked the buffer -------------------------------------------------
+
+NESTED = "[" * 100_000 + "]" * 100_000
+HUGE_NUMBER = json.dumps(observation(body="a score of 400 digits"))[:-1] + ', "confidence": 1' + "0" * 400 + "}"
+LONE = {
+    "body": observation(body="lone \ud800 surrogate"),
+    "context": observation(context="ctx \udfff"),
+    "attribution": observation(attribution="ma\ud800ya"),
+    "entity": observation(entities=[{"name": "X\udc00", "type": "person"}]),
+    "tag": observation(tags=["ok", "t\ud801"]),
+    "key": {**observation(), "\ud800": 1},
+}
+
+
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        (NESTED, "nested deeper than 32 levels"),
+        ('{"a":' * 50 + "1" + "}" * 50, "nested deeper than 32 levels"),
+        (HUGE_NUMBER, "a number of 401 digits"),
+        ('{"confidence": 1e999}', "out of range"),
+        ('{"confidence": ' + "9" * 5000 + "}", "a number of 5000 digits"),
+        *[(json.dumps(obs), "lone surrogate") for obs in LONE.values()],
+    ],
+    ids=["array-100000-deep", "object-50-deep", "400-digits", "1e999", "5000-digits", *LONE],
+)
+def test_a_line_that_blocked_the_buffer_is_quarantined_and_the_next_is_memorized(vault, line, needle):
+    append_lines(vault, line, observation())
+    report = run_cli(vault)
+    assert report["memorized"] == 1 and report["quarantined"] == {"parse": 1}
+    (entry,) = vault.quarantine.entries()
+    assert needle in entry.detail
+    again = run_cli(vault)  # the offset moved past both lines
+    assert again["read"] == 0
+
+
+def test_invalid_utf8_is_named_with_its_byte(vault):
+    with open(vault.buffer_path, "ab") as fh:
+        fh.write(b'{"type": "fact", "body": "caf\xe9"}\n')
+    append_lines(vault, observation())
+    report = run_cli(vault)
+    assert report["memorized"] == 1
+    (entry,) = vault.quarantine.entries()
+    assert entry.detail == "not UTF-8 at byte 29"  # counted from 0: the é
+
+
+def test_an_oversize_line_is_quarantined_with_an_excerpt_not_read_whole(vault):
+    (vault.root / "observer" / "config.yml").write_text("limits:\n  max_line_bytes: 10000\n")
+    big = json.dumps(observation(body="x" * 3_000_000))
+    append_lines(vault, big, observation())
+    report = run_cli(vault)
+    assert report["memorized"] == 1 and report["quarantined"] == {"parse": 1}
+    (entry,) = vault.quarantine.entries()
+    assert f"{len(big) + 1:,} bytes, over the limit of 10,000" in entry.detail
+    assert entry.line == big[:4096] and entry.extra["bytes"] == len(big) + 1
+
+
+def test_a_bad_limit_in_the_config_is_a_message(vault):
+    (vault.root / "observer" / "config.yml").write_text("limits:\n  max_line_bytes: lots\n")
+    result = cortex("run", cwd=vault.root)
+    assert result.returncode == 1 and "limits: max_line_bytes must be a positive whole number" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        (NESTED, "nested deeper than 32 levels"),
+        (HUGE_NUMBER, "a number of 401 digits"),
+        (json.dumps(LONE["attribution"]), "lone surrogate"),
+        ('{"type": "fact", "body": "caf\udce9"}', "not UTF-8"),
+    ],
+    ids=["nested", "400-digits", "surrogate", "invalid-utf8"],
+)
+def test_cortex_write_stdin_refuses_the_same_lines_with_a_message(vault, line, needle):
+    data = line.encode("utf-8", "surrogateescape") + b"\n"
+    import subprocess
+
+    from conftest import VENV_BIN
+
+    result = subprocess.run([str(VENV_BIN / "cortex"), "write", "-"], cwd=vault.root, input=data, capture_output=True)
+    assert result.returncode == 1, result.stderr
+    assert b"stdin line 1: " in result.stderr and needle.encode() in result.stderr
+    assert not vault.buffer_path.exists()
+
+
+def test_vault_write_refuses_an_object_that_is_not_text(vault):
+    from cortex.errors import InvalidObservation
+
+    with pytest.raises(InvalidObservation, match="lone surrogate"):
+        vault.write(observation(body="x\ud800"))
+    with pytest.raises(InvalidObservation, match="more than 100 digits"):
+        vault.write(observation(importance=10**400))
+    assert not vault.buffer_path.exists()
+
+
+# --- the fuzz run ----------------------------------------------------------------------
+
+TOKEN = "ghp_" + "Zq7" * 12  # a GitHub token's shape: no quarantine entry or archive may keep it
+
+
+def _hostile(rng: random.Random, n: int) -> bytes:
+    """One generated line that must be quarantined (some carry a credential too)."""
+    obs = good(rng, n)
+    if rng.random() < 0.3:
+        obs["context"] = f"the token is {TOKEN}"
+    kind = rng.randrange(11)
+    if kind == 0:
+        depth = rng.choice([40, 999, 3000, 100_000])
+        opener = rng.choice(["[", '{"a":'])
+        return (opener * depth + "1" + ("]" if opener == "[" else "}") * depth).encode()
+    if kind == 1:
+        digits = rng.choice([101, 400, 4400, 20_000])
+        field = rng.choice(["confidence", "importance", "extra"])
+        return json.dumps(obs)[:-1].encode() + f', "{field}": {"-" * rng.randrange(2)}{"7" * digits}}}'.encode()
+    if kind == 2:
+        return json.dumps(obs)[:-1].encode() + rng.choice([b', "importance": 1e999}', b', "confidence": -2E400}', b', "x": NaN}'])
+    if kind == 3:  # a lone surrogate somewhere
+        field = rng.choice(["body", "context", "attribution", "source_quote"])
+        obs[field] = "before " + chr(rng.randrange(0xD800, 0xE000)) + f" after {TOKEN}"
+        return json.dumps(obs).encode()
+    if kind == 4:
+        obs["entities"] = [{"name": "Ana" + chr(rng.randrange(0xD800, 0xE000)), "type": "person"}]
+        return json.dumps(obs).encode()
+    if kind == 5:  # control characters where a single line is required
+        field = rng.choice(["attribution", "session_id"])
+        obs[field] = "ab" + chr(rng.choice([0, 1, 7, 27, 31, 127, 0x85])) + "cd"
+        return json.dumps(obs).encode()
+    if kind == 6:  # raw control bytes or NUL inside the JSON text
+        text = json.dumps(obs).encode()
+        cut = rng.randrange(1, len(text) - 1)
+        return text[:cut] + bytes([rng.choice([0, 1, 8, 12, 27, 31])]) + text[cut:]
+    if kind == 7:  # invalid UTF-8
+        text = json.dumps(obs).encode()
+        cut = text.index(b'"body": "') + 9
+        return text[:cut] + rng.choice([b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf8\x88\x80\x80\x80"]) + text[cut:]
+    if kind == 8:  # truncated JSON
+        text = json.dumps(obs).encode()
+        return text[: rng.randrange(1, len(text) - 1)]
+    if kind == 9:  # huge: past the line limit
+        return json.dumps({**obs, "body": "y" * rng.randrange(70_000, 400_000)}).encode()
+    # huge fields the schema refuses (lists past maxItems, names past maxLength)
+    obs[rng.choice(["tags", "entities", "attribution"])] = rng.choice(
+        [["t"] * 5000, [{"name": "n", "type": "person"}] * 5000, "a" * 50_000]
+    )
+    return json.dumps(obs).encode()
+
+
+ROUNDS, LINES = 6, 80
+
+
+def test_fuzz_hostile_lines_mixed_with_good_ones(vault):
+    rng = random.Random(20261117)
+    (vault.root / "observer" / "config.yml").write_text("limits:\n  max_line_bytes: 65536\n")
+    expected_good, n = {}, 0
+    for _ in range(ROUNDS):
+        with open(vault.buffer_path, "ab") as fh:
+            for _ in range(LINES):
+                n += 1
+                if rng.random() < 0.5:
+                    obs = good(rng, n)
+                    data = json.dumps(obs, ensure_ascii=rng.random() < 0.5).encode()
+                    expected_good[obs["body"]] = data
+                else:
+                    data = _hostile(rng, n)
+                fh.write(data + b"\n")
+        report = run_cli(vault)
+        assert report["read"] == LINES and report["rotated"], report  # the offset reached the end
+    texts = [path.read_text(encoding="utf-8") for path in vault.iter_note_paths()]
+    assert len(texts) == len(expected_good)
+    missing = [b for b in expected_good if not any(b in text for text in texts)]
+    assert not missing, missing
+    entries = vault.quarantine.entries()
+    assert len(entries) == n - len(expected_good)
+    assert all(e.reason in ("parse", "schema") and e.detail for e in entries)
+    kept = [vault.quarantine.path, *vault.archive_dir.iterdir()]
+    assert not [p for p in kept if TOKEN.encode() in p.read_bytes()]
+    assert git(vault.root, "status", "--porcelain", "--", "mind", "vault") == ""
