@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 from cortex.errors import CortexError, LockBusy
-from cortex.layout import is_note_path
+from cortex.layout import UnreadableNote, is_note_path, read_note_bytes
 from cortex.taxonomy import PARTITIONS
 
 MAX_LIMIT = 50
@@ -482,13 +482,10 @@ class Memory:
         if not ref:
             raise ToolFailure("give a note id (from query results) or a path like mind/facts/2026-02-16-e7f4a2b9.md")
         rel = note_path(self.root, ref) or self._path_for_id(ref)
-        full = self.root / rel
         try:
-            full.resolve().relative_to(self.root)
-        except ValueError:  # a symlink that leads out of the vault
-            raise ToolFailure(f"{rel} points outside the vault: cortex reads notes only") from None
-        try:
-            text = full.read_text(encoding="utf-8")
+            text = read_note_bytes(self.root, rel, self.vault.settings.limits.max_note_bytes).decode("utf-8")
+        except UnreadableNote as exc:  # a link (to .git/config, outside the vault) or a huge file
+            raise ToolFailure(f"{exc}; cortex reads notes only") from None
         except FileNotFoundError:
             raise ToolFailure(f"no note at {rel}: it may have been moved or archived; search for it with `query`") from None
         except (OSError, UnicodeDecodeError) as exc:

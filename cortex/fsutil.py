@@ -15,12 +15,16 @@ from cortex.errors import LockBusy
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write to a temp file, fsync, rename over ``path``: readers see old or new, never half."""
+    """Write to a temp file in the same folder, fsync, rename over ``path``: readers (and
+    a process killed meanwhile) see old or new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.write(fd, data)
+        os.fchmod(fd, mode)  # exactly: a rewritten note keeps its mode whatever the umask
+        view = memoryview(data)
+        while view:  # one os.write may write less than asked
+            view = view[os.write(fd, view):]
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -17,6 +17,7 @@ from typing import Callable, Iterator, Mapping
 import pygit2
 
 from cortex.errors import CortexError
+from cortex.layout import link_on_path
 
 BLOB = pygit2.enums.FileMode.BLOB
 TREE = pygit2.enums.FileMode.TREE
@@ -185,6 +186,9 @@ class GitRepo:
         index.read()
         for path, oid in changes.items():
             target = self.root / path
+            link = link_on_path(self.root, path)
+            if link:  # planning refuses these; a link made since must not be followed either
+                raise CortexError(f"cannot write {path}: {link}", "replace it with a folder and run again")
             if oid is None:
                 if target.exists():
                     target.unlink()

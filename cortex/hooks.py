@@ -25,7 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from cortex.layout import in_partition, is_note_path, write_cache
+from cortex.fsutil import atomic_write
+from cortex.layout import UnreadableNote, in_partition, is_note_path, is_other_repository, link_on_path, read_note_bytes, write_cache
 from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
 DATA = Path(__file__).parent / "data"
@@ -79,24 +80,35 @@ class HookVault:
                 return cls(candidate)
         return cls(here)
 
+    def _config(self) -> dict:
+        path = self.root / "observer" / "config.yml"
+        if "_config_data" not in self.__dict__:
+            data = {}
+            if path.exists():
+                import yaml
+
+                from cortex.errors import ConfigError
+
+                try:
+                    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                except yaml.YAMLError as exc:
+                    raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+            self._config_data = data if isinstance(data, dict) else {}
+        return self._config_data
+
     def security_settings(self) -> tuple[tuple, bool]:
         """``(injection_patterns, strict_notes)`` from ``observer/config.yml``, read the
         way ``cortex.config.load_settings`` reads them (a test holds the two together).
-        Only these two: the rest of the file (trust, commits) is no business of a commit
-        hook, and a mistake there must not block one."""
-        path = self.root / "observer" / "config.yml"
-        if not path.exists():
-            return (), False
-        import yaml
-
-        from cortex.errors import ConfigError
-
-        try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-        security = (data.get("security") if isinstance(data, dict) else None) or {}
+        Only these and the note size limit: the rest of the file (trust, commits) is no
+        business of a commit hook, and a mistake there must not block one."""
+        security = self._config().get("security") or {}
         return tuple(security.get("injection_patterns") or ()), bool(security.get("strict_notes", False))
+
+    def max_note_bytes(self) -> int:
+        from cortex.layout import MAX_NOTE_BYTES
+
+        value = (self._config().get("limits") or {}).get("max_note_bytes", MAX_NOTE_BYTES)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else MAX_NOTE_BYTES
 
     def taxonomy(self):
         from cortex.taxonomy import load_taxonomy
@@ -144,9 +156,9 @@ class HookVault:
         )
 
     def relpath(self, name: str | os.PathLike) -> str | None:
-        """``name`` relative to the vault (posix), or None when it lies outside."""
-        path = Path(name)
-        path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+        """``name`` relative to the vault (posix), or None when it lies outside. Links are
+        not followed: a note that is a link is named as itself, to be refused."""
+        path = Path(os.path.abspath(name))
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:
@@ -159,17 +171,18 @@ class HookVault:
         if raw is None:
             paths: dict[str, str | None] = {}
             for dirpath, dirnames, filenames in os.walk(self.root):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                # os.walk follows no linked folder; a submodule or nested clone is not the vault's
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not is_other_repository(Path(dirpath) / d))
                 rel = Path(dirpath).relative_to(self.root).as_posix()
                 for name in sorted(filenames):
                     path = name if rel == "." else f"{rel}/{name}"
-                    if is_note_path(path):
+                    if is_note_path(path) and not os.path.islink(Path(dirpath) / name):
                         paths[path] = None
             return paths
         blobs: dict[str, str | None] = {}
         for entry in raw.decode("utf-8", "surrogateescape").split("\0"):
             meta, _, path = entry.partition("\t")
-            if is_note_path(path):
+            if is_note_path(path) and not meta.startswith("160000"):  # a submodule is no note
                 blobs.setdefault(path, meta.split(" ")[1] if " " in meta else None)
         return blobs
 
@@ -201,8 +214,8 @@ class HookVault:
 
     def _read_id(self, rel: str, blob: str | None, seen: dict[str, str]) -> str:
         try:
-            data = (self.root / rel).read_bytes()
-        except OSError:
+            data = read_note_bytes(self.root, rel, self.max_note_bytes())
+        except (OSError, UnreadableNote):
             return ""
         found = read_id(data[:4096].decode("utf-8", "replace"))
         ident = found[0] if found else ""
@@ -216,8 +229,10 @@ class HookVault:
         return None if data is None else data.decode("utf-8", "replace")
 
     def read(self, rel: str) -> str | None:
+        """The note's text, None when it is gone. Raises ``UnreadableNote`` for a link or
+        an over-size note, ``UnicodeDecodeError`` for bytes that are not text."""
         try:
-            return (self.root / rel).read_bytes().decode("utf-8")
+            return read_note_bytes(self.root, rel, self.max_note_bytes()).decode("utf-8")
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 
@@ -249,11 +264,28 @@ def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]
         rel = vault.relpath(name)
         if rel is None or not is_note_path(rel):
             continue  # not a note: other hooks' business
+        link = link_on_path(vault.root, rel)
+        if link:
+            report.problems.append(Problem(rel, 1, link, "commit the note itself, not a link to it (git rm --cached the link)"))
+            continue
         if not (vault.root / rel).is_file():
             report.skipped.append(rel)
             continue
         chosen.append(rel)
     return list(dict.fromkeys(chosen))
+
+
+def _existing(vault: HookVault, blobs: dict[str, str | None], report: Report) -> list[str]:
+    """The indexed notes present as files; a link or a note in a linked folder is warned
+    about and skipped (``validate --all`` reads through no link)."""
+    paths = []
+    for rel in blobs:
+        link = link_on_path(vault.root, rel)
+        if link:
+            report.problems.append(Problem(rel, 1, f"skipped: {link}", "replace the link by the note itself", "warning"))
+        elif (vault.root / rel).is_file():
+            paths.append(rel)
+    return paths
 
 
 def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None, all_notes: bool = False) -> Report:
@@ -262,7 +294,7 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
     vault = HookVault(root) if root is not None else HookVault.around()
     report = Report()
     blobs = vault.note_blobs()
-    paths = [p for p in blobs if (vault.root / p).is_file()] if all_notes else _select(vault, files, report)
+    paths = _existing(vault, blobs, report) if all_notes else _select(vault, files, report)
     if not paths:
         return report
     validator = vault.validator()
@@ -273,6 +305,9 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
             text = vault.read(rel)
         except UnicodeDecodeError as exc:
             report.problems.append(Problem(rel, 1, f"not UTF-8 text ({exc.reason} at byte {exc.start})", "save the file as UTF-8"))
+            continue
+        except UnreadableNote as exc:
+            report.problems.append(Problem(rel, 1, str(exc), "cortex keeps notes of ordinary size, as files"))
             continue
         if text is None:
             report.skipped.append(rel)
@@ -360,7 +395,7 @@ def fix(
     for rel in paths:
         try:
             text = vault.read(rel)
-        except UnicodeDecodeError:
+        except (UnicodeDecodeError, UnreadableNote):
             continue  # the validator reports it
         if text is None:
             report.skipped.append(rel)
@@ -376,7 +411,9 @@ def fix(
             report.problems.append(Problem(rel, 1, "this note has changes that are not staged",
                                            f"stage them too (`git add {rel}`) and commit again: the hook completes the note then"))
         elif result.text != text:
-            (vault.root / rel).write_bytes(result.text.encode("utf-8"))
+            # Never in place: killed mid-write, a truncated note would pass the next commit.
+            target = vault.root / rel
+            atomic_write(target, result.text.encode("utf-8"), os.stat(target).st_mode & 0o7777)
             report.changed[rel] = result.changes
         elif result.refused:  # the validator, which runs next, says what to change
             report.problems.append(Problem(rel, 1, f"not completed: {result.refused}", "complete the note by hand", "warning"))

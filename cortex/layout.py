@@ -90,3 +90,55 @@ def write_cache(path: Path, obj: Any) -> None:
         os.replace(tmp, path)
     except (OSError, TypeError, ValueError):  # unwritable, or not JSON (a YAML date)
         pass
+
+
+# --- what cortex may read and write -----------------------------------------------------
+# A vault is a git repository a person and other tools also write: a note or folder may
+# be a symbolic link (to ``.git/config``, to a folder outside) or another repository (a
+# submodule). cortex reads and writes neither, so nothing leaves the repository or
+# enters ``.git/`` through it.
+
+MAX_NOTE_BYTES = 4 << 20  # as config.Limits.max_note_bytes, for callers without settings
+
+
+def link_on_path(root: Path, rel: str) -> str | None:
+    """Why ``rel`` (vault-relative, posix) must not be followed: the first symbolic link
+    on the way from ``root`` to it, itself included, or a ``.git`` part; None when safe.
+    Parts that do not exist yet are safe (they will be created as folders)."""
+    here = root
+    for part in rel.split("/"):
+        if part.lower() == ".git":
+            return f"{rel} lies inside .git/"
+        here = here / part
+        try:
+            if os.path.islink(here):
+                where = here.relative_to(root).as_posix()
+                return f"{where} is a symbolic link (to {os.readlink(here)}): cortex reads and writes no note through a link"
+        except OSError:
+            return None
+    return None
+
+
+def is_other_repository(directory: Path) -> bool:
+    """A folder holding its own repository (a submodule or a nested clone): not the vault's."""
+    return os.path.lexists(directory / ".git")
+
+
+class UnreadableNote(Exception):
+    """A note cortex will not read: a link, too large. ``str()`` is the message."""
+
+
+def read_note_bytes(root: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> bytes:
+    """A note's bytes, read only if no link is on its way and it is at most ``max_bytes``
+    (never more is read). Raises ``UnreadableNote`` with the reason, or ``OSError``."""
+    why = link_on_path(root, rel)
+    if why:
+        raise UnreadableNote(why)
+    fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a link swapped in since: refused
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fd).st_size
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes or size > max_bytes:
+        raise UnreadableNote(f"{rel} is {max(size, len(data)):,} bytes, over the note limit of {max_bytes:,} "
+                             "(limits.max_note_bytes in observer/config.yml): split it or move it out of the vault")
+    return data

@@ -14,13 +14,13 @@ class Rejection:
     """A line that will not become a note. ``held`` lines go to the quarantine;
     the others (below threshold, untrusted-and-dropped) to the skipped log."""
 
-    reason: str  # parse | schema | injection | untrusted | below_threshold | dropped
+    reason: str  # parse | schema | injection | untrusted | unsafe_path | below_threshold | dropped
     detail: str
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def held(self) -> bool:
-        return self.reason in ("parse", "schema", "injection", "untrusted")
+        return self.reason in ("parse", "schema", "injection", "untrusted", "unsafe_path")
 
 
 @dataclass(frozen=True)

@@ -237,15 +237,39 @@ def _loader():
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def parse_note(text: str) -> Note:
-    """Parse a note file. Raises ``NoteSyntaxError`` (with a line) on broken frontmatter."""
+MAX_FRONTMATTER_CHARS = 256 << 10  # as config.Limits.max_frontmatter_bytes
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s]")
+
+
+def _refuse_aliases(frontmatter: str) -> None:
+    """A YAML alias (``*a`` repeating ``&a``) can make a few lines stand for billions of
+    values (the "billion laughs"), which whatever walks them later pays for: notes never
+    need one, so a frontmatter that uses one is refused. Checked only where an anchor
+    could be (most notes have no ``&``), by parser events, which do not expand anything."""
+    if "&" not in frontmatter or not _ANCHOR.search(frontmatter):
+        return
+    import yaml
+
+    for event in yaml.parse(frontmatter, Loader=_loader()):
+        if isinstance(event, yaml.AliasEvent):
+            line = event.start_mark.line + 2 if event.start_mark else 1
+            raise NoteSyntaxError("frontmatter uses a YAML alias (*name): notes do not allow anchors and aliases", line)
+
+
+def parse_note(text: str, *, max_frontmatter: int = MAX_FRONTMATTER_CHARS) -> Note:
+    """Parse a note file. Raises ``NoteSyntaxError`` (with a line) on broken frontmatter,
+    one over ``max_frontmatter`` characters, or one that uses YAML aliases."""
     import yaml
 
     split = split_frontmatter(text)
     if split is None:
         return Note({}, text, "", 1, {})
     fm, body, body_line = split
+    if len(fm) > max_frontmatter:
+        raise NoteSyntaxError(f"frontmatter is {len(fm):,} characters, over the limit of {max_frontmatter:,} "
+                              "(limits.max_frontmatter_bytes in observer/config.yml)", 1)
     try:
+        _refuse_aliases(fm)
         meta = yaml.load(fm, Loader=_loader()) if fm.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -38,12 +38,16 @@ class Entry:
 
 
 def _entry(obj: dict[str, Any]) -> Entry:
+    from cortex.security.secrets import redact
+
     base = {"key", "reason", "detail", "line", "at"}
     return Entry(
         key=str(obj.get("key", "")),
         reason=str(obj.get("reason", "")),
-        detail=str(obj.get("detail", "")),
-        line=str(obj.get("line", "")),
+        # Redacted again as read: an entry written before its reason was redacted (or by
+        # an older cortex) must not show a credential in `cortex quarantine list`.
+        detail=redact(str(obj.get("detail", "")))[0],
+        line=redact(str(obj.get("line", "")))[0],
         at=str(obj.get("at", "")),
         extra={k: v for k, v in obj.items() if k not in base},
     )

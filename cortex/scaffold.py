@@ -184,7 +184,9 @@ def _ensure_hook_entries(root: Path) -> list[str]:
         return []
     if merged == text:
         return []
-    path.write_bytes(merged.encode("utf-8"))
+    from cortex.fsutil import atomic_write
+
+    atomic_write(path, merged.encode("utf-8"), path.stat().st_mode & 0o7777)  # a person's file: never half-written
     return [".pre-commit-config.yaml"]
 
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 
 from cortex import buffer
 from cortex.config import Calibration, Settings, load_calibration, load_settings
-from cortex.layout import VAULT_MARKERS, is_vault, load_tag_allow
+from cortex.layout import VAULT_MARKERS, is_other_repository, is_vault, load_tag_allow
 from cortex.errors import CortexError, InvalidObservation, VaultNotFound
 from cortex.fsutil import file_lock
 from cortex.model import RunReport
@@ -153,9 +153,16 @@ class Vault:
     def context(self, now: datetime | None = None, *, scan: bool = True, **flags: bool):
         """The pipeline context. ``scan=False`` leaves the scanner out (the write path
         checks the schema only, and must not pay for loading the security layer)."""
+        from cortex.layout import link_on_path
         from cortex.notes import uuid7
         from cortex.pipeline.context import Context
 
+        refused = {}
+        if scan:  # the run, which writes notes: never through a link
+            for folder in self.taxonomy.folders():
+                why = link_on_path(self.root, folder)
+                if why:
+                    refused[folder] = why
         return Context(
             taxonomy=self.taxonomy,
             settings=self.settings,
@@ -164,6 +171,7 @@ class Vault:
             scanner=self.scanner if scan else None,
             now=now or utcnow(),
             new_id=uuid7,
+            refused_dirs=refused,
             **flags,
         )
 
@@ -211,8 +219,10 @@ class Vault:
             obs, cut = schema.truncate(obs)  # the buffer gets what the run would keep, no more
             result = schema.validate(obs, "write", ctx)
             if isinstance(result, Rejection):
-                where = f"observation {n}: " if len(batch) > 1 else ""
-                raise InvalidObservation(f"{where}{result.detail}", "fix the field and write it again")
+                from cortex.security.secrets import redact
+
+                where = f"observation {n}: " if len(batch) > 1 else ""  # the message quotes values: no credential in it
+                raise InvalidObservation(f"{where}{redact(result.detail)[0]}", "fix the field and write it again")
             warnings += list(result.warnings) + list(cut)
             lines.append(json.dumps(obs, ensure_ascii=False, separators=(",", ":")))
         buffer.append(self.buffer_path, lines)
@@ -257,11 +267,11 @@ class Vault:
     def iter_note_paths(self) -> Iterator[Path]:
         for partition in PARTITIONS:
             base = self.root / partition
-            if base.is_dir():
+            if base.is_dir() and not base.is_symlink():  # links lead out of the vault: never followed
                 for dirpath, dirnames, filenames in os.walk(base):
-                    dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                    dirnames[:] = [d for d in dirnames if not d.startswith(".") and not is_other_repository(Path(dirpath) / d)]
                     for name in filenames:
-                        if name.endswith(".md"):
+                        if name.endswith(".md") and not os.path.islink(os.path.join(dirpath, name)):
                             yield Path(dirpath) / name
 
     def status(self) -> dict[str, Any]:

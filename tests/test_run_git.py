@@ -281,7 +281,7 @@ def test_a_crash_between_rotation_and_scrub_never_keeps_a_credential(vault, monk
 
             m.setattr(buffer, "rotate_if_consumed", rotate_then_die)
         else:  # the scrub half-written
-            def half(raw, archive, transform):
+            def half(raw, archive, transform, *bounds):  # the real one's arguments
                 archive.with_name(f".{archive.name}.tmp").write_bytes(raw.read_bytes()[:20])
                 raise Crash("scrub")
 

@@ -193,11 +193,11 @@ app.add_typer(quarantine_app, name="quarantine")
 def quarantine_list(
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
     jsonl: bool = typer.Option(False, "--jsonl", help="One JSON object per line."),
-    reason: Optional[str] = typer.Option(None, metavar="parse|schema|injection|untrusted", help="Only lines held for this reason."),
+    reason: Optional[str] = typer.Option(None, metavar="parse|schema|injection|untrusted|unsafe_path", help="Only lines held for this reason."),
 ) -> None:
     """Every held line: id, reason, and why."""
-    if reason not in (None, "parse", "schema", "injection", "untrusted"):
-        raise typer.BadParameter(f"--reason {reason!r}: use parse, schema, injection or untrusted")
+    if reason not in (None, "parse", "schema", "injection", "untrusted", "unsafe_path"):
+        raise typer.BadParameter(f"--reason {reason!r}: use parse, schema, injection, untrusted or unsafe_path")
     entries = [e for e in open_vault().quarantine.entries() if reason is None or e.reason == reason]
     if json_:
         emit_json([{"id": e.short_id, **e.to_json()} for e in entries])

@@ -80,13 +80,21 @@ def _ready(idx, probe, *, vectors: bool, quiet: bool = False, refresh: bool = Tr
             idx.load(vectors=vectors)
         except IndexUnavailable as exc:
             info(f"cortex: {exc}: rebuilding the search index")
-            return idx.rebuild(progress=stderr_progress(), reason=str(exc), force=False)
+            report = idx.rebuild(progress=stderr_progress(), reason=str(exc), force=False)
+            _warn_skipped(report)
+            return report
         report = idx.refresh(probe) if refresh else UpdateReport(notes=idx.lexical.doc_count())
     except ModelError as exc:
         raise _Failed(str(exc)) from None
     if report.touched and not quiet:
         info(f"cortex: index updated ({_summary(report)})")
+    _warn_skipped(report)
     return report
+
+
+def _warn_skipped(report) -> None:
+    for line in report.skipped:
+        info(f"cortex: warning: {line}")
 
 
 def _refresh(idx, probe):
@@ -98,6 +106,7 @@ def _refresh(idx, probe):
         raise _Failed(str(exc)) from None
     if report.touched:
         info(f"cortex: index updated ({_summary(report)})")
+    _warn_skipped(report)
     return report
 
 
@@ -120,6 +129,7 @@ def index(
 
         if rebuild:
             report = idx.rebuild(progress=stderr_progress(), reason="--rebuild")
+            _warn_skipped(report)
         else:
             try:
                 report = _ready(idx, probe, vectors=True, quiet=True)

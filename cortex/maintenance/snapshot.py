@@ -305,6 +305,9 @@ class SnapshotCache:
         self._dirty = False
 
 
+_LINK = 0o120000  # git's mode for a symbolic link
+
+
 def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
     """Every note at HEAD: ``vault/`` and ``mind/`` (archive included) and a person's
     notes anywhere else (not ``observer/``, not dot folders)."""
@@ -324,8 +327,8 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
                 if obj.type_str == "tree":
                     if not obj.name.startswith("."):
                         dirs.append([obj.name, str(obj.id)])
-                elif obj.name.endswith(".md") and not obj.name.startswith("."):
-                    files.append([obj.name, str(obj.id)])
+                elif obj.name.endswith(".md") and not obj.name.startswith(".") and obj.filemode != _LINK:
+                    files.append([obj.name, str(obj.id)])  # a link's blob is its target, not a note
             listing = cache.trees[key] = {"files": files, "dirs": dirs}
             cache._dirty = True
         used_trees.add(key)

@@ -91,6 +91,10 @@ def make_plan(
             plan.reinforcements.append(Reinforcement(note_id, path, format_time(s.obs.timestamp), item.key))
             continue
         directory = directory_for(s.obs.type, ctx.taxonomy)
+        if directory in ctx.refused_dirs:
+            _reject(plan, item, Rejection("unsafe_path", f"{ctx.refused_dirs[directory]}; make {directory} a folder, "
+                                          "then `cortex quarantine promote` the line"), ctx)
+            continue
         day = s.obs.timestamp.strftime("%Y-%m-%d")
         n = 1
         while True:
@@ -114,6 +118,9 @@ def make_plan(
 
 def _reject(plan: Plan, item: Item, why: Rejection, ctx: Context) -> None:
     raw = item.line.raw.decode("utf-8", errors="replace")
-    if ctx.scanner is not None:  # a held line keeps no credential either
+    if ctx.scanner is not None:  # a held line keeps no credential either, nor its reason (which quotes values)
         raw, _ = ctx.scanner.redact(raw)
+        detail, found = ctx.scanner.redact(why.detail)
+        if found:
+            why = Rejection(why.reason, detail, why.extra)
     plan.rejections.append((item.key, raw, why))

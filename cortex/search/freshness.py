@@ -49,6 +49,8 @@ def note_dirs(root: Path) -> dict[str, int]:
                 entries = list(os.scandir(root / rel))
             except OSError:
                 continue
+            if rel != TOP and any(e.name == ".git" for e in entries):
+                continue  # a submodule or nested clone: not the vault's notes
             out[rel] = st.st_mtime_ns
             found += subfolders(root, rel, entries)
         ignored = git_ignored(root, [f"{d}/" for d in found])
@@ -65,7 +67,8 @@ def scan_dir(root: Path, rel_dir: str) -> dict[str, tuple[int, int]]:
         return out
     for e in entries:
         path = join(rel_dir, e.name)
-        if is_note_path(path) and e.is_file(follow_symlinks=False):
+        # A link is listed too, so that reading it is refused with a warning, not unseen.
+        if is_note_path(path) and (e.is_file(follow_symlinks=False) or e.is_symlink()):
             st = e.stat(follow_symlinks=False)
             out[path] = (st.st_mtime_ns, st.st_size)
     return out

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from cortex.layout import UnreadableNote, read_note_bytes
 from cortex.search import freshness
 from cortex.search.records import FORMAT, NoteRecord, record_from_file
 
@@ -61,6 +62,7 @@ class UpdateReport:
     rebuilt: bool = False
     reason: str = ""
     seconds: float = 0.0
+    skipped: list[str] = field(default_factory=list)  # notes not read, with the reason (a link, too large)
 
     @property
     def touched(self) -> int:
@@ -262,17 +264,27 @@ class SearchIndex:
             paths = list(walk_notes(self.root))
             head = probe.result().head
             taxonomy = self.taxonomy
-            report = self._build((self._read(p, taxonomy) for p in paths), total=len(paths), progress=progress,
+            skipped: list[str] = []
+            report = self._build(self._readable(paths, taxonomy, skipped), total=len(paths), progress=progress,
                                  head=head, dirs=dirs)
+            report.skipped = skipped
         report.reason = reason
         return report
 
     def _read(self, path: str, taxonomy) -> NoteRecord:
-        full = self.root / path
-        with open(full, "rb") as fh:
-            data = fh.read()
-            mtime = os.fstat(fh.fileno()).st_mtime_ns
+        """Raises ``UnreadableNote`` for a link or an over-size note: never read."""
+        data = read_note_bytes(self.root, path)
+        mtime = os.stat(self.root / path, follow_symlinks=False).st_mtime_ns
         return record_from_file(path, data, taxonomy, mtime_ns=mtime)
+
+    def _readable(self, paths: Iterable[str], taxonomy, skipped: list[str]) -> Iterator[NoteRecord]:
+        for path in paths:
+            try:
+                yield self._read(path, taxonomy)
+            except UnreadableNote as exc:
+                skipped.append(f"skipped {path}: {exc}")
+            except FileNotFoundError:  # vanished between the listing and the read
+                continue
 
     # --- incremental updates --------------------------------------------------------------
 
@@ -378,7 +390,9 @@ class SearchIndex:
                 continue
             try:
                 records.append(self._read(path, taxonomy))
-            except OSError:  # vanished between the listing and the read
+            except (OSError, UnreadableNote) as exc:  # vanished since the listing, or became a link
+                if isinstance(exc, UnreadableNote):
+                    report.skipped.append(f"skipped {path}: {exc}")
                 if path in stored:
                     deletes.append(path)
         fresh, restamped = [], []

@@ -1,0 +1,204 @@
+"""A vault that other tools also write: symbolic links, submodules, huge or explosive
+notes. Nothing is read or written through a link that leaves the repository or enters
+.git/, and no note can take unbounded time or memory to read."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import append_lines, cortex, git, observation
+
+SECRET_URL = "https://person:tok3n-in-the-remote@example.com/vault.git"
+
+
+def _commit_all(root, message="person", *, verify=True) -> subprocess.CompletedProcess:
+    git(root, "add", "-A")
+    argv = ["git", "commit", "-m", message, *(() if verify else ("--no-verify",))]
+    return subprocess.run(argv, cwd=root, capture_output=True, text=True)
+
+
+def test_a_type_folder_linked_outside_is_never_written_through(vault, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    facts = vault.root / "mind" / "facts"
+    shutil.rmtree(facts, ignore_errors=True)
+    facts.symlink_to(outside, target_is_directory=True)
+    append_lines(vault, observation(), observation(type="decision", body="Use Postgres for the ledger."))
+    result = cortex("run", "--json", cwd=vault.root)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["memorized"] == 1 and report["quarantined"] == {"unsafe_path": 1}
+    assert list(outside.iterdir()) == []
+    assert facts.is_symlink()
+    tracked = git(vault.root, "ls-tree", "-r", "--name-only", "HEAD").split()
+    assert [p for p in tracked if p.startswith("mind/facts/")] == ["mind/facts/.gitkeep"]
+    (entry,) = vault.quarantine.entries()
+    assert "mind/facts is a symbolic link" in entry.detail and "promote" in entry.detail
+    listing = cortex("quarantine", "list", cwd=vault.root)
+    assert "unsafe_path" in listing.stdout
+
+
+def _linked_config_note(vault) -> str:
+    git(vault.root, "remote", "add", "origin", SECRET_URL)
+    rel = "mind/facts/team-config.md"
+    (vault.root / rel).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink("../../.git/config", vault.root / rel)
+    return rel
+
+
+def test_the_hook_refuses_a_note_that_links_into_git(vault):
+    rel = _linked_config_note(vault)
+    done = _commit_all(vault.root)
+    assert done.returncode != 0
+    said = done.stdout + done.stderr
+    assert "mind/facts/team-config.md is a symbolic link (to ../../.git/config)" in said and "tok3n" not in said
+    assert git(vault.root, "ls-tree", "HEAD", "--", rel) == ""
+    result = cortex("hook", "validate", rel, cwd=vault.root)
+    assert result.returncode == 1
+    assert "mind/facts/team-config.md is a symbolic link (to ../../.git/config)" in result.stdout + result.stderr
+    assert "tok3n" not in result.stdout + result.stderr
+
+
+def test_every_command_skips_a_committed_link_with_a_warning(vault):
+    rel = _linked_config_note(vault)
+    assert _commit_all(vault.root, "link", verify=False).returncode == 0
+    append_lines(vault, observation(body="The remote is hosted on example.com."))
+    assert cortex("run", cwd=vault.root).returncode == 0
+
+    index = cortex("index", "--rebuild", cwd=vault.root)
+    assert index.returncode == 0, index.stderr
+    assert f"warning: skipped {rel}: {rel} is a symbolic link" in index.stderr
+    query = cortex("query", "remote url example", "--json", cwd=vault.root)
+    assert "tok3n" not in query.stdout + query.stderr and rel not in query.stdout
+    validate = cortex("validate", "--all", cwd=vault.root)
+    assert f"{rel}:1: warning: skipped: {rel} is a symbolic link" in validate.stdout + validate.stderr
+    assert "tok3n" not in validate.stdout + validate.stderr
+    maintain = cortex("maintain", "--force", cwd=vault.root)
+    assert maintain.returncode == 0, maintain.stderr
+    assert "tok3n" not in maintain.stdout + maintain.stderr
+
+    from cortex.agent_memory import Memory, ToolFailure
+
+    with pytest.raises(ToolFailure, match="is a symbolic link"):
+        Memory(vault).get_note(rel)
+    assert os.path.islink(vault.root / rel)
+
+
+def test_a_submodule_under_mind_is_not_part_of_the_vault(vault, tmp_path):
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    (other / "mind" / "facts").mkdir(parents=True)
+    (other / "x.md").write_text("---\nnot: a note\n---\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-qm", "other", "--no-verify")
+    git(vault.root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "mind/facts/sub")
+    assert _commit_all(vault.root, "sub").returncode == 0
+    assert not [p for p in vault.iter_note_paths() if "sub" in p.parts]
+    validate = cortex("validate", "--all", cwd=vault.root)
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+    index = cortex("index", "--rebuild", "--json", cwd=vault.root)
+    assert json.loads(index.stdout)["notes"] == 0
+
+
+# --- notes that cost too much to read --------------------------------------------------
+
+NOTE = """---
+id: 019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d5e
+type: fact
+category: concept
+created: 2026-02-19T21:14:03.207Z
+source_hash: {hash}
+title: {title}
+bucket: explicit
+attribution: owner
+confidence: 0.9
+importance: 0.6
+{extra}---
+{body}
+"""
+
+
+def _note(body="The staging database is rebuilt every night.", extra=""):
+    from cortex.notes import source_hash
+
+    return NOTE.format(hash=source_hash(body), title=body[:60], body=body, extra=extra)
+
+
+def _laughs(levels=9) -> str:
+    out, prev = 'l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n', "l0"
+    for n in range(1, levels + 1):
+        out += f"l{n}: &l{n} [" + ", ".join([f"*{prev}"] * 9) + "]\n"
+        prev = f"l{n}"
+    return out
+
+
+def test_a_yaml_alias_bomb_is_refused_by_the_hook_and_skipped_by_every_command(vault):
+    rel = "mind/facts/laughs.md"
+    (vault.root / rel).write_text(_note(extra=_laughs()), encoding="utf-8")
+    done = _commit_all(vault.root)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "frontmatter uses a YAML alias (*name)" in said, said
+    assert _commit_all(vault.root, "bomb", verify=False).returncode == 0
+    validate = cortex("validate", "--all", cwd=vault.root)
+    assert validate.returncode == 1 and f"{rel}:13: frontmatter uses a YAML alias" in validate.stdout + validate.stderr
+    for argv in (("index", "--rebuild"), ("query", "staging database", "--json"), ("maintain", "--force")):
+        result = cortex(*argv, cwd=vault.root)
+        assert result.returncode in (0, 1), (argv, result.stderr)
+
+
+def test_an_over_size_note_is_refused_with_its_size(vault):
+    (vault.root / "observer" / "config.yml").write_text("limits:\n  max_note_bytes: 200000\n")
+    rel = "vault/references/huge.md"
+    (vault.root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (vault.root / rel).write_text(_note(body="word " * 100_000), encoding="utf-8")
+    done = _commit_all(vault.root)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "over the note limit of 200,000 (limits.max_note_bytes" in said, said
+
+
+def test_hook_fix_replaces_a_note_whole_and_keeps_its_mode(vault):
+    rel = "mind/facts/short.md"
+    path = vault.root / rel
+    path.write_text("---\ntype: fact\n---\nThe staging database is rebuilt every night.\n", encoding="utf-8")
+    os.chmod(path, 0o640)
+    before = os.stat(path).st_ino
+    result = cortex("hook", "fix", rel, cwd=vault.root)
+    assert result.returncode == 1 and "fixed" in result.stdout, result.stdout + result.stderr
+    after = os.stat(path)
+    # A new inode: the text was written to a temp file beside it and renamed over it, so
+    # a kill mid-write leaves the old note or the new, never a truncated one.
+    assert after.st_ino != before and after.st_mode & 0o777 == 0o640
+    assert "source_hash:" in path.read_text(encoding="utf-8")
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+# --- credentials in messages -------------------------------------------------------------
+
+def test_no_credential_in_a_held_lines_reason_or_the_quarantine_listing(vault):
+    token = "ghp_" + "R4nd0mT0k3nV4lu3" * 2 + "abcd"
+    append_lines(vault, observation(tags=[f"token:{token}"]))
+    result = cortex("run", "--json", cwd=vault.root)
+    assert json.loads(result.stdout)["quarantined"] == {"schema": 1}
+    (entry,) = vault.quarantine.entries()
+    assert entry.detail.startswith("tags.0: 'token:[REDACTED]' is not a tag")
+    for argv in (("quarantine", "list"), ("quarantine", "list", "--json"), ("quarantine", "show", entry.short_id)):
+        shown = cortex(*argv, cwd=vault.root)
+        assert shown.returncode == 0 and token not in shown.stdout + shown.stderr
+    assert token not in vault.quarantine.path.read_text(encoding="utf-8")
+    write = cortex("write", "--type", "fact", "--body", "x", "--tag", f"token:{token}", cwd=vault.root)
+    assert write.returncode == 1 and "[REDACTED]" in write.stderr and token not in write.stderr
+
+
+def test_an_exported_aws_secret_key_is_redacted(vault):
+    secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYzq9Lk3Tb1Q2d"
+    append_lines(vault, observation(body=f"To deploy run export KEY={secret} first, then make release."))
+    result = cortex("run", "--json", cwd=vault.root)
+    report = json.loads(result.stdout)
+    assert report["memorized"] == 1 and report["redacted"] == 1
+    (path,) = [p for p in vault.iter_note_paths()]
+    assert secret not in path.read_text(encoding="utf-8") and "export KEY=[REDACTED]" in path.read_text(encoding="utf-8")
