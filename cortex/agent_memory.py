@@ -485,7 +485,9 @@ class Memory:
         try:
             text = read_note_bytes(self.root, rel, self.vault.settings.limits.max_note_bytes).decode("utf-8")
         except UnreadableNote as exc:  # a link (to .git/config, outside the vault) or a huge file
-            raise ToolFailure(f"{exc}; cortex reads notes only") from None
+            if exc.link:
+                raise ToolFailure(f"{exc}: it could lead outside the vault or into .git/; cortex reads notes only") from None
+            raise ToolFailure(str(exc)) from None
         except FileNotFoundError:
             raise ToolFailure(f"no note at {rel}: it may have been moved or archived; search for it with `query`") from None
         except (OSError, UnicodeDecodeError) as exc:

@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from cortex.fsutil import atomic_write
-from cortex.layout import UnreadableNote, in_partition, is_note_path, is_other_repository, link_on_path, read_note_bytes, write_cache
+from cortex.layout import (
+    UnreadableNote, case_twins, in_partition, is_note_path, is_other_repository, link_on_path, read_note_bytes,
+    reserved_part, write_cache,
+)
 from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
 DATA = Path(__file__).parent / "data"
@@ -159,6 +162,8 @@ class HookVault:
         """``name`` relative to the vault (posix), or None when it lies outside. Links are
         not followed: a note that is a link is named as itself, to be refused."""
         path = Path(os.path.abspath(name))
+        if not path.is_relative_to(self.root):  # reached through a linked folder above the vault
+            path = path.parent.resolve() / path.name
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:
@@ -275,6 +280,20 @@ def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]
     return list(dict.fromkeys(chosen))
 
 
+def _portable(paths: list[str], blobs: dict[str, str | None]) -> list[Problem]:
+    """Names a checkout on Windows or macOS cannot hold as they are."""
+    problems = []
+    for rel in paths:
+        part = reserved_part(rel)
+        if part:
+            problems.append(Problem(rel, 1, f"{part!r} is a name Windows reserves (con, prn, aux, nul, com0–9, lpt0–9)",
+                                    "rename it (a clone on Windows could not hold it)"))
+    for rel, others in case_twins(list(blobs), paths).items():
+        problems.append(Problem(rel, 1, f"differs from {', '.join(others)} only in case (on macOS and Windows the two are one file)",
+                                "rename one of them"))
+    return problems
+
+
 def _existing(vault: HookVault, blobs: dict[str, str | None], report: Report) -> list[str]:
     """The indexed notes present as files; a link or a note in a linked folder is warned
     about and skipped (``validate --all`` reads through no link)."""
@@ -323,6 +342,7 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
             checked.append((rel, *found))
             known[rel] = found[0]
     report.problems += vault.id_index(blobs, known).problems(checked)
+    report.problems += _portable(paths, blobs)
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
 

@@ -113,7 +113,7 @@ def link_on_path(root: Path, rel: str) -> str | None:
         try:
             if os.path.islink(here):
                 where = here.relative_to(root).as_posix()
-                return f"{where} is a symbolic link (to {os.readlink(here)}): cortex reads and writes no note through a link"
+                return f"{where} is a symbolic link (to {os.readlink(here)}): cortex reads and writes nothing through a link"
         except OSError:
             return None
     return None
@@ -125,7 +125,12 @@ def is_other_repository(directory: Path) -> bool:
 
 
 class UnreadableNote(Exception):
-    """A note cortex will not read: a link, too large. ``str()`` is the message."""
+    """A note cortex will not read: a link (``link`` set), or too large. ``str()`` is
+    the message."""
+
+    def __init__(self, message: str, *, link: bool = False) -> None:
+        super().__init__(message)
+        self.link = link
 
 
 def read_note_bytes(root: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> bytes:
@@ -133,7 +138,7 @@ def read_note_bytes(root: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> by
     (never more is read). Raises ``UnreadableNote`` with the reason, or ``OSError``."""
     why = link_on_path(root, rel)
     if why:
-        raise UnreadableNote(why)
+        raise UnreadableNote(why, link=True)
     fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a link swapped in since: refused
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fd).st_size
@@ -142,3 +147,25 @@ def read_note_bytes(root: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> by
         raise UnreadableNote(f"{rel} is {max(size, len(data)):,} bytes, over the note limit of {max_bytes:,} "
                              "(limits.max_note_bytes in observer/config.yml): split it or move it out of the vault")
     return data
+
+
+# Names Windows will not create (any case, with any extension: `nul.md` too). A vault
+# cloned there would lose the note or fail to check out.
+WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{n}" for n in range(10)), *(f"lpt{n}" for n in range(10))})
+
+
+def reserved_part(rel: str) -> str | None:
+    """The first part of ``rel`` that Windows reserves, or None."""
+    for part in rel.split("/"):
+        if part.split(".", 1)[0].lower() in WINDOWS_RESERVED:
+            return part
+    return None
+
+
+def case_twins(paths, of) -> dict[str, list[str]]:
+    """For each path of ``of``, the other paths of ``paths`` that differ from it only in
+    case (on macOS and Windows the two are one file: one note would overwrite the other)."""
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        groups.setdefault(path.lower(), []).append(path)
+    return {p: [o for o in groups.get(p.lower(), ()) if o != p] for p in of if len(groups.get(p.lower(), ())) > 1}

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from cortex.errors import CortexError
 from cortex.fsutil import append_locked, atomic_write
@@ -57,20 +57,21 @@ class Quarantine:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def entries(self) -> list[Entry]:
+    def _records(self) -> Iterator[dict[str, Any]]:
         if not self.path.exists():
-            return []
-        out = []
+            return
         for raw in self.path.read_text(encoding="utf-8").splitlines():
             if raw.strip():
                 try:
-                    out.append(_entry(json.loads(raw)))
+                    yield json.loads(raw)
                 except json.JSONDecodeError:
                     continue  # a torn line from a crash mid-append; its key is re-added
-        return out
+
+    def entries(self) -> list[Entry]:
+        return [_entry(obj) for obj in self._records()]
 
     def keys(self) -> set[str]:
-        return {e.key for e in self.entries()}
+        return {str(obj.get("key", "")) for obj in self._records()}
 
     def add(self, records: Iterable[dict[str, Any]]) -> int:
         """Append records whose keys are not already present. Returns how many were added."""

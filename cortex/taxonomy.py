@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Mapping
 
 from cortex.errors import ConfigError
+from cortex.layout import WINDOWS_RESERVED
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 PARTITIONS = ("mind", "vault")
@@ -134,6 +135,9 @@ def parse_taxonomy(data: object, source: str = "taxonomy.yml") -> Taxonomy:
         if spec.partition not in PARTITIONS:
             raise ConfigError(f"{source}: type {name}: partition must be one of {PARTITIONS}")
         _check_name(spec.folder, "folder", source)
+        if spec.folder in WINDOWS_RESERVED:
+            raise ConfigError(f"{source}: type {name}: folder {spec.folder!r} is a name Windows reserves "
+                              "(con, prn, aux, nul, com0–9, lpt0–9)", "give the type another `folder:`")
         if spec.folder == ARCHIVE:
             raise ConfigError(f"{source}: type {name}: `archive` is reserved")
         try:

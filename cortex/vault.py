@@ -26,6 +26,8 @@ from cortex.timefmt import format_time, utcnow
 
 DATA = Path(__file__).parent / "data"
 PARTITIONS = ("vault", "mind")
+RUNTIME_PATHS = ("observer/observations.jsonl", "observer/state.json", "observer/quarantine.jsonl",
+                 "observer/skipped.jsonl", "observer/archive", "observer/cortex.lock", ".cortex")
 
 
 class Vault:
@@ -175,7 +177,18 @@ class Vault:
             **flags,
         )
 
+    def refuse_links(self) -> None:
+        """The runtime files are written in place: a link among them (``observer/`` made a
+        link to a shared folder) would carry the writes out of the repository."""
+        from cortex.layout import link_on_path
+
+        for rel in RUNTIME_PATHS:
+            why = link_on_path(self.root, rel)
+            if why:
+                raise CortexError(why, "replace the link with the file or folder itself")
+
     def lock(self, timeout: float | None = None):
+        self.refuse_links()
         return file_lock(self.lock_path, self.settings.lock_timeout if timeout is None else timeout, "the vault")
 
     def load_state(self) -> State:
@@ -213,7 +226,7 @@ class Vault:
             problem = check_value(obs, self.settings.limits)  # objects that never were JSON text
             if problem:
                 where = f"observation {n}: " if len(batch) > 1 else ""
-                raise InvalidObservation(f"{where}{problem}", "send text, with scores between 0 and 1")
+                raise InvalidObservation(f"{where}{problem}", "send text fields, scores between 0 and 1 and the shape of docs/agents.md")
             if complete:
                 obs = self.complete_observation(obs)
             obs, cut = schema.truncate(obs)  # the buffer gets what the run would keep, no more
@@ -225,6 +238,7 @@ class Vault:
                 raise InvalidObservation(f"{where}{redact(result.detail)[0]}", "fix the field and write it again")
             warnings += list(result.warnings) + list(cut)
             lines.append(json.dumps(obs, ensure_ascii=False, separators=(",", ":")))
+        self.refuse_links()
         buffer.append(self.buffer_path, lines)
         return warnings
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -207,3 +208,28 @@ def test_fuzz_hostile_lines_mixed_with_good_ones(vault):
     kept = [vault.quarantine.path, *vault.archive_dir.iterdir()]
     assert not [p for p in kept if TOKEN.encode() in p.read_bytes()]
     assert git(vault.root, "status", "--porcelain", "--", "mind", "vault") == ""
+
+
+def test_the_mcp_observe_tool_refuses_what_the_buffer_would_quarantine(vault):
+    from cortex.agent_memory import Memory, ToolFailure
+
+    memory = Memory(vault)
+    for obs, needle in (
+        ({"type": "fact", "body": "lone \ud800 here"}, "lone surrogate U+D800"),
+        ({"type": "fact", "body": "deep", "context": "x", "tags": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["ok"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}, "nested deeper"),
+        ({"type": "fact", "body": "big", "importance": 10**400}, "more than 100 digits"),
+    ):
+        with pytest.raises(ToolFailure, match=re.escape(needle)):
+            memory.observe(obs)
+    assert not vault.buffer_path.exists()
+
+
+def test_cortex_write_refuses_an_argument_that_is_not_text(vault):
+    import subprocess
+
+    from conftest import VENV_BIN
+
+    argv = [str(VENV_BIN / "cortex").encode(), b"write", b"--type", b"fact", b"--body", b"caf\xe9 au lait"]
+    result = subprocess.run(argv, cwd=vault.root, capture_output=True)
+    assert result.returncode == 1 and b"lone surrogate U+DCE9" in result.stderr, result.stderr
+    assert not vault.buffer_path.exists()

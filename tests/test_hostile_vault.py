@@ -16,10 +16,11 @@ from conftest import append_lines, cortex, git, observation
 SECRET_URL = "https://person:tok3n-in-the-remote@example.com/vault.git"
 
 
-def _commit_all(root, message="person", *, verify=True) -> subprocess.CompletedProcess:
+def _commit_all(root, message="person", *, verify=True, fix=True) -> subprocess.CompletedProcess:
     git(root, "add", "-A")
     argv = ["git", "commit", "-m", message, *(() if verify else ("--no-verify",))]
-    return subprocess.run(argv, cwd=root, capture_output=True, text=True)
+    env = None if fix else {**os.environ, "SKIP": "cortex-fix"}  # the validator alone
+    return subprocess.run(argv, cwd=root, capture_output=True, text=True, env=env)
 
 
 def test_a_type_folder_linked_outside_is_never_written_through(vault, tmp_path):
@@ -202,3 +203,41 @@ def test_an_exported_aws_secret_key_is_redacted(vault):
     assert report["memorized"] == 1 and report["redacted"] == 1
     (path,) = [p for p in vault.iter_note_paths()]
     assert secret not in path.read_text(encoding="utf-8") and "export KEY=[REDACTED]" in path.read_text(encoding="utf-8")
+
+
+# --- names a checkout elsewhere cannot hold ------------------------------------------------
+
+def test_a_type_folder_windows_reserves_is_refused(vault):
+    (vault.root / "observer" / "taxonomy.yml").write_text("types:\n  device: {category: entity, partition: vault, folder: nul}\n")
+    (vault.root / "mind" / "facts" / "a.md").write_text(_note(), encoding="utf-8")
+    done = _commit_all(vault.root)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "folder 'nul' is a name Windows reserves" in said, said
+    assert cortex("validate", "--all", cwd=vault.root).returncode == 1
+
+
+def test_case_twins_and_reserved_file_names_are_refused(vault):
+    from test_hooks import note
+
+    (vault.root / "mind" / "facts" / "Twin.md").write_text(note())
+    assert _commit_all(vault.root, fix=False).returncode == 0
+    (vault.root / "mind" / "facts" / "twin.md").write_text(note("Another fact, on another day.", id_="019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d5f"))
+    done = _commit_all(vault.root, fix=False)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "mind/facts/twin.md:1: differs from mind/facts/Twin.md only in case" in said, said
+    git(vault.root, "reset", "-q")
+    (vault.root / "mind" / "facts" / "twin.md").rename(vault.root / "mind" / "facts" / "con.md")
+    done = _commit_all(vault.root, fix=False)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "'con.md' is a name Windows reserves" in said, said
+
+
+def test_an_observer_folder_linked_outside_is_refused_with_a_message(vault, tmp_path):
+    outside = tmp_path / "shared"
+    shutil.move(str(vault.root / "observer"), outside)
+    (vault.root / "observer").symlink_to(outside, target_is_directory=True)
+    before = sorted(p.name for p in outside.iterdir())
+    for argv in (("write", "--type", "fact", "--body", "A fact."), ("run",)):
+        result = cortex(*argv, cwd=vault.root)
+        assert result.returncode == 1 and "observer is a symbolic link" in result.stderr, result.stderr
+    assert sorted(p.name for p in outside.iterdir()) == before

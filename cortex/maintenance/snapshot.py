@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from cortex.fsutil import atomic_write
-from cortex.layout import NOT_NOTES, PARTITIONS, in_partition
+from cortex.layout import MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition
 from cortex.notes import NoteSyntaxError, inline_tags, parse_note, source_hash, split_frontmatter
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
@@ -189,9 +189,12 @@ def _read(text: str) -> tuple[dict[str, Any], str, bool]:
 
 
 def describe(data: bytes) -> dict[str, Any]:
-    """What a note blob says, as a JSON-able dict (the cached form of ``NoteInfo``)."""
-    text = data.decode("utf-8", errors="replace")
-    meta, body, broken = _read(text)
+    """What a note blob says, as a JSON-able dict (the cached form of ``NoteInfo``).
+    A blob over the note limit is not parsed: it counts as broken, as the hook says."""
+    if len(data) > MAX_NOTE_BYTES:
+        meta, body, broken = {}, "", True
+    else:
+        meta, body, broken = _read(data.decode("utf-8", errors="replace"))
     entities = []
     for item in meta.get("entities") or ():
         if isinstance(item, dict) and item.get("name"):
@@ -349,7 +352,7 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
         if obj.type_str == "tree":
             trees.append((obj.name, str(obj.id)))
             walk(obj, obj.name)
-        elif obj.name.endswith(".md"):  # a note at the top, where Obsidian puts new ones
+        elif obj.name.endswith(".md") and obj.filemode != _LINK:  # a note at the top, where Obsidian puts new ones
             trees.append((obj.name, str(obj.id)))
             blob = str(obj.id)
             described = cache.blobs.get(blob)
