@@ -183,7 +183,7 @@ class NoteValidator:
         if isinstance(tags, list):
             for tag in tags:
                 if not isinstance(tag, str) or not TAG_RE.fullmatch(tag):
-                    add(line_of("tags"), f"tag {tag!r} is malformed", "use lowercase [a-z0-9_-] segments joined by `/` (`cortex hook fix` normalises)")
+                    add(line_of("tags"), f"tag {tag!r} is malformed", "use lowercase [a-z0-9_-] segments joined by `/`, or delete it (capitals, spaces and `#` the commit tidies itself)")
                 elif self.tag_allow is not None and tag not in self.tag_allow:
                     add(line_of("tags"), f"tag {tag!r} is not in observer/tags.yml", "use an allowed tag or add it to observer/tags.yml")
         elif tags is not None:

@@ -289,3 +289,11 @@ def test_cortex_notes_carry_a_readable_name_and_the_brief_stays_out_of_searches(
     assert "memorized: 1" in done.stdout
     assert not any(p.startswith("vault/events/") for p in vault.found("ledger Postgres"))
     assert any(p.startswith("vault/events/") for p in vault.found("ledger Postgres", "--tag", "brief"))
+
+    # The index follows notes made after it was built, top folder and new folders alike,
+    # and leaves out what .gitignore excludes.
+    (root / ".gitignore").write_text((root / ".gitignore").read_text() + "exports/\n")
+    vault.write("Weekly review.md", "The quokka census is due on Thursday.\n")
+    vault.write("areas/wildlife/quokkas.md", "Quokka census results go to the ranger station.\n")
+    vault.write("exports/old.md", "An exported quokka census from last year.\n")
+    assert set(vault.found("quokka census")) == {"Weekly review.md", "areas/wildlife/quokkas.md"}
