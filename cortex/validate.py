@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Mapping
 
-from cortex.layout import in_partition, is_note_path  # noqa: F401 (is_note_path: re-exported)
+from cortex.layout import in_partition
 from cortex.timefmt import jsonable
 from cortex.notes import REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, parse_note, source_hash
 from cortex.schema_lite import compile_schema
