@@ -60,7 +60,7 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
     report = RunReport(dry_run=dry_run)
     report.warnings += list(vault.calibration.warnings)
     with vault.lock():
-        repo = GitRepo(vault.root)
+        repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
         state = vault.load_state()
         if not dry_run:
             repo.require_branch()
@@ -171,7 +171,7 @@ def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) ->
     now = now or utcnow()
     report = RunReport()
     with vault.lock():
-        repo = GitRepo(vault.root)
+        repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
         repo.require_branch()
         state = vault.load_state()
         recover(vault, repo, state, report, now)

@@ -1,36 +1,35 @@
 """The only module that talks to pygit2.
 
 Commits are built from HEAD's tree plus exactly the paths cortex changes, never from
-the index: a person's staged or unstaged work is neither committed nor disturbed. After
-a commit, the index entries of those paths (and only those) are refreshed, so
-``git status`` shows nothing of cortex's.
+the index: a person's staged or unstaged work is neither committed nor disturbed. A
+commit and the index entries of its paths (and only those) change together under
+``.git/index.lock``, taken as git takes it (cortex/gitlock.py), so ``git status``
+shows nothing of cortex's and a person's git never sees HEAD without the index.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 import pygit2
 
-from cortex.errors import CortexError
+from cortex.errors import CortexError, LockBusy
+from cortex.gitlock import IndexLock
 from cortex.layout import link_on_path
 
 BLOB = pygit2.enums.FileMode.BLOB
 TREE = pygit2.enums.FileMode.TREE
 TRAILER_RE = re.compile(r"^Cortex-([A-Za-z-]+): (.+)$", re.M)
 
-# A kill -9 between libgit2 taking a lock file and renaming it leaves the lock behind.
-# git holds a ref lock for milliseconds, but index.lock for as long as a commit editor
-# is open, so a lock is removed only when it is plainly stale or was left inside the
-# window of the interrupted cortex run that is being completed.
-LOCK_WAIT = 2.0
-REF_LOCK_STALE = 5.0
-INDEX_LOCK_STALE = 600.0
-INTERRUPTED_WINDOW = 600.0  # how long after its decision a killed run could have held a lock
+# How long cortex waits for git's locks (a person's commit, a GUI client's refresh)
+# before it gives up with exit 75; see cortex/gitlock.py for the protocol.
+LOCK_WAIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class CommitInfo:
 
 
 class GitRepo:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, lock_wait: float = LOCK_WAIT) -> None:
         try:
             self.repo = pygit2.Repository(str(root))
         except pygit2.GitError:
@@ -49,8 +48,10 @@ class GitRepo:
         if self.repo.workdir is None:
             raise CortexError(f"{root} is a bare repository", "cortex needs a working tree")
         self.root = Path(self.repo.workdir)
-        self.interrupted_since: float | None = None  # set while completing a killed run
-        self.cleared_locks: list[str] = []
+        self.git_dir = Path(self.repo.path)
+        self.lock_wait = lock_wait
+        self.cleared_locks: list[str] = []  # locks our own killed process left, removed
+        self._lock: IndexLock | None = None
 
     # --- reading -------------------------------------------------------------------
 
@@ -98,31 +99,52 @@ class GitRepo:
 
     # --- locks ---------------------------------------------------------------------
 
-    def _head_ref(self) -> str:
-        target = self.repo.lookup_reference("HEAD").target
-        return target if isinstance(target, str) else "HEAD"
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold ``.git/index.lock`` (git's own protocol, cortex/gitlock.py) for a step
+        that moves HEAD and the index together. Re-entrant."""
+        if self._lock is not None:
+            yield
+            return
+        lock = IndexLock(self.git_dir, self.lock_wait)
+        lock.acquire()
+        self.cleared_locks += lock.removed
+        self._lock = lock
+        try:
+            yield
+        finally:
+            self._lock = None
+            lock.release()
 
-    def _await_lock(self, rel: str, stale_after: float) -> None:
-        path = Path(self.repo.path) / f"{rel}.lock"
-        deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                mtime = path.stat().st_mtime
-            except FileNotFoundError:
-                return
-            since = self.interrupted_since
-            ours = since is not None and since - 1 <= mtime <= since + INTERRUPTED_WINDOW
-            if ours or time.time() - mtime > stale_after:
-                path.unlink(missing_ok=True)
-                self.cleared_locks.append(str(path.relative_to(self.root)))
-                return
-            if time.monotonic() > deadline:
-                raise CortexError(
-                    f"git is busy: {path} exists",
-                    "let the other git command finish (an open commit editor holds the index); "
-                    "if none is running, delete that file",
-                )
-            time.sleep(0.05)
+    def _write_index(self, *updates: list[str]) -> None:
+        """Write a new index while holding ``index.lock``: a copy of the current one is
+        changed by ``git update-index`` (each ``updates`` item is one call's arguments
+        after ``update-index``; paths come with their working files, so the stat data
+        is right) and replaces ``.git/index`` atomically."""
+        assert self._lock is not None, "the index is written only under index.lock"
+        import shutil
+        import subprocess
+
+        tmp = self.git_dir / "cortex-index.tmp"
+        index = self.git_dir / "index"
+        if index.exists():
+            shutil.copyfile(index, tmp)
+        else:
+            tmp.unlink(missing_ok=True)
+        env = {**os.environ, "GIT_INDEX_FILE": str(tmp), "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root)}
+        for args in updates:
+            stdin = None
+            if args and args[-1] == "--stdin":
+                args, paths = args[:-2], args[-2]
+                stdin = b"".join(p.encode() + b"\0" for p in paths)
+                args = [*args, "-z", "--stdin"]
+            done = subprocess.run(["git", "update-index", *args], cwd=self.root, env=env, input=stdin,
+                                  capture_output=True, check=False)
+            if done.returncode != 0:
+                tmp.unlink(missing_ok=True)
+                raise CortexError(f"git update-index failed: {done.stderr.decode(errors='replace').strip()}",
+                                  "nothing was lost: the next cortex command writes the index again")
+        os.replace(tmp, index)
 
     # --- writing -------------------------------------------------------------------
 
@@ -141,22 +163,33 @@ class GitRepo:
     def commit(self, changes: Mapping[str, str | None], message: str, author: tuple[str, str]) -> str:
         """Commit HEAD's tree with ``changes`` applied (path → blob oid, or None to delete).
 
-        Retries when a person's commit moves HEAD underneath us.
+        Runs under ``index.lock`` (the caller's ``locked()`` block, or its own): the
+        caller writes the index (``materialize``) before the lock is let go. Retries when
+        a person's commit moves HEAD underneath us, and waits a bounded time for a ref
+        lock another git process holds.
         """
         self.require_branch()
         signature = pygit2.Signature(*author)
-        self._await_lock(self._head_ref(), REF_LOCK_STALE)
-        for _ in range(5):
-            base = self.head_tree()
-            parents = [] if self.repo.head_is_unborn else [self.repo.head.target]
-            tree = self._apply(base, _nest(changes))
-            try:
-                oid = self.repo.create_commit("HEAD", signature, signature, message, tree, parents)
-                return str(oid)
-            except pygit2.GitError as exc:
-                if "current tip" not in str(exc) and "not the first parent" not in str(exc):
-                    raise
-        raise CortexError("HEAD kept moving while cortex committed", "retry when other git work is done")
+        with self.locked():
+            deadline = time.monotonic() + self.lock_wait
+            while True:
+                base = self.head_tree()
+                parents = [] if self.repo.head_is_unborn else [self.repo.head.target]
+                tree = self._apply(base, _nest(changes))
+                self._lock.note_ref_update()
+                try:
+                    oid = self.repo.create_commit("HEAD", signature, signature, message, tree, parents)
+                    return str(oid)
+                except (pygit2.GitError, OSError) as exc:  # libgit2 says a held lock as OSError
+                    text = str(exc)
+                    moved = "current tip" in text or "not the first parent" in text
+                    if not moved and "failed to lock" not in text:
+                        raise
+                if time.monotonic() >= deadline:
+                    raise LockBusy("git is busy: the branch stayed locked or kept moving while cortex committed",
+                                   "nothing was committed; cortex tries again at its next run (exit 75). "
+                                   "cortex never removes a lock it did not take")
+                time.sleep(0.05)
 
     def _apply(self, base: pygit2.Tree | None, nested: dict) -> pygit2.Oid:
         builder = self.repo.TreeBuilder(base) if base is not None else self.repo.TreeBuilder()
@@ -180,41 +213,37 @@ class GitRepo:
         return builder.write()
 
     def materialize(self, changes: Mapping[str, str | None]) -> None:
-        """Make the working tree and the index agree with committed ``changes``."""
-        self._await_lock("index", INDEX_LOCK_STALE)
-        index = self.repo.index
-        index.read()
-        for path, oid in changes.items():
-            target = self.root / path
-            link = link_on_path(self.root, path)
-            if link:  # planning refuses these; a link made since must not be followed either
-                raise CortexError(f"cannot write {path}: {link}", "replace it with a folder and run again")
-            if oid is None:
-                if target.exists():
-                    target.unlink()
-                if path in index:
-                    index.remove(path)
-                continue
-            data = self.repo[oid].data
-            try:
-                # One call for the common case, a new note; an existing file (a run
-                # completed after a crash) is compared and rewritten only if it differs.
-                with open(target, "xb") as fh:
-                    fh.write(data)
-            except FileNotFoundError:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with open(target, "xb") as fh:
-                    fh.write(data)
-            except FileExistsError:
-                if target.is_dir():
-                    raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
-                if target.read_bytes() != data:
-                    # Written in place: a torn write is rewritten by the recovery that
-                    # follows any crash, since the commit (the truth) already holds it.
-                    with open(target, "wb") as fh:
+        """Make the working tree and the index agree with committed ``changes``: files
+        written, then one new index, all under ``index.lock``."""
+        with self.locked():
+            for path, oid in changes.items():
+                target = self.root / path
+                link = link_on_path(self.root, path)
+                if link:  # planning refuses these; a link made since must not be followed either
+                    raise CortexError(f"cannot write {path}: {link}", "replace it with a folder and run again")
+                if oid is None:
+                    if target.is_file() or target.is_symlink():
+                        target.unlink()
+                    continue
+                data = self.repo[oid].data
+                try:
+                    # One call for the common case, a new note; an existing file (a run
+                    # completed after a crash) is compared and rewritten only if it differs.
+                    with open(target, "xb") as fh:
                         fh.write(data)
-            index.add(path)
-        index.write()
+                except FileNotFoundError:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with open(target, "xb") as fh:
+                        fh.write(data)
+                except FileExistsError:
+                    if target.is_dir():
+                        raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
+                    if target.read_bytes() != data:
+                        # Written in place: a torn write is rewritten by the recovery that
+                        # follows any crash, since the commit (the truth) already holds it.
+                        with open(target, "wb") as fh:
+                            fh.write(data)
+            self._write_index(["--add", "--remove", sorted(changes), "--stdin"])
 
     def stage_committed(self, path: str, oid: str, previous: bytes | None,
                         restage: Callable[[bytes], bytes] | None = None) -> None:
@@ -222,19 +251,18 @@ class GitRepo:
         working file (which holds a person's uncommitted edits besides) alone. An entry a
         person staged themselves (not ``previous``, HEAD's old content) stays theirs, with
         ``restage`` applied to it (cortex's part added), so their next commit keeps both."""
-        self._await_lock("index", INDEX_LOCK_STALE)
-        index = self.repo.index
-        index.read()
-        entry = index[path] if path in index else None
-        staged = self.repo[entry.id].data if entry is not None else None
-        if staged == previous:
-            target = oid
-        elif staged is not None and restage is not None:
-            target = self.write_blob(restage(staged))
-        else:
-            return
-        index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=target), pygit2.enums.FileMode.BLOB))
-        index.write()
+        with self.locked():
+            index = self.repo.index
+            index.read()
+            entry = index[path] if path in index else None
+            staged = self.repo[entry.id].data if entry is not None else None
+            if staged == previous:
+                target = oid
+            elif staged is not None and restage is not None:
+                target = self.write_blob(restage(staged))
+            else:
+                return
+            self._write_index(["--add", "--cacheinfo", f"100644,{target},{path}"])
 
     def is_dirty(self, path: str) -> bool:
         """True when a person has staged or unstaged changes to ``path``."""

@@ -497,6 +497,7 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
     hook = git("rev-parse", "--git-path", "hooks/pre-commit").stdout.strip()
     hook_path = root / hook if hook else root / ".git" / "hooks" / "pre-commit"
     if not force and hook_path.exists() and PRE_COMMIT_MARK in hook_path.read_text(errors="replace"):
+        _install_guard(hook_path.parent, said, problems)
         return said, problems
     local = Path(sys.executable).with_name("pre-commit")
     exe = str(local) if local.exists() else shutil.which("pre-commit")
@@ -508,7 +509,21 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
         said.append("pre-commit hook installed (.git/hooks/pre-commit)")
     else:
         problems.append(f"`pre-commit install` failed: {(done.stderr or done.stdout).strip()}; fix it, then `cortex hook install`")
+    _install_guard(hook_path.parent, said, problems)
     return said, problems
+
+
+def _install_guard(hooks_dir: Path, said: list[str], problems: list[str]) -> None:
+    """The commit guard (cortex/gitlock.py): pre-commit runs it before its stash."""
+    from cortex.gitlock import install_guard
+
+    try:
+        done = install_guard(hooks_dir, sys.executable)
+    except OSError as exc:
+        problems.append(f"the commit guard could not be installed ({exc}); `cortex hook install` tries again")
+        return
+    if done:
+        said.append(done)
 
 
 # --- output -------------------------------------------------------------------------------

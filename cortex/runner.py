@@ -133,8 +133,6 @@ def finish(
     pending = state.pending
     if pending is None:
         return
-    if recovering:
-        repo.interrupted_since = pending.get("at")
     batch = pending["batch"]
     done = {
         info.trailers.get("Batch")
@@ -142,17 +140,18 @@ def finish(
         if info.trailers.get("Batch", "").startswith(batch + "/")
     }
     all_changes: dict[str, str] = {}
-    for part, group in enumerate(pending["groups"]):
-        tag = f"{batch}/{part}"
-        if tag not in done:
-            trailers = {"Batch": tag}
-            if pending.get("target_offset") is not None:
-                trailers["Offset"] = f"{pending['buffer_id']}:{pending['target_offset']}"
-            repo.commit(group["changes"], group["message"] + "\n" + trailer_lines(trailers) + "\n", author)
-            report.commits += 1
-        all_changes.update(group["changes"])
-    if all_changes:
-        repo.materialize(all_changes)
+    with repo.locked():  # HEAD and the index move together (cortex/gitlock.py)
+        for part, group in enumerate(pending["groups"]):
+            tag = f"{batch}/{part}"
+            if tag not in done:
+                trailers = {"Batch": tag}
+                if pending.get("target_offset") is not None:
+                    trailers["Offset"] = f"{pending['buffer_id']}:{pending['target_offset']}"
+                repo.commit(group["changes"], group["message"] + "\n" + trailer_lines(trailers) + "\n", author)
+                report.commits += 1
+            all_changes.update(group["changes"])
+        if all_changes:
+            repo.materialize(all_changes)
     for note_id, at, path in pending["reinforcements"]:
         state.add_reinforcement(note_id, at, path)
     report.warnings += [f"removed {lock}, left by an interrupted run" for lock in repo.cleared_locks]

@@ -206,7 +206,7 @@ def _commit(vault, paths: list[str]) -> None:
 
     if not paths:
         return
-    repo = GitRepo(vault.root)
+    repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
     changes = {p: repo.write_blob((vault.root / p).read_bytes()) for p in paths if (vault.root / p).is_file()}
     edited: dict[str, tuple[str | None, bytes | None]] = {}  # path: (blob to stage, HEAD's old content)
     for rel, edit in EDITED.items():
@@ -224,14 +224,15 @@ def _commit(vault, paths: list[str]) -> None:
         elif committed != (vault.root / rel).read_bytes():
             changes[rel] = repo.write_blob(committed)
             edited[rel] = (changes[rel], before)
-    if changes:
-        repo.commit(changes, "init: cortex vault\n", (vault.settings.author_name, vault.settings.author_email))
-        repo.materialize({p: oid for p, oid in changes.items() if p not in edited})
-    for rel, (oid, before) in edited.items():
-        if oid is None:
-            continue
-        edit = EDITED[rel]
-        repo.stage_committed(rel, oid, before, restage=lambda data, edit=edit: _edited_bytes(edit, data))
+    with repo.locked():  # HEAD and the index move together (cortex/gitlock.py)
+        if changes:
+            repo.commit(changes, "init: cortex vault\n", (vault.settings.author_name, vault.settings.author_email))
+            repo.materialize({p: oid for p, oid in changes.items() if p not in edited})
+        for rel, (oid, before) in edited.items():
+            if oid is None:
+                continue
+            edit = EDITED[rel]
+            repo.stage_committed(rel, oid, before, restage=lambda data, edit=edit: _edited_bytes(edit, data))
 
 
 def _install_hooks(root: Path) -> None:

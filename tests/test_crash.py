@@ -239,11 +239,18 @@ def test_kill_dash_nine_at_random_moments_is_exactly_once(vault, tmp_path):
           f"{final['read']} lines left for the final run")
 
 
-# A kill -9 inside pygit2 leaves its lock file behind (libgit2 creates `<ref>.lock` or
-# `index.lock`, writes, renames; a kill between create and rename leaves it). The crash
-# test above hit the ref lock at random (`OSError: failed to lock file
-# '.git/refs/heads/main.lock' for writing`, exit 3 from the recovery's commit); these two
-# cases pin it down without the randomness.
+# A kill -9 inside a commit leaves a lock file behind (cortex holds `index.lock` across
+# the commit; libgit2 creates `<ref>.lock`, writes, renames). The crash test above hit
+# the ref lock at random (`OSError: failed to lock file '.git/refs/heads/main.lock' for
+# writing`, exit 3 from the recovery's commit); these cases pin it down without the
+# randomness. The owner record (cortex/gitlock.py) is what a killed cortex leaves: its
+# pid is dead, and the lock is the one it names, so the next run may remove it.
+def dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
 @pytest.mark.parametrize("lock", [".git/refs/heads/main.lock", ".git/index.lock"])
 def test_a_lock_file_left_by_a_killed_run_does_not_wedge_the_next_run(vault, lock):
     root = vault.root
@@ -253,12 +260,44 @@ def test_a_lock_file_left_by_a_killed_run_does_not_wedge_the_next_run(vault, loc
     vault.buffer_path.parent.mkdir(parents=True, exist_ok=True)
     vault.buffer_path.write_text(
         json.dumps(observation(rnd, 1, "The export job handles credit notes in batches of 40.")) + "\n", encoding="utf-8")
-    (root / lock).parent.mkdir(parents=True, exist_ok=True)
-    (root / lock).write_text("")  # what a kill between libgit2's lock and rename leaves
-    an_hour_ago = time.time() - 3600  # plainly stale: no live process holds a lock that long
-    os.utime(root / lock, (an_hour_ago, an_hour_ago))
+    record = {"pid": dead_pid(), "start": None, "ref_at": time.time() - 5}
+    (root / ".git" / "index.lock").write_text("")  # cortex held the index across its commit
+    record["ino"] = os.stat(root / ".git" / "index.lock").st_ino
+    if lock != ".git/index.lock":
+        (root / lock).write_text("")  # ... and was killed inside libgit2's ref update
+    (root / ".git" / "cortex-lock.json").write_text(json.dumps(record))
 
     proc = run_cli(root, "run", "--json", check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["memorized"] == 1
+    assert len(note_bodies(root)) == 1
+    assert not (root / lock).exists() and not (root / ".git" / "cortex-lock.json").exists()
+
+
+@pytest.mark.parametrize("lock", [".git/refs/heads/main.lock", ".git/index.lock"])
+def test_a_lock_cortex_did_not_take_is_never_removed(vault, lock):
+    """However old it looks: a commit editor holds index.lock for as long as it is open."""
+    root = vault.root
+    if git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() != "main":
+        pytest.skip("the vault's branch is not main")
+    rnd = random.Random(8)
+    vault.buffer_path.parent.mkdir(parents=True, exist_ok=True)
+    vault.buffer_path.write_text(
+        json.dumps(observation(rnd, 1, "The export job handles refunds in batches of 40.")) + "\n", encoding="utf-8")
+    (root / lock).write_text("")
+    an_hour_ago = time.time() - 3600
+    os.utime(root / lock, (an_hour_ago, an_hour_ago))
+    (root / "observer" / "config.yml").write_text(
+        (root / "observer" / "config.yml").read_text() + "\nlock_timeout: 0.3\n")
+    head = git(root, "rev-parse", "HEAD")
+
+    proc = run_cli(root, "run", "--json", check=False)
+    assert proc.returncode == 75, proc.stderr
+    assert "git is busy" in proc.stderr and "never removes a lock" in proc.stderr
+    assert (root / lock).exists() and git(root, "rev-parse", "HEAD") == head
+    assert note_bodies(root) == {}
+
+    (root / lock).unlink()  # its holder finished
+    proc = run_cli(root, "run", "--json", check=False)
+    assert proc.returncode == 0, proc.stderr
     assert len(note_bodies(root)) == 1

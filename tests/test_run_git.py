@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 
 import pytest
@@ -217,17 +219,26 @@ def test_a_fresh_index_lock_of_another_git_process_is_respected(vault):
 
 
 def test_a_lock_left_inside_an_interrupted_run_is_cleared(vault, monkeypatch):
+    """A kill -9 inside the commit step leaves index.lock and the owner record naming it;
+    the next run (another process: the killed one's pid is dead) clears it and finishes."""
+    import cortex.gitlock
     import cortex.gitrepo
 
     def killed(self, changes):
-        (vault.root / ".git" / "index.lock").write_text("")  # died holding git's lock
         raise Crash("materialize")
 
     append_lines(vault, *lines(2))
     with monkeypatch.context() as m:
         m.setattr(cortex.gitrepo.GitRepo, "materialize", killed)
+        m.setattr(cortex.gitlock.IndexLock, "release", lambda self: None)  # a kill skips it
         with pytest.raises(Crash):
             vault.run(now=NOW)
+    owner = vault.root / ".git" / "cortex-lock.json"
+    assert (vault.root / ".git" / "index.lock").exists() and owner.exists()
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    record = json.loads(owner.read_text())
+    owner.write_text(json.dumps({**record, "pid": proc.pid, "start": None}))  # its process is gone
     report = vault.run(now=NOW)
     assert report.recovered and any("index.lock" in w for w in report.warnings)
     assert len(notes(vault)) == 2 and git(vault.root, "status", "--porcelain") == ""

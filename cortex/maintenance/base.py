@@ -59,7 +59,7 @@ class JobContext:
     def __init__(self, vault, now: datetime, settings: MaintenanceSettings | None = None) -> None:
         self.vault = vault
         self.now = now
-        self.repo = GitRepo(vault.root)
+        self.repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
         self.settings = settings or load_maintenance(vault)
         self.author = (vault.settings.author_name, vault.settings.author_email)
         self._cache = shared_cache(vault.cache_dir)
@@ -126,8 +126,9 @@ class JobContext:
         pending = {"token": token, "head_before": self.repo.head_oid(), "changes": changes, **(extra or {})}
         state.jobs.setdefault(job, {})["pending"] = pending
         self.vault.save_state(state)
-        oid = self.repo.commit(changes, message.rstrip("\n") + "\n\n" + trailer_lines({"Job": token}) + "\n", self.author)
-        self.repo.materialize(changes)
+        with self.repo.locked():  # HEAD and the index move together (cortex/gitlock.py)
+            oid = self.repo.commit(changes, message.rstrip("\n") + "\n\n" + trailer_lines({"Job": token}) + "\n", self.author)
+            self.repo.materialize(changes)
         if on_done is not None:
             on_done(state, pending)
         state.jobs[job].pop("pending", None)

@@ -55,7 +55,7 @@ def _commits_since(repo: GitRepo, since: datetime):
 
 
 def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
-    repo = GitRepo(vault.root)
+    repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
     memorized, reinforced, merged, faded, restored, changed = [], [], [], [], [], []
     for commit in _commits_since(repo, since):
         subject, _, body = commit.message.partition("\n")
@@ -174,7 +174,7 @@ def write_brief(vault, data: dict[str, Any], now: datetime) -> str | None:
     body = render_brief(data).split("\n", 2)[2].strip() if render_brief(data).count("\n") > 2 else "Nothing happened."
     body = f"Daily brief for {day}.\n\n{body}"
     with vault.lock():
-        repo = GitRepo(vault.root)
+        repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
         existing = repo.file_at_head(path)
         note_id, created = uuid7(int(now.timestamp() * 1000)), format_time(now)
         if existing is not None:
@@ -194,8 +194,9 @@ def write_brief(vault, data: dict[str, Any], now: datetime) -> str | None:
         if problems:
             raise CortexError(f"the brief note would be invalid: {problems[0]}")
         changes = {path: repo.write_blob(text.encode("utf-8"))}
-        repo.commit(changes, f"brief: {day}\n", (vault.settings.author_name, vault.settings.author_email))
-        repo.materialize(changes)
+        with repo.locked():  # HEAD and the index move together (cortex/gitlock.py)
+            repo.commit(changes, f"brief: {day}\n", (vault.settings.author_name, vault.settings.author_email))
+            repo.materialize(changes)
     return path
 
 

@@ -1,0 +1,289 @@
+"""git's lock protocol, kept by cortex beside the people who use the same repository.
+
+The rules (README, "Beside people"):
+
+1. cortex moves HEAD only while it holds ``.git/index.lock``, taken the way git takes
+   it (``O_CREAT | O_EXCL``), and writes the new index before it lets go: a person's git
+   sees HEAD and the index change together, never one without the other.
+2. cortex never removes a lock it did not take. It waits a bounded time, then gives up
+   with exit 75 (``LockBusy``) and nothing half-done. The one exception is a lock its own
+   killed process left: the owner record (``.git/cortex-lock.json``: pid, process start,
+   the lock file's inode) proves it, and the next cortex command removes it.
+3. While a person's ``git commit`` runs — from its pre-commit hook (pre-commit's stash of
+   unstaged changes, the hooks) through the commit editor — cortex does not touch the
+   index or the working tree. The guard hook (``python -m cortex.gitlock guard``, run
+   before pre-commit's own hooks) records that commit's git process; cortex waits while
+   it lives. A short flock (``.git/cortex-guard.lock``) makes "check for a commit, take
+   the index lock" and "record a commit" exclude each other.
+
+Standard library only: the guard runs inside every commit a person makes.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from cortex.errors import LockBusy
+
+OWNER = "cortex-lock.json"
+GUARD_LOCK = "cortex-guard.lock"
+COMMIT_MARK = "cortex-commit.json"
+GUARD_MARK = "cortex: guard"  # in the hook script, so install can recognise its own
+GUARD_WAIT = 30.0  # how long a person's commit waits for a cortex commit in flight
+
+
+# --- processes ------------------------------------------------------------------------
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (Linux), so a reused pid is not taken for it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rpartition(")")[2].split()[1])
+
+
+def alive(pid: int, start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return start is None or _start_time(pid) in (None, start)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+@contextmanager
+def _guard_flock(git_dir: Path, timeout: float) -> Iterator[None]:
+    fd = os.open(git_dir / GUARD_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)
+
+
+def commit_in_progress(git_dir: Path) -> dict | None:
+    """The person's ``git commit`` the guard recorded, while its process lives."""
+    mark = _read_json(git_dir / COMMIT_MARK)
+    if mark is None:
+        return None
+    if alive(int(mark.get("pid", 0)), mark.get("start")):
+        return mark
+    try:
+        (git_dir / COMMIT_MARK).unlink()  # cortex's own record of a commit that ended
+    except FileNotFoundError:
+        pass
+    return None
+
+
+# --- cortex's side: the index lock -------------------------------------------------------
+
+class IndexLock:
+    """``.git/index.lock``, held by cortex for one commit-and-index step."""
+
+    def __init__(self, git_dir: Path, timeout: float) -> None:
+        self.git_dir = git_dir
+        self.path = git_dir / "index.lock"
+        self.owner = git_dir / OWNER
+        self.timeout = timeout
+        self.ino: int | None = None
+        self.removed: list[str] = []  # locks our own killed process left, now removed
+
+    def acquire(self) -> None:
+        self._clear_own_leftovers()
+        deadline = time.monotonic() + self.timeout
+        while True:
+            why = self._try()
+            if why is None:
+                return
+            if time.monotonic() >= deadline:
+                raise LockBusy(
+                    f"git is busy: {why}",
+                    "nothing was changed; cortex tries again at its next run (exit 75). "
+                    "cortex never removes a lock it did not take",
+                )
+            time.sleep(0.05)
+
+    def _try(self) -> str | None:
+        """Take the lock, or say who holds it."""
+        with _guard_flock(self.git_dir, self.timeout):
+            mark = commit_in_progress(self.git_dir)
+            if mark is not None:
+                return f"a person's `git commit` is in progress (pid {mark.get('pid')})"
+            _write_json(self.owner, {"pid": os.getpid(), "start": _start_time(os.getpid())})
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                self.owner.unlink(missing_ok=True)
+                return f"{self.path} exists (another git command holds the index)"
+            self.ino = os.fstat(fd).st_ino
+            os.close(fd)
+            _write_json(self.owner, {"pid": os.getpid(), "start": _start_time(os.getpid()), "ino": self.ino})
+            return None
+
+    def note_ref_update(self) -> None:
+        """Recorded before cortex moves a ref (libgit2 takes the ref's own lock), so a
+        ref lock a kill leaves in that instant can be told apart from a person's."""
+        record = _read_json(self.owner) or {}
+        record["ref_at"] = time.time()
+        _write_json(self.owner, record)
+
+    def release(self) -> None:
+        try:
+            if self.ino is not None and os.stat(self.path).st_ino == self.ino:
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        self.owner.unlink(missing_ok=True)
+        self.ino = None
+
+    def _clear_own_leftovers(self) -> None:
+        record = _read_json(self.owner)
+        if record is None or alive(int(record.get("pid", 0)), record.get("start")):
+            return
+        try:
+            if record.get("ino") is not None and os.stat(self.path).st_ino == record["ino"]:
+                os.unlink(self.path)
+                self.removed.append(".git/index.lock")
+        except FileNotFoundError:
+            pass
+        if record.get("ref_at"):
+            for lock in (self.git_dir / "refs" / "heads").rglob("*.lock"):
+                try:
+                    if lock.stat().st_mtime >= record["ref_at"] - 1:
+                        lock.unlink()
+                        self.removed.append(str(lock.relative_to(self.git_dir.parent)))
+                except FileNotFoundError:
+                    pass
+        self.owner.unlink(missing_ok=True)
+
+
+# --- the person's side: the guard hook ----------------------------------------------------
+
+def git_dir_of(root: Path) -> Path:
+    dot = root / ".git"
+    if dot.is_file():  # a worktree or submodule: "gitdir: <path>"
+        target = dot.read_text().strip().removeprefix("gitdir:").strip()
+        return (root / target).resolve()
+    return dot
+
+
+def _git_ancestor() -> int | None:
+    """The ``git`` process above this one (git → hook script → pre-commit → guard)."""
+    pid = os.getppid()
+    for _ in range(6):
+        if pid is None or pid <= 1:
+            return None
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "git":
+                return pid
+        except OSError:
+            return None
+        pid = _parent(pid)
+    return None
+
+
+def guard(git_dir: Path) -> None:
+    """Record the running ``git commit`` (an ancestor: git runs the hook, which runs
+    pre-commit, which runs this; where /proc is missing, the nearest parent stands for
+    it) so cortex leaves the index and working tree alone until it ends. A cortex commit
+    already in flight is let finish first."""
+    pid = _git_ancestor() or os.getppid()
+    deadline = time.monotonic() + GUARD_WAIT
+    while True:
+        with _guard_flock(git_dir, GUARD_WAIT):
+            record = _read_json(git_dir / OWNER)
+            busy = record is not None and alive(int(record.get("pid", 0)), record.get("start"))
+            if not busy or time.monotonic() >= deadline:
+                _write_json(git_dir / COMMIT_MARK, {"pid": pid, "start": _start_time(pid), "at": time.time()})
+                return
+        time.sleep(0.05)
+
+
+def guard_script(python: str) -> str:
+    import shlex
+
+    return (
+        "#!/bin/sh\n"
+        f"# {GUARD_MARK}: while this commit runs, `cortex run` leaves the index and the\n"
+        "# working tree alone (pre-commit runs this before its own hooks). See docs/hooks.md.\n"
+        f"{shlex.quote(python)} -m cortex.gitlock guard 2>/dev/null || true\n"
+        'next="$(dirname "$0")/pre-commit.legacy.before-cortex"\n'
+        'if [ -x "$next" ]; then exec "$next" "$@"; fi\n'
+        "exit 0\n"
+    )
+
+
+def install_guard(hooks_dir: Path, python: str) -> str | None:
+    """Install the guard as pre-commit's legacy hook (pre-commit runs a
+    ``pre-commit.legacy`` before anything else, stash included). A legacy hook of the
+    person's own is kept and run after the guard. Returns what was done, if anything."""
+    legacy = hooks_dir / "pre-commit.legacy"
+    text = guard_script(python)
+    if legacy.exists():
+        current = legacy.read_text(errors="replace")
+        if current == text:
+            return None
+        if GUARD_MARK not in current:
+            os.replace(legacy, hooks_dir / "pre-commit.legacy.before-cortex")
+    hooks_dir.mkdir(parents=True, exist_ok=True)
+    tmp = legacy.with_name(".pre-commit.legacy.tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, legacy)
+    return "commit guard installed (.git/hooks/pre-commit.legacy)"
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] != ["guard"]:
+        sys.stderr.write("usage: python -m cortex.gitlock guard\n")
+        return 2
+    git_dir = Path(os.environ["GIT_DIR"]) if os.environ.get("GIT_DIR") else git_dir_of(Path.cwd())
+    try:
+        guard(git_dir)
+    except OSError:
+        pass  # the guard never blocks a person's commit
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
