@@ -1,0 +1,173 @@
+"""cortex beside a person: real `git commit` processes (a commit editor left open,
+`git commit -a`, pre-commit stashing unstaged edits) while the real `cortex run` runs.
+
+Each case failed before cortex kept git's lock protocol (cortex/gitlock.py): cortex
+removed a person's index.lock as stale, moved HEAD while the index was locked, or wrote
+notes while pre-commit had a person's unstaged edits stashed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import VENV_BIN, git, observation
+
+pytestmark = pytest.mark.slow
+
+
+def cortex(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(root), *args], capture_output=True, text=True)
+
+
+def write_obs(root: Path, body: str) -> None:
+    with open(root / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(observation(body=body)) + "\n")
+
+
+def short_lock_wait(root: Path, seconds: float = 0.5) -> None:
+    config = root / "observer" / "config.yml"
+    config.write_text(config.read_text() + f"\nlock_timeout: {seconds}\n")
+    git(root, "add", "observer/config.yml")
+    git(root, "commit", "-qm", "shorter lock wait")
+
+
+def editor(seconds: float, gate: Path) -> str:
+    """A GIT_EDITOR that stays open until ``gate`` exists (at most ``seconds``)."""
+    return (f"f() {{ i=0; while [ ! -e '{gate}' ] && [ $i -lt {int(seconds * 10)} ]; do sleep 0.1; i=$((i+1)); done; "
+            "echo 'person: edit the runbook' > \"$1\"; }; f")
+
+
+def wait_for(predicate, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def tree_paths(root: Path, rev: str = "HEAD") -> set[str]:
+    return set(git(root, "ls-tree", "-r", "--name-only", rev).split())
+
+
+def facts(root: Path) -> list[str]:
+    return [p for p in tree_paths(root) if p.startswith("mind/facts/") and p.endswith(".md")]
+
+
+def index_agrees_with_head(root: Path) -> bool:
+    return git(root, "diff", "--cached", "--name-only") == ""
+
+
+@pytest.fixture
+def person_vault(vault):
+    root = vault.root
+    (root / "runbook.md").write_text("# Runbook\n\nRestart the worker.\n")
+    git(root, "add", "runbook.md")
+    git(root, "commit", "-qm", "person: runbook")
+    short_lock_wait(root)
+    return root
+
+
+def test_commit_a_with_an_open_editor_keeps_everything(person_vault):
+    """`git commit -a` holds index.lock while its editor is open: cortex waits and exits
+    75 with nothing changed; the person's commit records their edit and deletes nothing."""
+    root = person_vault
+    before = tree_paths(root)
+    (root / "runbook.md").write_text("# Runbook\n\nRestart the worker, then the queue.\n")
+    write_obs(root, "The worker restarts take about forty seconds.")
+    gate = root.parent / "editor-done"
+    env = {**os.environ, "GIT_EDITOR": editor(20, gate)}
+    person = subprocess.Popen(["git", "commit", "-a"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(lambda: (root / ".git" / "index.lock").exists())
+
+    busy = cortex(root, "run")
+    assert busy.returncode == 75, busy.stderr
+    assert (root / ".git" / "index.lock").exists()  # the person's lock, untouched
+
+    gate.touch()
+    assert person.wait(30) == 0, person.stderr.read()
+    assert tree_paths(root) >= before  # the person's commit deleted nothing
+    assert "then the queue" in git(root, "show", "HEAD:runbook.md")
+
+    done = cortex(root, "run", "--json")
+    assert done.returncode == 0, done.stderr  # completes what the busy run decided
+    assert len(facts(root)) == 1
+    assert index_agrees_with_head(root) and git(root, "status", "--porcelain") == ""
+
+
+def test_a_plain_commit_is_guarded_through_its_editor(person_vault):
+    """A plain `git commit` does not hold index.lock while its hooks and editor run; the
+    guard hook records it, so cortex leaves HEAD and the index alone until it ends."""
+    root = person_vault
+    assert (root / ".git" / "hooks" / "pre-commit.legacy").exists()
+    (root / "runbook.md").write_text("# Runbook\n\nRestart the worker twice.\n")
+    git(root, "add", "runbook.md")
+    write_obs(root, "The queue drains in under a minute after a restart.")
+    gate = root.parent / "editor-done"
+    env = {**os.environ, "GIT_EDITOR": editor(20, gate)}
+    person = subprocess.Popen(["git", "commit"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(lambda: (root / ".git" / "COMMIT_EDITMSG").exists() and (root / ".git" / "cortex-commit.json").exists())
+    head = git(root, "rev-parse", "HEAD")
+
+    busy = cortex(root, "run")
+    assert busy.returncode == 75, busy.stderr
+    assert "git commit" in busy.stderr
+    assert git(root, "rev-parse", "HEAD") == head
+
+    gate.touch()
+    assert person.wait(30) == 0, person.stderr.read()
+    assert "twice" in git(root, "show", "HEAD:runbook.md")
+    done = cortex(root, "run", "--json")
+    assert done.returncode == 0, done.stderr
+    assert len(facts(root)) == 1
+    assert index_agrees_with_head(root)
+
+
+def test_unstaged_edits_survive_pre_commit_stash_while_cortex_runs(person_vault):
+    """pre-commit stashes unstaged edits while its hooks run; a note cortex wrote in that
+    window made its `git apply` fail, and the edit survived only in pre-commit's cache."""
+    root = person_vault
+    config = root / ".pre-commit-config.yaml"
+    slow = ("  - repo: local\n    hooks:\n      - id: slow\n        name: slow\n        entry: sleep 2\n"
+            "        language: system\n        pass_filenames: false\n")
+    config.write_text(config.read_text() + slow)
+    git(root, "add", ".pre-commit-config.yaml")
+    git(root, "commit", "-qm", "slow hook")
+    (root / "notes.md").write_text("# Notes\n\nfirst\n")
+    git(root, "add", "notes.md")
+    (root / "runbook.md").write_text("# Runbook\n\nAn unstaged thought.\n")  # not staged
+    write_obs(root, "Deploys pause the queue for ten seconds.")
+    person = subprocess.Popen(["git", "commit", "-m", "person: notes"], cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(lambda: (root / ".git" / "cortex-commit.json").exists())
+    cortex(root, "run")  # exits 75 or waits: either way it must not disturb the stash
+    assert person.wait(60) == 0, person.stderr.read()
+    assert (root / "runbook.md").read_text() == "# Runbook\n\nAn unstaged thought.\n"
+    assert "notes.md" in tree_paths(root)
+    done = cortex(root, "run", "--json")
+    assert done.returncode == 0, done.stderr
+    assert (root / "runbook.md").read_text() == "# Runbook\n\nAn unstaged thought.\n"
+    assert len(facts(root)) == 1
+    assert index_agrees_with_head(root)
+
+
+def test_head_never_moves_without_the_index(person_vault):
+    """cortex used to commit, then fail to update a locked index ("git is busy"), and the
+    person's next `git commit -a` deleted the new memory."""
+    root = person_vault
+    write_obs(root, "The nightly export finishes by 04:00.")
+    lock = root / ".git" / "index.lock"
+    lock.write_text("")  # a person's git holds the index for the whole run
+    head = git(root, "rev-parse", "HEAD")
+    busy = cortex(root, "run")
+    assert busy.returncode == 75 and git(root, "rev-parse", "HEAD") == head
+    lock.unlink()
+    assert cortex(root, "run").returncode == 0
+    (root / "runbook.md").write_text("# Runbook\n\nA person's change.\n")
+    git(root, "commit", "-qam", "person: change")
+    assert len(facts(root)) == 1  # not deleted
