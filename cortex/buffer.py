@@ -2,11 +2,14 @@
 
 Writers append one line per ``write()`` under a flock (``fsutil.append_locked``). The
 runner reads complete lines from a byte offset; a partial last line waits for the next
-run. A fully consumed buffer is rotated into ``observer/archive/``.
+run. A fully consumed buffer is rotated into ``observer/archive/`` (renamed: a writer
+that kept the old file open goes on appending to it, and the runner goes on reading it
+until no process has it open; only then is it scrubbed into the kept archive).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -109,3 +112,30 @@ def archive_scrubbed(raw: Path, archive: Path, transform, max_line_bytes: int = 
         os.fsync(dst.fileno())
     os.replace(tmp, archive)
     raw.unlink()
+
+
+def held_open(path: Path, quiet_after: float) -> bool:
+    """Whether a process other than this one may still have ``path`` open (a writer
+    that opened the buffer before it was rotated). Linux answers exactly: a write lease
+    is granted only when no other descriptor is open on the file. Elsewhere a file is
+    taken as held until it has been quiet for ``quiet_after`` seconds."""
+    import time
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        setlease = getattr(fcntl, "F_SETLEASE", None)
+        if setlease is not None:
+            try:
+                fcntl.fcntl(fd, setlease, fcntl.F_WRLCK)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EBUSY):
+                    return True
+            else:
+                fcntl.fcntl(fd, setlease, fcntl.F_UNLCK)
+                return False
+        return time.time() - os.fstat(fd).st_mtime < quiet_after
+    finally:
+        os.close(fd)

@@ -24,6 +24,7 @@ from cortex.timefmt import utcnow
 
 CHUNK_LINES = 5_000  # lines planned and committed at a time (memory stays flat)
 CHUNK_BYTES = 16 << 20  # ... and bytes, so that long lines cannot make a chunk large
+RETIRED_QUIET = 86_400.0  # where the OS cannot tell whether a rotated buffer is open
 
 
 def _author(vault) -> tuple[str, str]:
@@ -39,13 +40,15 @@ def recover(vault, repo: GitRepo, state: State, report: RunReport, now: datetime
     if state.pending is not None:
         report.recovered = True
         finish(repo, state, vault.save_state, vault.quarantine, _author(vault), now, report, recovering=True)
-    rotated = _raw_archive(vault, state.buffer_id).exists() or (
-        vault.archive_dir / f"observations-{state.buffer_id}.jsonl").exists()
-    _finish_archives(vault)  # a kill between the rotation and the scrub
+    raw = _raw_archive(vault, state.buffer_id)
+    rotated = raw.exists() or (vault.archive_dir / f"observations-{state.buffer_id}.jsonl").exists()
     if rotated:  # rotated, then killed before the state said so
+        if raw.exists():
+            state.retired[state.buffer_id] = state.offset
         state.offset, state.buffer_id = 0, new_buffer_id()
         vault.save_state(state)
-    elif buffer.size(vault.buffer_path) < state.offset:
+    _finish_archives(vault, state)  # a kill between the rotation and the scrub
+    if not rotated and buffer.size(vault.buffer_path) < state.offset:
         report.warnings.append(
             f"the buffer is shorter than the processed offset {state.offset}: it was truncated or replaced "
             "by hand; reading it from the start"
@@ -71,24 +74,20 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
             report.plan = plan
             _count_plan(plan, report)
         else:
-            # Chunks bound the memory a long buffer takes; each is its own exactly-once step.
+            # Lines a writer appended to a rotated buffer through a handle it opened
+            # before the rotation come first, in the order they were written.
             left = limit
-            while left is None or left > 0:
-                size = CHUNK_LINES if left is None else min(CHUNK_LINES, left)
-                plan = _plan(vault, index, state, state.offset, now, size)
-                if plan.lines_read == 0:
-                    break
-                _apply(vault, repo, state, plan, commit_per, now, report)
-                for note in plan.notes:
-                    index.add(note.source_hash, note.note_id, note.path)
-                if left is not None:
-                    left -= plan.lines_read
+            for old_id in list(state.retired):
+                left = _consume(vault, repo, state, index, _raw_archive(vault, old_id), old_id,
+                                commit_per, now, report, left)
+            _consume(vault, repo, state, index, vault.buffer_path, state.buffer_id, commit_per, now, report, left)
             raw = _raw_archive(vault, state.buffer_id)
             if buffer.rotate_if_consumed(vault.buffer_path, state.offset, raw):
+                state.retired[state.buffer_id] = state.offset
                 state.offset, state.buffer_id = 0, new_buffer_id()
                 vault.save_state(state)
                 report.rotated = True
-                _finish_archives(vault)
+            _finish_archives(vault, state)
     report.seconds = time.monotonic() - started
     return report
 
@@ -98,15 +97,40 @@ def _raw_archive(vault, buffer_id: str):
     return vault.archive_dir / f".observations-{buffer_id}.jsonl.raw"
 
 
-def _finish_archives(vault) -> None:
-    """Turn every rotated buffer still raw into its kept, scrubbed archive."""
+def _consume(vault, repo: GitRepo, state: State, index: HashIndex, path, buffer_id: str, commit_per: str,
+             now: datetime, report: RunReport, left: int | None) -> int | None:
+    """Plan and apply the lines of one buffer file from its offset, in chunks (memory
+    stays flat; each chunk is its own exactly-once step). Returns the line budget left."""
+    while left is None or left > 0:
+        start = state.offset if buffer_id == state.buffer_id else state.retired[buffer_id]
+        size = CHUNK_LINES if left is None else min(CHUNK_LINES, left)
+        plan = _plan(vault, index, state, start, now, size, path=path, buffer_id=buffer_id)
+        if plan.lines_read == 0:
+            break
+        _apply(vault, repo, state, plan, commit_per, now, report)
+        for note in plan.notes:
+            index.add(note.source_hash, note.note_id, note.path)
+        if left is not None:
+            left -= plan.lines_read
+    return left
+
+
+def _finish_archives(vault, state: State) -> None:
+    """Turn every rotated buffer still raw into its kept, scrubbed archive — once every
+    line in it was read and no writer can append to it any more."""
     if not vault.archive_dir.is_dir():
         return
     for tmp in vault.archive_dir.glob(".*.tmp"):
         tmp.unlink(missing_ok=True)  # a scrub a kill interrupted: done again from the raw file
     for raw in sorted(vault.archive_dir.glob(".observations-*.jsonl.raw")):
+        old_id = raw.name.removeprefix(".observations-").removesuffix(".jsonl.raw")
+        if old_id in state.retired:
+            if buffer.size(raw) > state.retired[old_id] or buffer.held_open(raw, RETIRED_QUIET):
+                continue  # lines still coming through an old handle: read at the next run
         kept = raw.with_name(raw.name[1:].removesuffix(".raw"))
         buffer.archive_scrubbed(raw, kept, scrub_json_line, vault.settings.limits.max_line_bytes)
+        if state.retired.pop(old_id, None) is not None:
+            vault.save_state(state)
 
 
 def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
@@ -125,10 +149,12 @@ def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: dateti
     )
 
 
-def _plan(vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None, chunk: bool = True) -> Plan:
+def _plan(vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None, chunk: bool = True, *,
+          path=None, buffer_id: str | None = None) -> Plan:
     max_bytes = CHUNK_BYTES if chunk else None  # a dry run shows the whole buffer
-    lines = buffer.read_lines(vault.buffer_path, start, limit, max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=max_bytes)
-    return make_plan(lines, state.buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check)
+    lines = buffer.read_lines(path or vault.buffer_path, start, limit,
+                              max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=max_bytes)
+    return make_plan(lines, buffer_id or state.buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check)
 
 
 def _count_plan(plan: Plan, report: RunReport) -> None:

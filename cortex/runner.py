@@ -157,8 +157,11 @@ def finish(
     report.warnings += [f"removed {lock}, left by an interrupted run" for lock in repo.cleared_locks]
     if pending.get("quarantine_remove"):
         quarantine.remove(set(pending["quarantine_remove"]))
-    if pending.get("target_offset") is not None and pending.get("buffer_id") == state.buffer_id:
-        state.offset = pending["target_offset"]
+    if pending.get("target_offset") is not None:
+        if pending.get("buffer_id") == state.buffer_id:
+            state.offset = pending["target_offset"]
+        elif pending.get("buffer_id") in state.retired:
+            state.retired[pending["buffer_id"]] = pending["target_offset"]
     state.pending = None
     state.last_run = {"at": format_time(now), "commits": report.commits, "batch": batch}
     save(state)

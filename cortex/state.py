@@ -42,6 +42,9 @@ class State:
     pending: dict[str, Any] | None = None
     last_run: dict[str, Any] | None = None
     jobs: dict[str, Any] = field(default_factory=dict)  # job name -> bookkeeping
+    # rotated buffers still followed (buffer id -> offset read): a writer that opened the
+    # buffer before its rotation may still append to it (cortex/cycle.py)
+    retired: dict[str, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # unknown keys, kept as they were
 
     @classmethod
@@ -54,7 +57,7 @@ class State:
             raise StateCorrupt(path, exc) from None
         if not isinstance(data, dict):
             raise StateCorrupt(path, "not a JSON object")
-        known = {"offset", "buffer_id", "reinforcements", "pending", "last_run", "jobs"}
+        known = {"offset", "buffer_id", "reinforcements", "pending", "last_run", "jobs", "retired"}
         return cls(
             offset=int(data.get("offset", 0)),
             buffer_id=str(data.get("buffer_id") or new_buffer_id()),
@@ -62,6 +65,7 @@ class State:
             pending=data.get("pending"),
             last_run=data.get("last_run"),
             jobs=dict(data.get("jobs") or {}),
+            retired={str(k): int(v) for k, v in (data.get("retired") or {}).items()},
             extra={k: v for k, v in data.items() if k not in known},
         )
 
@@ -76,6 +80,7 @@ class State:
                 "pending": self.pending,
                 "last_run": self.last_run,
                 "jobs": self.jobs,
+                "retired": self.retired,
             },
         )
 

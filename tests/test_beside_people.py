@@ -171,3 +171,41 @@ def test_head_never_moves_without_the_index(person_vault):
     (root / "runbook.md").write_text("# Runbook\n\nA person's change.\n")
     git(root, "commit", "-qam", "person: change")
     assert len(facts(root)) == 1  # not deleted
+
+
+APPENDER = r"""
+import json, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+with open(path, "a", encoding="utf-8") as fh:  # opened once, like a logger
+    for i in range(n):
+        fh.write(json.dumps({"timestamp": "2026-02-16T15:23:14.527Z", "bucket": "explicit", "type": "fact",
+                             "body": f"Logger line {i}: the cache warmed shard {i} in {i + 3} seconds.",
+                             "attribution": "logger", "session_id": "cli"}) + "\n")
+        fh.flush()
+        time.sleep(0.03)
+"""
+
+
+def test_a_writer_that_keeps_its_handle_open_across_rotation_loses_nothing(vault, tmp_path):
+    """A logger opens the buffer once and appends for minutes; `cortex run` rotates the
+    buffer under it. Lines written to the rotated file are still read (56 of 60 were
+    lost before: in no note, quarantine, archive or buffer)."""
+    root = vault.root
+    buffer_path = root / "observer" / "observations.jsonl"
+    buffer_path.parent.mkdir(parents=True, exist_ok=True)
+    buffer_path.touch()
+    n = 60
+    logger = subprocess.Popen([str(VENV_BIN / "python"), "-c", APPENDER, str(buffer_path), str(n)])
+    rotations = 0
+    while logger.poll() is None:
+        done = cortex(root, "run", "--json")
+        assert done.returncode == 0, done.stderr
+        rotations += json.loads(done.stdout).get("rotated", False)
+    assert logger.wait() == 0
+    for _ in range(2):
+        assert cortex(root, "run").returncode == 0
+    bodies = {git(root, "show", f"HEAD:{p}").split("\n---\n", 1)[-1].strip() for p in facts(root)}
+    assert rotations >= 1
+    assert {f"Logger line {i}: the cache warmed shard {i} in {i + 3} seconds." for i in range(n)} <= bodies
+    assert not list((root / "observer" / "archive").glob(".*.raw"))  # no writer left: scrubbed
+    assert json.loads((root / "observer" / "state.json").read_text())["retired"] == {}
