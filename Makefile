@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test bench model classifier clean
+.PHONY: install run test bench soak model classifier clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ test: $(STAMP)
 # Figures, not pass/fail: each bench/bench_*.py prints its own table.
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# A person committing beside `cortex run`/`maintain` loops, longer than the suite's run;
+# prints the counts. SOAK_SECONDS=600 make soak for a longer one.
+soak: $(STAMP)
+	$(PY) tests/soak.py --seconds $${SOAK_SECONDS:-120}
 
 # Maintainers only: rebuild the shipped embedding model (needs torch, CPU build).
 model: $(STAMP)

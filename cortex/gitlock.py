@@ -101,11 +101,41 @@ def _guard_flock(git_dir: Path, timeout: float) -> Iterator[None]:
         os.close(fd)
 
 
+# git commands that read HEAD, then move it (or the index) a while later.
+MOVING = {"commit", "merge", "rebase", "cherry-pick", "revert", "am", "pull", "stash", "reset", "checkout", "switch"}
+
+
+def _git_at_work(work_tree: Path) -> dict | None:
+    """A person's git command that will move HEAD, running in ``work_tree`` (Linux: read
+    from /proc). It covers the instant between ``git commit`` reading HEAD and its hook
+    starting, before the guard could say anything."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    me = os.getpid()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "git":
+                continue
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if not MOVING.intersection(a.decode(errors="replace") for a in argv[1:4]):
+                continue
+            if Path(os.readlink(entry / "cwd")) != work_tree:
+                continue
+        except OSError:
+            continue
+        return {"pid": int(entry.name), "command": " ".join(a.decode(errors="replace") for a in argv if a)}
+    return None
+
+
 def commit_in_progress(git_dir: Path) -> dict | None:
-    """The person's ``git commit`` the guard recorded, while its process lives."""
+    """The person's ``git commit`` the guard recorded, while its process lives (or, on
+    Linux, any git command of a person's that is about to move HEAD here)."""
     mark = _read_json(git_dir / COMMIT_MARK)
     if mark is None:
-        return None
+        return _git_at_work(git_dir.parent.resolve()) if git_dir.name == ".git" else None
     if alive(int(mark.get("pid", 0)), mark.get("start")):
         return mark
     try:
@@ -148,7 +178,8 @@ class IndexLock:
         with _guard_flock(self.git_dir, self.timeout):
             mark = commit_in_progress(self.git_dir)
             if mark is not None:
-                return f"a person's `git commit` is in progress (pid {mark.get('pid')})"
+                what = mark.get("command") or "git commit"
+                return f"a person's `{what}` is in progress (pid {mark.get('pid')})"
             _write_json(self.owner, {"pid": os.getpid(), "start": _start_time(os.getpid())})
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)

@@ -1,0 +1,244 @@
+"""Soak: a person commits through the real hooks while an agent appends observations and
+`cortex run` and `cortex maintain` loop, all as separate processes on one vault.
+
+The person does what people do: `git commit -a`, a plain `git commit` whose editor
+stays open a while, a commit of one file while another has unstaged edits (pre-commit
+stashes them), and retries when git says another process holds the index. At the end
+nothing a person wrote is lost or reverted, no note was deleted except by cortex's own
+archive moves, every observation is a note, HEAD and the index agree and `git fsck` is
+clean.
+
+    python tests/soak.py --seconds 300      # `make soak`; prints the counts
+    tests/test_soak.py                      # the bounded run in the suite
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+EDITOR = "f() { sleep 0.4; echo 'person: slow editor' > \"$1\"; }; f"
+
+
+def git(root: Path, *args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, env=env)
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)}: {done.stderr}")
+    return done
+
+
+def cortex(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "cortex"), "--vault", str(root), *args], capture_output=True, text=True)
+
+
+@dataclass
+class Counts:
+    person: Counter = field(default_factory=Counter)
+    cortex: Counter = field(default_factory=Counter)
+    observations: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class Person:
+    """Edits files under ``people/`` and commits them; remembers what each file must hold."""
+
+    def __init__(self, root: Path, rnd: random.Random, counts: Counts) -> None:
+        self.root, self.rnd, self.counts = root, rnd, counts
+        self.text: dict[str, str] = {}  # path -> what the person last wrote
+        self.committed: dict[str, str] = {}  # path -> what their last successful commit holds
+        self.edits = 0
+
+    def write(self, rel: str) -> None:
+        self.edits += 1
+        text = f"# {rel}\n\nEdit {self.edits}: the person's words, kept as written.\n"
+        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (self.root / rel).write_text(text)
+        self.text[rel] = text
+
+    def commit(self, *args: str, paths: list[str], env: dict | None = None, kind: str) -> None:
+        done = git(self.root, "commit", *args, env=env, check=False)
+        if done.returncode == 0:
+            for rel in paths:
+                self.committed[rel] = self.text[rel]
+            self.counts.person[kind] += 1
+        else:
+            self.counts.person["retried (git busy)"] += 1
+            if os.environ.get("SOAK_VERBOSE"):
+                print(f"person: git commit {' '.join(args)} failed: {(done.stderr + done.stdout).strip()[-600:]}")
+
+    def step(self) -> None:
+        files = sorted(self.text)
+        choice = self.rnd.random()
+        if choice < 0.3 or not files:  # a new note, staged and committed
+            rel = f"people/note-{len(files)}.md"
+            self.write(rel)
+            if git(self.root, "add", rel, check=False).returncode == 0:
+                self.commit("-m", f"person: add {rel}", paths=[rel], kind="git commit (new note)")
+        elif choice < 0.55:  # edit every file, `git commit -a`
+            for rel in files:
+                self.write(rel)
+            self.commit("-a", "-m", "person: edit all", paths=files, kind="git commit -a")
+        elif choice < 0.8:  # a plain commit with a slow editor
+            rel = self.rnd.choice(files)
+            self.write(rel)
+            if git(self.root, "add", rel, check=False).returncode == 0:
+                env = {**os.environ, "GIT_EDITOR": EDITOR}
+                self.commit(paths=[rel], env=env, kind="git commit (slow editor)")
+        elif len(files) >= 2:  # one file committed, another left with unstaged edits
+            staged, unstaged = self.rnd.sample(files, 2)
+            self.write(staged)
+            self.write(unstaged)
+            if git(self.root, "add", staged, check=False).returncode == 0:
+                self.commit("-m", f"person: {staged}", paths=[staged], kind="git commit (unstaged edits stashed)")
+        self.check_working_tree()
+
+    def check_working_tree(self) -> None:
+        for rel, text in self.text.items():
+            now = (self.root / rel).read_text() if (self.root / rel).exists() else None
+            if now != text:
+                self.counts.problems.append(f"{rel}: the person's edit was lost or reverted")
+                self.text[rel] = now or ""
+
+
+def agent(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random) -> None:
+    buffer = root / "observer" / "observations.jsonl"
+    while not stop.is_set():
+        n = counts.observations
+        line = {"timestamp": "2026-02-16T15:23:14.527Z", "bucket": "explicit", "type": "fact",
+                "body": f"Soak worker {n} finished batch {rnd.randrange(10**6)} in {n % 90 + 5} seconds.",
+                "attribution": "soak-agent", "session_id": "cli"}
+        with open(buffer, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line) + "\n")
+        counts.observations += 1
+        time.sleep(0.05)
+
+
+def cortex_loop(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random) -> None:
+    while not stop.is_set():
+        args = ("maintain", "--force") if rnd.random() < 0.15 else ("run",)
+        started = time.monotonic()
+        done = cortex(root, *args)
+        if os.environ.get("SOAK_VERBOSE"):
+            print(f"cortex {' '.join(args)}: exit {done.returncode} after {time.monotonic() - started:.1f} s")
+        counts.cortex[f"cortex {args[0]} exit {done.returncode}"] += 1
+        if os.environ.get("SOAK_VERBOSE") and done.returncode:
+            print(f"cortex {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
+        if done.returncode not in (0, 75):
+            counts.problems.append(f"cortex {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-400:]}")
+
+
+def note_bodies(root: Path) -> set[str]:
+    paths = git(root, "ls-tree", "-r", "--name-only", "HEAD").stdout.split()
+    bodies = set()
+    for rel in paths:
+        if rel.startswith(("mind/", "vault/")) and rel.endswith(".md"):
+            text = git(root, "show", f"HEAD:{rel}").stdout
+            bodies.add(text.split("\n---\n", 1)[-1].strip())
+    return bodies
+
+
+def soak(root: Path, seconds: float, seed: int = 0) -> Counts:
+    """Run the soak on a fresh vault at ``root``; returns the counts (problems included)."""
+    init = subprocess.run([str(BIN / "cortex"), "init", str(root)], capture_output=True, text=True)
+    assert init.returncode == 0, init.stderr
+    config = root / "observer" / "config.yml"
+    config.write_text(config.read_text() + "\nlock_timeout: 2\n")  # give way to the person sooner
+    counts = Counts()
+    rnd = random.Random(seed)
+    person = Person(root, random.Random(seed + 1), counts)
+    stop = threading.Event()
+    workers = [threading.Thread(target=agent, args=(root, stop, counts, random.Random(seed + 2))),
+               threading.Thread(target=cortex_loop, args=(root, stop, counts, rnd))]
+    for worker in workers:
+        worker.start()
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            person.step()
+            time.sleep(person.rnd.uniform(0.1, 0.6))  # a person pauses between commits
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
+    # The person commits what is left; cortex drains the buffer.
+    if person.text:
+        git(root, "add", *sorted(person.text))
+        person.commit("-m", "person: last", paths=sorted(person.text), kind="git commit (last)")
+    for _ in range(10):
+        done = cortex(root, "run", "--json")
+        if done.returncode == 0 and json.loads(done.stdout)["read"] == 0:
+            break
+    verify(root, person, counts)
+    return counts
+
+
+def verify(root: Path, person: Person, counts: Counts) -> None:
+    problems = counts.problems
+    person.check_working_tree()
+    for rel, text in person.committed.items():
+        at_head = git(root, "show", f"HEAD:{rel}", check=False).stdout
+        if at_head != text:
+            problems.append(f"{rel}: HEAD does not hold the person's last commit")
+    log = git(root, "log", "--format=@%an|%s", "--name-status", "--no-renames").stdout
+    author, subject = "", ""
+    for line in log.splitlines():
+        if line.startswith("@"):
+            author, subject = line[1:].split("|", 1)
+        elif line.startswith("D\t"):
+            path = line[2:]
+            archived = subject.startswith(("decay:", "dedup:"))
+            if author == "Test Person" or (not archived and path.startswith(("mind/", "vault/", "people/"))):
+                problems.append(f"{path} deleted by {author!r} in {subject!r}")
+    bodies = note_bodies(root)
+    buffer_lines = []
+    for source in [root / "observer" / "observations.jsonl", *sorted((root / "observer" / "archive").glob("*.jsonl*"))]:
+        if source.exists():
+            buffer_lines += source.read_text().splitlines()
+    wanted = {json.loads(line)["body"] for line in buffer_lines if line.strip()}
+    missing = wanted - bodies
+    if len(wanted) < counts.observations or missing:
+        problems.append(f"{len(missing)} observations are in no note; {counts.observations - len(wanted)} not in the buffer or archive")
+    if git(root, "diff", "--cached", "--name-only").stdout:
+        problems.append("the index does not agree with HEAD")
+    fsck = git(root, "fsck", "--no-progress", check=False)
+    if fsck.returncode != 0 or "error" in (fsck.stdout + fsck.stderr).lower():
+        problems.append(f"git fsck: {fsck.stdout}{fsck.stderr}")
+
+
+def main() -> int:
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_SECONDS", 120)))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        os.environ.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", PRE_COMMIT_HOME=str(home / ".pre-commit"),
+                          GIT_AUTHOR_NAME="Test Person", GIT_AUTHOR_EMAIL="person@example.com",
+                          GIT_COMMITTER_NAME="Test Person", GIT_COMMITTER_EMAIL="person@example.com",
+                          PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+        started = time.monotonic()
+        counts = soak(Path(tmp) / "vault", args.seconds, args.seed)
+        print(f"soak: {time.monotonic() - started:.0f} s, {counts.observations} observations")
+        for what, n in sorted({**counts.person, **counts.cortex}.items()):
+            print(f"  {n:6d}  {what}")
+        print(f"  problems: {len(counts.problems)}")
+        for problem in counts.problems:
+            print(f"    {problem}")
+    return 1 if counts.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,17 @@
+"""The soak in the suite, bounded: a person's commits beside `cortex run` and `cortex
+maintain` loops (tests/soak.py; `make soak` runs it longer and prints the counts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from soak import soak
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_person_beside_cortex_loses_nothing(tmp_path):
+    counts = soak(tmp_path / "vault", seconds=20, seed=3)
+    assert counts.problems == []
+    assert sum(n for what, n in counts.person.items() if what.startswith("git commit")) >= 1
+    assert sum(counts.cortex.values()) >= 1 and counts.observations >= 20
