@@ -81,6 +81,7 @@ def test_every_command_skips_a_committed_link_with_a_warning(vault):
     assert "tok3n" not in validate.stdout + validate.stderr
     maintain = cortex("maintain", "--force", cwd=vault.root)
     assert maintain.returncode == 0, maintain.stderr
+    assert f"warning: skipped {rel}: a symbolic link" in maintain.stderr
     assert "tok3n" not in maintain.stdout + maintain.stderr
 
     from cortex.agent_memory import Memory, ToolFailure

@@ -204,6 +204,8 @@ def maintain(
     for r in report.results:
         commit = f", commit {r.commit[:10]}" if r.commit else ""
         info(f"  {r.job:<10} changed {r.changed}{commit} ({r.seconds:.2f}s)")
+    for warning in dict.fromkeys(w for r in report.results for w in r.warnings):  # each once, not once per job
+        info(f"  warning: {warning}")
     for job, when in report.not_due.items():
         info(f"  {job:<10} not due (next {when})")
     for job, error in report.errors.items():

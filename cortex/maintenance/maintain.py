@@ -78,6 +78,9 @@ def run_job(vault, name: str, *, now: datetime | None = None, dry_run: bool = Fa
                 _record(vault, name, now, settings, error=exc.message)
             raise
         result.seconds = time.monotonic() - started
+        if ctx._snapshot is not None:  # the job read the notes at HEAD
+            result.warnings += [f"skipped {path}: a symbolic link, not a note (cortex follows no link)"
+                                for path in ctx._snapshot.links]
         if not dry_run:
             _record(vault, name, now, settings, result=result)
         if result.commit and refresh_index and name != "index":

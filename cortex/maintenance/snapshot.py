@@ -23,7 +23,7 @@ from cortex.notes import NoteSyntaxError, inline_tags, parse_note, source_hash, 
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
 
-CACHE_VERSION = 2  # 2: inline #tags counted; notes outside vault/ and mind/ too
+CACHE_VERSION = 3  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart
 
 
 @dataclass(frozen=True)
@@ -249,6 +249,7 @@ class Snapshot:
     head: str | None
     trees: tuple[tuple[str, str], ...]  # (partition, tree oid) at HEAD
     notes: tuple[NoteInfo, ...]
+    links: tuple[str, ...] = ()  # `.md` paths that are symbolic links: no notes, never followed
 
     def __iter__(self) -> Iterator[NoteInfo]:
         return iter(self.notes)
@@ -316,6 +317,7 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
     notes anywhere else (not ``observer/``, not dot folders)."""
     cache.load()
     notes: list[NoteInfo] = []
+    links: list[str] = []
     trees: list[tuple[str, str]] = []
     used_blobs: set[str] = set()
     used_trees: set[str] = set()
@@ -325,16 +327,18 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
         key = str(tree.id)
         listing = cache.trees.get(key)
         if listing is None:
-            files, dirs = [], []
+            files, dirs, linked = [], [], []
             for obj in tree:
                 if obj.type_str == "tree":
                     if not obj.name.startswith("."):
                         dirs.append([obj.name, str(obj.id)])
-                elif obj.name.endswith(".md") and not obj.name.startswith(".") and obj.filemode != _LINK:
-                    files.append([obj.name, str(obj.id)])  # a link's blob is its target, not a note
-            listing = cache.trees[key] = {"files": files, "dirs": dirs}
+                elif obj.name.endswith(".md") and not obj.name.startswith("."):
+                    # a link's blob is the path it points to, not a note
+                    (linked if obj.filemode == _LINK else files).append([obj.name, str(obj.id)])
+            listing = cache.trees[key] = {"files": files, "dirs": dirs, "links": linked}
             cache._dirty = True
         used_trees.add(key)
+        links.extend(f"{prefix}/{name}" for name, _ in listing["links"])
         for name, blob in listing["files"]:
             described = cache.blobs.get(blob)
             if described is None:
@@ -352,7 +356,9 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
         if obj.type_str == "tree":
             trees.append((obj.name, str(obj.id)))
             walk(obj, obj.name)
-        elif obj.name.endswith(".md") and obj.filemode != _LINK:  # a note at the top, where Obsidian puts new ones
+        elif obj.name.endswith(".md") and obj.filemode == _LINK:
+            links.append(obj.name)
+        elif obj.name.endswith(".md"):  # a note at the top, where Obsidian puts new ones
             trees.append((obj.name, str(obj.id)))
             blob = str(obj.id)
             described = cache.blobs.get(blob)
@@ -362,4 +368,4 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
             used_blobs.add(blob)
             notes.append(_info(obj.name, blob, described))
     cache.save(used_blobs, used_trees)
-    return Snapshot(repo.head_oid(), tuple(trees), tuple(notes))
+    return Snapshot(repo.head_oid(), tuple(trees), tuple(notes), tuple(links))
