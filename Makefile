@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test bench soak model classifier clean
+.PHONY: install run test test-pythons smoke-pythons bench soak model classifier clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,28 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q
+
+# Every supported Python; one not installed here is skipped with a note.
+PYTHONS ?= 3.10 3.11 3.12 3.13
+
+# The whole suite on each supported Python installed (a virtualenv each: .venv-3.X).
+test-pythons:
+	@for v in $(PYTHONS); do \
+	  py=$$(scripts/find-python $$v) || { echo "== Python $$v: not installed, skipped"; continue; }; \
+	  echo "== Python $$v ($$py)"; \
+	  [ -x .venv-$$v/bin/python ] || $$py -m venv .venv-$$v || exit 1; \
+	  .venv-$$v/bin/python -m pip install -q --upgrade pip && .venv-$$v/bin/python -m pip install -q -e '.[dev]' || exit 1; \
+	  .venv-$$v/bin/python -m pytest -n 2 -q || exit 1; \
+	done
+
+# On each supported Python installed: this checkout installed into a fresh virtualenv,
+# then cortex --version, init, write, run, query, maintain, validate (scripts/smoke.sh).
+smoke-pythons:
+	@for v in $(PYTHONS); do \
+	  py=$$(scripts/find-python $$v) || { echo "== Python $$v: not installed, skipped"; continue; }; \
+	  echo "== Python $$v ($$py)"; \
+	  scripts/smoke.sh "$$py" || { echo "smoke: Python $$v failed"; exit 1; }; \
+	done
 
 # Figures, not pass/fail: each bench/bench_*.py prints its own table.
 bench: $(STAMP)
@@ -41,4 +63,4 @@ classifier: $(STAMP)
 	$(PY) scripts/train_classifier.py
 
 clean:
-	rm -rf $(VENV) .venv-distill .pytest_cache build *.egg-info
+	rm -rf $(VENV) .venv-3.* .venv-distill .pytest_cache build *.egg-info

@@ -9,6 +9,7 @@ Nothing outside the scratch directory is touched.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,15 +20,22 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
+def _bold(text: str) -> str:
+    """Bold on a terminal only, and never with NO_COLOR set (no-color.org)."""
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        return f"\033[1m{text}\033[0m"
+    return text
+
+
 def step(title: str) -> None:
-    print(f"\n\033[1m== {title}\033[0m", flush=True)
+    print(f"\n{_bold('== ' + title)}", flush=True)
 
 
 def sh(*args: str, cwd: Path, check: bool = True, env=None) -> subprocess.CompletedProcess:
-    print(f"$ {' '.join(args)}", flush=True)
+    print(f"$ {shlex.join(args)}", flush=True)
     result = subprocess.run(args, cwd=cwd, env=env, text=True)
     if check and result.returncode != 0:
-        raise SystemExit(f"demo: `{' '.join(args)}` failed with exit {result.returncode}")
+        raise SystemExit(f"demo: `{shlex.join(args)}` failed with exit {result.returncode}")
     return result
 
 
@@ -86,7 +94,8 @@ def main() -> int:
     step("A query, as an agent would ask at the start of a session")
     sh(cortex, "query", "how do we run database migrations safely", "--limit", "3", cwd=vault, env=env, check=False)
 
-    print(f"\nThe scratch vault stays in {vault}: open it in Obsidian, or try `cortex --vault {vault} status`.")
+    print(f"\nThe scratch vault stays in {vault}: open it in Obsidian, or try (cortex is in this repo's .venv):")
+    print(f"  {shlex.join([cortex, '--vault', str(vault), 'status'])}")
     return 0
 
 

@@ -19,7 +19,7 @@ class CortexError(Exception):
 
 
 class VaultNotFound(CortexError):
-    pass
+    exit_code = 2  # the same in every command, `cortex query` (1 = nothing found) included
 
 
 class InvalidObservation(CortexError):

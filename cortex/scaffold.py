@@ -27,6 +27,17 @@ FILES = (
 )
 
 
+
+def _requirements() -> str:
+    from cortex.distribution import install_spec, requirements_text
+
+    return requirements_text(install_spec())
+
+
+# (path in the vault, what writes it): files made for this vault, not copied
+GENERATED = (("observer/requirements.txt", _requirements),)
+
+
 def init_vault(vault) -> list[str]:
     """Create what is missing; return the repo-relative paths created."""
     from cortex.gitrepo import init_repository
@@ -43,6 +54,12 @@ def init_vault(vault) -> list[str]:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
             created.append(rel)
+    for rel, make in GENERATED:
+        target = root / rel
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(make(), encoding="utf-8")
+            created.append(rel)
     for spec in DEFAULT_TYPES:
         keep = root / spec.partition / spec.folder / ".gitkeep"
         if not keep.parent.is_dir():
@@ -54,7 +71,7 @@ def init_vault(vault) -> list[str]:
         created += _ensure_hook_entries(root)
     # Files an interrupted init created but never committed: committed now, or a clone
     # of the vault would not be a vault.
-    managed = [rel for rel, _ in FILES] + [f"{s.partition}/{s.folder}/.gitkeep" for s in DEFAULT_TYPES] + [".gitignore"]
+    managed = [rel for rel, _ in (*FILES, *GENERATED)] + [f"{s.partition}/{s.folder}/.gitkeep" for s in DEFAULT_TYPES] + [".gitignore"]
     uncommitted = _untracked(root, [rel for rel in managed if rel not in created and (root / rel).is_file()])
     if created or uncommitted:
         _commit(vault, [p for p in created if p != ".git"] + uncommitted)

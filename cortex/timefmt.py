@@ -9,6 +9,17 @@ _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
+_FRACTION_RE = re.compile(r"(?<=\d{2}:\d{2}:\d{2})\.(\d+)")
+
+
+def _for_fromisoformat(text: str) -> str:
+    """ISO-8601 as every supported Python's ``fromisoformat`` reads it: 3.10 takes no
+    trailing ``Z`` and only 3 or 6 fraction digits (3.11 takes any)."""
+    if text[-1:] in "zZ":
+        text = text[:-1] + "+00:00"
+    return _FRACTION_RE.sub(lambda m: "." + (m.group(1) + "000000")[:6], text, count=1)
+
+
 def parse_time(value: object) -> datetime:
     """Parse an ISO-8601 string (or a datetime/date from YAML) into an aware UTC datetime."""
     if isinstance(value, datetime):
@@ -19,7 +30,7 @@ def parse_time(value: object) -> datetime:
         text = value.strip()
         if not text or not text[0].isdigit():
             raise ValueError(f"not an ISO-8601 timestamp: {value!r}")
-        dt = datetime.fromisoformat(text.replace("z", "Z"))
+        dt = datetime.fromisoformat(_for_fromisoformat(text))
     else:
         raise ValueError(f"not a timestamp: {value!r}")
     if dt.tzinfo is None:

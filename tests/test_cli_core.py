@@ -243,7 +243,7 @@ def test_unknown_quarantine_id_says_what_to_do(vpath):
 
 def test_no_vault_here_is_a_clear_error(tmp_path):
     result = cortex("status", cwd=tmp_path)
-    assert result.returncode == 1 and "cortex init" in result.stderr
+    assert result.returncode == 2 and "cortex init" in result.stderr
 
 
 
@@ -253,10 +253,10 @@ def test_a_git_repository_that_is_no_vault_is_refused_untouched(tmp_path):
     git(repo, "init", "-q")
     for argv in (("write", "--type", "fact", "--body", "hi"), ("run",), ("status",)):
         result = cortex(*argv, cwd=repo)
-        assert result.returncode == 1 and "is not a cortex vault" in result.stderr, argv
+        assert result.returncode == 2 and "is not a cortex vault" in result.stderr, argv
         assert f"cortex init {repo}" in result.stderr
         result = cortex("--vault", str(repo), *argv)
-        assert result.returncode == 1 and "is not a cortex vault" in result.stderr, argv
+        assert result.returncode == 2 and "is not a cortex vault" in result.stderr, argv
     assert sorted(p.name for p in repo.iterdir()) == [".git"]
 
 def test_every_command_has_help_text():

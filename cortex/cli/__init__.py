@@ -21,7 +21,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         # standalone mode: click reports usage errors itself (exit 2) and exits.
-        app(args=argv, prog_name="cortex")
+        from cortex.cli.app import hoist_vault
+
+        app(args=hoist_vault(sys.argv[1:] if argv is None else list(argv)), prog_name="cortex")
         return 0
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

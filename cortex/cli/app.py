@@ -28,13 +28,50 @@ _options: dict[str, Any] = {"vault": None}
 JSON_HELP = "Print machine-readable JSON on stdout."
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        import platform
+
+        from cortex.distribution import DIST, version
+
+        sys.stdout.write(f"cortex {version()} ({DIST}, Python {platform.python_version()})\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global(
     vault: Optional[Path] = typer.Option(
-        None, "--vault", "-C", metavar="PATH", help="The vault (default: $CORTEX_VAULT, else the git repository around the current directory)."
+        None, "--vault", "-C", metavar="PATH", help="The vault (default: $CORTEX_VAULT, else the git repository around the current directory). Accepted before or after the command."
     ),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
 ) -> None:
     _options["vault"] = vault
+
+
+VAULT_FLAGS = ("--vault", "-C")
+
+
+def hoist_vault(argv: list[str]) -> list[str]:
+    """``--vault PATH`` / ``-C PATH`` wherever it stands (``cortex status --vault X``, as
+    git and most tools allow) moved before the command, where typer reads it."""
+    out: list[str] = []
+    hoisted: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out += argv[i:]
+            break
+        if arg in VAULT_FLAGS and i + 1 < len(argv):
+            hoisted += [arg, argv[i + 1]]
+            i += 2
+            continue
+        if arg.startswith("--vault="):
+            hoisted.append(arg)
+        else:
+            out.append(arg)
+        i += 1
+    return hoisted + out
 
 
 def open_vault():

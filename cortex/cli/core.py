@@ -24,7 +24,10 @@ def init(path: Path = typer.Argument(Path("."), help="Directory to make a vault 
     info(f"Initialised cortex vault in {vault.root}")
     for rel in created:
         info(f"  created {rel}")
-    info(f"Next: `cortex --vault {path} write --type fact --body '...'`, then `cortex --vault {path} run`.")
+    import shlex
+
+    where = shlex.quote(str(path))
+    info(f"Next: `cortex --vault {where} write --type fact --body 'What to remember'`, then `cortex --vault {where} run`.")
 
 
 def _parse_entity(text: str) -> dict:
@@ -47,7 +50,7 @@ def write(
     context: Optional[str] = typer.Option(None, help="What was going on (≤ 1000 characters)."),
     quote: Optional[str] = typer.Option(None, "--quote", help="The person's words (≤ 500 characters)."),
     session: str = typer.Option("cli", help="Session id: a UUID, or `cli`."),
-    author: Optional[str] = typer.Option(None, help="Attribution (default: system)."),
+    author: Optional[str] = typer.Option(None, "--attribution", "--author", help="Who said it: the note's attribution (default: system)."),
     timestamp: Optional[str] = typer.Option(None, help="ISO-8601 (default: now)."),
 ) -> None:
     """Append one validated observation to the buffer (or a batch from stdin with `-`)."""

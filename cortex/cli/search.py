@@ -140,7 +140,7 @@ def index(
         raise typer.Exit(2)
     except CortexError as exc:  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
         info(f"cortex: {exc}")
-        raise typer.Exit(2)
+        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2)
     if json_:
         emit_json(report.as_dict())
     else:
@@ -230,7 +230,7 @@ def query(
         raise typer.Exit(2)
     except CortexError as exc:  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
         info(f"cortex: {exc}")
-        raise typer.Exit(2)
+        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2)
     results = result_shape(hits)
     if json_:
         emit_json({"query": text or "", "mode": mode, "count": len(results), "results": results,

@@ -143,7 +143,7 @@ jobs:
       - uses: actions/setup-python@v5
         with:
           python-version: "3.12"
-      - run: pip install cortex-memory
+      - run: pip install -r observer/requirements.txt  # the cortex that made the vault
       - run: cortex validate --all
       - run: cortex maintain
       - run: |

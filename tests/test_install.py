@@ -1,0 +1,133 @@
+"""Installable and scriptable anywhere: the distribution name, what a vault records for
+installing cortex elsewhere, `--version`, `--vault` after the command, one exit code per
+situation, commands that paste, colour only on a terminal."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+from conftest import REPO, VENV_BIN, cortex, git
+from cortex.distribution import DIST, REQUIREMENTS
+from cortex.timefmt import parse_time
+
+PIP_INSTALL = re.compile(r"pip install\s+(.+)")
+
+
+def test_the_distribution_name_is_this_projects_own():
+    text = (REPO / "pyproject.toml").read_text()
+    assert re.search(rf'^name = "{DIST}"', text, re.M)
+    assert DIST != "cortex-memory"  # an unrelated project's name on PyPI
+
+
+def test_no_generated_file_installs_another_package(tmp_path):
+    """The nightly workflow and `cortex cron` used to `pip install cortex-memory`, a
+    stranger's package, with contents: write. Every install line a vault carries or
+    cortex prints must install this distribution, from the recorded source."""
+    root = tmp_path / "vault"
+    assert cortex("init", str(root)).returncode == 0
+    requirement = [line for line in (root / REQUIREMENTS).read_text().splitlines()
+                   if line.strip() and not line.startswith("#")]
+    assert len(requirement) == 1 and requirement[0].startswith(DIST)
+    assert "@" in requirement[0] or "==" in requirement[0]  # a source or a version, never a bare name
+    cron = cortex("--vault", str(root), "cron")
+    assert cron.returncode == 0
+    texts = [p.read_text() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts] + [cron.stdout]
+    installs = [m.group(1) for text in texts for m in PIP_INSTALL.finditer(text)]
+    assert installs, "the workflow installs cortex somehow"
+    for args in installs:
+        assert args.split("#")[0].strip() == f"-r {REQUIREMENTS}", args
+
+
+def test_the_recorded_source_is_the_checkout_this_cortex_came_from(tmp_path, monkeypatch):
+    """A source checkout with an origin records `git+URL@commit`, credentials left out."""
+    from cortex import distribution
+
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    (clone / "f").write_text("x")
+    git(clone, "add", "f")
+    git(clone, "commit", "-qm", "x")
+    commit = git(clone, "rev-parse", "HEAD").strip()
+    spec = distribution._from_checkout(clone)
+    assert spec == f"{DIST} @ git+{origin.resolve().as_uri()}@{commit}"
+    git(clone, "remote", "set-url", "origin", "https://someone:tok3n@example.com/team/cortex.git")
+    assert distribution._from_checkout(clone) == f"{DIST} @ git+https://example.com/team/cortex.git@{commit}"
+    monkeypatch.setenv(distribution.SPEC_ENV, f"{DIST}==9.9.9")
+    assert distribution.install_spec() == f"{DIST}==9.9.9"
+
+
+def test_version():
+    result = cortex("--version")
+    assert result.returncode == 0
+    assert re.fullmatch(rf"cortex \d+\.\d+\.\d+ \({DIST}, Python [\d.]+\)\n", result.stdout)
+
+
+def test_default_timestamps_parse_on_every_python():
+    """Python 3.10's fromisoformat reads no `Z` and only 3 or 6 fraction digits: cortex's
+    own default timestamp was refused there, and the example quarantined 119 of 120."""
+    assert parse_time("2026-02-16T15:23:14.527Z").microsecond == 527000
+    assert parse_time("2026-02-16T15:23:14.5Z").microsecond == 500000
+    assert parse_time("2026-02-16T15:23:14.1234567+02:00").hour == 13
+
+
+def test_vault_is_accepted_after_the_command(vault):
+    for argv in (("status", "--vault", str(vault.root)), ("status", "-C", str(vault.root)),
+                 ("status", f"--vault={vault.root}"), ("--vault", str(vault.root), "status")):
+        result = cortex(*argv, "--json")
+        assert result.returncode == 0, (argv, result.stderr)
+
+
+def test_one_exit_code_outside_a_vault(tmp_path):
+    """`status` exited 1 and `index` 2; a script cannot tell "not a vault" from "nothing
+    found" (query's 1), so every command says it with 2."""
+    for argv in (("status",), ("run",), ("index",), ("query", "anything"), ("maintain",), ("write", "-t", "fact", "-b", "x")):
+        result = cortex(*argv, cwd=tmp_path)
+        assert result.returncode == 2, (argv, result.returncode, result.stderr)
+        assert "cortex init" in result.stderr
+
+
+def test_attribution_is_the_flag(vault):
+    result = cortex("--vault", str(vault.root), "write", "-t", "fact", "-b", "The deploy key rotates monthly.",
+                    "--attribution", "maya")
+    assert result.returncode == 0, result.stderr
+    assert '"attribution":"maya"' in vault.buffer_path.read_text()
+    result = cortex("--vault", str(vault.root), "write", "-t", "fact", "-b", "Old flag still works.", "--author", "sam")
+    assert result.returncode == 0 and '"attribution":"sam"' in vault.buffer_path.read_text()
+
+
+def test_printed_commands_paste(tmp_path):
+    """`cortex init "My Notes"` printed `cortex --vault ~/My Notes write …` (unquoted); the
+    printed command now runs as pasted."""
+    where = tmp_path / "My Notes"
+    result = cortex("init", str(where))
+    assert result.returncode == 0
+    line = next(l for l in result.stderr.splitlines() if l.startswith("Next:"))
+    first = line.split("`")[1]
+    pasted = subprocess.run(["sh", "-c", first], capture_output=True, text=True,
+                            env={**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"})
+    assert pasted.returncode == 0, pasted.stderr
+    assert "What to remember" in (where / "observer" / "observations.jsonl").read_text()
+
+
+def test_the_example_prints_commands_that_paste_and_no_colour_into_a_pipe(tmp_path):
+    (tmp_path / "demo").mkdir()
+    env = {**os.environ, "CORTEX_DEMO_DIR": str(tmp_path / "demo")}
+    demo = subprocess.run([str(VENV_BIN / "python"), "-m", "cortex.demo"], capture_output=True, text=True, env=env,
+                          cwd=REPO)
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    assert "\033[" not in demo.stdout  # stdout is a pipe here
+    queries = [l[2:] for l in demo.stdout.splitlines() if l.startswith("$ ") and " query " in l]
+    assert queries
+    for command in queries:
+        words = shlex.split(command)
+        assert words[words.index("query") + 1] == "how do we run database migrations safely"
+    hint = demo.stdout.rstrip().splitlines()[-1].strip()
+    pasted = subprocess.run(["sh", "-c", hint], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
+                            "HOME": os.environ["HOME"]})
+    assert pasted.returncode == 0, (hint, pasted.stderr)
