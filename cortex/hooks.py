@@ -461,6 +461,11 @@ def _stashed_paths(root: Path) -> set[str]:
         names = [n for n in os.listdir(home) if n.startswith("patch") and n.endswith(suffix)]
     except OSError:
         return out
+    # pre-commit keeps old patches: one of an earlier run whose pid was the same is not this run's.
+    import time
+
+    recent = time.time() - 3600
+    names = [n for n in names if n[5:-len(suffix)].isdigit() and int(n[5:-len(suffix)]) >= recent]
     for name in names:
         try:
             data = Path(home, name).read_bytes()
@@ -469,6 +474,11 @@ def _stashed_paths(root: Path) -> set[str]:
         for line in data.split(b"\n"):
             if line.startswith(b"diff --git a/"):
                 out.add(line[len(b"diff --git a/"):].split(b" b/", 1)[0].decode("utf-8", "surrogateescape"))
+            elif line.startswith(b'diff --git "a/'):  # a name git quotes (non-ASCII, quotes): C escapes
+                import codecs
+
+                quoted = line[len(b'diff --git "a/'):].split(b'" ', 1)[0]
+                out.add(codecs.escape_decode(quoted)[0].decode("utf-8", "surrogateescape"))
     return out
 
 
