@@ -131,3 +131,19 @@ def test_the_example_prints_commands_that_paste_and_no_colour_into_a_pipe(tmp_pa
     pasted = subprocess.run(["sh", "-c", hint], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
                             "HOME": os.environ["HOME"]})
     assert pasted.returncode == 0, (hint, pasted.stderr)
+
+
+def test_the_session_start_hook_ships_with_the_package(vault):
+    """`hooks/session-start.sh` was not installed with the package; `cortex hook
+    session-start` reaches it from any installed cortex."""
+    where = cortex("hook", "session-start", "--path")
+    assert where.returncode == 0
+    script = Path(where.stdout.strip())
+    assert script.is_file() and "cortex/data/hooks" in str(script)
+    assert (REPO / "hooks" / "session-start.sh").resolve() == script.resolve()
+    assert cortex("--vault", str(vault.root), "write", "-t", "decision", "-b",
+                  "Use Postgres 16 for the ledger service.").returncode == 0
+    assert cortex("--vault", str(vault.root), "run").returncode == 0
+    result = cortex("--vault", str(vault.root), "hook", "session-start")
+    assert result.returncode == 0, result.stderr
+    assert "Use Postgres 16 for the ledger service." in result.stdout

@@ -1,5 +1,6 @@
-"""The git hooks and the whole-vault check: ``cortex hook validate|fix|install`` and
-``cortex validate``. Thin: parse, call ``cortex.hooks``, render."""
+"""The git hooks and the whole-vault check: ``cortex hook validate|fix|install``, the
+agents' ``cortex hook session-start`` and ``cortex validate``. Thin: parse, call
+``cortex.hooks``, render."""
 
 from __future__ import annotations
 
@@ -92,6 +93,27 @@ def _is_note(root, name: str) -> bool:
     except ValueError:
         return False
     return is_note_path(rel.as_posix())
+
+
+@hook_app.command("session-start")
+def hook_session_start(
+    path: bool = typer.Option(False, "--path", help="Print the script's path (for a harness config) instead of running it."),
+) -> None:
+    """What an agent should know at the start of a session: the brief, the memories about
+    the current project and the last week, fenced as data (docs/agents.md, section 4).
+    Never fails a session: it prints what it can and exits 0."""
+    import os
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "data" / "hooks" / "session-start.sh"
+    if path:
+        sys.stdout.write(f"{script}\n")
+        return
+    env = dict(os.environ)
+    env.setdefault("CORTEX_BIN", str(Path(sys.argv[0]).resolve()) if Path(sys.argv[0]).name == "cortex" else "cortex")
+    if _options["vault"] is not None:
+        env["CORTEX_VAULT"] = str(_options["vault"])
+    os.execve("/bin/sh", ["sh", str(script)], env)
 
 
 @app.command("validate")
