@@ -248,7 +248,7 @@ def test_a_backlog_from_before_the_server_started_is_processed(vault, tmp_path):
 
 def test_mcp_outside_a_vault_says_what_to_do(tmp_path):
     proc = cortex("--vault", str(tmp_path / "missing"), "mcp")
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # no vault: 2 in every command (README, exit codes)
     assert "cortex init" in proc.stderr
 
 
