@@ -26,6 +26,23 @@ class InvalidObservation(CortexError):
     """An observation refused by ``cortex write`` (the caller decides what to do)."""
 
 
+class BatchRefused(InvalidObservation):
+    """A batch with invalid observations: nothing of it was appended (all or none)."""
+
+    def __init__(self, refused: list[tuple[int, str]], total: int, what: str = "observation") -> None:
+        self.refused, self.total = refused, total
+        named = total > 1 or what != "observation"  # a lone observation needs no number
+        shown = "; ".join(f"{what} {n}: {why}" if named else why for n, why in refused[:5])
+        more = f"; and {len(refused) - 5} more" if len(refused) > 5 else ""
+        valid = total - len(refused)
+        prefix = f"nothing appended: {len(refused)} of {total} {what}s invalid — " if total > 1 else ""
+        super().__init__(
+            f"{prefix}{shown}{more}",
+            (f"all or nothing: the {valid} valid one{'s were' if valid != 1 else ' was'} not appended either; "
+             "fix the invalid ones and send the whole batch again") if total > 1 else "fix the field and write it again",
+        )
+
+
 class LockBusy(CortexError):
     exit_code = 75  # EX_TEMPFAIL: try again later
 

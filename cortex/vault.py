@@ -16,7 +16,7 @@ from typing import Any, Iterable, Iterator
 from cortex import buffer
 from cortex.config import Calibration, Settings, load_calibration, load_settings
 from cortex.layout import VAULT_MARKERS, is_other_repository, is_vault, load_tag_allow
-from cortex.errors import CortexError, InvalidObservation, VaultNotFound
+from cortex.errors import BatchRefused, CortexError, InvalidObservation, VaultNotFound
 from cortex.fsutil import file_lock
 from cortex.model import RunReport
 from cortex.quarantine import SECURITY_REASONS, Quarantine
@@ -208,8 +208,10 @@ class Vault:
         out.setdefault("attribution", "system")
         return out
 
-    def write(self, observations: dict[str, Any] | Iterable[dict[str, Any]], *, complete: bool = True) -> list[str]:
-        """Validate and append observations (all or none). Returns warnings.
+    def write(self, observations: dict[str, Any] | Iterable[dict[str, Any]], *, complete: bool = True,
+              dry_run: bool = False) -> list[str]:
+        """Validate and append observations, all or none: one invalid observation and
+        nothing is appended (``BatchRefused`` names every invalid one). Returns warnings.
 
         With ``complete`` (the default), missing timestamp, bucket, session and
         attribution take the defaults ``cortex write`` documents."""
@@ -218,15 +220,16 @@ class Vault:
         from cortex.pipeline.parse import check_value
 
         batch = [observations] if isinstance(observations, dict) else list(observations)
-        lines, warnings = [], []
+        lines, warnings, refused = [], [], []
         ctx = self.context(scan=False)
         for n, obs in enumerate(batch, start=1):
             if not isinstance(obs, dict):
-                raise InvalidObservation(f"observation {n}: expected a JSON object")
+                refused.append((n, "expected a JSON object"))
+                continue
             problem = check_value(obs, self.settings.limits)  # objects that never were JSON text
             if problem:
-                where = f"observation {n}: " if len(batch) > 1 else ""
-                raise InvalidObservation(f"{where}{problem}", "send text fields, scores between 0 and 1 and the shape of docs/agents.md")
+                refused.append((n, problem))
+                continue
             if complete:
                 obs = self.complete_observation(obs)
             obs, cut = schema.truncate(obs)  # the buffer gets what the run would keep, no more
@@ -234,10 +237,14 @@ class Vault:
             if isinstance(result, Rejection):
                 from cortex.security.secrets import redact
 
-                where = f"observation {n}: " if len(batch) > 1 else ""  # the message quotes values: no credential in it
-                raise InvalidObservation(f"{where}{redact(result.detail)[0]}", "fix the field and write it again")
+                refused.append((n, redact(result.detail)[0]))  # the message quotes values: no credential in it
+                continue
             warnings += list(result.warnings) + list(cut)
             lines.append(json.dumps(obs, ensure_ascii=False, separators=(",", ":")))
+        if refused:
+            raise BatchRefused(refused, len(batch))
+        if dry_run:
+            return warnings
         self.refuse_links()
         buffer.append(self.buffer_path, lines)
         return warnings

@@ -123,7 +123,7 @@ def test_write_batch_from_stdin_is_all_or_nothing(vpath):
     assert result.returncode == 0 and "appended 2 observations" in result.stderr
     bad = json.dumps(observation(bucket="maybe"))
     result = cortex("--vault", str(vpath), "write", "-", input=f"{good}\n{bad}\n")
-    assert result.returncode == 1 and "observation 2" in result.stderr
+    assert result.returncode == 1 and "stdin line 2" in result.stderr
     assert len((vpath / "observer/observations.jsonl").read_text().splitlines()) == 2
     result = cortex("--vault", str(vpath), "write", "-", input="{not json\n")
     assert result.returncode == 1 and "stdin line 1" in result.stderr

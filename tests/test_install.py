@@ -147,3 +147,27 @@ def test_the_session_start_hook_ships_with_the_package(vault):
     result = cortex("--vault", str(vault.root), "hook", "session-start")
     assert result.returncode == 0, result.stderr
     assert "Use Postgres 16 for the ledger service." in result.stdout
+
+
+def test_a_batch_with_bad_lines_says_exactly_what_was_appended(vault):
+    """`printf 'good\\nbad' | cortex write -` appended nothing but named only the bad
+    line, so an agent took the good one as kept. All or nothing, and every line named."""
+    import json
+
+    batch = "\n".join([
+        json.dumps({"type": "fact", "body": "The ledger runs on Postgres 16."}),
+        "{not json",
+        json.dumps({"type": "nope", "body": "An unknown type."}),
+        json.dumps({"type": "fact", "body": "Backups run nightly."}),
+    ]) + "\n"
+    result = cortex("--vault", str(vault.root), "write", "-", "--json", input=batch)
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["appended"] == 0 and report["total"] == 4
+    assert [r["line"] for r in report["refused"]] == [2, 3]
+    assert "nothing appended: 2 of 4" in result.stderr and "2 valid ones were not appended either" in result.stderr
+    assert not vault.buffer_path.exists() or vault.buffer_path.read_text() == ""
+    good = "\n".join(line for i, line in enumerate(batch.splitlines()) if i in (0, 3)) + "\n"
+    result = cortex("--vault", str(vault.root), "write", "-", "--json", input=good)
+    assert result.returncode == 0 and json.loads(result.stdout)["appended"] == 2
+    assert len(vault.buffer_path.read_text().splitlines()) == 2

@@ -52,25 +52,36 @@ def write(
     session: str = typer.Option("cli", help="Session id: a UUID, or `cli`."),
     author: Optional[str] = typer.Option(None, "--attribution", "--author", help="Who said it: the note's attribution (default: system)."),
     timestamp: Optional[str] = typer.Option(None, help="ISO-8601 (default: now)."),
+    json_: bool = typer.Option(False, "--json", help="Print what was appended and what was refused, as JSON."),
 ) -> None:
-    """Append one validated observation to the buffer (or a batch from stdin with `-`)."""
+    """Append one validated observation to the buffer (or a batch from stdin with `-`).
+    A batch is all or nothing: one invalid line and none is appended; the message (and
+    --json) names every invalid line."""
     from cortex.errors import InvalidObservation
     from cortex.buffer import bounded_lines
     from cortex.model import Rejection
     from cortex.pipeline.parse import oversize as too_long, parse_line
 
+    from cortex.errors import BatchRefused
+
     vault = open_vault()
+    line_of: list[int] = []  # stdin line number of each observation in the batch
+    refused: list[tuple[int, str]] = []
     if source == "-":
         batch = []
         limits = vault.settings.limits
+        total = 0
         for n, (raw, length, oversize) in enumerate(bounded_lines(sys.stdin.buffer, limits.max_line_bytes), start=1):
             if not raw.strip():
                 continue
+            total += 1
             obj = too_long(length, limits) if oversize else parse_line(raw.rstrip(b"\r\n"), limits)
             if isinstance(obj, Rejection):
-                raise InvalidObservation(f"stdin line {n}: {obj.detail}", "send one JSON object per line") from None
+                refused.append((n, obj.detail))
+                continue
             batch.append(obj)
-        if not batch:
+            line_of.append(n)
+        if not total:
             raise InvalidObservation("no observations on stdin")
     elif source is not None:
         raise typer.BadParameter(f"unexpected argument {source!r}; use `-` to read stdin")
@@ -91,9 +102,33 @@ def write(
             if value is not None:
                 obs[key] = value
         batch = [obs]
-    for warning in vault.write(batch):
+    try:
+        if refused:  # all or nothing: the valid lines are checked, so the message names every bad one
+            try:
+                _check_only(vault, batch)
+            except BatchRefused as more:
+                refused += [(line_of[i - 1], why) for i, why in more.refused]
+            raise BatchRefused(sorted(refused), total, what="stdin line")
+        try:
+            warnings = vault.write(batch)
+        except BatchRefused as exc:
+            if source != "-":
+                raise
+            raise BatchRefused([(line_of[i - 1], why) for i, why in exc.refused], total, what="stdin line") from None
+    except BatchRefused as exc:
+        if json_:
+            emit_json({"appended": 0, "total": exc.total, "refused": [{"line": n, "reason": why} for n, why in exc.refused]})
+        raise
+    for warning in warnings:
         info(f"warning: {warning}")
+    if json_:
+        emit_json({"appended": len(batch), "total": len(batch), "refused": [], "warnings": warnings})
     info(f"appended {len(batch)} observation{'s' if len(batch) != 1 else ''} to {vault.buffer_path.relative_to(vault.root)}")
+
+
+def _check_only(vault, batch: list) -> None:
+    """Validate a batch without appending it (raises ``BatchRefused``)."""
+    vault.write(batch, dry_run=True)
 
 
 def _plural(n: int, word: str) -> str:
