@@ -213,6 +213,7 @@ def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) ->
             why = still_held[0][2]
             from cortex.errors import CortexError
 
-            raise CortexError(f"{entry.short_id} is still rejected: {why.reason}: {why.detail}", "fix the line or discard it")
+            raise CortexError(f"{entry.short_id} is still rejected: {why.reason}: {why.detail}",
+                              f"correct it with `cortex quarantine edit {entry.short_id}` (--set FIELD=VALUE), or discard it")
         _apply(vault, repo, state, plan, "run", now, report, quarantine_remove=[entry.key])
     return report

@@ -274,6 +274,24 @@ class Vault:
             )
         return promote(self, entry, force=force, now=now)
 
+    def edit(self, ident: str, line: str, *, now: datetime | None = None) -> RunReport:
+        """Send a person's corrected version of a held line through the pipeline: the
+        entry leaves the quarantine in the same exactly-once step that commits its note.
+        The security layers still apply to the corrected line."""
+        from dataclasses import replace
+
+        from cortex.cycle import promote
+
+        entry = self.quarantine.find(ident)
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise InvalidObservation(f"the corrected line is not JSON: {exc}", "one JSON object, as in the buffer") from None
+        if not isinstance(obj, dict):
+            raise InvalidObservation("the corrected line is not a JSON object", "one JSON object, as in the buffer")
+        corrected = replace(entry, line=json.dumps(self.complete_observation(obj), ensure_ascii=False))
+        return promote(self, corrected, force=False, now=now)
+
     def discard(self, ident: str) -> int:
         entry = self.quarantine.find(ident)
         with self.lock():

@@ -171,3 +171,32 @@ def test_a_batch_with_bad_lines_says_exactly_what_was_appended(vault):
     result = cortex("--vault", str(vault.root), "write", "-", "--json", input=good)
     assert result.returncode == 0 and json.loads(result.stdout)["appended"] == 2
     assert len(vault.buffer_path.read_text().splitlines()) == 2
+
+
+def test_a_held_line_can_be_corrected_and_sent_through_again(vault):
+    """`quarantine promote` said "fix the line or discard it" and no command could fix
+    it: `cortex quarantine edit` corrects it, in an editor or with --set."""
+    import json
+
+    bad = {"timestamp": "2026-02-16T15:23:14.527Z", "bucket": "explicit", "type": "decisions",
+           "body": "Use Postgres 16 for the ledger service.", "attribution": "maya", "session_id": "cli"}
+    vault.buffer_path.parent.mkdir(parents=True, exist_ok=True)
+    vault.buffer_path.write_text(json.dumps(bad) + "\n" + json.dumps({**bad, "body": "Second held line."}) + "\n")
+    assert cortex("--vault", str(vault.root), "run").returncode == 0
+    held = json.loads(cortex("--vault", str(vault.root), "quarantine", "list", "--json").stdout)
+    assert len(held) == 2
+    first, second = (h["key"].replace(":", "-") for h in held)
+    promote = cortex("--vault", str(vault.root), "quarantine", "promote", first)
+    assert promote.returncode == 1 and "cortex quarantine edit" in promote.stderr
+
+    fixed = cortex("--vault", str(vault.root), "quarantine", "edit", first, "--set", "type=decision")
+    assert fixed.returncode == 0, fixed.stderr
+    assert "1 memorized" in fixed.stderr
+    # An editor, as a person would use it: a script that fixes the type in place.
+    env = {**os.environ, "EDITOR": "sed -i s/decisions/decision/"}
+    edited = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault.root), "quarantine", "edit", second],
+                            capture_output=True, text=True, env=env)
+    assert edited.returncode == 0, edited.stderr
+    assert json.loads(cortex("--vault", str(vault.root), "quarantine", "list", "--json").stdout) == []
+    notes = git(vault.root, "ls-tree", "-r", "--name-only", "HEAD", "vault/decisions").split()
+    assert len([n for n in notes if n.endswith(".md")]) == 2

@@ -274,6 +274,60 @@ def quarantine_promote(
     info(f"promoted {ident}: {report.memorized} memorized, {report.reinforced} reinforced, {report.below_threshold} below threshold")
 
 
+@quarantine_app.command("edit")
+def quarantine_edit(
+    ident: str = typer.Argument(..., metavar="ID"),
+    set_: List[str] = typer.Option([], "--set", metavar="FIELD=VALUE",
+                                   help="Change one field (a JSON value, or plain text), repeatable; no editor is opened."),
+    stdin: bool = typer.Option(False, "--stdin", help="Read the corrected line (one JSON object) from stdin."),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Correct a held line and send it through the pipeline again (security checks
+    included). Without --set or --stdin, opens $EDITOR on the line."""
+    import json
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+
+    vault = open_vault()
+    entry = vault.quarantine.find(ident)
+    if stdin:
+        line = sys.stdin.read()
+    else:
+        try:
+            obj = json.loads(entry.line)
+        except ValueError:
+            obj = None
+        if set_:
+            if not isinstance(obj, dict):
+                raise typer.BadParameter("the held line is not a JSON object: edit it whole (--stdin or $EDITOR)")
+            for item in set_:
+                field, sep, value = item.partition("=")
+                if not sep or not field:
+                    raise typer.BadParameter(f"{item!r}: use FIELD=VALUE, e.g. --set type=fact")
+                try:
+                    obj[field] = json.loads(value)
+                except ValueError:
+                    obj[field] = value
+            line = json.dumps(obj, ensure_ascii=False)
+        else:
+            editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+            text = json.dumps(obj, ensure_ascii=False, indent=2) if isinstance(obj, dict) else entry.line
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
+                fh.write(text + "\n")
+            try:
+                if subprocess.run(f"{editor} {shlex.quote(fh.name)}", shell=True).returncode != 0:
+                    raise typer.BadParameter(f"the editor ({editor}) failed; nothing changed")
+                line = Path(fh.name).read_text(encoding="utf-8")
+            finally:
+                os.unlink(fh.name)
+    report = vault.edit(ident, line)
+    if json_:
+        emit_json(report.to_json())
+    info(f"edited {ident}: {report.memorized} memorized, {report.reinforced} reinforced, {report.below_threshold} below threshold")
+
+
 @quarantine_app.command("discard")
 def quarantine_discard(ident: str = typer.Argument(..., metavar="ID")) -> None:
     """Remove a held line for good."""
