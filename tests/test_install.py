@@ -200,3 +200,18 @@ def test_a_held_line_can_be_corrected_and_sent_through_again(vault):
     assert json.loads(cortex("--vault", str(vault.root), "quarantine", "list", "--json").stdout) == []
     notes = git(vault.root, "ls-tree", "-r", "--name-only", "HEAD", "vault/decisions").split()
     assert len([n for n in notes if n.endswith(".md")]) == 2
+
+
+def test_a_hook_without_cortex_says_what_to_do(vault):
+    """A commit from a client whose PATH has no cortex, in a vault whose recorded python
+    is gone, printed `--: 1: exec: cortex: not found`."""
+    root = vault.root
+    git(root, "config", "--unset", "cortex.python")
+    (root / "mind" / "facts" / "note.md").write_text("---\ntype: fact\n---\n\nThe cache warms in a minute.\n")
+    git(root, "add", "mind/facts/note.md")
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["git", "commit", "-m", "a note"], cwd=root, capture_output=True, text=True, env=env)
+    assert done.returncode != 0
+    out = done.stdout + done.stderr
+    assert "cortex: not found" in out and "cortex hook install" in out
+    assert "exec: cortex" not in out
