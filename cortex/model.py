@@ -88,6 +88,7 @@ class Plan:
     notes: list[PlannedNote] = field(default_factory=list)
     reinforcements: list[Reinforcement] = field(default_factory=list)
     rejections: list[tuple[str, str, Rejection]] = field(default_factory=list)  # (key, raw line, why)
+    buffer_id: str | None = None  # the buffer file the lines came from (current or rotated)
     target_offset: int | None = None
     lines_read: int = 0
     empty_lines: int = 0

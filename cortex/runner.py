@@ -82,7 +82,7 @@ def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove
         "batch": batch,
         "at": time.time(),
         "head_before": repo.head_oid(),
-        "buffer_id": state.buffer_id,
+        "buffer_id": plan.buffer_id or state.buffer_id,
         "target_offset": plan.target_offset,
         "groups": groups,
         "reinforcements": [[r.note_id, r.at, r.path] for r in plan.reinforcements],

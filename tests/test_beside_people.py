@@ -209,3 +209,32 @@ def test_a_writer_that_keeps_its_handle_open_across_rotation_loses_nothing(vault
     assert {f"Logger line {i}: the cache warmed shard {i} in {i + 3} seconds." for i in range(n)} <= bodies
     assert not list((root / "observer" / "archive").glob(".*.raw"))  # no writer left: scrubbed
     assert json.loads((root / "observer" / "state.json").read_text())["retired"] == {}
+
+
+def test_lines_written_to_a_rotated_buffer_advance_that_buffer_only(vault):
+    """A run that reads a rotated buffer's late lines moves that buffer's offset, not the
+    new buffer's: the late lines are read once (no reinforcement loop) and lines already
+    waiting in the new buffer are not skipped."""
+    root = vault.root
+    buffer_path = root / "observer" / "observations.jsonl"
+    write_obs(root, "The deploy window opens at 09:00 on Tuesdays.")
+    handle = open(buffer_path, "a", encoding="utf-8")  # a logger's handle, opened before the rotation
+    first = json.loads(cortex(root, "run", "--json").stdout)
+    assert first["rotated"] is True
+    handle.write(json.dumps(observation(body="Late line: the queue drains in 40 seconds.")) + "\n")
+    handle.flush()
+    write_obs(root, "New buffer: the staging database is rebuilt nightly.")
+    write_obs(root, "New buffer: the cache keeps entries for six hours.")
+    done = cortex(root, "run", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["memorized"] == 3
+    state = json.loads((root / "observer" / "state.json").read_text())
+    assert state["reinforcements"] == {}
+    again = json.loads(cortex(root, "run", "--json").stdout)  # the handle is still open
+    assert again["memorized"] == 0 and again["reinforced"] == 0
+    handle.close()
+    assert cortex(root, "run").returncode == 0
+    bodies = {git(root, "show", f"HEAD:{p}").split("\n---\n", 1)[-1].strip() for p in facts(root)}
+    assert {"Late line: the queue drains in 40 seconds.", "New buffer: the staging database is rebuilt nightly.",
+            "New buffer: the cache keeps entries for six hours."} <= bodies
+    assert json.loads((root / "observer" / "state.json").read_text())["retired"] == {}

@@ -39,7 +39,7 @@ def make_plan(
     view: VaultView,
     check_note: Callable[..., list],  # (path, text, parsed) -> problems
 ) -> Plan:
-    plan = Plan()
+    plan = Plan(buffer_id=buffer_id)
     parsed: list[tuple[Item, dict]] = []
     for line in lines:
         plan.lines_read += 1
