@@ -110,6 +110,9 @@ def _consume(vault, repo: GitRepo, state: State, index: HashIndex, path, buffer_
         _apply(vault, repo, state, plan, commit_per, now, report)
         for note in plan.notes:
             index.add(note.source_hash, note.note_id, note.path)
+        moved = state.offset if buffer_id == state.buffer_id else state.retired.get(buffer_id, start)
+        if moved <= start:  # a bug, not an input: never read the same lines twice
+            raise RuntimeError(f"the offset of buffer {buffer_id} did not move past {start}")
         if left is not None:
             left -= plan.lines_read
     return left
