@@ -96,8 +96,10 @@ class Calibration:
 def _read_yaml(path: Path) -> Any:
     import yaml
 
+    from cortex.layout import read_settings_text
+
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(read_settings_text(path))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
 

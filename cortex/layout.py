@@ -71,7 +71,7 @@ def load_tag_allow(root: Path) -> frozenset[str] | None:
     from cortex.errors import ConfigError
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(read_settings_text(path)) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}", "fix it, or delete it to allow every well-formed tag") from None
     tags = data.get("tags") if isinstance(data, dict) else data
@@ -117,6 +117,30 @@ def link_on_path(root: Path, rel: str) -> str | None:
         except OSError:
             return None
     return None
+
+
+MAX_SETTINGS_BYTES = 1 << 20
+
+
+def read_settings_text(path: Path) -> str:
+    """A settings file of ``observer/`` (config, taxonomy, calibration, tags), read only
+    if it is the repository's own file (no link on its way) and at most 1 MiB. Raises
+    ``ConfigError`` with the reason, or ``FileNotFoundError``."""
+    from cortex.errors import ConfigError
+
+    root = path.parent.parent
+    why = link_on_path(root, path.relative_to(root).as_posix())
+    if why:
+        raise ConfigError(f"{path}: {why}", "put the file itself in observer/")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_SETTINGS_BYTES + 1)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise ConfigError(f"{path}: over {MAX_SETTINGS_BYTES:,} bytes, too large for a settings file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def is_other_repository(directory: Path) -> bool:

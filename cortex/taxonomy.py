@@ -155,7 +155,7 @@ def load_taxonomy(path: Path, *, cache: Path | None = None) -> Taxonomy:
     parsed content is kept there as JSON by the file's size and mtime: a command that runs
     in loops (`cortex query`) then never imports PyYAML (~10 ms) for an unchanged file."""
     try:
-        st = path.stat()
+        st = path.lstat()  # a link is refused when read, never served from the cache
     except FileNotFoundError:
         return DEFAULT_TAXONOMY
     stamp = [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino]  # ctime: `cp -p` keeps mtime
@@ -171,7 +171,9 @@ def load_taxonomy(path: Path, *, cache: Path | None = None) -> Taxonomy:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        from cortex.layout import read_settings_text
+
+        data = yaml.safe_load(read_settings_text(path))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}", "fix the file or delete it to use the defaults") from None
     taxonomy = parse_taxonomy(data, str(path))

@@ -242,3 +242,23 @@ def test_an_observer_folder_linked_outside_is_refused_with_a_message(vault, tmp_
         result = cortex(*argv, cwd=vault.root)
         assert result.returncode == 1 and "observer is a symbolic link" in result.stderr, result.stderr
     assert sorted(p.name for p in outside.iterdir()) == before
+
+
+@pytest.mark.parametrize("name, argv, refused", [
+    ("config.yml", ("run",), True),
+    ("calibration.yml", ("run",), False),  # scoring falls back to the defaults, with a warning
+    ("taxonomy.yml", ("query", "deploy"), True),
+    ("tags.yml", ("run",), True),
+])
+def test_a_settings_file_linked_outside_is_not_read(vault, tmp_path, name, argv, refused):
+    """observer/'s settings are read only from the repository's own files: a link to a
+    file elsewhere (a home directory's secrets, another vault's settings) is refused."""
+    setting = vault.root / "observer" / name
+    outside = tmp_path / name
+    outside.write_text(setting.read_text() if setting.exists() else "tags: [ops]\n")
+    setting.unlink(missing_ok=True)
+    setting.symlink_to(outside)
+    append_lines(vault, observation())
+    result = cortex(*argv, cwd=vault.root)
+    assert (result.returncode != 0) is refused, result.stderr
+    assert f"observer/{name} is a symbolic link" in result.stderr, result.stderr
