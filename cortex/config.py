@@ -76,6 +76,10 @@ class Settings:
     lock_timeout: float = 10.0
     embedding_model: str | None = None
     limits: Limits = Limits()
+    sync_remote: str | None = None  # `cortex sync`: None = the branch's upstream, else origin
+    sync_on_run: bool = False  # `cortex run` syncs before and after, as `--sync` does
+    sync_push: bool = True
+    sync_attempts: int = 5  # pushes tried when another machine keeps pushing first
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,9 @@ def load_settings(path: Path) -> Settings:
     )
     commit = data.get("commit") or {}
     security = data.get("security") or {}
+    sync = data.get("sync") or {}
+    if not isinstance(sync, dict):
+        raise ConfigError(f"{path}: `sync:` must be a mapping", "e.g. `sync: {remote: origin, on_run: true}`")
     commit_per = commit.get("per", "run")
     if commit_per not in ("note", "session", "run"):
         raise ConfigError(f"{path}: commit.per must be note, session or run")
@@ -144,6 +151,10 @@ def load_settings(path: Path) -> Settings:
             lock_timeout=float(data.get("lock_timeout", 10.0)),
             embedding_model=data.get("embedding_model"),
             limits=Limits.from_config(data.get("limits")),
+            sync_remote=str(sync["remote"]) if sync.get("remote") else None,
+            sync_on_run=bool(sync.get("on_run", False)),
+            sync_push=bool(sync.get("push", True)),
+            sync_attempts=int(sync.get("attempts", 5)),
         )
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc.message}", exc.hint) from None

@@ -66,12 +66,13 @@ def init_vault(vault) -> list[str]:
             keep.parent.mkdir(parents=True, exist_ok=True)
             keep.touch()
             created.append(str(keep.relative_to(root)))
-    created += _ensure_gitignore(root)
+    created += _ensure_lines(root, ".gitignore", _with_rules)
+    created += _ensure_lines(root, ".gitattributes", _with_attributes)
     if ".pre-commit-config.yaml" not in created:
         created += _ensure_hook_entries(root)
     # Files an interrupted init created but never committed: committed now, or a clone
     # of the vault would not be a vault.
-    managed = [rel for rel, _ in (*FILES, *GENERATED)] + [f"{s.partition}/{s.folder}/.gitkeep" for s in DEFAULT_TYPES] + [".gitignore"]
+    managed = [rel for rel, _ in (*FILES, *GENERATED)] + [f"{s.partition}/{s.folder}/.gitkeep" for s in DEFAULT_TYPES] + [".gitignore", ".gitattributes"]
     uncommitted = _untracked(root, [rel for rel in managed if rel not in created and (root / rel).is_file()])
     if created or uncommitted:
         _commit(vault, [p for p in created if p != ".git"] + uncommitted)
@@ -88,33 +89,43 @@ def _untracked(root: Path, paths: list[str]) -> list[str]:
     return [rel for rel in paths if repo.file_at_head(rel) is None]
 
 
-def _gitignore_rules() -> tuple[str, list[str]]:
-    block = (TEMPLATES / "gitignore").read_text()
+def _template_rules(name: str) -> tuple[str, list[str]]:
+    block = (TEMPLATES / name).read_text()
     return block, [line for line in block.splitlines() if line and not line.startswith("#")]
 
 
-def _with_rules(text: str) -> str:
-    """``text`` with the runtime-file rules it lacks appended (never a line rewritten)."""
-    block, rules = _gitignore_rules()
+def _with_lines(text: str, name: str, header: str) -> str:
+    """``text`` with the template ``name``'s rules it lacks appended (never a line rewritten)."""
+    block, rules = _template_rules(name)
     current = text.splitlines()
     missing = [line for line in rules if line not in current]
     if not missing:
         return text
     if not text:
         return block
-    return text + ("" if text.endswith("\n") else "\n") + "\n".join(["", "# cortex runtime files", *missing, ""])
+    return text + ("" if text.endswith("\n") else "\n") + "\n".join(["", header, *missing, ""])
 
 
-def _ensure_gitignore(root: Path) -> list[str]:
-    """Append the runtime-file rules a person's .gitignore lacks to the working file."""
-    path = root / ".gitignore"
+def _with_rules(text: str) -> str:
+    """A .gitignore with the runtime-file rules (machine-local files never travel)."""
+    return _with_lines(text, "gitignore", "# cortex runtime files")
+
+
+def _with_attributes(text: str) -> str:
+    """A .gitattributes naming cortex's merge driver for notes."""
+    return _with_lines(text, "gitattributes", "# cortex: notes merge with cortex's driver (`cortex sync`, `git pull`)")
+
+
+def _ensure_lines(root: Path, rel: str, edit) -> list[str]:
+    """Append the lines a person's file lacks to the working file."""
+    path = root / rel
     current = path.read_text() if path.exists() else ""
-    wanted = _with_rules(current)
+    wanted = edit(current)
     if wanted == current:
         return []
     with open(path, "a") as fh:
         fh.write(wanted[len(current):])
-    return [".gitignore"]
+    return [rel]
 
 
 HOOK_IDS = ("cortex-fix", "cortex-validate")
@@ -209,7 +220,7 @@ def _ensure_hook_entries(root: Path) -> list[str]:
 
 # Files a person may own already: cortex adds its part to them. The commit gets HEAD's
 # version with that part, never the person's uncommitted edits, which stay in the file.
-EDITED = {".gitignore": _with_rules, ".pre-commit-config.yaml": _with_hooks}
+EDITED = {".gitignore": _with_rules, ".gitattributes": _with_attributes, ".pre-commit-config.yaml": _with_hooks}
 
 
 def _edited_bytes(edit, data: bytes) -> bytes:
@@ -260,7 +271,9 @@ def _install_hooks(root: Path) -> None:
     import sys
 
     from cortex.hooks import install
+    from cortex.mergedriver import ensure_driver
 
+    ensure_driver(root)  # .git/config never travels: each clone defines the driver itself
     _done, problems = install(root)
     for line in problems:
         sys.stderr.write(f"cortex: {line}\n")

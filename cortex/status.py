@@ -109,6 +109,19 @@ def _job_view(record: Any) -> dict[str, Any]:
     return view
 
 
+def sync_status(root, state) -> dict[str, Any] | None:
+    """Ahead/behind the upstream as of the last fetch (no network), None without a remote."""
+    from cortex import gitcli
+
+    res = gitcli.run(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}")
+    if not res.ok:
+        return None
+    upstream = res.out.strip()
+    counts = gitcli.ahead_behind(root, "HEAD", "@{u}") or (0, 0)
+    record = state.extra.get("sync") or {}
+    return {"upstream": upstream, "ahead": counts[0], "behind": counts[1], "last_sync": record.get("last_sync")}
+
+
 def vault_status(vault) -> dict[str, Any]:
     state = vault.load_state()
     counts: Counter[tuple[str, str]] = Counter()  # (partition, type) of active notes
@@ -150,4 +163,5 @@ def vault_status(vault) -> dict[str, Any]:
         "last_run": state.last_run,
         "jobs": {name: _job_view(record) for name, record in sorted(state.jobs.items())},
         "index": index_status(vault.root),
+        "sync": sync_status(vault.root, state),
     }

@@ -22,6 +22,7 @@ from cortex.schema_lite import compile_schema
 from cortex.taxonomy import ARCHIVE, Taxonomy
 
 TAG_RE = re.compile(r"[a-z0-9_-]+(/[a-z0-9_-]+)*")
+CONFLICT_RE = re.compile(r"^(<{7}|>{7})(?: |\r?$)", re.M)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,12 @@ class NoteValidator:
         if not text.strip():
             return problems  # an empty note (Obsidian's "Untitled.md"): left alone until it has a body
         cortex_note = in_partition(path)
+        if "<<<<<<<" in text or ">>>>>>>" in text:
+            marker = CONFLICT_RE.search(text)
+            if marker:
+                add(text.count("\n", 0, marker.start()) + 1, "an unsettled merge conflict (<<<<<<< ======= >>>>>>> lines)",
+                    "keep what is right of each side, delete the three marker lines, `git add` the note (`git diff` shows both sides)")
+                return problems
         try:
             note = parse_note(text) if parsed is None else parsed
         except NoteSyntaxError as exc:

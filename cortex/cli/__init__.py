@@ -14,6 +14,7 @@ from cortex.cli import hooks  # noqa: E402,F401
 from cortex.cli import search  # noqa: E402,F401
 from cortex.cli import agents  # noqa: E402,F401
 from cortex.cli import maintain  # noqa: E402,F401
+from cortex.cli import sync  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -167,12 +167,17 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan; write and commit nothing."),
     commit_per: Optional[str] = typer.Option(None, "--commit-per", metavar="note|session|run", help="One commit per note, per session or per run (default: run, or observer/config.yml)."),
     limit: Optional[int] = typer.Option(None, min=1, help="Process at most this many lines."),
+    sync: Optional[bool] = typer.Option(None, "--sync/--no-sync", help="`cortex sync` before (fetch, merge) and after (push) the run (default: sync.on_run in observer/config.yml)."),
 ) -> None:
     """Process the buffer: validate, scan, score, dedup, route, write notes, commit."""
     if commit_per not in (None, "note", "session", "run"):
         raise typer.BadParameter("--commit-per must be note, session or run")
     vault = open_vault()
+    sync = vault.settings.sync_on_run if sync is None else sync
+    if sync and not dry_run:
+        _sync_around(vault, push=False)  # the remote's notes first: their hashes dedup this run's lines
     report = vault.run(dry_run=dry_run, commit_per=commit_per, limit=limit)
+    code = _sync_around(vault, push=None) if sync and not dry_run else 0
     if dry_run:
         plan = report.plan
         # The same report as a real run, with what it would do under `plan`.
@@ -193,6 +198,25 @@ def run(
     elif json_:
         emit_json(report.to_json())
     info(render_report(report))
+    if code:
+        raise typer.Exit(code)
+
+
+def _sync_around(vault, *, push) -> int:
+    """A sync around `cortex run`: a failure is said, never fatal to the run (the notes are
+    committed here and go out next time); its exit code is the run's when the run did well."""
+    from cortex.errors import CortexError
+    from cortex.sync import sync
+
+    try:
+        report = sync(vault, push_changes=push)
+    except CortexError as exc:
+        info(f"cortex: sync: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""))
+        return exc.exit_code
+    if report.integrated != "up to date" or report.pushed or report.settled:
+        info(f"sync: {report.integrated}" + (", pushed" if report.pushed else "")
+             + (f", {len(report.settled)} settled" if report.settled else ""))
+    return 0
 
 
 @app.command()
@@ -219,6 +243,10 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         print(f"  {job:<10} last {info_.get('last_run', 'never')}" + (f", next {info_['next_run']}" if info_.get("next_run") else ""))
     idx = s["index"]
     print(f"index        {idx['state']}" + (f" ({idx['hint']})" if idx.get("hint") else ""))
+    sy = s.get("sync")
+    if sy:
+        print(f"sync         {sy['ahead']} ahead, {sy['behind']} behind {sy['upstream']} (as of the last fetch; "
+              f"last `cortex sync` {sy['last_sync'] or 'never'})")
     if s["run_in_progress"]:
         print("note: a run was interrupted; the next `cortex run` completes it")
 

@@ -10,6 +10,7 @@ that were applied, so a crash at any point neither loses nor doubles a reinforce
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -48,9 +49,15 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
     by_id, by_path = snapshot.by_id(), snapshot.by_path()
     grouped: dict[str, dict[str, Any]] = {}
     locked, missing = [], []
+    folded: dict[str, NoteInfo] | None = None
     for key in sorted(reinforcements):
         entry = reinforcements[key]
         note = by_id.get(key) or by_path.get(str(entry.get("path") or "")) or by_path.get(key.removeprefix("path:"))
+        if note is None:
+            # folded by a sync into the note that lists it in merged_from (cortex.settle)
+            if folded is None:
+                folded = {i: n for n in snapshot if not n.archived for i in n.merged_from}
+            note = folded.get(key)
         if note is None:
             missing.append(key)
             continue
@@ -71,7 +78,11 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
 
 
 def render(text: str, item: Reinforcement) -> str:
-    updates: dict[str, str | None] = {"last_reinforced": item.new_last, "reinforced": str(item.new_count)}
+    # A fresh tally per application: two machines applying "+1" to one note would
+    # otherwise write the same bytes, and git keeps one of two identical changes (the
+    # count would stay 1 where it is 2); distinct, the merge driver adds them up.
+    updates: dict[str, str | None] = {"last_reinforced": item.new_last, "reinforced": str(item.new_count),
+                                      "reinforced_tally": secrets.token_hex(4)}
     if item.restore:
         updates.update({"archived": None, "archive_reason": None})
     return set_fields(text, updates, after="last_reinforced")

@@ -1,0 +1,90 @@
+"""One vault on several machines: sync, clone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
+
+
+def render_sync(report) -> str:
+    r = report
+    lines = [f"cortex sync with {r.remote}/{r.branch}: {r.integrated}" + (", pushed" if r.pushed else "")
+             + f" in {r.seconds:.2f}s"]
+    if r.recovered:
+        lines.append(f"  finished first: interrupted {', '.join(r.recovered)}")
+    for item in r.settled:
+        if "kept" in item:
+            lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, reinforced {item['reinforced']})")
+        else:
+            lines.append(f"  settled  {item['revived']} → {item['to']} (reinforced elsewhere: not archived)")
+    if r.push_attempts > 1:
+        lines.append(f"  pushed after {r.push_attempts} attempts (other machines pushed first)")
+    lines.append(f"  now {r.ahead} ahead, {r.behind} behind {r.remote}")
+    lines += [f"  warning: {w}" for w in r.warnings]
+    return "\n".join(lines)
+
+
+def _failure_json(exc) -> dict:
+    from cortex.sync import Conflict
+
+    out = {"ok": False, "error": getattr(exc, "kind", "error"), "message": exc.message, "hint": exc.hint,
+           "exit_code": exc.exit_code}
+    if isinstance(exc, Conflict):
+        out["paths"] = exc.paths
+    return out
+
+
+def run_sync(*, remote: Optional[str], push: Optional[bool], accept_rewrite: bool = False, json_: bool = False) -> int:
+    from cortex.errors import CortexError
+    from cortex.sync import sync
+
+    vault = open_vault()
+    try:
+        report = sync(vault, remote=remote, push_changes=push, accept_rewrite=accept_rewrite)
+    except CortexError as exc:
+        if json_:
+            emit_json(_failure_json(exc))
+        raise
+    if json_:
+        emit_json({"ok": True, **report.to_json()})
+    info(render_sync(report))
+    return 0
+
+
+@app.command("sync")
+def sync_command(
+    remote: Optional[str] = typer.Option(None, "--remote", metavar="NAME", help="The remote (default: the branch's upstream, else origin, or sync.remote in observer/config.yml)."),
+    push: Optional[bool] = typer.Option(None, "--push/--no-push", help="Push after integrating (default: yes, or sync.push in observer/config.yml)."),
+    accept_rewrite: bool = typer.Option(False, "--accept-rewrite", help="The remote was force-pushed on purpose: merge its new history with yours (nothing of yours is dropped)."),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Fetch, merge (notes settled by cortex's merge driver), push, retrying when another machine pushed first.
+
+    Exit 0 synced; 1 a person must act (a conflict, a rewritten remote, credentials,
+    uncommitted changes in the way: the message says what to run); 75 try again later
+    (the remote is unreachable, or kept moving). Nothing is ever lost or reset."""
+    raise typer.Exit(run_sync(remote=remote, push=push, accept_rewrite=accept_rewrite, json_=json_))
+
+
+@app.command("clone")
+def clone(
+    url: str = typer.Argument(..., help="The shared vault's remote (a path, ssh://, https://, git@host:...)."),
+    path: Optional[Path] = typer.Argument(None, help="Where to put it (default: the repository's name)."),
+) -> None:
+    """Join a shared vault on this machine: `git clone URL PATH`, then `cortex init PATH` (hooks, merge driver)."""
+    from cortex import gitcli
+    from cortex.errors import CortexError
+    from cortex.vault import Vault
+
+    target = path or Path(url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "vault")
+    res = gitcli.run(Path.cwd(), "clone", "--quiet", url, str(target), timeout=gitcli.NETWORK_TIMEOUT)
+    if not res.ok:
+        raise CortexError(f"git clone {url} failed: {res.err.strip()}", "check the address and your access to it")
+    vault, created = Vault.init(target)
+    info(f"Cloned {url} into {vault.root}: hooks and merge driver set up"
+         + (f", {len(created)} missing file(s) added and committed" if created else ", nothing rewritten"))
+    info(f"Next: `cortex --vault {target} sync` after each `cortex run` (or `sync: {{on_run: true}}` in observer/config.yml).")

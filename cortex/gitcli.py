@@ -1,0 +1,106 @@
+"""The git command line, for what must behave exactly as the person's own git does:
+talking to remotes (their credentials, ssh config, proxies) and moving the working tree
+and index (git's own locks and its refusal to overwrite uncommitted work).
+
+Standard library only. ``cortex.gitrepo`` (pygit2) stays the way cortex reads objects
+and makes its own commits; this module is the one place cortex runs ``git``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from cortex.errors import CortexError
+
+# git never stops to ask for a password: a sync in cron or CI fails with a message instead.
+_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"}
+NETWORK_TIMEOUT = 300.0  # seconds a fetch or push may take before it counts as unreachable
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+
+def run(root: Path, *args: str, input: str | None = None, timeout: float | None = None) -> Result:
+    """``git -C root args``; never raises for git's own failures (the caller reads them)."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env={**os.environ, **_ENV},
+            timeout=timeout,
+        )
+    except FileNotFoundError:
+        raise CortexError("git is not installed (or not on PATH)", "install git, then run again") from None
+    except subprocess.TimeoutExpired:
+        return Result(124, "", f"git {args[0]} timed out after {timeout:.0f}s")
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def out(root: Path, *args: str) -> str:
+    """Output of a local git command that must succeed."""
+    res = run(root, *args)
+    if not res.ok:
+        raise CortexError(f"git {' '.join(args)} failed: {res.err.strip() or res.code}")
+    return res.out.strip()
+
+
+def rev(root: Path, ref: str) -> str | None:
+    res = run(root, "rev-parse", "--verify", "--quiet", ref + "^{commit}")
+    return res.out.strip() if res.ok and res.out.strip() else None
+
+
+def is_ancestor(root: Path, older: str, newer: str) -> bool:
+    return run(root, "merge-base", "--is-ancestor", older, newer).code == 0
+
+
+def config(root: Path, key: str) -> str | None:
+    res = run(root, "config", "--get", key)
+    return res.out.strip() if res.ok else None
+
+
+def git_dir(root: Path) -> Path:
+    return Path(out(root, "rev-parse", "--absolute-git-dir"))
+
+
+def ahead_behind(root: Path, ref: str, upstream: str) -> tuple[int, int] | None:
+    res = run(root, "rev-list", "--left-right", "--count", f"{ref}...{upstream}")
+    if not res.ok:
+        return None
+    ahead, behind = res.out.split()
+    return int(ahead), int(behind)
+
+
+# --- what a failed fetch or push means ---------------------------------------------------
+
+AUTH_SIGNS = ("authentication failed", "permission denied", "could not read username", "could not read password",
+              "terminal prompts disabled", "http 401", "http 403", "returned error: 401", "returned error: 403",
+              "invalid username or password", "host key verification failed")
+NETWORK_SIGNS = ("could not resolve", "connection refused", "connection timed out", "timed out", "network is unreachable",
+                 "unable to access", "could not read from remote", "does not appear to be a git repository",
+                 "no route to host", "connection reset", "early eof", "the remote end hung up", "unable to connect",
+                 "failed to connect", "couldn't connect", "no such file or directory")
+
+
+def failure_kind(err: str) -> str:
+    """``auth``, ``network`` or ``other`` for a fetch or push that failed with ``err``."""
+    low = err.lower()
+    if any(sign in low for sign in AUTH_SIGNS):
+        return "auth"
+    if any(sign in low for sign in NETWORK_SIGNS):
+        return "network"
+    return "other"

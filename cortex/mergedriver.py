@@ -1,0 +1,331 @@
+"""The git merge driver for notes: what two machines did to one note, combined.
+
+``cortex init`` registers it for ``vault/**/*.md`` and ``mind/**/*.md`` in
+``.gitattributes`` and in ``.git/config`` (``merge.cortex-note.driver``), so ``cortex
+sync`` and a plain ``git pull`` or ``git merge`` settle the same way:
+
+- the same observation memorized on both sides (an add/add of one path: same day, same
+  hash) is one note, the older id's, plus a reinforcement: ``reinforced`` is the sum of
+  both plus one, ``merged_from`` keeps the other id;
+- ``reinforced`` adds up (base + both sides' increments), ``last_reinforced`` takes the
+  later, ``merged_from`` is the union;
+- archived (faded or merged) on one side, alive on the other (reinforced or its body
+  edited): a reinforced or edited memory is not archived, so the archive fields go and
+  ``cortex sync`` moves the file back out of ``mind/archive/``;
+- any other field or the body changed on one side only takes that side; both bodies
+  edited merge line by line when the edits do not overlap (``source_hash`` re-computed).
+
+What is left (both sides rewrote the same lines, or one field two ways) gets git's
+conflict markers and a non-zero exit: a person decides. The core, ``merge_note``, is
+pure (three texts in, text and a clean flag out); ``main`` is the thin file layer.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from cortex.notes import NoteSyntaxError, quote, source_hash, split_frontmatter
+
+ARCHIVE_KEYS = ("archived", "archive_reason", "merged_into")
+_KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
+
+
+class _Unmergeable(Exception):
+    pass
+
+
+# --- the note as blocks ---------------------------------------------------------------------
+
+
+def _split(text: str) -> tuple[list[tuple[str, str]], str, str]:
+    """(frontmatter blocks as (name, raw lines), body, opening) — raises _Unmergeable."""
+    try:
+        split = split_frontmatter(text)
+    except NoteSyntaxError:
+        raise _Unmergeable from None
+    if split is None:
+        raise _Unmergeable
+    fm, body, _ = split
+    blocks: list[tuple[str, str]] = []
+    for line in fm.splitlines(keepends=True):
+        m = _KEY_RE.match(line)
+        if m:
+            blocks.append((m.group(1), line))
+        elif blocks and line[:1] in (" ", "\t", "-") and not blocks[-1][0].startswith("#"):
+            blocks[-1] = (blocks[-1][0], blocks[-1][1] + line)  # a key's continuation lines
+        else:
+            blocks.append(("#" + line.strip(), line))  # a comment (the `# ---` separator)
+    opening = text[: text.index("\n") + 1]
+    return blocks, body, opening
+
+
+def _value(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    return raw.split(":", 1)[1].strip().strip("\"'")
+
+
+def _count(raw: str | None) -> int:
+    try:
+        return int(_value(raw) or 0)
+    except ValueError:
+        raise _Unmergeable from None
+
+
+def _ids(raw: str | None) -> list[str]:
+    text = _value(raw) or ""
+    return [i.strip().strip("\"'") for i in text.strip("[]").split(",") if i.strip().strip("\"'")]
+
+
+def _later(a: str | None, b: str | None) -> str | None:
+    from cortex.timefmt import parse_time
+
+    if not a or not b:
+        return a or b
+    try:
+        return a if parse_time(a) >= parse_time(b) else b
+    except ValueError:
+        return max(a, b)
+
+
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text[:200] else "\n"
+
+
+# --- the merge ----------------------------------------------------------------------------
+
+
+def merge_note(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """The merged note and whether it merged cleanly (else it carries conflict markers)."""
+    if ours == theirs:
+        return ours, True
+    if base == ours:
+        return theirs, True
+    if base == theirs:
+        return ours, True
+    try:
+        if not base.strip():
+            return _fold(ours, theirs), True
+        return _three_way(base, ours, theirs), True
+    except _Unmergeable:
+        return _line_merge(base, ours, theirs)
+
+
+def _fold(ours: str, theirs: str) -> str:
+    """Two notes added at one path: the same memory (same hash) folds into one."""
+    a, b = dict(_split(ours)[0]), dict(_split(theirs)[0])
+    if _value(a.get("source_hash")) != _value(b.get("source_hash")) or not _value(a.get("id")) or not _value(b.get("id")):
+        raise _Unmergeable
+    keep_text, keep, other = (ours, a, b) if _value(a["id"]) <= _value(b["id"]) else (theirs, b, a)
+    blocks, body, opening = _split(keep_text)
+    nl = _newline(keep_text)
+    ids = _ids(keep.get("merged_from")) + [i for i in [*_ids(other.get("merged_from")), _value(other["id"])]
+                                            if i not in _ids(keep.get("merged_from"))]
+    fields = {
+        "reinforced": str(_count(keep.get("reinforced")) + _count(other.get("reinforced")) + 1),
+        "last_reinforced": _later(_value(keep.get("last_reinforced")) or _value(keep.get("created")),
+                                  _value(other.get("last_reinforced")) or _value(other.get("created"))),
+        "merged_from": "[" + ", ".join(quote(i) for i in ids) + "]",
+        "reinforced_tally": _tally(keep, other) if keep.get("reinforced_tally") or other.get("reinforced_tally") else None,
+    }
+    out = dict(blocks)
+    for key, value in fields.items():
+        if value is not None:
+            out[key] = f"{key}: {value}{nl}"
+    return _render(_order([n for n, _ in blocks], list(fields)), out, body, opening)
+
+
+def _tally(a: dict, b: dict) -> str:
+    """The tally of a merged count: the same two tallies always give the same one, so two
+    machines merging the same two counts write the same bytes (git keeps one: right)."""
+    import hashlib
+
+    pair = sorted(_value(x.get("reinforced_tally")) or "" for x in (a, b))
+    return hashlib.sha256("+".join(pair).encode()).hexdigest()[:8]
+
+
+def _alive(base: dict, side: dict, base_body: str, side_body: str) -> bool:
+    """The side shows the memory in use: reinforced, or its body edited."""
+    return (_count(side.get("reinforced")) > _count(base.get("reinforced"))
+            or (_value(side.get("last_reinforced")) or "") > (_value(base.get("last_reinforced")) or "")
+            or side_body != base_body)
+
+
+def _three_way(base: str, ours: str, theirs: str) -> str:
+    ob, obody, _ = _split(base)
+    ab, abody, opening = _split(ours)
+    bb, bbody, _ = _split(theirs)
+    o, a, b = dict(ob), dict(ab), dict(bb)
+    for blocks in (ob, ab, bb):
+        keys = [n for n, _ in blocks if not n.startswith("#")]
+        if len(keys) != len(set(keys)):
+            raise _Unmergeable  # a repeated key: only a person knows which one is meant
+    nl = _newline(ours)
+
+    body, rehash = _merge_body(obody, abody, bbody)
+    names = [n for n, _ in ab] + [n for n, _ in bb if n not in a]
+    out: dict[str, str | None] = {}
+    for name in dict.fromkeys([*names, *o]):
+        out[name] = _pick(o.get(name), a.get(name), b.get(name))
+
+    count = _count(o.get("reinforced")) + (_count(a.get("reinforced")) - _count(o.get("reinforced"))) \
+        + (_count(b.get("reinforced")) - _count(o.get("reinforced")))
+    if count > 0 or out.get("reinforced") is not None:
+        out["reinforced"] = f"reinforced: {max(0, count)}{nl}"
+    last = _later(_value(a.get("last_reinforced")), _value(b.get("last_reinforced")))
+    if last:
+        out["last_reinforced"] = f"last_reinforced: {last}{nl}"
+    if out.get("reinforced_tally") is _CONFLICT:
+        out["reinforced_tally"] = f"reinforced_tally: {_tally(a, b)}{nl}"
+    merged = list(dict.fromkeys([*_ids(a.get("merged_from")), *_ids(b.get("merged_from"))]))
+    if merged:
+        out["merged_from"] = "merged_from: [" + ", ".join(quote(i) for i in merged) + "]" + nl
+
+    a_archived, b_archived = "archived" in a, "archived" in b
+    if "archived" not in o and a_archived != b_archived:
+        other, other_body = (b, bbody) if a_archived else (a, abody)
+        keeper = a if a_archived else b
+        # Merged into another note, the memory lives on there: only an edit brings it back.
+        alive = other_body != obody if "merged_into" in keeper else _alive(o, other, obody, other_body)
+        for key in ARCHIVE_KEYS:
+            out[key] = None if alive else keeper.get(key)
+    elif a_archived and b_archived and "archived" not in o:
+        first = a if (_value(a.get("archived")) or "") <= (_value(b.get("archived")) or "") else b
+        for key in ARCHIVE_KEYS:
+            out[key] = first.get(key)
+    elif any(out.get(k) is _CONFLICT for k in ARCHIVE_KEYS):
+        raise _Unmergeable
+
+    if rehash and out.get("source_hash") is not None:
+        out["source_hash"] = f"source_hash: {source_hash(body)}{nl}"
+    if any(v is _CONFLICT for v in out.values()):
+        raise _Unmergeable
+    order = _order([n for n, _ in ab], [n for n, _ in bb if n not in a])
+    order += [n for n in out if n not in order]
+    return _render(order, out, body, opening)
+
+
+_CONFLICT: str = "\0conflict"
+
+
+def _same(x: str | None, y: str | None) -> bool:
+    if x is None or y is None:
+        return x is y
+    return [line.rstrip() for line in x.splitlines()] == [line.rstrip() for line in y.splitlines()]
+
+
+def _pick(o: str | None, a: str | None, b: str | None) -> str | None:
+    if _same(a, b) or _same(o, b):
+        return a
+    if _same(o, a):
+        return b
+    return _CONFLICT
+
+
+def _merge_body(o: str, a: str, b: str) -> tuple[str, bool]:
+    """(body, whether it is new text neither side had)."""
+    if a == b or o == b:
+        return a, False
+    if o == a:
+        return b, False
+    merged, clean = _merge_file(o, a, b)
+    if not clean:
+        raise _Unmergeable
+    return merged, True
+
+
+def _order(names: list[str], added: list[str]) -> list[str]:
+    """``names`` with ``added`` ones placed as cortex places them (reinforced after
+    last_reinforced, others before the closing fence)."""
+    order = list(names)
+    for name in added:
+        if name in order:
+            continue
+        if name == "reinforced" and "last_reinforced" in order:
+            order.insert(order.index("last_reinforced") + 1, name)
+        elif name == "reinforced_tally" and "reinforced" in order:
+            order.insert(order.index("reinforced") + 1, name)
+        else:
+            order.append(name)
+    return order
+
+
+def _render(order: list[str], blocks: dict[str, str | None], body: str, opening: str) -> str:
+    nl = "\r\n" if opening.endswith("\r\n") else "\n"
+    lines = [opening]
+    for name in order:
+        raw = blocks.get(name)
+        if raw is not None:
+            lines.append(raw if raw.endswith("\n") else raw + nl)
+    return "".join(lines) + "---" + nl + body
+
+
+# --- line merge (git's own), for what is not a note or cannot be settled ------------------
+
+
+def _merge_file(base: str, ours: str, theirs: str, labels=("ours", "base", "theirs")) -> tuple[str, bool]:
+    with tempfile.TemporaryDirectory(prefix="cortex-merge-") as tmp:
+        paths = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(tmp) / name
+            path.write_text(text, encoding="utf-8", newline="")
+            paths.append(str(path))
+        proc = subprocess.run(
+            ["git", "merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2], *paths],
+            capture_output=True,
+        )
+    if proc.returncode < 0 or proc.returncode > 127:
+        raise OSError(f"git merge-file failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout.decode("utf-8", errors="replace"), proc.returncode == 0
+
+
+def _line_merge(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    return _merge_file(base, ours, theirs)
+
+
+# --- registration ---------------------------------------------------------------------------
+
+DRIVER = "cortex-note"
+ATTRIBUTES = (f"vault/**/*.md merge={DRIVER}", f"mind/**/*.md merge={DRIVER}")
+
+
+def driver_command() -> str:
+    import shlex
+
+    return f"PYTHONSAFEPATH=1 {shlex.quote(sys.executable)} -m cortex.mergedriver %O %A %B %P"
+
+
+def ensure_driver(root) -> bool:
+    """Define the driver in the repository's own config (``.gitattributes`` names it;
+    git's config, which never travels with a clone, says what runs). True if changed."""
+    from cortex import gitcli
+
+    wanted = driver_command()
+    if gitcli.config(root, f"merge.{DRIVER}.driver") == wanted:
+        return False
+    gitcli.out(root, "config", "--local", f"merge.{DRIVER}.name", "cortex: notes from two machines, combined")
+    gitcli.out(root, "config", "--local", f"merge.{DRIVER}.driver", wanted)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m cortex.mergedriver %O %A %B %P``: the result replaces %A (git's rule)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 3:
+        sys.stderr.write("usage: python -m cortex.mergedriver BASE OURS THEIRS [PATH]\n")
+        return 2
+    base, ours, theirs = (Path(a).read_bytes().decode("utf-8", errors="surrogateescape") for a in args[:3])
+    merged, clean = merge_note(base, ours, theirs)
+    Path(args[1]).write_bytes(merged.encode("utf-8", errors="surrogateescape"))
+    if not clean:
+        where = args[3] if len(args) > 3 else args[1]
+        sys.stderr.write(f"cortex: {where}: both sides changed the same lines; settle it by hand\n")
+    return 0 if clean else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

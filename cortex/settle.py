@@ -1,0 +1,148 @@
+"""What a merge of two machines' vaults leaves for cortex to settle across files.
+
+The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it cannot:
+
+- the same observation memorized on two machines on different days: two paths, one
+  ``source_hash``. They fold into one note, the older id's (the driver's choice for the
+  same day too), which gains ``reinforced`` (1 + the other's count), the later
+  ``last_reinforced`` and the other id in ``merged_from``; the other goes where dedup
+  sends a duplicate (``mind/archive/`` with ``merged_into``), or, in the permanent
+  ``vault/`` partition that has no archive, is removed (its id lives on in ``merged_from``);
+- a memory reinforced on one machine and archived on the other: the driver drops the
+  archive fields, and the file comes back out of ``mind/archive/`` to its folder.
+
+``plan_settle`` is pure over a HEAD snapshot; ``settle`` applies it in one crash-safe
+commit (``settle:``), for ``cortex sync`` after every merge, and after a person's plain
+``git pull`` at the next ``cortex sync``. A note being edited or maintained by a person
+is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable
+
+from cortex.maintenance.base import JobContext, archive_path, later, unarchive_path
+from cortex.maintenance.snapshot import NoteInfo, Snapshot
+from cortex.notes import quote, set_fields
+from cortex.timefmt import format_time
+
+JOB = "sync"
+_ARCHIVED_RE = re.compile(r"^(archived|merged_into):", re.M)
+
+
+@dataclass(frozen=True)
+class Fold:
+    keep: NoteInfo
+    others: tuple[NoteInfo, ...]
+
+
+@dataclass(frozen=True)
+class SettlePlan:
+    folds: tuple[Fold, ...]
+    revived: tuple[NoteInfo, ...]  # in mind/archive/ without the fields that put it there
+
+
+def _eligible(note: NoteInfo) -> bool:
+    return not note.archived and not note.broken and bool(note.id) and bool(note.body)
+
+
+def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | None,
+                archive_text) -> SettlePlan:
+    """``changed``: the paths a merge touched (None: look at every note);
+    ``archive_text(note)``: the text of a note under ``mind/archive/``."""
+    groups: dict[str, list[NoteInfo]] = {}
+    revived = []
+    for note in snapshot:
+        if note.archived:
+            if (changed is None or note.path in changed) and not note.broken \
+                    and not _ARCHIVED_RE.search(archive_text(note)):
+                revived.append(note)
+        elif _eligible(note):
+            groups.setdefault(note.source_hash, []).append(note)
+    folds = []
+    for notes in groups.values():
+        if len(notes) < 2 or (changed is not None and not any(n.path in changed for n in notes)):
+            continue
+        if any(n.locked for n in notes):
+            continue  # a person keeps these apart on purpose
+        notes.sort(key=lambda n: n.id or "")
+        folds.append(Fold(notes[0], tuple(notes[1:])))
+    return SettlePlan(tuple(folds), tuple(revived))
+
+
+def _flow_ids(ids: list[str]) -> str:
+    return "[" + ", ".join(quote(i) for i in ids) + "]"
+
+
+def settle(vault, now: datetime) -> list[dict[str, Any]]:
+    """Apply what HEAD needs settling (since the last settle); the items done."""
+    ctx = JobContext(vault, now)
+    head = ctx.repo.head_oid()
+    state = vault.load_state()
+    record = state.extra.setdefault("sync", {})
+    if head is None or record.get("settled") == head:
+        return []
+    changed = _changed_since(ctx.repo, record.get("settled"), head)
+    snapshot = ctx.snapshot()
+    plan = plan_settle(snapshot, changed, ctx.file_text)
+    changes: dict[str, str | None] = {}
+    items: list[dict[str, Any]] = []
+    lines: list[str] = []
+    taken: set[str] = set()
+    for note in plan.revived:
+        if ctx.editing(note.path):
+            continue
+        target = ctx.free_path(unarchive_path(note.path), taken)
+        taken.add(target)
+        changes[target] = ctx.blob(ctx.file_text(note))
+        changes[note.path] = None
+        items.append({"revived": note.path, "to": target})
+        lines.append(f"{note.path} → {target} — {note.title} (alive on another machine)")
+    for fold in plan.folds:
+        if any(ctx.editing(n.path) for n in (fold.keep, *fold.others)):
+            continue
+        keep = fold.keep
+        ids = list(keep.merged_from)
+        count, last = keep.reinforced, keep.last_reinforced or keep.created
+        for other in fold.others:
+            ids += [i for i in (*other.merged_from, other.id) if i and i not in ids]
+            count += 1 + other.reinforced
+            last = later(last, other.last_reinforced or other.created)
+            if other.partition == "mind":
+                target = ctx.free_path(archive_path(other.path), taken)
+                taken.add(target)
+                changes[target] = ctx.blob(set_fields(ctx.file_text(other), {
+                    "merged_into": quote(keep.id), "archived": format_time(now), "archive_reason": "merged"}))
+            changes[other.path] = None
+            lines.append(f"{other.path} → {keep.path} — {other.title} (the same memory from another machine)")
+        updates = {"merged_from": _flow_ids(ids), "reinforced": str(count)}
+        if last:
+            updates["last_reinforced"] = last
+        changes[keep.path] = ctx.blob(set_fields(ctx.file_text(keep), updates, after="last_reinforced"))
+        items.append({"kept": keep.path, "folded": [o.path for o in fold.others], "reinforced": count})
+    if changes:
+        head_line = f"settle: {len(lines)} note{'' if len(lines) == 1 else 's'} after a sync"
+        ctx.commit(JOB, changes, head_line + "\n\n" + "\n".join(lines) + "\n")
+        head = ctx.repo.head_oid()
+    state = vault.load_state()
+    state.extra.setdefault("sync", {})["settled"] = head
+    vault.save_state(state)
+    return items
+
+
+def _changed_since(repo, old: str | None, new: str) -> set[str] | None:
+    """Paths that differ between two commits (None: no earlier settle, look at all)."""
+    if old is None:
+        return None
+    try:
+        diff = repo.repo.diff(repo.repo.revparse_single(old), repo.repo.revparse_single(new))
+    except (KeyError, ValueError):
+        return None
+    out: set[str] = set()
+    for delta in diff.deltas:
+        out.add(delta.new_file.path)
+        out.add(delta.old_file.path)
+    return out

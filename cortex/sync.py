@@ -1,0 +1,385 @@
+"""``cortex sync``: one vault on several machines, through a git remote.
+
+One pass, under the vault lock (so no ``cortex run`` or job interleaves):
+
+1. finish what a killed run, job or sync left (their own exactly-once records);
+2. ``git fetch`` the remote (the person's credentials, ssh config, proxies);
+3. stop if the remote branch was rewritten (force-pushed): never reset, say what to do;
+4. integrate: a fast-forward, or a **merge** commit. Merge, not rebase: a rebase would
+   rewrite the person's commits (and their signatures) and cortex's own, whose ids and
+   first-parent order the exactly-once records rely on; it also drops a commit whose
+   patch the other side already has, which is how two machines' identical
+   reinforcements became one. The merge is computed by ``git merge-tree`` (the notes'
+   merge driver settles what it can) without touching the working tree; only a clean
+   result is applied, by ``git read-tree -m -u`` (which refuses to overwrite a person's
+   uncommitted change) and a compare-and-swap of the branch;
+5. settle what a merge cannot see: the same memory at two paths (two days) folds into one
+   note, a memory brought back to life leaves ``mind/archive/`` (a crash-safe commit);
+6. push; a push rejected because another machine pushed first goes back to 2, a bounded
+   number of times.
+
+Every step is safe to kill: objects are content-addressed, the branch moves by
+compare-and-swap after the working tree, and a rerun recomputes the same merge.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from cortex import gitcli
+from cortex.errors import CortexError, LockBusy
+from cortex.settle import settle
+
+PUSH_ATTEMPTS = 5
+JOB = "sync"
+
+
+class SyncError(CortexError):
+    kind = "error"
+
+
+class Unreachable(SyncError):
+    kind, exit_code = "unreachable", 75  # try again later: nothing is lost meanwhile
+
+
+class AuthFailed(SyncError):
+    kind = "auth"
+
+
+class RemoteRewritten(SyncError):
+    kind = "rewritten"
+
+
+class Conflict(SyncError):
+    kind = "conflict"
+
+    def __init__(self, message: str, hint: str, paths: list[str]) -> None:
+        super().__init__(message, hint)
+        self.paths = paths
+
+
+class LocalChanges(SyncError):
+    kind = "local_changes"
+
+
+class PushRefused(SyncError):
+    kind = "push_refused"
+
+
+class PushRaced(SyncError):
+    kind, exit_code = "push_raced", 75
+
+
+@dataclass
+class SyncReport:
+    remote: str = ""
+    branch: str = ""
+    before: str | None = None
+    after: str | None = None
+    integrated: str = "up to date"  # up to date | fast-forward | merge
+    settled: list[dict[str, Any]] = field(default_factory=list)
+    pushed: bool = False
+    push_attempts: int = 0
+    recovered: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    ahead: int = 0
+    behind: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "remote": self.remote, "branch": self.branch, "before": self.before, "after": self.after,
+            "integrated": self.integrated, "settled": self.settled, "pushed": self.pushed,
+            "push_attempts": self.push_attempts, "recovered": self.recovered, "warnings": self.warnings,
+            "ahead": self.ahead, "behind": self.behind, "seconds": round(self.seconds, 3),
+        }
+
+
+# --- where to sync with ----------------------------------------------------------------------
+
+
+def branch_name(root) -> str:
+    res = gitcli.run(root, "symbolic-ref", "--quiet", "--short", "HEAD")
+    if not res.ok:
+        raise CortexError(
+            "the vault's HEAD is detached (no branch is checked out): there is nothing to sync",
+            "check out a branch (`git switch main`), then `cortex sync`",
+        )
+    return res.out.strip()
+
+
+def choose_remote(root, requested: str | None, configured: str | None) -> str:
+    branch = branch_name(root)
+    name = requested or configured or gitcli.config(root, f"branch.{branch}.remote") or "origin"
+    if not gitcli.run(root, "remote", "get-url", name).ok:
+        known = gitcli.run(root, "remote").out.split()
+        raise CortexError(
+            f"the vault has no remote named {name!r}" + (f" (it has: {', '.join(known)})" if known else ""),
+            f"add it: `git remote add {name} URL` (a bare repository, GitHub, GitLab, ssh://...), or pass --remote NAME",
+        )
+    return name
+
+
+def remote_branch(root, remote: str, branch: str) -> str:
+    """The branch on the remote this one syncs with: its upstream's, else the same name."""
+    merge = gitcli.config(root, f"branch.{branch}.merge")
+    if merge and gitcli.config(root, f"branch.{branch}.remote") == remote:
+        return merge.removeprefix("refs/heads/")
+    return branch
+
+
+# --- the steps --------------------------------------------------------------------------------
+
+
+def recover_all(vault, now: datetime) -> list[str]:
+    """Finish a killed ``cortex run``, maintenance job or settle step first: their records
+    name commits by the first-parent history a merge extends."""
+    from cortex.cycle import recover
+    from cortex.gitrepo import GitRepo
+    from cortex.maintenance.base import JobContext
+    from cortex.maintenance.reinforce import _finish
+    from cortex.model import RunReport
+
+    done = []
+    repo = GitRepo(vault.root)
+    state = vault.load_state()
+    report = RunReport()
+    recover(vault, repo, state, report, now)
+    if report.recovered:
+        done.append("run")
+    jobs = state.jobs
+    ctx = JobContext(vault, now)
+    for job in ("reinforce", "decay", "dedup", "brief", JOB):
+        if (jobs.get(job) or {}).get("pending"):
+            ctx.recover(job, _finish if job == "reinforce" else None)
+            done.append(job)
+    return done
+
+
+def fetch(root, remote: str, branch: str) -> str | None:
+    """Fetch the remote branch; its tip, or None when the remote has no such branch yet."""
+    res = gitcli.run(root, "fetch", "--quiet", "--no-tags", remote,
+                     f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}", timeout=gitcli.NETWORK_TIMEOUT)
+    if not res.ok:
+        if "couldn't find remote ref" in res.err.lower():
+            return None
+        _network_failure(res, remote, "fetch from")
+    return gitcli.rev(root, f"refs/remotes/{remote}/{branch}")
+
+
+def _network_failure(res: gitcli.Result, remote: str, doing: str) -> None:
+    detail = res.err.strip().splitlines()[-1] if res.err.strip() else f"exit {res.code}"
+    kind = gitcli.failure_kind(res.err)
+    if kind == "auth":
+        raise AuthFailed(
+            f"could not {doing} {remote}: authentication failed ({detail})",
+            "check your credentials for this remote (ssh key, token, credential helper: `git fetch "
+            f"{remote}` shows the same error); your commits are safe here and go out at the next `cortex sync`",
+        )
+    if kind == "network":
+        raise Unreachable(
+            f"could not {doing} {remote}: the remote is unreachable ({detail})",
+            "nothing is lost: your notes are committed here and go out at the next `cortex sync` once the "
+            "network is back (exit 75: try again later)",
+        )
+    raise SyncError(f"could not {doing} {remote}: {detail}", f"`git fetch {remote}` shows the whole error")
+
+
+def check_not_rewritten(root, last: str | None, tip: str | None, head: str, remote_ref: str) -> None:
+    """The tip we last integrated must still be in the remote's history."""
+    if last is None or last == tip:
+        return
+    if tip is not None and gitcli.is_ancestor(root, last, tip):
+        return  # moved forward
+    # A remote moved back (commits removed, perhaps a secret purged) is a rewrite too:
+    # pushing would quietly put the removed commits back.
+    now = tip[:10] if tip else "gone"
+    raise RemoteRewritten(
+        f"{remote_ref} was rewritten (force-pushed or deleted): commit {last[:10]}, which this vault last synced with, "
+        f"is no longer in its history (now {now}). cortex never resets your vault to it",
+        f"look at both (`git log --oneline --graph HEAD {remote_ref}`). To keep everything, merging the rewritten "
+        f"history with yours (commits the rewrite removed come back): `cortex sync --accept-rewrite`. To take the "
+        f"remote's history instead: `git reset --keep {remote_ref}` (commits only you had are then only in the reflog)",
+    )
+
+
+def integrate(vault, head: str, tip: str, remote_ref: str) -> tuple[str, str]:
+    """(how, new head): move HEAD, the index and the working tree to include ``tip``."""
+    root = vault.root
+    if gitcli.is_ancestor(root, tip, head):
+        return "up to date", head
+    if gitcli.is_ancestor(root, head, tip):
+        how, new = "fast-forward", tip
+    else:
+        how, new = "merge", _merge_commit(vault, head, tip, remote_ref)
+    _move(root, head, new, f"cortex sync: {how} {remote_ref}")
+    return how, new
+
+
+def _merge_commit(vault, head: str, tip: str, remote_ref: str) -> str:
+    from cortex.mergedriver import ensure_driver
+
+    root = vault.root
+    ensure_driver(root)  # a clone that skipped `cortex init` still merges notes cortex's way
+    res = gitcli.run(root, "merge-tree", "--write-tree", "--name-only", head, tip)
+    if res.code not in (0, 1):
+        raise SyncError(f"git merge-tree failed: {res.err.strip()}")
+    lines = res.out.splitlines()
+    tree = lines[0].strip()
+    if res.code == 1:
+        paths = []
+        for line in lines[1:]:
+            if not line.strip():
+                break
+            if line not in paths:
+                paths.append(line)
+        raise Conflict(
+            f"both sides changed {len(paths)} file(s) in ways only a person can settle: {', '.join(paths)}",
+            f"nothing was changed here. Run `git merge {remote_ref}`, edit the files above (keep what is right, "
+            f"drop the <<<<<<< ======= >>>>>>> lines), `git add` them and `git commit`, then `cortex sync`",
+            paths,
+        )
+    import pygit2
+
+    repo = pygit2.Repository(str(root))
+    sig = pygit2.Signature(vault.settings.author_name, vault.settings.author_email)
+    message = f"sync: merge {remote_ref}\n"
+    oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=head), pygit2.Oid(hex=tip)])
+    return str(oid)
+
+
+def _move(root, old: str, new: str, reason: str) -> None:
+    """Working tree and index from ``old`` to ``new`` (only the paths that differ; git
+    refuses when one of them holds a person's uncommitted change), then the branch."""
+    gitcli.run(root, "update-index", "-q", "--refresh")
+    res = gitcli.run(root, "read-tree", "-m", "-u", old, new)
+    if not res.ok:
+        err = res.err.strip()
+        if "index.lock" in err:
+            raise LockBusy(
+                "git is busy: another git command holds the index (.git/index.lock)",
+                "let it finish (an open commit editor holds the index), then `cortex sync` again",
+            )
+        files = [line.split("'")[1] for line in err.splitlines() if line.count("'") >= 2]
+        raise LocalChanges(
+            "your uncommitted changes are in files the remote changed too"
+            + (f": {', '.join(files)}" if files else f" ({err.splitlines()[0] if err else res.code})"),
+            "commit them (`git commit`) or put them aside (`git stash`), then `cortex sync`; nothing was changed",
+        )
+    done = gitcli.run(root, "update-ref", "-m", reason, "HEAD", new, old)
+    if not done.ok:
+        raise SyncError(
+            "HEAD moved while cortex synced (a commit was made meanwhile)",
+            "run `cortex sync` again: it merges that commit too",
+        )
+
+
+def push(root, remote: str, branch: str) -> str:
+    """``ok``, or ``raced`` when the remote moved since the fetch (another machine pushed)."""
+    res = gitcli.run(root, "push", "--porcelain", "--set-upstream", remote, f"HEAD:refs/heads/{branch}", timeout=gitcli.NETWORK_TIMEOUT)
+    text = res.out + res.err
+    if res.ok:
+        return "ok"
+    if "[rejected]" in text and ("fetch first" in text or "non-fast-forward" in text or "stale info" in text):
+        return "raced"
+    if "[remote rejected]" in text:
+        reason = next((line for line in text.splitlines() if "[remote rejected]" in line), "").strip()
+        raise PushRefused(
+            f"{remote} refused the push: {reason}",
+            "the remote's rules (branch protection, a size limit, a hook) said no; your commits are safe here. "
+            "Fix the rule or push to a branch you may write, then `cortex sync`",
+        )
+    _network_failure(res, remote, "push to")
+    return "failed"  # not reached
+
+
+# --- the pass ---------------------------------------------------------------------------------
+
+
+def sync(vault, *, remote: str | None = None, push_changes: bool | None = None, accept_rewrite: bool = False,
+         attempts: int | None = None, now: datetime | None = None) -> SyncReport:
+    from cortex.timefmt import format_time, utcnow
+
+    started = time.monotonic()
+    settings = vault.settings
+    root = vault.root
+    push_changes = settings.sync_push if push_changes is None else push_changes
+    attempts = max(1, attempts or settings.sync_attempts)
+    report = SyncReport()
+    with vault.lock():
+        now = now or utcnow()
+        report.recovered = recover_all(vault, now)
+        report.branch = branch_name(root)
+        report.remote = choose_remote(root, remote, settings.sync_remote)
+        target = remote_branch(root, report.remote, report.branch)
+        remote_ref = f"{report.remote}/{target}"
+        report.before = gitcli.rev(root, "HEAD")
+        for attempt in range(1, attempts + 1):
+            head = gitcli.rev(root, "HEAD")
+            tip = fetch(root, report.remote, target)
+            record = _record(vault)
+            if not accept_rewrite:
+                check_not_rewritten(root, record.get(remote_ref), tip, head, remote_ref)
+            if tip is not None:
+                how, head = integrate(vault, head, tip, remote_ref)
+                if how != "up to date":
+                    report.integrated = how if report.integrated == "up to date" else report.integrated
+            report.settled += settle(vault, now)
+            head = gitcli.rev(root, "HEAD")
+            _remember(vault, remote_ref, tip, now)
+            if not push_changes or head == tip:
+                break
+            report.push_attempts = attempt
+            if push(root, report.remote, target) == "ok":
+                report.pushed = True
+                _remember(vault, remote_ref, head, now)
+                break
+            if attempt == attempts:
+                raise PushRaced(
+                    f"{remote_ref} kept moving: {attempts} pushes were each overtaken by another machine's",
+                    "nothing is lost: your commits are merged and committed here; run `cortex sync` again",
+                )
+            time.sleep(min(2.0, 0.1 * 2 ** attempt) * random.uniform(0.5, 1.5))
+        report.after = gitcli.rev(root, "HEAD")
+        if report.after != report.before:
+            report.warnings += _follow_head(vault, now)
+        counts = gitcli.ahead_behind(root, "HEAD", f"refs/remotes/{remote_ref}")
+        if counts:
+            report.ahead, report.behind = counts
+        state = vault.load_state()
+        state.extra.setdefault(JOB, {})["last_sync"] = format_time(now)
+        vault.save_state(state)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _record(vault) -> dict[str, str]:
+    return dict((vault.load_state().extra.get(JOB) or {}).get("tips") or {})
+
+
+def _remember(vault, remote_ref: str, tip: str | None, now: datetime) -> None:
+    if tip is None:
+        return
+    state = vault.load_state()
+    state.extra.setdefault(JOB, {}).setdefault("tips", {})[remote_ref] = tip
+    vault.save_state(state)
+
+
+def _follow_head(vault, now: datetime) -> list[str]:
+    """The machine-local caches follow the new HEAD (each incrementally, by tree and
+    blob ids): the hash index ``cortex run`` dedups with, and the search index if built."""
+    from cortex.gitrepo import GitRepo
+    from cortex.hashindex import HashIndex
+    from cortex.maintenance.base import JobContext
+    from cortex.maintenance.index import run as refresh_index
+
+    HashIndex(GitRepo(vault.root), vault.cache_dir / "hashes.json").load()
+    try:
+        refresh_index(JobContext(vault, now))
+    except CortexError as exc:
+        return [f"the search index was not refreshed ({exc.message}); `cortex index` does it"]
+    return []

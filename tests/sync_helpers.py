@@ -1,0 +1,95 @@
+"""A shared vault on several machines, for the sync tests and bench: a bare repository
+as the remote and clones made the way a person joins (`cortex clone`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+VENV_BIN = Path(sys.executable).parent
+CORTEX = str(VENV_BIN / "cortex")
+
+
+def sh(cwd, *args, check=True, timeout=120) -> subprocess.CompletedProcess:
+    done = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def cx(machine: Path, *args, check=True, input=None, timeout=120) -> subprocess.CompletedProcess:
+    """The real CLI on one machine's vault."""
+    done = subprocess.run([CORTEX, "--vault", str(machine), *args], capture_output=True, text=True, input=input,
+                          timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"cortex {' '.join(args)} on {machine.name} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def git(machine: Path, *args, check=True) -> str:
+    return sh(machine, "git", *args, check=check).stdout
+
+
+def make_fleet(tmp: Path, n: int) -> tuple[Path, list[Path]]:
+    """A seed vault pushed to a bare remote, and ``n`` machines cloned from it."""
+    seed = tmp / "seed"
+    sh(tmp, CORTEX, "init", str(seed))
+    remote = tmp / "remote.git"
+    sh(tmp, "git", "clone", "--quiet", "--bare", str(seed), str(remote))
+    machines = []
+    for i in range(n):
+        machine = tmp / f"m{i}"
+        sh(tmp, CORTEX, "clone", str(remote), str(machine))
+        machines.append(machine)
+    return remote, machines
+
+
+def write(machine: Path, body: str, *, type_: str = "fact", timestamp: str = "2026-02-16T10:00:00Z", **extra) -> None:
+    obs = {"type": type_, "body": body, "timestamp": timestamp, "attribution": "owner", **extra}
+    cx(machine, "write", "-", input=json.dumps(obs) + "\n")
+
+
+def sync(machine: Path, *args, check=True) -> subprocess.CompletedProcess:
+    return cx(machine, "sync", *args, check=check)
+
+
+def head_tree(machine: Path) -> str:
+    return git(machine, "rev-parse", "HEAD^{tree}").strip()
+
+
+def notes(machine: Path) -> dict[str, str]:
+    """Every note file at HEAD: path → text."""
+    out = {}
+    for part in ("vault", "mind"):
+        base = machine / part
+        for path in sorted(base.rglob("*.md")):
+            out[str(path.relative_to(machine))] = path.read_text(encoding="utf-8")
+    return out
+
+
+def field(text: str, key: str) -> str | None:
+    for line in text.split("\n---\n", 1)[0].splitlines():
+        if line.startswith(key + ":"):
+            return line.split(":", 1)[1].strip().strip('"')
+    return None
+
+
+def active(machine: Path) -> dict[str, str]:
+    return {p: t for p, t in notes(machine).items() if not p.startswith("mind/archive/")}
+
+
+def person_commit(machine: Path, rel: str, text: str, message: str) -> None:
+    """A person's edit committed through the real pre-commit hook (which may complete the
+    note, as `cortex hook fix` does: then it is added and committed again)."""
+    (machine / rel).write_text(text, encoding="utf-8")
+    git(machine, "add", rel)
+    first = sh(machine, "git", "commit", "-q", "-m", message, check=False)
+    if first.returncode != 0:
+        git(machine, "add", rel)
+        sh(machine, "git", "commit", "-q", "-m", message)
+
+
+def fsck(machine: Path) -> None:
+    sh(machine, "git", "fsck", "--no-progress", "--no-dangling")

@@ -1,0 +1,238 @@
+"""`cortex sync` between real clones of a bare remote: what cortex settles, what it
+leaves to a person, and that nothing is lost or doubled on the way."""
+
+from __future__ import annotations
+
+import json
+
+from sync_helpers import (active, cx, field, fsck, git, head_tree, make_fleet, notes, person_commit, sh, sync,
+                          write)
+
+BODY = "The ledger runs on Postgres 16 in production"
+
+
+def converge(*machines) -> None:
+    """Two rounds: the last machine's merge reaches the first ones in the second."""
+    for _ in range(2):
+        for m in machines:
+            sync(m)
+    trees = {head_tree(m) for m in machines}
+    assert len(trees) == 1, trees
+
+
+def test_same_observation_on_two_machines_the_same_day_is_one_note_reinforced(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    for m in (a, b):
+        write(m, BODY)
+        cx(m, "run")
+    sync(a)
+    report = json.loads(sync(b, "--json").stdout)
+    assert report["integrated"] == "merge" and report["pushed"]
+    converge(a, b)
+    found = [t for t in active(a).values() if BODY in t]
+    assert len(found) == 1  # one note, not two and not an add/add conflict
+    text = found[0]
+    assert field(text, "reinforced") == "1"
+    other = field(text, "merged_from").strip('[]"')
+    assert other != field(text, "id") and field(text, "id") < other  # the older id keeps the note
+    assert "<<<<<<<" not in text
+    cx(a, "validate", "--all")
+
+
+def test_same_observation_on_different_days_folds_into_one_note(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY, timestamp="2026-02-16T10:00:00Z")
+    write(b, BODY, timestamp="2026-02-18T09:00:00Z")
+    for m in (a, b):
+        cx(m, "run")
+    sync(a)
+    out = json.loads(sync(b, "--json").stdout)
+    assert out["settled"] and out["settled"][0]["reinforced"] == 1
+    converge(a, b)
+    live = [t for t in active(a).values() if BODY in t]
+    assert len(live) == 1
+    assert field(live[0], "last_reinforced").startswith("2026-02-18T09:00")
+    folded = [t for p, t in notes(a).items() if p.startswith("mind/archive/") and BODY in t]
+    assert len(folded) == 1 and field(folded[0], "merged_into") == field(live[0], "id")
+    cx(a, "validate", "--all")
+
+
+def _reinforce(machine, body, timestamp):
+    write(machine, body, timestamp=timestamp)
+    assert json.loads(cx(machine, "run", "--json").stdout)["reinforced"] == 1
+    cx(machine, "reinforce")
+
+
+def test_reinforcements_on_both_machines_add_up(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    _reinforce(a, BODY, "2026-03-01T10:00:00Z")
+    _reinforce(a, BODY, "2026-03-02T10:00:00Z")
+    _reinforce(b, BODY, "2026-03-05T10:00:00Z")
+    converge(a, b)
+    (text,) = [t for t in active(b).values() if BODY in t]
+    assert field(text, "reinforced") == "3"  # base 0 + 2 + 1, not 2 and not a conflict
+    assert field(text, "last_reinforced").startswith("2026-03-05T10:00")
+
+
+def test_decayed_on_one_machine_reinforced_on_the_other_stays_alive(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY, timestamp="2024-01-10T10:00:00Z")
+    cx(a, "run")
+    converge(a, b)
+    assert json.loads(cx(a, "decay", "--json").stdout)["changed"] == 1
+    _reinforce(b, BODY, "2026-11-01T10:00:00Z")
+    converge(a, b)
+    live = [(p, t) for p, t in active(a).items() if BODY in t]
+    assert len(live) == 1, notes(a).keys()
+    path, text = live[0]
+    assert path.startswith("mind/facts/") and field(text, "archived") is None and field(text, "reinforced") == "1"
+    assert not [p for p, t in notes(a).items() if p.startswith("mind/archive/") and BODY in t]
+    cx(a, "validate", "--all")
+
+
+def test_a_dedup_merge_on_one_machine_keeps_an_edit_made_on_the_other(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, "Maya prefers small, reviewable pull requests", timestamp="2026-01-10T10:00:00Z", type_="preference")
+    write(a, "Maya prefers small reviewable pull requests.", timestamp="2026-01-12T10:00:00Z", type_="preference")
+    cx(a, "run")
+    converge(a, b)
+    merged = json.loads(cx(a, "dedup", "--json").stdout)
+    assert merged["changed"] == 1
+    newer = merged["items"][0]["merge"]
+    edited_body = "Maya prefers small pull requests, and a description of how each was tested"
+    text = (b / newer).read_text()
+    person_commit(b, newer, text.replace("Maya prefers small reviewable pull requests.", edited_body), "Sharpen the memory")
+    converge(a, b)
+    kept = [t for t in active(a).values() if edited_body in t]
+    assert len(kept) == 1 and field(kept[0], "merged_into") is None  # the edit lives, active
+    cx(a, "validate", "--all")
+
+
+def test_both_machines_rewriting_one_body_stops_with_the_file_and_the_command(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    (rel,) = [p for p, t in active(a).items() if BODY in t]
+    for m, new in ((a, "The ledger runs on Postgres 17 in production"), (b, "The ledger moved to CockroachDB")):
+        person_commit(m, rel, (m / rel).read_text().replace(BODY, new), f"edit on {m.name}")
+    sync(a)
+    before = git(b, "rev-parse", "HEAD")
+    done = sync(b, "--json", check=False)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["error"] == "conflict" and report["paths"] == [rel]
+    assert "git merge origin/main" in report["hint"]
+    assert git(b, "rev-parse", "HEAD") == before and git(b, "status", "--porcelain") == ""  # nothing touched
+    # The person follows the hint: the markers are refused by validate and by the hook.
+    sh(b, "git", "merge", "origin/main", check=False)
+    assert "<<<<<<<" in (b / rel).read_text()
+    bad = cx(b, "validate", "--all", check=False)
+    assert bad.returncode == 1 and "merge conflict" in bad.stdout + bad.stderr
+    sh(b, "git", "add", rel)
+    refused = sh(b, "git", "commit", "-q", "--no-edit", check=False)
+    assert refused.returncode != 0 and "merge conflict" in refused.stdout + refused.stderr
+    person_commit(b, rel, git(b, "show", f"HEAD:{rel}"), "settle the ledger note: CockroachDB it is")
+    converge(a, b)
+    assert "CockroachDB" in (a / rel).read_text()
+    cx(a, "validate", "--all")
+
+
+def test_a_persons_uncommitted_edit_is_never_touched(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    (rel,) = [p for p, t in active(a).items() if BODY in t]
+    _reinforce(a, BODY, "2026-03-01T10:00:00Z")
+    sync(a)
+    wip = (b / rel).read_text().replace(BODY, "half-written thought")
+    (b / rel).write_text(wip)
+    done = sync(b, "--json", check=False)
+    assert done.returncode == 1 and json.loads(done.stdout)["error"] == "local_changes"
+    assert (b / rel).read_text() == wip
+    # An unrelated staged file stays staged through a sync that moves other notes.
+    (b / rel).write_text(wip.replace("half-written thought", BODY))
+    git(b, "checkout", "--", rel)
+    (b / "vault" / "people").mkdir(parents=True, exist_ok=True)
+    (b / "notes.txt").write_text("staged by a person\n")
+    git(b, "add", "notes.txt")
+    sync(b)
+    assert git(b, "diff", "--cached", "--name-only").split() == ["notes.txt"]
+    assert field((b / rel).read_text(), "reinforced") == "1"
+
+
+def test_an_unreachable_remote_exits_75_and_keeps_everything(tmp_path):
+    remote, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    head = git(a, "rev-parse", "HEAD")
+    remote.rename(tmp_path / "gone.git")
+    done = sync(a, "--json", check=False)
+    assert done.returncode == 75
+    assert json.loads(done.stdout)["error"] == "unreachable" and "unreachable" in done.stderr
+    assert git(a, "rev-parse", "HEAD") == head
+    write(a, "The vault stays usable while offline")
+    cx(a, "run")  # still usable
+    (tmp_path / "gone.git").rename(remote)
+    converge(a, b)
+    assert len([t for t in active(b).values() if "offline" in t or BODY in t]) == 2
+
+
+def test_a_force_pushed_remote_stops_the_sync_and_nothing_is_reset(tmp_path):
+    remote, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    base = git(b, "rev-parse", "HEAD~1").strip()
+    sh(b, "git", "push", "-q", "--force", "origin", f"{base}:refs/heads/main")
+    write(a, "Another memory made before the rewrite was noticed")
+    cx(a, "run")
+    head = git(a, "rev-parse", "HEAD")
+    done = sync(a, "--json", check=False)
+    assert done.returncode == 1
+    out = json.loads(done.stdout)
+    assert out["error"] == "rewritten" and "--accept-rewrite" in out["hint"]
+    assert git(a, "rev-parse", "HEAD") == head
+    sync(a, "--accept-rewrite")
+    assert BODY in "".join(active(a).values()) and git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
+
+
+def test_a_push_overtaken_by_another_machine_is_merged_and_pushed_again(tmp_path):
+    from cortex.sync import push
+
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    write(b, "A memory from the other machine")
+    cx(b, "run")
+    sync(b)
+    assert push(a, "origin", "main") == "raced"  # a has not fetched what b pushed
+    report = json.loads(sync(a, "--json").stdout)
+    assert report["pushed"] and report["integrated"] == "merge"
+    converge(a, b)
+    fsck(a)
+
+
+def test_joining_with_git_clone_and_cortex_init_rewrites_nothing(tmp_path):
+    remote, (a,) = make_fleet(tmp_path, 1)
+    write(a, BODY)
+    cx(a, "run")
+    sync(a)
+    joined = tmp_path / "joined"
+    sh(tmp_path, "git", "clone", "-q", str(remote), str(joined))
+    head = git(joined, "rev-parse", "HEAD")
+    sh(tmp_path, str(cx.__globals__["CORTEX"]), "init", str(joined))
+    assert git(joined, "rev-parse", "HEAD") == head and git(joined, "status", "--porcelain") == ""
+    assert "cortex.mergedriver" in git(joined, "config", "merge.cortex-note.driver")
+    assert (joined / ".git" / "hooks" / "pre-commit").exists()
+    status = json.loads(cx(joined, "status", "--json").stdout)
+    assert status["sync"]["upstream"] == "origin/main" and status["sync"]["ahead"] == 0
+    write(joined, "Joined machines memorize too")
+    cx(joined, "run", "--sync")
+    assert git(joined, "rev-parse", "HEAD") == git(joined, "rev-parse", "origin/main")
+    sync(a)
+    assert "Joined machines memorize too" in "".join(active(a).values())
