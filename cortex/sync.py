@@ -286,6 +286,9 @@ def push(root, remote: str, branch: str) -> str:
         return "ok"
     if "[rejected]" in text and ("fetch first" in text or "non-fast-forward" in text or "stale info" in text):
         return "raced"
+    if "[remote rejected]" in text and ("failed to update ref" in text or "failed to lock" in text
+                                        or "cannot lock ref" in text):
+        return "raced"  # another machine's push held or moved the branch at that instant
     if "[remote rejected]" in text:
         reason = next((line for line in text.splitlines() if "[remote rejected]" in line), "").strip()
         raise PushRefused(

@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from sync_helpers import CORTEX, active, cx, field, fsck, git, head_tree, make_fleet, notes, person_commit, sh
+from sync_helpers import active, cx, field, fsck, git, head_tree, make_fleet, notes, person_commit
 
 HERE = Path(__file__).parent
 RUNBOOK = "vault/decisions/ledger-runbook.md"
@@ -128,20 +128,8 @@ def check(machines: list[Path], plans: list[list]) -> dict:
 
 
 def simulate(tmp: Path, n: int, *, seed: int, shared: int, own: int, batches: int, maintain: bool = True):
-    remote_seed_tmp = tmp
     rng = random.Random(seed)
-    seed_dir = tmp / "seed"
-    sh(tmp, CORTEX, "init", str(seed_dir))
-    seed_runbook(seed_dir, n)
-    remote = tmp / "remote.git"
-    sh(tmp, "git", "clone", "--quiet", "--bare", str(seed_dir), str(remote))
-    machines = []
-    for i in range(n):
-        machine = remote_seed_tmp / f"m{i}"
-        sh(tmp, CORTEX, "clone", str(remote), str(machine))
-        machines.append(machine)
+    remote, machines = make_fleet(tmp, n, prepare=lambda seed_dir: seed_runbook(seed_dir, n))
     plans = [plan_machine(rng, i, shared=shared, own=own, batches=batches, maintain=maintain) for i in range(n)]
     return remote, machines, plans
 
-
-__all__ = ["simulate", "start", "wait", "final_round", "check", "make_fleet"]

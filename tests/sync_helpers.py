@@ -32,10 +32,13 @@ def git(machine: Path, *args, check=True) -> str:
     return sh(machine, "git", *args, check=check).stdout
 
 
-def make_fleet(tmp: Path, n: int) -> tuple[Path, list[Path]]:
-    """A seed vault pushed to a bare remote, and ``n`` machines cloned from it."""
+def make_fleet(tmp: Path, n: int, prepare=None) -> tuple[Path, list[Path]]:
+    """A seed vault (``prepare(seed)`` adds to it) pushed to a bare remote, and ``n``
+    machines cloned from it."""
     seed = tmp / "seed"
     sh(tmp, CORTEX, "init", str(seed))
+    if prepare is not None:
+        prepare(seed)
     remote = tmp / "remote.git"
     sh(tmp, "git", "clone", "--quiet", "--bare", str(seed), str(remote))
     machines = []

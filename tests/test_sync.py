@@ -57,6 +57,16 @@ def test_same_observation_on_different_days_folds_into_one_note(tmp_path):
     cx(a, "validate", "--all")
 
 
+def shared_note(tmp_path):
+    """Two machines that both have one note (a's memory, synced): (a, b, its path)."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    (rel,) = [p for p, t in active(a).items() if BODY in t]
+    return a, b, rel
+
+
 def _reinforce(machine, body, timestamp):
     write(machine, body, timestamp=timestamp)
     assert json.loads(cx(machine, "run", "--json").stdout)["reinforced"] == 1
@@ -112,11 +122,7 @@ def test_a_dedup_merge_on_one_machine_keeps_an_edit_made_on_the_other(tmp_path):
 
 
 def test_both_machines_rewriting_one_body_stops_with_the_file_and_the_command(tmp_path):
-    _, (a, b) = make_fleet(tmp_path, 2)
-    write(a, BODY)
-    cx(a, "run")
-    converge(a, b)
-    (rel,) = [p for p, t in active(a).items() if BODY in t]
+    a, b, rel = shared_note(tmp_path)
     for m, new in ((a, "The ledger runs on Postgres 17 in production"), (b, "The ledger moved to CockroachDB")):
         person_commit(m, rel, (m / rel).read_text().replace(BODY, new), f"edit on {m.name}")
     sync(a)
@@ -142,11 +148,7 @@ def test_both_machines_rewriting_one_body_stops_with_the_file_and_the_command(tm
 
 
 def test_a_persons_uncommitted_edit_is_never_touched(tmp_path):
-    _, (a, b) = make_fleet(tmp_path, 2)
-    write(a, BODY)
-    cx(a, "run")
-    converge(a, b)
-    (rel,) = [p for p, t in active(a).items() if BODY in t]
+    a, b, rel = shared_note(tmp_path)
     _reinforce(a, BODY, "2026-03-01T10:00:00Z")
     sync(a)
     wip = (b / rel).read_text().replace(BODY, "half-written thought")

@@ -140,16 +140,20 @@ jobs:
       contents: write
     steps:
       - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0
       - uses: actions/setup-python@v5
         with:
           python-version: "3.12"
       - run: pip install -r observer/requirements.txt  # the cortex that made the vault
-      - run: cortex validate --all
-      - run: cortex maintain
       - run: |
           git config user.name "cortex"
           git config user.email "cortex@localhost"
-          git push
+          cortex init .
+      - run: cortex sync --no-push
+      - run: cortex validate --all
+      - run: cortex maintain
+      - run: cortex sync   # pushes; merges and retries when an agent pushed meanwhile
 """
 
 
