@@ -5,7 +5,7 @@
 sync`` and a plain ``git pull`` or ``git merge`` settle the same way:
 
 - the same observation memorized on both sides (an add/add of one path: same day, same
-  hash) is one note, the older id's, plus a reinforcement: ``reinforced`` is the sum of
+  hash) is one note (the one a person edited, else the older id's) plus a reinforcement: ``reinforced`` is the sum of
   both plus one, ``merged_from`` keeps the other id;
 - ``reinforced`` adds up (base + both sides' increments), ``last_reinforced`` takes the
   later, ``merged_from`` is the union;
@@ -13,7 +13,7 @@ sync`` and a plain ``git pull`` or ``git merge`` settle the same way:
   edited): a reinforced or edited memory is not archived, so the archive fields go and
   ``cortex sync`` moves the file back out of ``mind/archive/``;
 - any other field or the body changed on one side only takes that side; both bodies
-  edited merge line by line when the edits do not overlap (``source_hash`` re-computed).
+  edited merge line by line when the edits do not overlap.
 
 What is left (both sides rewrote the same lines, or one field two ways) gets git's
 conflict markers and a non-zero exit: a person decides. The core, ``merge_note``, is
@@ -120,7 +120,9 @@ def _fold(ours: str, theirs: str) -> str:
     a, b = dict(_split(ours)[0]), dict(_split(theirs)[0])
     if _value(a.get("source_hash")) != _value(b.get("source_hash")) or not _value(a.get("id")) or not _value(b.get("id")):
         raise _Unmergeable
-    keep_text, keep, other = (ours, a, b) if _value(a["id"]) <= _value(b["id"]) else (theirs, b, a)
+    # A person's edit keeps its note; else the older id does (settle chooses alike).
+    rank = {side: (not _edited(text), _value(meta["id"])) for side, text, meta in (("a", ours, a), ("b", theirs, b))}
+    keep_text, keep, other = (ours, a, b) if rank["a"] <= rank["b"] else (theirs, b, a)
     blocks, body, opening = _split(keep_text)
     nl = _newline(keep_text)
     ids = _ids(keep.get("merged_from")) + [i for i in [*_ids(other.get("merged_from")), _value(other["id"])]
@@ -137,6 +139,12 @@ def _fold(ours: str, theirs: str) -> str:
         if value is not None:
             out[key] = f"{key}: {value}{nl}"
     return _render(_order([n for n, _ in blocks], list(fields)), out, body, opening)
+
+
+def _edited(text: str) -> bool:
+    """The body is no longer the observation's text (a person edited it)."""
+    blocks, body, _ = _split(text)
+    return source_hash(body) != _value(dict(blocks).get("source_hash"))
 
 
 def _tally(a: dict, b: dict) -> str:
@@ -166,7 +174,7 @@ def _three_way(base: str, ours: str, theirs: str) -> str:
             raise _Unmergeable  # a repeated key: only a person knows which one is meant
     nl = _newline(ours)
 
-    body, rehash = _merge_body(obody, abody, bbody)
+    body = _merge_body(obody, abody, bbody)
     names = [n for n, _ in ab] + [n for n, _ in bb if n not in a]
     out: dict[str, str | None] = {}
     for name in dict.fromkeys([*names, *o]):
@@ -200,8 +208,6 @@ def _three_way(base: str, ours: str, theirs: str) -> str:
     elif any(out.get(k) is _CONFLICT for k in ARCHIVE_KEYS):
         raise _Unmergeable
 
-    if rehash and out.get("source_hash") is not None:
-        out["source_hash"] = f"source_hash: {source_hash(body)}{nl}"
     if any(v is _CONFLICT for v in out.values()):
         raise _Unmergeable
     order = _order([n for n, _ in ab], [n for n, _ in bb if n not in a])
@@ -226,16 +232,17 @@ def _pick(o: str | None, a: str | None, b: str | None) -> str | None:
     return _CONFLICT
 
 
-def _merge_body(o: str, a: str, b: str) -> tuple[str, bool]:
-    """(body, whether it is new text neither side had)."""
+def _merge_body(o: str, a: str, b: str) -> str:
+    """Both bodies' edits, when they touch different lines. ``source_hash`` stays: it
+    names the observation the note came from, not the text it has become."""
     if a == b or o == b:
-        return a, False
+        return a
     if o == a:
-        return b, False
+        return b
     merged, clean = _merge_file(o, a, b)
     if not clean:
         raise _Unmergeable
-    return merged, True
+    return merged
 
 
 def _order(names: list[str], added: list[str]) -> list[str]:

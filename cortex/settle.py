@@ -4,7 +4,7 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
 
 - the same observation memorized on two machines on different days: two paths, one
   ``source_hash``. They fold into one note, the older id's (the driver's choice for the
-  same day too), which gains ``reinforced`` (1 + the other's count), the later
+  same day too) or the one a person edited, which gains ``reinforced`` (1 + the other's count), the later
   ``last_reinforced`` and the other id in ``merged_from``; the other goes where dedup
   sends a duplicate (``mind/archive/`` with ``merged_into``), or, in the permanent
   ``vault/`` partition that has no archive, is removed (its id lives on in ``merged_from``);
@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 from cortex.maintenance.base import JobContext, archive_path, later, unarchive_path
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
-from cortex.notes import quote, set_fields
+from cortex.notes import quote, set_fields, source_hash
 from cortex.timefmt import format_time
 
 JOB = "sync"
@@ -68,7 +68,9 @@ def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | Non
             continue
         if any(n.locked for n in notes):
             continue  # a person keeps these apart on purpose
-        notes.sort(key=lambda n: n.id or "")
+        # A person's edit keeps its note (its body is no longer the observation's);
+        # else the older id, as the merge driver chooses for one path.
+        notes.sort(key=lambda n: (source_hash(n.body) == n.source_hash, n.id or ""))
         folds.append(Fold(notes[0], tuple(notes[1:])))
     return SettlePlan(tuple(folds), tuple(revived))
 
