@@ -31,7 +31,8 @@ class Result:
         return self.code == 0
 
 
-def run(root: Path, *args: str, input: str | None = None, timeout: float | None = None) -> Result:
+def run(root: Path, *args: str, input: str | None = None, timeout: float | None = None,
+        env: dict[str, str] | None = None) -> Result:
     """``git -C root args``; never raises for git's own failures (the caller reads them)."""
     try:
         proc = subprocess.run(
@@ -41,7 +42,7 @@ def run(root: Path, *args: str, input: str | None = None, timeout: float | None 
             text=True,
             encoding="utf-8",
             errors="replace",
-            env={**os.environ, **_ENV},
+            env={**os.environ, **_ENV, **(env or {})},
             timeout=timeout,
         )
     except FileNotFoundError:

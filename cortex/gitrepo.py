@@ -146,6 +146,36 @@ class GitRepo:
                                   "nothing was lost: the next cortex command writes the index again")
         os.replace(tmp, index)
 
+    def move_tree(self, old: str, new: str, reason: str) -> tuple[str, str] | None:
+        """Working tree, index and HEAD from commit ``old`` to ``new`` as one step under
+        ``index.lock``: ``git read-tree -m -u`` on a copy of the index (git refuses to
+        overwrite a person's uncommitted change), the index replaced, then HEAD moved by
+        compare-and-swap. None when done; else ("changes", git's message) with nothing
+        changed, or ("moved", ...) when HEAD is no longer ``old``."""
+        import shutil
+
+        from cortex import gitcli
+
+        with self.locked():
+            if self.head_oid() != old:
+                return ("moved", "HEAD moved")
+            tmp = self.git_dir / "cortex-index.tmp"
+            index = self.git_dir / "index"
+            if index.exists():
+                shutil.copyfile(index, tmp)
+            else:
+                tmp.unlink(missing_ok=True)
+            done = gitcli.run(self.root, "read-tree", "-m", "-u", old, new, env={"GIT_INDEX_FILE": str(tmp)})
+            if not done.ok:
+                tmp.unlink(missing_ok=True)
+                return ("changes", done.err.strip() or str(done.code))
+            os.replace(tmp, index)  # a kill from here on leaves the index ahead: a rerun moves HEAD
+            self._lock.note_ref_update()
+            moved = gitcli.run(self.root, "update-ref", "-m", reason, "HEAD", new, old)
+            if not moved.ok:
+                return ("moved", moved.err.strip())
+        return None
+
     # --- writing -------------------------------------------------------------------
 
     def write_blob(self, data: bytes) -> str:

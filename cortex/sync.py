@@ -216,7 +216,7 @@ def integrate(vault, head: str, tip: str, remote_ref: str) -> tuple[str, str]:
         how, new = "fast-forward", tip
     else:
         how, new = "merge", _merge_commit(vault, head, tip, remote_ref)
-    _move(root, head, new, f"cortex sync: {how} {remote_ref}")
+    _move(vault, head, new, f"cortex sync: {how} {remote_ref}")
     return how, new
 
 
@@ -252,30 +252,28 @@ def _merge_commit(vault, head: str, tip: str, remote_ref: str) -> str:
     return str(oid)
 
 
-def _move(root, old: str, new: str, reason: str) -> None:
-    """Working tree and index from ``old`` to ``new`` (only the paths that differ; git
-    refuses when one of them holds a person's uncommitted change), then the branch."""
-    gitcli.run(root, "update-index", "-q", "--refresh")
-    res = gitcli.run(root, "read-tree", "-m", "-u", old, new)
-    if not res.ok:
-        err = res.err.strip()
-        if "index.lock" in err:
-            raise LockBusy(
-                "git is busy: another git command holds the index (.git/index.lock)",
-                "let it finish (an open commit editor holds the index), then `cortex sync` again",
-            )
-        files = [line.split("'")[1] for line in err.splitlines() if line.count("'") >= 2]
-        raise LocalChanges(
-            "your uncommitted changes are in files the remote changed too"
-            + (f": {', '.join(files)}" if files else f" ({err.splitlines()[0] if err else res.code})"),
-            "commit them (`git commit`) or put them aside (`git stash`), then `cortex sync`; nothing was changed",
-        )
-    done = gitcli.run(root, "update-ref", "-m", reason, "HEAD", new, old)
-    if not done.ok:
+def _move(vault, old: str, new: str, reason: str) -> None:
+    """Working tree, index and HEAD from ``old`` to ``new``, as one step under git's
+    index lock (``GitRepo.move_tree``): only the paths that differ, and git refuses when
+    one of them holds a person's uncommitted change."""
+    from cortex.gitrepo import GitRepo
+
+    gitcli.run(vault.root, "update-index", "-q", "--refresh")  # fresh stat data (git's own lock)
+    refused = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout).move_tree(old, new, reason)
+    if refused is None:
+        return
+    what, err = refused
+    if what == "moved":
         raise SyncError(
             "HEAD moved while cortex synced (a commit was made meanwhile)",
             "run `cortex sync` again: it merges that commit too",
         )
+    files = [line.split("'")[1] for line in err.splitlines() if line.count("'") >= 2]
+    raise LocalChanges(
+        "your uncommitted changes are in files the remote changed too"
+        + (f": {', '.join(files)}" if files else f" ({err.splitlines()[0] if err else 'git refused'})"),
+        "commit them (`git commit`) or put them aside (`git stash`), then `cortex sync`; nothing was changed",
+    )
 
 
 def push(root, remote: str, branch: str) -> str:
