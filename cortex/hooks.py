@@ -138,16 +138,16 @@ class HookVault:
         return Scanner(extra_patterns=self.security_settings()[0], use_classifier=False)
 
     def validator(self):
-        from cortex.layout import load_tag_allow
-        from cortex.prefilter import PatternGate
+        from cortex.layout import load_tag_allow, write_cache
+        from cortex.security.gate import PatternGate
         from cortex.validate import NoteValidator
 
         extra_patterns, strict = self.security_settings()
         scanner = self.scanner()
         # Scanner.scan's pattern branch, without the redaction it also does (the
         # validator redacts the whole file once already), compiling only the patterns
-        # that could match (cortex/prefilter.py).
-        injection = PatternGate(self.root / ".cortex", extra_patterns).check
+        # that could match (cortex/security/gate.py).
+        injection = PatternGate(self.root / ".cortex", extra_patterns, save=write_cache).check
 
         return NoteValidator(
             self.taxonomy(),

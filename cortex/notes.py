@@ -112,6 +112,8 @@ def flow_list(items: Iterable[Any]) -> str:
     return "[" + ", ".join(scalar(i) for i in items) + "]"
 
 
+# The marker cortex.security.secrets writes where a credential was (spelt here too so
+# this module stays free of the scanner; tests/test_security_secrets.py holds them equal).
 REDACTED = "[REDACTED]"
 
 

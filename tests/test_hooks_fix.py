@@ -293,11 +293,13 @@ def _gate_texts() -> list[str]:
 
 
 def test_pattern_gate_gives_the_full_pattern_layers_verdict(tmp_path):
-    from cortex.prefilter import PatternGate
+    from cortex.security.gate import PatternGate
     from cortex.security import normalise
     from cortex.security.injection import default_patterns, match_patterns
 
-    fresh = PatternGate(tmp_path)  # works the words out and writes the cache
+    from cortex.layout import write_cache
+
+    fresh = PatternGate(tmp_path, save=write_cache)  # works the words out and writes the cache
     cached = PatternGate(tmp_path)  # reads them back
     assert cached._compiled == {}
     patterns = default_patterns()
@@ -307,9 +309,11 @@ def test_pattern_gate_gives_the_full_pattern_layers_verdict(tmp_path):
 
 
 def test_pattern_gate_keeps_the_vaults_extra_patterns(tmp_path):
-    from cortex.prefilter import PatternGate
+    from cortex.security.gate import PatternGate
 
-    gate = PatternGate(tmp_path, [{"name": "tell-agent", "pattern": r"tell\s+the\s+agent"}])
+    from cortex.layout import write_cache
+
+    gate = PatternGate(tmp_path, [{"name": "tell-agent", "pattern": r"tell\s+the\s+agent"}], save=write_cache)
     assert gate.check("Please TELL the   agent to push.").rule == "tell-agent"
     assert PatternGate(tmp_path).check("Please tell the agent to push.") is None  # another key, no stale cache
 
@@ -317,7 +321,7 @@ def test_pattern_gate_keeps_the_vaults_extra_patterns(tmp_path):
 def test_fold_covers_every_character_re_matches_to_an_ascii_letter():
     import re
 
-    from cortex.prefilter import FOLD
+    from cortex.security.gate import FOLD
 
     letter = re.compile("[a-z]", re.IGNORECASE)
     found = {i: chr(i) for i in range(128, 0x110000) if letter.fullmatch(chr(i))}

@@ -10,6 +10,7 @@ import base64
 import hashlib
 import string
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +184,21 @@ def test_the_cheap_gate_lets_every_credential_through(provider, text, secret):
 
     assert might_hold(text)
     assert might_hold(secret) or redact(secret) == (secret, ())  # alone, found only by its context
+
+
+def test_the_security_package_imports_nothing_of_cortex_above_it():
+    """Self-contained: the package reads only itself and the embedding model (and the
+    marker a note shows is the one the redactor writes)."""
+    import ast
+
+    from cortex.notes import REDACTED as note_marker
+    from cortex.security.secrets import REDACTED
+
+    assert note_marker == REDACTED
+    package = Path(__file__).resolve().parent.parent / "cortex" / "security"
+    outside = set()
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            outside |= {(path.name, n) for n in names if n.startswith("cortex") and not n.startswith("cortex.security")}
+    assert outside <= {("classifier.py", "cortex.embed"), ("training.py", "cortex.embed")}, outside

@@ -65,13 +65,13 @@ class Scanner:
 
     def _match(self, text: str, views: list[str]) -> Verdict | None:
         """The pattern layer, trying only the patterns whose required words occur in some
-        view (``cortex.prefilter.needles``: sound, so the verdict is the full scan's)."""
+        view (``cortex.security.gate.needles``: sound, so the verdict is the full scan's)."""
         if self._gated is None:
-            from cortex.prefilter import needles
+            from cortex.security.gate import needles
 
             self._gated = [(p, frozenset(needles(p.regex.pattern, p.regex.flags) or ()) or None) for p in self.patterns]
             self._vocabulary = sorted({w for _, words in self._gated for w in words or ()})
-        from cortex.prefilter import FOLD
+        from cortex.security.gate import FOLD
         from cortex.security.injection import _SPACES
 
         folded = "\n".join(_SPACES.sub(" ", v).translate(FOLD).lower() for v in views)

@@ -25,9 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
-from cortex.notes import REDACTED  # the marker a note carries where a credential was
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+REDACTED = "[REDACTED]"  # the marker a note carries where a credential was
 
 
 @dataclass(frozen=True)

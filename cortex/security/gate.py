@@ -1,4 +1,4 @@
-"""Injection patterns for the git hook, compiled only when they could match.
+"""Injection patterns compiled and tried only when they could match (the git hook, Scanner).
 
 Why: compiling the ~40 shipped injection patterns costs ~19 ms, a quarter of the hook's
 budget for one note, on every commit, and almost every note matches none of them. Each
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from cortex.layout import write_cache
+from cortex.security import injection, normalise
 
 # Characters `re` matches to an ASCII letter under IGNORECASE that str.lower() does
 # not turn into it (a test recomputes this over every code point).
@@ -89,10 +89,9 @@ def _sequence(items: list) -> set[str] | None:
 class PatternGate:
     """``check(text) -> Verdict | None``, the pattern layer of ``Scanner.scan``."""
 
-    def __init__(self, cache_dir: Path, extra_patterns: Sequence = ()) -> None:
-        from cortex.security import injection
-
-        self._injection = injection
+    def __init__(self, cache_dir: Path, extra_patterns: Sequence = (), save: Callable[[Path, dict], None] | None = None) -> None:
+        """``save(path, obj)`` keeps the worked-out words for the next run (the caller
+        owns how the vault's caches are written); without it they are worked out each time."""
         source = (injection.DATA_DIR / "injection_patterns.yml").read_bytes()
         key = hashlib.sha256(
             source + repr(list(extra_patterns)).encode() + f"|{sys.version_info[:2]}|{CACHE_VERSION}".encode()
@@ -100,12 +99,11 @@ class PatternGate:
         cache_path = cache_dir / "hook-patterns.json"
         entries = self._load(cache_path, key)
         if entries is None:
-            from cortex.security import Scanner
-
-            compiled = Scanner(extra_patterns=extra_patterns, use_classifier=False).patterns
+            compiled = injection.default_patterns() + injection.compile_patterns(extra_patterns)
             entries = [[p.name, p.regex.pattern, p.regex.flags, needles(p.regex.pattern, p.regex.flags)] for p in compiled]
             self._compiled = {i: p for i, p in enumerate(compiled)}
-            write_cache(cache_path, {"key": key, "patterns": entries})
+            if save is not None:
+                save(cache_path, {"key": key, "patterns": entries})
         else:
             self._compiled = {}
         self._entries = entries
@@ -121,21 +119,20 @@ class PatternGate:
     def _pattern(self, i: int):
         if i not in self._compiled:
             name, pattern, flags, _ = self._entries[i]
-            self._compiled[i] = self._injection.Pattern(name, re.compile(pattern, flags))
+            self._compiled[i] = injection.Pattern(name, re.compile(pattern, flags))
         return self._compiled[i]
 
     def check(self, text: str, views: Callable[[str], list[str]] | None = None):
         if not text.strip():
             return None
-        from cortex.security import normalise
-
         seen = (views or normalise.views)(text)
         # the very text match_patterns searches: each view with its spaces collapsed
-        flat = self._injection._SPACES
+        flat = injection._SPACES
         folded = "\n".join(flat.sub(" ", v).translate(FOLD).lower() for v in seen)
         chosen = [
             self._pattern(i)
             for i, (_, _, _, words) in enumerate(self._entries)
             if words is None or any(w in folded for w in words)
         ]
-        return self._injection.match_patterns(text, chosen, seen)
+        return injection.match_patterns(text, chosen, seen)
+
