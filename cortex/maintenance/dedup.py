@@ -12,9 +12,14 @@ Merging rewrites the older note (``merged_from`` gains the newer id, ``reinforce
 ``mind/archive/<folder>/`` with ``merged_into``. Only the mind partition is merged: the
 vault partition holds permanent records, and the archive lives under ``mind/``.
 
-Scale: per type, one matrix product per chunk of rows against the rows after it, so a
-50,000-note vault costs a few seconds of BLAS, not 10⁹ Python comparisons; vectors are
-cached by content hash in ``.cortex/maintain/vectors.npz``.
+Scale, near-linear in the number of notes: notes are compared only within a block of
+the same type, the same numbers and dates and the same polarity, since the lexical check
+refuses every pair across blocks (``--dry-run`` compares across blocks too, to show those
+refusals). A block of up to ``EXACT_ROWS`` notes is compared exactly, one matrix product
+per chunk of rows against the rows after it; a larger one by an inverted file: spherical
+k-means cells of about ``CELL_ROWS`` notes, each note compared with the notes of its
+``PROBES`` nearest cells (``bench/bench_scale.py`` prints the share of the exact pairs
+found). Vectors are cached by content hash in ``.cortex/maintain/vectors.npz``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 JOB = "dedup"
 CHUNK_CELLS = 16_000_000  # float32 cells per block product (~64 MB)
+EXACT_ROWS = 8_192  # a block this small is compared exactly (at most 3.4·10⁷ pairs)
+CELL_ROWS = 512  # notes per inverted-file cell
+PROBES = 8  # cells each note is compared with
 
 # --- candidates ---------------------------------------------------------------------------
 
@@ -55,6 +63,54 @@ def similar_pairs(matrix: "numpy.ndarray", threshold: float) -> list[tuple[int, 
         for i, j in zip(ii.tolist(), jj.tolist()):
             out.append((start + i, start + j, float(block[i, j])))
     return out
+
+
+def near_pairs(matrix: "numpy.ndarray", threshold: float) -> list[tuple[int, int, float]]:
+    """The pairs of ``similar_pairs``, found by an inverted file in near-linear time: a pair
+    is seen when one row lies in a cell among the other's ``PROBES`` nearest centroids.
+    Deterministic (a fixed seed); a pair whose rows fall in far-apart cells can be missed."""
+    import numpy as np
+
+    n = matrix.shape[0]
+    if n <= EXACT_ROWS:
+        return similar_pairs(matrix, threshold)
+    cells = max(2, n // CELL_ROWS)
+    probes = min(PROBES, cells)
+    rng = np.random.default_rng(0)
+    sample = matrix[np.sort(rng.choice(n, size=min(n, cells * 32), replace=False))]
+    centroids = sample[rng.choice(len(sample), size=cells, replace=False)].copy()
+    for _ in range(8):  # spherical k-means on the sample
+        nearest = np.argmax(sample @ centroids.T, axis=1)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, nearest, sample)
+        norms = np.linalg.norm(sums, axis=1)
+        used = norms > 0
+        centroids[used] = sums[used] / norms[used, None]
+    primary = np.empty(n, dtype=np.int64)
+    probed = np.empty((n, probes), dtype=np.int64)
+    step = max(1, CHUNK_CELLS // cells)
+    for start in range(0, n, step):
+        sims = matrix[start:start + step] @ centroids.T
+        primary[start:start + step] = np.argmax(sims, axis=1)
+        probed[start:start + step] = np.argpartition(-sims, probes - 1, axis=1)[:, :probes]
+    by_cell = np.argsort(primary, kind="stable")
+    member_bounds = np.searchsorted(primary[by_cell], np.arange(cells + 1))
+    flat = probed.ravel()
+    by_probe = np.argsort(flat, kind="stable")
+    query_bounds = np.searchsorted(flat[by_probe], np.arange(cells + 1))
+    queries_all = by_probe // probes
+    found: dict[tuple[int, int], float] = {}
+    for cell in range(cells):
+        members = by_cell[member_bounds[cell]:member_bounds[cell + 1]]
+        queries = queries_all[query_bounds[cell]:query_bounds[cell + 1]]
+        if not len(members) or not len(queries):
+            continue
+        block = matrix[queries] @ matrix[members].T
+        ii, jj = np.nonzero(block >= threshold)
+        for q, m, score in zip(queries[ii].tolist(), members[jj].tolist(), block[ii, jj].tolist()):
+            if q != m:
+                found[(min(q, m), max(q, m))] = score
+    return [(i, j, found[(i, j)]) for i, j in sorted(found)]
 
 
 def eligible(note: NoteInfo) -> bool:
@@ -85,21 +141,34 @@ class DedupPlan:
     vetoed: tuple[tuple[NoteInfo, NoteInfo, float, str], ...]  # similar, but different memories
 
 
+def _block(note: NoteInfo, explain: bool) -> tuple:
+    """Notes in different blocks are never duplicates: ``lexical_veto`` refuses other
+    numbers or dates and opposite polarity before anything else."""
+    if explain:
+        return (note.type,)
+    lex = lexical(note.body)
+    return note.type, tuple(sorted(lex.numbers)), lex.polarity
+
+
 def plan_dedup(snapshot: Snapshot | Sequence[NoteInfo], embed: Callable[[list[NoteInfo]], "numpy.ndarray"],
-               threshold: float) -> DedupPlan:
-    """Pure over the snapshot: ``embed`` maps notes to L2-normalised rows."""
+               threshold: float, *, explain: bool = False) -> DedupPlan:
+    """Pure over the snapshot: ``embed`` maps notes to L2-normalised rows. ``explain``
+    compares across blocks too, so ``vetoed`` also lists the pairs refused for their
+    numbers or polarity (quadratic: for ``--dry-run``)."""
     import numpy as np
 
-    groups: dict[str, list[NoteInfo]] = {}
+    groups: dict[tuple, list[NoteInfo]] = {}
     for note in snapshot:
         if eligible(note):
-            groups.setdefault(note.type, []).append(note)
-    merges, vetoed = [], []
-    for type_name in sorted(groups):
-        notes = sorted(groups[type_name], key=_age)
-        if len(notes) < 2:
-            continue
-        matrix = np.ascontiguousarray(embed(notes), dtype=np.float32)
+            groups.setdefault(_block(note, explain), []).append(note)
+    groups = {key: sorted(notes, key=_age) for key, notes in groups.items() if len(notes) > 1}
+    every = [note for key in sorted(groups) for note in groups[key]]
+    rows = np.ascontiguousarray(embed(every), dtype=np.float32) if every else None  # one call, one cache load
+    merges, vetoed, offset = [], [], 0
+    for key in sorted(groups):
+        notes = groups[key]
+        matrix = rows[offset:offset + len(notes)]
+        offset += len(notes)
         parent = list(range(len(notes)))
 
         def root(i: int) -> int:
@@ -108,7 +177,7 @@ def plan_dedup(snapshot: Snapshot | Sequence[NoteInfo], embed: Callable[[list[No
                 i = parent[i]
             return i
 
-        for i, j, score in similar_pairs(matrix, threshold):
+        for i, j, score in (similar_pairs if explain else near_pairs)(matrix, threshold):
             ok, why = verdict(score, notes[i].body, notes[j].body, threshold)
             if not ok:
                 vetoed.append((notes[i], notes[j], score, why))
@@ -127,6 +196,7 @@ def plan_dedup(snapshot: Snapshot | Sequence[NoteInfo], embed: Callable[[list[No
                 merges.append(Merge(notes[keep], notes[j], score))
             else:
                 vetoed.append((notes[keep], notes[j], score, f"only similar through another note ({why})"))
+    merges.sort(key=lambda m: (m.merge.type, _age(m.merge)))  # by type, oldest first, whatever the blocks
     return DedupPlan(tuple(merges), tuple(vetoed))
 
 
@@ -198,7 +268,7 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     seen = (state.jobs.get(JOB) or {}).get("checked")
     if not dry_run and seen == f"{snapshot.signature}@{threshold:g}":
         return result  # the same notes were compared with the same threshold: nothing new
-    plan = plan_dedup(snapshot, VectorCache(ctx.vault).embed, threshold)
+    plan = plan_dedup(snapshot, VectorCache(ctx.vault).embed, threshold, explain=dry_run)
     for keep, other, score, why in plan.vetoed:
         if dry_run:
             result.skipped.append({"keep": keep.path, "merge": other.path, "cosine": round(score, 4), "why": why})
