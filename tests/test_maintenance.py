@@ -263,6 +263,41 @@ def test_dedup_blocks_by_type_in_chunks(vault, monkeypatch):
     assert pairs == {(k, 40 + k) for k in range(5)}
 
 
+def test_dedup_inverted_file_finds_the_planted_pairs(monkeypatch):
+    import numpy as np
+
+    from cortex.maintenance import dedup
+
+    monkeypatch.setattr(dedup, "EXACT_ROWS", 100)  # the inverted file, not the exact product
+    monkeypatch.setattr(dedup, "CELL_ROWS", 50)
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=(1000, 32)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    twins = base[:30] + rng.normal(scale=0.02, size=(30, 32)).astype(np.float32)
+    matrix = np.concatenate([base, twins / np.linalg.norm(twins, axis=1, keepdims=True)])
+    exact = {(i, j) for i, j, _ in dedup.similar_pairs(matrix, 0.95)}
+    found = {(i, j) for i, j, _ in dedup.near_pairs(matrix, 0.95)}
+    assert exact == {(k, 1000 + k) for k in range(30)} and found == exact
+
+
+def test_dedup_blocks_leave_the_merges_unchanged(vault):
+    from cortex.embed import get_model
+    from cortex.maintenance.dedup import plan_dedup
+
+    bodies = ["Ledgerline's API is built with FastAPI.", "FastAPI is the framework behind the Ledgerline API.",
+              "Ledgerline runs PostgreSQL 15.", "Ledgerline runs PostgreSQL 16.", "PostgreSQL 16 runs Ledgerline.",
+              "Maya never deploys on Fridays.", "Maya deploys on Fridays.", "Deploys on Fridays are fine for Maya."]
+    for k, body in enumerate(bodies):
+        make_note(vault, "fact", body, created=T0 + k * MONTH)
+    with vault.lock():
+        snapshot = JobContext(vault, T0).snapshot()
+    embed = lambda notes: get_model().encode([n.body for n in notes])  # noqa: E731
+    blocked, full = plan_dedup(snapshot, embed, 0.85), plan_dedup(snapshot, embed, 0.85, explain=True)
+    pairs = lambda plan: [(m.keep.path, m.merge.path) for m in plan.merges]  # noqa: E731
+    assert pairs(blocked) == pairs(full) and len(pairs(full)) >= 2
+    assert any("numbers" in why for *_, why in full.vetoed)
+
+
 # --- graph -----------------------------------------------------------------------------------
 
 def test_graph_nodes_and_edges(vault):
