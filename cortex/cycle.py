@@ -13,6 +13,7 @@ from datetime import datetime
 from cortex import buffer
 from cortex.gitrepo import GitRepo
 from cortex.hashindex import HashIndex
+from cortex.packing import configured_gc_auto, pack_if_due
 from cortex.model import Plan, RunReport
 from cortex.pipeline.plan import make_plan
 from cortex.notes import REDACTED
@@ -68,7 +69,7 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
         if not dry_run:
             repo.require_branch()
             recover(vault, repo, state, report, now)
-        index = HashIndex(repo, vault.cache_dir / "hashes.json").load()
+        index = HashIndex(repo).load()
         if dry_run:
             plan = _plan(vault, index, state, state.offset, now, limit, chunk=False)
             report.plan = plan
@@ -88,6 +89,8 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
                 vault.save_state(state)
                 report.rotated = True
             _finish_archives(vault, state)
+            if report.commits:
+                pack_if_due(vault.root, configured_gc_auto(repo.repo))
     report.seconds = time.monotonic() - started
     return report
 
@@ -204,7 +207,7 @@ def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) ->
         repo.require_branch()
         state = vault.load_state()
         recover(vault, repo, state, report, now)
-        index = HashIndex(repo, vault.cache_dir / "hashes.json").load()
+        index = HashIndex(repo).load()
         raw = _without_redacted_tags(entry.line).encode("utf-8")
         buffer_id, _, offset = entry.key.rpartition(":")
         line = Line(int(offset) if offset.isdigit() else 0, 0, raw)

@@ -217,6 +217,36 @@ class HookVault:
             write_cache(cache_path, {"version": 1, "ids": seen})
         return index
 
+    def staged_view(self, known: dict[str, str], paths: list[str]) -> tuple[IdIndex, list[str]] | None:
+        """What the commit would leave, as far as ``paths`` are concerned: the notes that
+        share an id with the checked ones (``known``), and the note paths that differ from
+        a checked one only in case. HEAD's notes come from the HEAD-following cache
+        (``cortex/headcache.py``), less the ones staged for removal or change, plus what is
+        staged: the same cost in a vault of any size. None when there is no HEAD."""
+        from cortex import headcache
+
+        staged = headcache.staged_changes(self.root)
+        if staged is None:
+            return None
+        cache = headcache.HeadCache(self.root).sync()
+        index = IdIndex(known)
+        names = set(paths) | {rel for rel, blob in staged.items() if blob is not None}
+        try:
+            for rel, blob in staged.items():
+                if blob is not None and rel not in known and in_partition(rel):
+                    ident = self._read_id(rel, blob, {})
+                    if ident:
+                        index.add(rel, ident)
+            for ident in set(known.values()):
+                for rel in cache.paths_with_id(ident):
+                    if rel not in known and rel not in staged and in_partition(rel):
+                        index.add(rel, ident)
+            for rel in paths:
+                names.update(p for p in cache.paths_folded(rel) if p not in staged)
+        finally:
+            cache.close()
+        return index, sorted(names)
+
     def _read_id(self, rel: str, blob: str | None, seen: dict[str, str]) -> str:
         try:
             data = read_note_bytes(self.root, rel, self.max_note_bytes())
@@ -280,7 +310,7 @@ def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]
     return list(dict.fromkeys(chosen))
 
 
-def _portable(paths: list[str], blobs: dict[str, str | None]) -> list[Problem]:
+def _portable(paths: list[str], names: Iterable[str]) -> list[Problem]:
     """Names a checkout on Windows or macOS cannot hold as they are."""
     problems = []
     for rel in paths:
@@ -288,7 +318,7 @@ def _portable(paths: list[str], blobs: dict[str, str | None]) -> list[Problem]:
         if part:
             problems.append(Problem(rel, 1, f"{part!r} is a name Windows reserves (con, prn, aux, nul, com0–9, lpt0–9)",
                                     "rename it (a clone on Windows could not hold it)"))
-    for rel, others in case_twins(list(blobs), paths).items():
+    for rel, others in case_twins(list(names), paths).items():
         problems.append(Problem(rel, 1, f"differs from {', '.join(others)} only in case (on macOS and Windows the two are one file)",
                                 "rename one of them"))
     return problems
@@ -312,8 +342,8 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
     _prime_yaml()
     vault = HookVault(root) if root is not None else HookVault.around()
     report = Report()
-    blobs = vault.note_blobs()
-    paths = _existing(vault, blobs, report) if all_notes else _select(vault, files, report)
+    blobs = vault.note_blobs() if all_notes else None
+    paths = _existing(vault, blobs, report) if blobs is not None else _select(vault, files, report)
     if not paths:
         return report
     validator = vault.validator()
@@ -341,8 +371,14 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
         if found:
             checked.append((rel, *found))
             known[rel] = found[0]
-    report.problems += vault.id_index(blobs, known).problems(checked)
-    report.problems += _portable(paths, blobs)
+    staged = vault.staged_view(known, paths) if blobs is None else None
+    if staged is None:
+        blobs = vault.note_blobs() if blobs is None else blobs
+        ids, names = vault.id_index(blobs, known), list(blobs)
+    else:
+        ids, names = staged
+    report.problems += ids.problems(checked)
+    report.problems += _portable(paths, names)
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
 

@@ -129,6 +129,10 @@ def run_due(vault, *, now: datetime | None = None, force: bool = False, only: It
             continue
         changed_notes = changed_notes or bool(result.commit)
         report.results.append(result)
+    if report.commits:
+        from cortex.packing import pack_if_due
+
+        pack_if_due(vault.root)  # git's own gc --auto, when loose objects call for it
     report.seconds = time.monotonic() - started
     return report
 

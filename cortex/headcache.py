@@ -1,0 +1,276 @@
+"""What HEAD's notes are, kept in a derived cache that follows HEAD.
+
+``.cortex/head.sqlite`` holds one row per note at HEAD (path, blob, id, declared type,
+source hash) and a count per folder and type, with the commit it describes. Whoever needs
+it first after HEAD moved — a person's commit, ``cortex run``, a maintenance job, a
+``git pull`` — brings it up to date by diffing the old HEAD's tree against the new one
+(``git diff-tree``, which skips unchanged folders) and reading only the blobs that
+changed (``git cat-file --batch``): a one-note commit costs the same in a vault of
+200,000 notes as in one of 10,000. A missing, unreadable or foreign cache, or an old
+HEAD that no longer exists, is rebuilt from ``git ls-tree`` of HEAD: the cache is never
+the truth, git is.
+
+Standard library only (the git hook reads it), and the git CLI rather than pygit2.
+SQLite makes an update atomic: a kill -9 mid-update leaves the previous HEAD's rows.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Iterator
+
+from cortex.layout import is_note_path
+
+FORMAT = 2
+FILE = "head.sqlite"
+_HASH_RE = re.compile(rb"^source_hash:\s*[\"']?([0-9a-f]{64})", re.M)
+_ID_RE = re.compile(rb"^id:\s*[\"']?([0-9a-f-]{36})", re.M)
+_TYPE_RE = re.compile(r"^type:[ \t]*[\"']?([a-z][a-z0-9_]*)", re.M)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, blob TEXT NOT NULL, id TEXT, type TEXT, hash TEXT, folder TEXT NOT NULL,
+  folded TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS notes_folded ON notes (folded);
+CREATE INDEX IF NOT EXISTS notes_id ON notes (id);
+CREATE INDEX IF NOT EXISTS notes_hash ON notes (hash);
+CREATE TABLE IF NOT EXISTS counts (folder TEXT NOT NULL, type TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (folder, type));
+CREATE TRIGGER IF NOT EXISTS notes_in AFTER INSERT ON notes BEGIN
+  INSERT INTO counts VALUES (new.folder, coalesce(new.type, ''), 1)
+  ON CONFLICT (folder, type) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS notes_out AFTER DELETE ON notes BEGIN
+  UPDATE counts SET n = n - 1 WHERE folder = old.folder AND type = coalesce(old.type, '');
+END;
+"""
+ZERO_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
+
+
+def identify(data: bytes) -> tuple[str, str | None]:
+    """(source hash, uuid id) of a note blob; hashes the body when the field is missing."""
+    head = data[:4096]
+    m = _HASH_RE.search(head)
+    if m:
+        hash_hex = m.group(1).decode()
+    else:
+        from cortex.notes import note_body, source_hash
+
+        hash_hex = source_hash(note_body(data.decode("utf-8", errors="replace")))
+    i = _ID_RE.search(head)
+    return hash_hex, (i.group(1).decode() if i else None)
+
+
+def fields(data: bytes) -> tuple[str | None, str | None, str]:
+    """(id, declared type, source hash) of a note blob, without YAML: the id as the git
+    hook reads it, the hash as ``cortex run`` dedups by (the body's when the field is
+    missing)."""
+    from cortex.validate import read_id
+
+    text = data[:4096].decode("utf-8", "replace")
+    found = read_id(text)
+    end = text.find("\n---", 3) if text.startswith("---") else -1
+    kind = _TYPE_RE.search(text, 0, max(end, 0))
+    return (found[0] if found else None), (kind.group(1) if kind else None), identify(data)[0]
+
+
+def folder_of(path: str) -> str:
+    """The counting key: the first two folders (``mind/lessons``), or the top one."""
+    parts = path.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else (parts[0] if len(parts) > 1 else "")
+
+
+def _git(root: Path, *args: str, data: bytes | None = None) -> bytes | None:
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], input=data, capture_output=True, check=False)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def head_commit(root: Path) -> str | None:
+    out = _git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+    return out.decode().strip() if out else None
+
+
+def _read_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
+    """Blob contents by id, in one ``git cat-file --batch``."""
+    if not oids:
+        return {}
+    out = _git(root, "cat-file", "--batch", data=("\n".join(oids) + "\n").encode())
+    if out is None:
+        raise OSError("git cat-file failed")
+    blobs, pos = {}, 0
+    for oid in oids:
+        eol = out.index(b"\n", pos)
+        header = out[pos:eol].split()
+        if len(header) < 3:  # "<oid> missing"
+            raise OSError(f"git cannot read blob {oid}")
+        size = int(header[2])
+        blobs[oid] = out[eol + 1: eol + 1 + size]
+        pos = eol + 1 + size + 1
+    return blobs
+
+
+class HeadCache:
+    """The notes at HEAD. ``sync()`` first; then ``ids``, ``by_hash``, ``counts``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.path = self.root / ".cortex" / FILE
+        self.head: str | None = None
+        self.rebuilt = False
+        self._db: sqlite3.Connection | None = None
+
+    # --- bringing it up to date ---------------------------------------------------------
+
+    def sync(self) -> "HeadCache":
+        head = head_commit(self.root)
+        self.head = head
+        try:
+            self._sync(head)
+        except (sqlite3.DatabaseError, OSError, ValueError):
+            self.close()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+            self._sync(head)  # damaged: rebuilt from git
+        return self
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            if db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").fetchone()[0] == 0:
+                db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} INSERT OR IGNORE INTO meta VALUES ('format', '{FORMAT}'); COMMIT;")
+            self._db = db
+        return self._db
+
+    def _meta(self, db: sqlite3.Connection, key: str) -> str | None:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def _sync(self, head: str | None) -> None:
+        db = self._connect()
+        if self._meta(db, "format") != str(FORMAT):
+            raise ValueError("another format")
+        if self._meta(db, "head") == (head or ""):
+            return
+        db.execute("BEGIN IMMEDIATE")  # one updater at a time; the others find it done
+        try:
+            old = self._meta(db, "head")
+            if old != (head or ""):
+                changes = self._diff(old, head) if old else None
+                if changes is None:
+                    db.execute("DELETE FROM notes")
+                    db.execute("DELETE FROM counts")
+                    changes = self._listing(head)
+                    self.rebuilt = True
+                self._apply(db, changes)
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (head or "",))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _listing(self, head: str | None) -> list[tuple[str, str | None]]:
+        if head is None:
+            return []
+        out = _git(self.root, "ls-tree", "-r", "-z", "--full-tree", head)
+        if out is None:
+            raise OSError("git ls-tree failed")
+        changes = []
+        for entry in out.split(b"\0"):
+            meta, _, path = entry.partition(b"\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == b"blob":
+                name = path.decode("utf-8", "surrogateescape")
+                if is_note_path(name):
+                    changes.append((name, parts[2].decode()))
+        return changes
+
+    def _diff(self, old: str, new: str | None) -> list[tuple[str, str | None]] | None:
+        """(path, new blob or None) between two commits; None when the old one is gone."""
+        out = _git(self.root, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new or ZERO_TREE)
+        if out is None:
+            return None
+        changes = []
+        items = out.split(b"\0")
+        for meta, path in zip(items[0::2], items[1::2]):
+            parts = meta.split()
+            if len(parts) < 5:
+                continue
+            name = path.decode("utf-8", "surrogateescape")
+            if is_note_path(name):
+                status, blob = parts[4][:1], parts[3].decode()
+                changes.append((name, None if status == b"D" or set(blob) == {"0"} else blob))
+        return changes
+
+    def _apply(self, db: sqlite3.Connection, changes: list[tuple[str, str | None]]) -> None:
+        contents = _read_blobs(self.root, sorted({b for _, b in changes if b}))
+        for path, blob in changes:
+            db.execute("DELETE FROM notes WHERE path = ?", (path,))
+            if blob is not None:
+                ident, type_, hash_hex = fields(contents[blob])
+                db.execute("INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (path, blob, ident, type_, hash_hex, folder_of(path), path.lower()))
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # --- reading ------------------------------------------------------------------------
+
+    def paths_with_id(self, ident: str) -> list[str]:
+        rows = self._connect().execute("SELECT path FROM notes WHERE id = ? ORDER BY path", (ident,))
+        return [r[0] for r in rows]
+
+    def paths_folded(self, path: str) -> list[str]:
+        """Notes whose path equals ``path`` but for case (``str.lower``, as ``layout.case_twins``)."""
+        rows = self._connect().execute("SELECT path FROM notes WHERE folded = ? ORDER BY path", (path.lower(),))
+        return [r[0] for r in rows]
+
+    def by_hash(self, hash_hex: str, partitions: tuple[str, ...]) -> tuple[str | None, str] | None:
+        """(id, path) of a note under ``partitions`` with this source hash: the first
+        partition's first path, when several share it (dedup merges them later)."""
+        rows = self._connect().execute("SELECT id, path FROM notes WHERE hash = ? ORDER BY path", (hash_hex,))
+        found = [(r[0], r[1]) for r in rows if r[1].split("/", 1)[0] in partitions]
+        found.sort(key=lambda r: partitions.index(r[1].split("/", 1)[0]))
+        return found[0] if found else None
+
+    def has_path(self, path: str) -> bool:
+        return self._connect().execute("SELECT 1 FROM notes WHERE path = ?", (path,)).fetchone() is not None
+
+    def counts(self) -> Iterator[tuple[str, str, int]]:
+        """(folder, declared type or "", notes) with at least one note."""
+        yield from self._connect().execute("SELECT folder, type, n FROM counts WHERE n > 0 ORDER BY folder, type")
+
+    def notes(self) -> int:
+        return self._connect().execute("SELECT coalesce(sum(n), 0) FROM counts").fetchone()[0]
+
+
+def sync(root: Path) -> HeadCache:
+    return HeadCache(root).sync()
+
+
+def staged_changes(root: Path) -> dict[str, str | None] | None:
+    """Notes staged differently from HEAD: path → staged blob (None: removed); None when
+    git cannot say (no HEAD yet, not a repository)."""
+    out = _git(root, "diff-index", "--cached", "-z", "--no-renames", "HEAD", "--")
+    if out is None:
+        return None
+    changes: dict[str, str | None] = {}
+    items = out.split(b"\0")
+    for meta, path in zip(items[0::2], items[1::2]):
+        parts = meta.split()
+        if len(parts) < 5:
+            continue
+        name = path.decode("utf-8", "surrogateescape")
+        if is_note_path(name):
+            blob = parts[3].decode()
+            changes[name] = None if parts[4][:1] == b"D" or set(blob) == {"0"} else blob
+    return changes

@@ -1,0 +1,155 @@
+"""The HEAD-following caches: brought up to date by diffing HEADs after commits by people,
+by `cortex run`, by maintenance and by a pull from another machine; rebuilt from git when
+deleted or damaged; and git asked to pack when cortex leaves too many loose objects."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import git, observation
+from cortex.headcache import HeadCache, fields
+from cortex.layout import is_note_path
+from cortex.maintenance.maintain import run_job
+from cortex.packing import loose_sample, pack_if_due, too_many_loose
+from maint_helpers import MONTH, T0, make_note
+
+EMAIL = ("-c", "user.name=Test Person", "-c", "user.email=person@example.com")
+
+
+def from_git(root) -> dict[str, tuple]:
+    """path → (blob, id, type, hash) of every note at HEAD, read from git alone."""
+    listing = git(root, "ls-tree", "-r", "HEAD")
+    out = {}
+    for line in listing.splitlines():
+        meta, path = line.split("\t", 1)
+        blob = meta.split()[2]
+        if is_note_path(path):
+            data = subprocess.run(["git", "cat-file", "blob", blob], cwd=root, capture_output=True, check=True).stdout
+            out[path] = (blob, *fields(data))
+    return out
+
+
+def cached(root) -> tuple[HeadCache, dict[str, tuple]]:
+    cache = HeadCache(root).sync()
+    rows = cache._connect().execute("SELECT path, blob, id, type, hash FROM notes").fetchall()
+    return cache, {r[0]: tuple(r[1:]) for r in rows}
+
+
+def assert_follows(root, *, rebuilt: bool = False) -> HeadCache:
+    cache, rows = cached(root)
+    assert cache.rebuilt is rebuilt
+    assert rows == from_git(root)
+    assert cache.head == git(root, "rev-parse", "HEAD").strip()
+    counts = {}
+    for path, (_, _, type_, _) in rows.items():
+        parts = path.split("/")  # counted by their first two folders; a top-level note under ""
+        key = ("/".join(parts[:2]) if len(parts) > 2 else parts[0] if len(parts) == 2 else "", type_ or "")
+        counts[key] = counts.get(key, 0) + 1
+    assert {(f, t): n for f, t, n in cache.counts()} == counts and cache.notes() == len(rows)
+    cache.close()
+    return cache
+
+
+def test_follows_people_cortex_run_and_maintenance(vault):
+    make_note(vault, "lesson", "Small pull requests get reviewed faster.")
+    assert_follows(vault.root, rebuilt=True)  # the first use builds it
+    # a person's commit, through the real pre-commit hook
+    (vault.root / "daily.md").write_text("# Monday\n\nStand-up moved to ten.\n", encoding="utf-8")
+    git(vault.root, "add", "daily.md")
+    git(vault.root, *EMAIL, "commit", "-q", "-m", "person: a daily note")
+    assert_follows(vault.root)
+    # cortex run
+    vault.write(observation(body="The ledger runs on Postgres 16.", type="fact"))
+    vault.write(observation(body="Prefers squash merges for feature branches.", type="preference"))
+    assert vault.run(now=T0).memorized == 2
+    assert_follows(vault.root)
+    # maintenance: dedup moves a note into the archive
+    make_note(vault, "lesson", "Pull requests that are small get reviewed more quickly.", created=T0 + MONTH)
+    assert run_job(vault, "dedup", now=T0 + 2 * MONTH).commit
+    assert_follows(vault.root)
+    assert any(folder == "mind/archive" for folder, _, _ in HeadCache(vault.root).sync().counts())
+    # a person deletes a note
+    git(vault.root, "rm", "-q", "daily.md")
+    git(vault.root, *EMAIL, "commit", "-q", "-m", "person: drop it")
+    assert_follows(vault.root)
+    assert "daily.md" not in cached(vault.root)[1]
+
+
+def test_follows_a_pull_from_another_machine(vault, tmp_path):
+    make_note(vault, "fact", "The ledger runs on Postgres 16.")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(vault.root, "remote", "add", "origin", str(remote))
+    git(vault.root, "push", "-q", "origin", "HEAD:main")
+    git(vault.root, "branch", "-q", "--set-upstream-to=origin/main")
+    assert_follows(vault.root, rebuilt=True)
+    other = tmp_path / "laptop"
+    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(other))
+    note = other / "vault" / "decisions" / "ledger.md"  # written on the laptop, committed there
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("---\nid: 0190c7a2-1111-7000-8000-000000000001\ntype: decision\n---\n\nUse Postgres.\n")
+    git(other, "add", "-A")
+    git(other, *EMAIL, "commit", "-q", "--no-verify", "-m", "laptop: a decision")
+    git(other, "push", "-q", "origin", "HEAD:main")
+    git(vault.root, *EMAIL, "pull", "-q", "--ff-only")
+    assert_follows(vault.root)
+    assert cached(vault.root)[1]["vault/decisions/ledger.md"][1:3] == ("0190c7a2-1111-7000-8000-000000000001", "decision")
+
+
+def test_rebuilt_when_deleted_or_damaged(vault):
+    make_note(vault, "fact", "The ledger runs on Postgres 16.")
+    assert_follows(vault.root, rebuilt=True)
+    path = vault.root / ".cortex" / "head.sqlite"
+    path.unlink()
+    assert_follows(vault.root, rebuilt=True)
+    for suffix in ("-wal", "-shm"):
+        (vault.root / ".cortex" / f"head.sqlite{suffix}").unlink(missing_ok=True)
+    path.write_bytes(b"not a database at all" * 100)
+    assert_follows(vault.root, rebuilt=True)
+    # the HEAD it remembers no longer exists (a history rewritten and pruned): rebuilt too
+    cache = HeadCache(vault.root).sync()
+    cache._connect().execute("UPDATE meta SET value = ? WHERE key = 'head'", ("0" * 40,))
+    cache.close()
+    make_note(vault, "fact", "The ledger's backups run nightly.", created=T0 + MONTH)
+    assert_follows(vault.root, rebuilt=True)
+
+
+def test_hook_finds_a_copied_id_through_the_cache(vault):
+    path = make_note(vault, "fact", "The ledger runs on Postgres 16.")
+    assert_follows(vault.root, rebuilt=True)
+    copy = (vault.root / path).with_name("copy.md")
+    copy.write_text((vault.root / path).read_text(encoding="utf-8"), encoding="utf-8")
+    git(vault.root, "add", str(copy))
+    done = subprocess.run(["git", *EMAIL, "commit", "-q", "-m", "copy"], cwd=vault.root, capture_output=True, text=True)
+    assert done.returncode != 0 and "is also the id of" in done.stdout + done.stderr
+    # a rename staged whole (old path removed) is no copy
+    git(vault.root, "rm", "-q", "--cached", path)
+    (vault.root / path).unlink()
+    done = subprocess.run(["git", *EMAIL, "commit", "-q", "-m", "rename"], cwd=vault.root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_follows(vault.root)
+
+
+def test_git_is_asked_to_pack_when_loose_objects_pile_up(vault):
+    git(vault.root, "config", "gc.autoDetach", "false")
+    objects = vault.root / ".git" / "objects"
+    assert not pack_if_due(vault.root)  # a new vault: nothing to pack
+    import hashlib
+
+    from cortex.gitrepo import GitRepo
+
+    repo = GitRepo(vault.root)
+    changes, n = {}, 0
+    while len(changes) <= 27:  # git's default gc.auto 6,700 / 256, in git's sample folder objects/17
+        data = f"attachment {n}\n".encode()
+        if hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest().startswith("17"):
+            changes[f"files/{n}.txt"] = repo.write_blob(data)
+        n += 1
+    repo.commit(changes, "person: attachments\n", ("Test Person", "person@example.com"))  # reachable
+    assert too_many_loose(objects)
+    git(vault.root, "config", "gc.auto", "20")  # git's own test must agree with cortex's
+    assert pack_if_due(vault.root, 20)
+    assert loose_sample(objects) == 0 and list((objects / "pack").glob("*.pack"))
+    git(vault.root, "config", "gc.auto", "0")  # turned off: never asked
+    assert not pack_if_due(vault.root, 0)
