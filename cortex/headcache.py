@@ -195,19 +195,7 @@ class HeadCache:
     def _diff(self, old: str, new: str | None) -> list[tuple[str, str | None]] | None:
         """(path, new blob or None) between two commits; None when the old one is gone."""
         out = _git(self.root, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new or ZERO_TREE)
-        if out is None:
-            return None
-        changes = []
-        items = out.split(b"\0")
-        for meta, path in zip(items[0::2], items[1::2]):
-            parts = meta.split()
-            if len(parts) < 5:
-                continue
-            name = path.decode("utf-8", "surrogateescape")
-            if is_note_path(name):
-                status, blob = parts[4][:1], parts[3].decode()
-                changes.append((name, None if status == b"D" or set(blob) == {"0"} else blob))
-        return changes
+        return None if out is None else list(_raw_changes(out))
 
     def _apply(self, db: sqlite3.Connection, changes: list[tuple[str, str | None]]) -> None:
         contents = _read_blobs(self.root, sorted({b for _, b in changes if b}))
@@ -261,16 +249,15 @@ def staged_changes(root: Path) -> dict[str, str | None] | None:
     """Notes staged differently from HEAD: path → staged blob (None: removed); None when
     git cannot say (no HEAD yet, not a repository)."""
     out = _git(root, "diff-index", "--cached", "-z", "--no-renames", "HEAD", "--")
-    if out is None:
-        return None
-    changes: dict[str, str | None] = {}
+    return None if out is None else dict(_raw_changes(out))
+
+
+def _raw_changes(out: bytes) -> Iterator[tuple[str, str | None]]:
+    """(note path, new blob or None when removed) from git's ``--raw -z`` diff output."""
     items = out.split(b"\0")
     for meta, path in zip(items[0::2], items[1::2]):
         parts = meta.split()
-        if len(parts) < 5:
-            continue
         name = path.decode("utf-8", "surrogateescape")
-        if is_note_path(name):
+        if len(parts) >= 5 and is_note_path(name):
             blob = parts[3].decode()
-            changes[name] = None if parts[4][:1] == b"D" or set(blob) == {"0"} else blob
-    return changes
+            yield name, None if parts[4][:1] == b"D" or set(blob) == {"0"} else blob

@@ -255,6 +255,35 @@ def test_fresh_after_commit_edit_and_delete(vault):
     assert idx.lexical.doc_count() == len(idx.vectors) == 2
 
 
+def test_git_names_the_changes_once_the_index_knows_what_was_dirty(vault, monkeypatch):
+    """After one update with git's status, a folder whose mtime moved is not listed:
+    git names what changed, and notes dirty last time are looked at again."""
+    from cortex.search import freshness
+
+    write_note(vault, "mind/facts/a.md", "The build server lives in the basement rack", type_="fact")
+    commit_all(vault)
+    fresh_index(vault)
+    fresh_index(vault)  # the first update records what git calls dirty (nothing)
+    assert json.loads((vault / ".cortex/search/state.json").read_text())["dirty"] == []
+    listed = []
+    real_scan = freshness.scan_dir
+    monkeypatch.setattr(freshness, "scan_dir", lambda root, rel: listed.append(rel) or real_scan(root, rel))
+    draft = write_note(vault, "mind/facts/draft.md", "Draft about penguins", type_="fact")  # untracked
+    assert paths(search(fresh_index(vault), "penguins")) == [draft]
+    (vault / draft).unlink()  # gone before anyone committed it: git no longer names it
+    assert search(fresh_index(vault), "penguins") == []
+    path = vault / "mind/facts/a.md"
+    path.write_text(path.read_text().replace("basement rack", "attic cupboard"))
+    assert paths(search(fresh_index(vault), "attic")) == ["mind/facts/a.md"]
+    git(vault, "checkout", "--", "mind/facts/a.md")  # the edit undone: clean again
+    idx = fresh_index(vault)
+    assert search(idx, "attic") == [] and paths(search(idx, "basement")) == ["mind/facts/a.md"]
+    new = write_note(vault, "mind/lessons/b.md", "The lighthouse keeper logs every ship", type_="lesson")
+    commit_all(vault)  # a new folder, committed
+    assert paths(search(fresh_index(vault), "lighthouse")) == [new]
+    assert "mind/facts" not in listed and idx.lexical.doc_count() >= 1
+
+
 def test_edit_then_commit_between_queries(vault):
     write_note(vault, "vault/resources/r.md", "A guide to sourdough baking", type_="resource", category="entity")
     commit_all(vault)

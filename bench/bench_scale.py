@@ -1,0 +1,250 @@
+"""What one note costs as the vault grows: the same operations on vaults of 10,000, 50,000
+and (with `--sizes 10000,50000,200000`) 200,000 notes.
+
+Each vault (built once and cached under /tmp/cortex-bench-scale/, since a 200,000-note
+vault takes minutes): `cortex init`, then notes of all 17 types in cortex's note format
+(deterministic text, as `bench_run.py` writes them), one plain-git commit, `git gc`, a
+full `cortex index`. Each measurement runs the real CLI (or git) in a subprocess; the
+median of `--repeat` runs, next to `python -c pass` measured in the same run:
+
+- the validate hook (`python -m cortex.hooks validate`) on one staged new note;
+- `git commit` of one new note through the installed pre-commit hooks (and `--no-verify`);
+- `cortex index` after one new committed note, and with nothing to do;
+- a cold `cortex query`, hybrid and lexical (`--lexical`);
+- `cortex status`; `cortex maintain` with nothing due;
+- `cortex run` of 1,000 new observations, next to `git add` + `git commit` of 1,000 new
+  files in the same vault;
+- `cortex maintain --force --only dedup` (a near-duplicate merge over the whole vault);
+- the full index build (timed when the vault is built) and `.git`'s size, loose objects.
+
+Then each one-note cost's ratio between the largest and the smallest vault (target
+≤ 1.3). Figures, not pass/fail; the machine is shared, so expect ±10%.
+
+Run: `.venv/bin/python bench/bench_scale.py [--sizes 10000,50000] [--repeat 5] [--rebuild]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_run import vault_note  # noqa: E402
+from cortex.notes import NoteDraft, make_title, note_filename, render_note, source_hash, uuid7  # noqa: E402
+from cortex.taxonomy import DEFAULT_TAXONOMY  # noqa: E402
+
+CACHE = Path(os.environ.get("CORTEX_BENCH_SCALE_CACHE", "/tmp/cortex-bench-scale"))
+VERSION = "scale-v1"
+PY = sys.executable
+_SCRIPT = Path(PY).parent / "cortex"
+CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "cortex"]
+ONE_NOTE = ("hook", "commit", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid", "query_lexical")
+ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+
+
+def sh(cwd: Path, *argv: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+    done = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, env=ENV, input=input)
+    if check and done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}) in {cwd}:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def timed(cwd: Path, *argv: str, check: bool = True) -> float:
+    t0 = time.perf_counter()
+    sh(cwd, *argv, check=check)
+    return time.perf_counter() - t0
+
+
+def build(path: Path, notes: int) -> dict:
+    if path.exists():
+        shutil.rmtree(path)
+    t0 = time.perf_counter()
+    sh(path.parent, *CORTEX, "init", str(path))
+    types = sorted(DEFAULT_TAXONOMY.types)
+    for i in range(notes):
+        rel, text, _ = vault_note(i, types, DEFAULT_TAXONOMY)
+        target = path / rel
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    sh(path, "git", "add", "-A")
+    sh(path, "git", "-c", "gc.auto=0", "commit", "-q", "--no-verify", "-m", f"{notes} notes")
+    sh(path, "git", "gc", "-q")
+    written = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    sh(path, *CORTEX, "index")
+    indexed = time.perf_counter() - t1
+    sh(path, *CORTEX, "maintain", "--force")  # every job run once: later, nothing is due
+    info = {"notes": notes, "build_seconds": round(written, 1), "index_build_seconds": round(indexed, 1),
+            "head": sh(path, "git", "rev-parse", "HEAD").stdout.strip()}
+    (path / ".bench-version").write_text(json.dumps({"version": VERSION, **info}))
+    return info
+
+
+def cached_vault(notes: int, rebuild: bool) -> tuple[Path, dict]:
+    path = CACHE / f"v{notes}"
+    marker = path / ".bench-version"
+    try:
+        info = json.loads(marker.read_text())
+        if info.get("version") == VERSION and not rebuild:
+            return path, info
+    except (OSError, ValueError):
+        pass
+    CACHE.mkdir(parents=True, exist_ok=True)
+    print(f"building a {notes:,}-note vault at {path} …", file=sys.stderr)
+    info = build(path, notes)
+    print(f"  built in {info['build_seconds']} s, indexed in {info['index_build_seconds']} s", file=sys.stderr)
+    return path, info
+
+
+_SERIAL = [0]
+
+
+def new_note(vault: Path, kind: str = "lesson") -> str:
+    """A fresh, valid note file (not yet staged); its vault-relative path."""
+    _SERIAL[0] += 1
+    serial = f"{os.getpid()}-{time.time_ns()}-{_SERIAL[0]}"
+    body = f"Bench note {serial}: the sync worker retries station files after a short pause."
+    created = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+    spec = DEFAULT_TAXONOMY.get(kind)
+    h = source_hash(body)
+    draft = NoteDraft(id=uuid7(time.time_ns() // 1_000_000, os.urandom(10)), type=kind, category=spec.category, created=created, source_hash=h,
+                      title=make_title(body), body=body, bucket="explicit", attribution="bench", confidence=0.9,
+                      importance=0.8, entities=(("Tidewatch", "project"),), tags=("ops",), last_reinforced=created)
+    rel = f"{spec.directory}/{note_filename(created[:10], h)}"
+    (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+    (vault / rel).write_text(render_note(draft), encoding="utf-8")
+    return rel
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def measure(vault: Path, repeat: int) -> dict:
+    out: dict[str, float] = {}
+    out["python"] = median([timed(vault, PY, "-c", "pass") for _ in range(repeat)])
+    # warm what the first use builds (the HEAD cache, the hook's pattern cache)
+    rel = new_note(vault)
+    sh(vault, "git", "add", rel)
+    sh(vault, PY, "-m", "cortex.hooks", "validate", rel)
+    sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: warm")
+    hook = []
+    for _ in range(repeat):
+        rel = new_note(vault)
+        sh(vault, "git", "add", rel)
+        hook.append(timed(vault, PY, "-m", "cortex.hooks", "validate", rel))
+        sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: hook")
+    out["hook"] = median(hook)
+    commit, plain = [], []
+    for _ in range(repeat):
+        rel = new_note(vault)
+        sh(vault, "git", "add", rel)
+        commit.append(timed(vault, "git", "commit", "-q", "-m", "bench: one note"))
+        rel = new_note(vault)
+        sh(vault, "git", "add", rel)
+        plain.append(timed(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: one note, no hooks"))
+    out["commit"], out["commit_plain"] = median(commit), median(plain)
+    sh(vault, *CORTEX, "index")
+    index_one, index_idle = [], []
+    for _ in range(repeat):
+        rel = new_note(vault)
+        sh(vault, "git", "add", rel)
+        sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: index one")
+        index_one.append(timed(vault, *CORTEX, "index"))
+        index_idle.append(timed(vault, *CORTEX, "index"))
+    out["index_one"], out["index_idle"] = median(index_one), median(index_idle)
+    out["query_hybrid"] = median([timed(vault, *CORTEX, "query", "how are station files cached", "--json", check=False)
+                                  for _ in range(repeat)])
+    out["query_lexical"] = median([timed(vault, *CORTEX, "query", "how are station files cached", "--lexical-only", "--json",
+                                         check=False) for _ in range(repeat)])
+    out["status"] = median([timed(vault, *CORTEX, "status", "--json") for _ in range(repeat)])
+    out["maintain_idle"] = median([timed(vault, *CORTEX, "maintain") for _ in range(repeat)])
+    # cortex run of 1,000 new observations, then git's own for 1,000 new files
+    buffer = vault / "observer" / "observations.jsonl"
+    stamp = time.time_ns()
+    lines = [json.dumps({"timestamp": "2026-03-01T12:00:00.000Z", "type": "fact", "bucket": "explicit",
+                         "attribution": "bench", "importance": 0.8,
+                         "body": f"Run {stamp} item {k}: the export job compresses monthly exports in batches of {k}."})
+             for k in range(1000)]
+    with open(buffer, "a", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    out["run_1000"] = timed(vault, *CORTEX, "run", "--json")
+    for k in range(1000):
+        target = vault / "mind" / "facts" / f"git-{stamp}-{k}.md"
+        target.write_text(f"---\ntype: fact\n---\n\nGit baseline {stamp} {k}.\n", encoding="utf-8")
+    t0 = time.perf_counter()
+    sh(vault, "git", "add", "mind/facts")
+    sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: git's own 1,000")
+    out["git_1000"] = time.perf_counter() - t0
+    out["dedup"] = timed(vault, *CORTEX, "maintain", "--force", "--only", "dedup")
+    objects = dict(line.split(": ", 1) for line in sh(vault, "git", "count-objects", "-v").stdout.splitlines())
+    out["loose_objects"] = int(objects["count"])
+    out["git_mb"] = (int(objects["size"]) + int(objects["size-pack"])) / 1024
+    return out
+
+
+def restore(vault: Path, head: str) -> None:
+    """Back to the vault as built: the measurements' commits dropped, caches kept."""
+    sh(vault, "git", "reset", "-q", "--hard", head)
+    sh(vault, "git", "clean", "-q", "-fd", "--", "vault", "mind")
+    (vault / "observer" / "observations.jsonl").unlink(missing_ok=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,50000", help="Vault sizes, comma-separated (200000 when asked).")
+    parser.add_argument("--repeat", type=int, default=5, help="Runs per figure (the median is printed).")
+    parser.add_argument("--rebuild", action="store_true", help="Build the cached vaults again.")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    results = {}
+    for size in sizes:
+        vault, info = cached_vault(size, args.rebuild)
+        restore(vault, info["head"])
+        try:
+            results[size] = {**measure(vault, args.repeat), **info}
+        finally:
+            restore(vault, info["head"])
+    rows = [
+        ("python -c pass", "python", "s"), ("validate hook, one staged note", "hook", "s"),
+        ("git commit of one note, hooks", "commit", "s"), ("git commit of one note, no hooks", "commit_plain", "s"),
+        ("cortex index after one new note", "index_one", "s"), ("cortex index, nothing to do", "index_idle", "s"),
+        ("cold query, hybrid", "query_hybrid", "s"), ("cold query, lexical", "query_lexical", "s"),
+        ("cortex status", "status", "s"), ("cortex maintain, nothing due", "maintain_idle", "s"),
+        ("cortex run, 1,000 observations", "run_1000", "s"), ("git add + commit, 1,000 files", "git_1000", "s"),
+        ("maintain --force --only dedup", "dedup", "s"), ("full index build", "index_build_seconds", "s"),
+        (".git size after (MB)", "git_mb", "MB"), ("loose objects after", "loose_objects", ""),
+        ("vault build (write, add, commit, gc)", "build_seconds", "s"),
+    ]
+    print(f"cost as the vault grows (median of {args.repeat}; real CLI; shared 2-core machine)")
+    print(f"  {'operation':<40}" + "".join(f"{s:>12,}" for s in sizes) + (f"{'ratio':>9}" if len(sizes) > 1 else ""))
+    for label, key, unit in rows:
+        values = [results[s].get(key) for s in sizes]
+        cells = "".join(f"{v:>12.3f}" if isinstance(v, float) else f"{v!s:>12}" for v in values)
+        ratio = ""
+        if len(sizes) > 1 and key in ONE_NOTE and values[0]:
+            ratio = f"{values[-1] / values[0]:>8.2f}×"
+        print(f"  {label:<40}{cells}{ratio}")
+    for s in sizes:
+        r = results[s]
+        print(f"  {s:,} notes: cortex run 1,000 = {r['run_1000'] / r['git_1000']:.2f}× git's own (target ≤ 2×)")
+    print(f"  ratio: largest / smallest vault; one-note costs should stay ≤ 1.3× "
+          f"({', '.join(ONE_NOTE)})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
