@@ -1,13 +1,20 @@
 """The semantic side: one L2-normalised embedding row per note, keyed by vault path.
 
 Stored as `vectors.npy` (float32, memory-mapped for queries) and `vector_keys.txt` (the
-path of each row; an empty line is a free row left by a deleted note and reused by the
-next new one). Saving writes both files under new names and renames them into place.
+path of each row; an empty line is a free row). An update does not rewrite them: new and
+changed rows go to a small `vectors_delta.npz`, with the base rows they supersede or
+delete (tombstones), so one new note costs the same in a vault of any size. Once the
+delta passes a tenth of the base, the next save folds it in (a full rewrite, under new
+names renamed into place; amortised, a constant per note). The delta names the base it
+belongs to (the keys file's inode, size and mtime): a delta left by a save killed after
+the fold is ignored, since the base holds it.
 """
 
 from __future__ import annotations
 
 import os
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -16,8 +23,11 @@ import numpy as np
 MATRIX = "vectors.npy"
 HEAD = "vectors_head.npy"
 KEYS = "vector_keys.txt"
+DELTA = "vectors_delta.npz"
 EXACT_LIMIT = 20_000  # up to this many rows every query is exact
 HEAD_CANDIDATES = 1000
+FOLD_SHARE = 0.1  # the delta is folded into the base past this share of it
+FOLD_MIN = 2048  # ... and past this many rows
 
 
 class VectorStore:
@@ -29,11 +39,15 @@ class VectorStore:
 
     def __init__(self, directory: Path, matrix: np.ndarray, keys: list[str], head_dims: int = 0, head=None):
         self.directory = directory
-        self.matrix = matrix
+        self.matrix = matrix  # the base rows (memory-mapped when loaded)
         self.keys = keys
         self.head_dims = head_dims if 0 < head_dims < matrix.shape[1] else 0
         self._head = head
-        self._rows: dict[str, int] | None = None
+        self._rows: dict[str, int] | None = None  # path -> row; delta rows follow the base's
+        self.delta = np.zeros((0, matrix.shape[1]), dtype=np.float32)
+        self.delta_keys: list[str] = []
+        self.dead: set[int] = set()  # base rows superseded or deleted
+        self._base_token: list[int] | None = None  # the saved base this store extends
 
     @property
     def dim(self) -> int:
@@ -42,13 +56,17 @@ class VectorStore:
     @property
     def rows(self) -> dict[str, int]:
         if self._rows is None:
-            self._rows = {k: i for i, k in enumerate(self.keys) if k}
+            dead, n = self.dead, len(self.keys)
+            self._rows = {k: i for i, k in enumerate(self.keys) if k and i not in dead}
+            self._rows.update((k, n + j) for j, k in enumerate(self.delta_keys) if k)
         return self._rows
 
     def __len__(self) -> int:
         if self._rows is not None:
             return len(self._rows)
-        return len(self.keys) - self.keys.count("")  # without building the path index
+        # without building the path index
+        return (len(self.keys) - self.keys.count("") - len(self.dead)
+                + len(self.delta_keys) - self.delta_keys.count(""))
 
     @classmethod
     def empty(cls, directory: Path, dim: int) -> "VectorStore":
@@ -65,10 +83,52 @@ class VectorStore:
             head = np.load(directory / HEAD, mmap_mode="r")
             if head.shape != (matrix.shape[0], head_dims):
                 head = None
-        return cls(directory, matrix, keys, head_dims, head)
+        store = cls(directory, matrix, keys, head_dims, head)
+        store._base_token = _token(directory)
+        try:
+            with np.load(directory / DELTA, allow_pickle=False) as data:
+                if data["base"].tolist() == store._base_token:  # else: left by a fold, already in the base
+                    store.delta = np.array(data["matrix"], dtype=np.float32)
+                    store.delta_keys = [str(k) for k in data["keys"]]
+                    store.dead = set(data["dead"].tolist())
+        except FileNotFoundError:
+            pass
+        except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise ValueError(f"vector delta in {directory} is unreadable ({exc})") from None
+        if store.delta.shape != (len(store.delta_keys), matrix.shape[1]) or any(not 0 <= r < len(keys) for r in store.dead):
+            raise ValueError(f"vector delta in {directory} does not fit its base")
+        return store
 
     def save(self) -> None:
+        """Write the delta alone, or fold it into a new base when it has grown."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        changed = len(self.delta_keys) + len(self.dead)
+        if self._base_token is not None and changed <= max(FOLD_MIN, FOLD_SHARE * len(self.keys)):
+            import io
+
+            from cortex.fsutil import atomic_write
+
+            buf = io.BytesIO()
+            np.savez(buf, base=np.array(self._base_token, dtype=np.int64), matrix=self.delta,
+                     keys=np.array(self.delta_keys, dtype=str), dead=np.array(sorted(self.dead), dtype=np.int64))
+            atomic_write(self.directory / DELTA, buf.getvalue())
+            return
+        if changed:
+            self._fold()
+        self._write_base()
+        (self.directory / DELTA).unlink(missing_ok=True)
+        self._base_token = _token(self.directory)
+
+    def _fold(self) -> None:
+        """Base and delta as one matrix, dead rows dropped."""
+        keep = [i for i, k in enumerate(self.keys) if k and i not in self.dead]
+        live = [j for j, k in enumerate(self.delta_keys) if k]
+        self.matrix = np.concatenate([np.asarray(self.matrix)[keep], self.delta[live]]).astype(np.float32)
+        self.keys = [self.keys[i] for i in keep] + [self.delta_keys[j] for j in live]
+        self.delta = np.zeros((0, self.matrix.shape[1]), dtype=np.float32)
+        self.delta_keys, self.dead, self._rows, self._head = [], set(), None, None
+
+    def _write_base(self) -> None:
         tmp_matrix = self.directory / (MATRIX + ".tmp")
         tmp_keys = self.directory / (KEYS + ".tmp")
         with open(tmp_matrix, "wb") as fh:
@@ -88,59 +148,95 @@ class VectorStore:
 
     def vector(self, path: str) -> np.ndarray | None:
         row = self.rows.get(path)
-        return None if row is None else np.array(self.matrix[row])
+        if row is None:
+            return None
+        n = len(self.keys)
+        return np.array(self.matrix[row] if row < n else self.delta[row - n])
 
     def apply(self, upserts: Sequence[tuple[str, np.ndarray]], deletes: Iterable[str] = ()) -> None:
-        """Delete rows, then set (path, vector) rows, reusing free rows before growing."""
-        matrix = np.array(self.matrix)  # a private, writable copy of a memory map
+        """Delete rows, then set (path, vector) rows: into the delta, superseding base rows."""
+        n = len(self.keys)
         rows = dict(self.rows)
-        keys = list(self.keys)
+        delta, delta_keys, dead = np.array(self.delta), list(self.delta_keys), set(self.dead)
         for path in deletes:
             row = rows.pop(path, None)
-            if row is not None:
-                keys[row] = ""
-                matrix[row] = 0.0
-        free = [i for i, k in enumerate(keys) if not k]
-        new = [(p, v) for p, v in upserts if p not in rows]
+            if row is None:
+                continue
+            if row < n:
+                dead.add(row)
+            else:
+                delta_keys[row - n] = ""
+                delta[row - n] = 0.0
+        free = [j for j, k in enumerate(delta_keys) if not k]
+        new = [(p, v) for p, v in upserts if rows.get(p, -1) < n]
         grow = max(0, len(new) - len(free))
         if grow:
-            matrix = np.vstack([matrix, np.zeros((grow, matrix.shape[1]), dtype=np.float32)])
-            free += list(range(len(keys), len(keys) + grow))
-            keys += [""] * grow
+            delta = np.vstack([delta, np.zeros((grow, delta.shape[1]), dtype=np.float32)])
+            free += list(range(len(delta_keys), len(delta_keys) + grow))
+            delta_keys += [""] * grow
         free_iter = iter(free)
         for path, vec in upserts:
             row = rows.get(path)
-            if row is None:
-                row = rows[path] = next(free_iter)
-                keys[row] = path
-            matrix[row] = vec
-        self.matrix, self.keys, self._rows, self._head = matrix, keys, rows, None
+            if row is None or row < n:
+                if row is not None:
+                    dead.add(row)  # a changed base row: superseded
+                j = next(free_iter)
+                rows[path], delta_keys[j] = n + j, path
+            else:
+                j = row - n
+            delta[j] = vec
+        # the in-memory head goes (queries here are exact until the next load, which maps it again)
+        self.delta, self.delta_keys, self.dead, self._rows, self._head = delta, delta_keys, dead, rows, None
 
     # --- queries ----------------------------------------------------------------------
 
     def scores(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of every row with a unit query vector (free rows score 0)."""
-        if self.matrix.shape[0] == 0:
-            return np.zeros(0, dtype=np.float32)
-        return self.matrix @ query.astype(np.float32)
+        """Cosine of every row (base, then delta) with a unit query vector (free and
+        superseded rows score 0)."""
+        query = query.astype(np.float32)
+        base = self.matrix @ query if self.matrix.shape[0] else np.zeros(0, dtype=np.float32)
+        if self.dead:
+            base = np.array(base)
+            base[sorted(self.dead)] = 0.0
+        return np.concatenate([base, self.delta @ query]) if len(self.delta_keys) else base
 
     def top(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The `k` best (path, cosine) pairs, best first."""
         n = self.matrix.shape[0]
-        if n == 0 or k <= 0:
+        if n + len(self.delta_keys) == 0 or k <= 0:
             return []
         query = query.astype(np.float32)
-        if self._head is not None and k < HEAD_CANDIDATES < n:
+        if self._head is not None and k + len(self.dead) < HEAD_CANDIDATES < n:
             rough = self._head @ query[: self.head_dims]
             rows = np.argpartition(-rough, HEAD_CANDIDATES - 1)[:HEAD_CANDIDATES]
             rows.sort()  # gather in storage order
             scores = self.matrix[rows] @ query
         else:
-            rows, scores = None, self.matrix @ query
-        k = min(k, scores.shape[0])
-        idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
-        idx = idx[np.argsort(-scores[idx], kind="stable")]
-        keys = self.keys
-        if rows is not None:
-            return [(keys[rows[i]], float(scores[i])) for i in idx if keys[rows[i]]]
-        return [(keys[i], float(scores[i])) for i in idx if keys[i]]
+            rows, scores = np.arange(n), (self.matrix @ query if n else np.zeros(0, dtype=np.float32))
+        keys, dead = self.keys, self.dead
+        found = [(keys[r], float(s)) for r, s in _best(rows, scores, k + len(dead)) if keys[r] and r not in dead]
+        if self.delta_keys:
+            found += [(self.delta_keys[j], float(s)) for j, s in
+                      _best(np.arange(len(self.delta_keys)), self.delta @ query, k) if self.delta_keys[j]]
+        found.sort(key=lambda item: -item[1])
+        return found[:k]
+
+
+def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best (row, score), best first (ties in storage order)."""
+    k = min(k, scores.shape[0])
+    if k <= 0:
+        return []
+    idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
+    idx = idx[np.argsort(-scores[idx], kind="stable")]
+    return [(int(rows[i]), float(scores[i])) for i in idx]
+
+
+def _token(directory: Path) -> list[int] | None:
+    """Which saved base a delta belongs to: the keys file's inode, size and mtime."""
+    try:
+        st = os.stat(directory / KEYS)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
