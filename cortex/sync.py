@@ -378,7 +378,7 @@ def _follow_head(vault, now: datetime) -> list[str]:
     from cortex.maintenance.base import JobContext
     from cortex.maintenance.index import run as refresh_index
 
-    HashIndex(GitRepo(vault.root), vault.cache_dir / "hashes.json").load()
+    HashIndex(GitRepo(vault.root)).load()  # .cortex/head.sqlite follows HEAD by a tree diff
     try:
         refresh_index(JobContext(vault, now))
     except CortexError as exc:
