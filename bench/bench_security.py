@@ -39,7 +39,9 @@ from cortex.security import training as T  # noqa: E402
 from cortex.security.injection import default_patterns, match_patterns  # noqa: E402
 from cortex.security.secrets import redact  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "bench"
+# The shared bench data sits beside the repository (or beside its worktrees' folder).
+SHARED = next((p for p in (ROOT.parent / "shared" / "bench", ROOT.parents[1] / "shared" / "bench") if p.is_dir()),
+              ROOT.parent / "shared" / "bench")
 INJECTION = SHARED / "security" / "injection_dev.jsonl"
 SECRETS = SHARED / "security" / "secrets_dev.jsonl"
 LME = SHARED / "data" / "lme_oracle_docs.jsonl"

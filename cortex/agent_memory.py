@@ -388,20 +388,14 @@ class Memory:
     def _foresee(self, obs: dict[str, Any]) -> list[str]:
         """What the run's security stage will make of it, said now, while the agent can
         still rephrase (the run decides: the line is appended either way, nothing is lost)."""
-        fields = [f for f in ("body", "context", "source_quote") if isinstance(obs.get(f), str)]
+        from cortex.pipeline.security import foresee, foresight_message
+
         try:
-            scans = self.vault.scanner.scan_many([obs[f] for f in fields])
+            found = foresee([obs], self.vault.scanner, classify=True)
         except Exception as exc:  # a hint, never a reason to fail the write
             log(f"could not pre-scan an observation ({type(exc).__name__}: {exc})")
             return []
-        out = []
-        for name, scan in zip(fields, scans):
-            if scan.injection is not None:
-                out.append(f"{name} reads like an instruction to an agent ({scan.injection.rule}): the run will hold it "
-                           "in quarantine. Write the fact itself (\"deploys need Maya's approval\"), not an order.")
-            if scan.redactions:
-                out.append(f"{name} holds a credential ({', '.join(scan.redactions)}): the note will show [REDACTED]")
-        return out
+        return [foresight_message(f) for f in found]
 
     def _process(self) -> None:
         try:

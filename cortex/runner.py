@@ -62,7 +62,9 @@ def commit_message(notes: list[PlannedNote], reinforced: int | None) -> str:
     else:
         head = f"observe: {len(notes)} memories" + (f" ({reinforced} reinforced)" if reinforced is not None else "")
     body = "\n".join(f"{n.path} — {n.title} ({n.attribution})" for n in notes)
-    return f"{head}\n\n{body}\n"
+    from cortex.security.secrets import scrub_generated
+
+    return scrub_generated(f"{head}\n\n{body}\n")
 
 
 def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove: list[str] = ()) -> dict[str, Any]:

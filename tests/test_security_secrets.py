@@ -202,3 +202,39 @@ def test_the_security_package_imports_nothing_of_cortex_above_it():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             outside |= {(path.name, n) for n in names if n.startswith("cortex") and not n.startswith("cortex.security")}
     assert outside <= {("classifier.py", "cortex.embed"), ("training.py", "cortex.embed")}, outside
+
+
+# --- credentials named by their context, one family per way of writing them down -----------
+# (tests/secret_phrasings.py builds each value at test time from a hash)
+
+from secret_phrasings import families as _families  # noqa: E402
+from secret_phrasings import near_misses as _context_near_misses  # noqa: E402
+
+_FAMILIES = _families()
+
+
+@pytest.mark.parametrize("family", sorted({f for f, *_ in _FAMILIES}))
+def test_each_phrasing_family_is_redacted(family):
+    rows = [r for r in _FAMILIES if r[0] == family]
+    leaked = [text for _, _, text, secret in rows if secret in redact(text)[0]]
+    # every family holds values of several shapes; at most one in twenty may pass
+    assert len(leaked) <= len(rows) // 20, leaked
+
+
+@pytest.mark.parametrize("kind,text", _context_near_misses(), ids=[k for k, _ in _context_near_misses()])
+def test_context_near_miss_is_untouched(kind, text):
+    assert redact(text) == (text, ())
+
+
+def test_the_named_phrasings_of_the_leaks_are_each_caught():
+    v = body("named", 32)
+    for text in (
+        f"the Vercel credential for the side project is {v}",
+        f"her Datadog access token {v}",
+        f"NPM_TOKEN={v}",
+        f'SONAR_LOGIN := "{v}"',
+        f"export SENTRY_AUTH_TOKEN={v}  # in ~/.zshrc",
+        f"sonar.login: {v}",
+    ):
+        out, kinds = redact(text)
+        assert v not in out and REDACTED in out, text

@@ -119,10 +119,23 @@ def write(
         if json_:
             emit_json({"appended": 0, "total": exc.total, "refused": [{"line": n, "reason": why} for n, why in exc.refused]})
         raise
+    from cortex.pipeline.security import foresee, foresight_message
+
+    # What the run will hold or redact, said now (patterns and credentials: the learned
+    # layer needs the embedding model, which a write does not load).
+    foreseen = foresee(batch, vault.scanner, classify=False)
+    for f in foreseen:
+        where = f"line {line_of[f['line'] - 1]}: " if source == "-" else ""
+        warnings.append(where + foresight_message(f))
     for warning in warnings:
         info(f"warning: {warning}")
     if json_:
-        emit_json({"appended": len(batch), "total": len(batch), "refused": [], "warnings": warnings})
+        held = [{"line": line_of[f["line"] - 1] if source == "-" else 1, "field": f["field"], "rule": f["held"]}
+                for f in foreseen if f["held"] is not None]
+        redacted = [{"line": line_of[f["line"] - 1] if source == "-" else 1, "field": f["field"], "kinds": f["redacted"]}
+                    for f in foreseen if f["redacted"]]
+        emit_json({"appended": len(batch), "total": len(batch), "refused": [], "warnings": warnings,
+                   "will_hold": held, "will_redact": redacted})
     info(f"appended {len(batch)} observation{'s' if len(batch) != 1 else ''} to {vault.buffer_path.relative_to(vault.root)}")
 
 

@@ -115,7 +115,10 @@ def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
             for tag in note.tags:
                 if tag != "brief":
                     tags[tag] += 1
-    return {
+    from cortex.security.secrets import scrub_generated
+
+    # titles, authors and names come from commits people wrote too: none may carry a credential
+    return scrub_generated({
         "since": format_time(since),
         "now": format_time(now),
         "memorized": memorized,
@@ -128,7 +131,7 @@ def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
         "changed": changed,
         "entities": [{"name": n, "count": c} for n, c in entities.most_common(TOP_ENTITIES)],
         "tags": [{"tag": t, "count": c} for t, c in tags.most_common(TOP_ENTITIES)],
-    }
+    })
 
 
 def render_brief(data: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from cortex.model import Scored
 from cortex.notes import Note, NoteDraft, make_title, render_note, rendered_note
 from cortex.pipeline.context import Context
+from cortex.security.secrets import scrub_generated
 from cortex.timefmt import format_time
 
 
@@ -12,7 +13,7 @@ def draft(scored: Scored, note_id: str, hash_hex: str, ctx: Context) -> NoteDraf
     obs = scored.obs
     spec = ctx.taxonomy.get(obs.type)
     created = format_time(obs.timestamp)
-    title = make_title(obs.body)
+    title = scrub_generated(make_title(obs.body))  # the body is redacted; its cut is checked too
     return NoteDraft(
         id=note_id,
         type=obs.type,

@@ -80,3 +80,33 @@ def _judge(obs: Observation, scans: dict, by_name: dict, ctx: Context) -> Observ
         return Rejection("schema", "body: nothing left after removing hidden characters", {"rule": "minLength"})
     warnings = obs.warnings + tuple(f"redacted a credential ({kind})" for kind in redactions)
     return replace(obs, **changes, redactions=tuple(redactions), warnings=warnings)
+
+
+def foresee(observations: list[dict], scanner, *, classify: bool) -> list[dict]:
+    """What this stage will make of lines not yet run, said while the writer can still
+    rephrase: one finding per field, ``{"line", "field", "held": rule | None,
+    "redacted": [kinds]}``. ``classify`` False: patterns and credentials only (the learned
+    layer needs the embedding model, which ``cortex write`` does not load)."""
+    fields, texts, prose = [], [], []
+    for n, obs in enumerate(observations, start=1):
+        entities = [e.get("name") if isinstance(e, dict) else None for e in obs.get("entities") or ()]
+        names = [obs.get("attribution"), *entities, *(obs.get("tags") or ())]
+        for name in SCANNED_FIELDS:
+            if isinstance(obs.get(name), str):
+                fields.append((n, name)), texts.append(obs[name]), prose.append(classify)
+        for value in names:
+            if isinstance(value, str) and value:
+                fields.append((n, NAMES)), texts.append(value), prose.append(False)
+    out = []
+    for (n, name), scan in zip(fields, scanner.scan_many(texts, classify=prose)):
+        if scan.injection is not None or scan.redactions:
+            held = scan.injection.rule if scan.injection is not None else None
+            out.append({"line": n, "field": name, "held": held, "redacted": list(scan.redactions)})
+    return out
+
+
+def foresight_message(f: dict) -> str:
+    if f["held"] is not None:
+        return (f"{f['field']} reads like an instruction to an agent ({f['held']}): the run will hold it in "
+                "quarantine. Write the fact itself (\"deploys need Maya's approval\"), not an order.")
+    return f"{f['field']} holds a credential ({', '.join(f['redacted'])}): the note will show [REDACTED]"

@@ -83,9 +83,20 @@ def parse_rules(data: dict) -> tuple[tuple[SecretRule, ...], GenericSettings]:
 
 
 @lru_cache(maxsize=1)
+def _rules_data() -> dict:
+    return _load_yaml((DATA_DIR / "secret_rules.yml").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def default_rules() -> tuple[tuple[SecretRule, ...], GenericSettings]:
-    text = (DATA_DIR / "secret_rules.yml").read_text(encoding="utf-8")
-    return parse_rules(_load_yaml(text))
+    return parse_rules(_rules_data())
+
+
+@lru_cache(maxsize=1)
+def default_context():
+    from cortex.security import context
+
+    return context.words_from(_rules_data())
 
 
 # --- what a credential is not -------------------------------------------------------
@@ -239,8 +250,11 @@ def _overlaps(start: int, end: int, taken: list[tuple[int, int]]) -> bool:
     return any(start < e and s < end for s, e in taken)
 
 
-def find_secrets(text: str, rules: Iterable[SecretRule] | None = None, generic: GenericSettings | None = None) -> list[Finding]:
-    """Spans of ``text`` that hold credentials, in text order, non-overlapping."""
+def find_secrets(
+    text: str, rules: Iterable[SecretRule] | None = None, generic: GenericSettings | None = None, *, use_context: bool = True
+) -> list[Finding]:
+    """Spans of ``text`` that hold credentials, in text order, non-overlapping: provider
+    formats and the rules, then values their context names, then random-looking tokens."""
     if rules is None or generic is None:
         default, default_generic = default_rules()
         rules = default if rules is None else rules
@@ -269,6 +283,14 @@ def find_secrets(text: str, rules: Iterable[SecretRule] | None = None, generic: 
                 continue
             taken.append((start, end))
             found.append(Finding(start, end, rule.provider, rule.name))
+    # Values that what surrounds them names as credentials (cortex/security/context.py).
+    if use_context:
+        from cortex.security import context
+
+        for start, end, rule in context.find(text, default_context()):
+            if not _overlaps(start, end, taken):
+                taken.append((start, end))
+                found.append(Finding(start, end, "generic", rule))
     # The generic pass skips URLs (their paths are long and mixed-case) unless a rule
     # already found a password inside one.
     url_spans = [m.span() for m in _URL.finditer(text)]
@@ -285,13 +307,25 @@ def find_secrets(text: str, rules: Iterable[SecretRule] | None = None, generic: 
 
 
 # Every rule that runs without a long token names one of these words (a test holds the
-# rules to it), so a text with neither cannot hold a credential cortex would find.
-_RULE_WORDS = r"(?i)-----BEGIN|://|pass|pwd|key|authori[sz]ation|secret|token|credential|\bpin\b"
+# rules to it), and the context pass needs one of its own words, "://" or a Secret's
+# "kind", so a text with none of them cannot hold a credential cortex would find.
+_RULE_WORDS = ("-----begin", "://", "pass", "pwd", "key", "authori", "secret", "token", "credential", "pin")
+
+
+@lru_cache(maxsize=1)
+def _gate_words() -> tuple[str, ...]:
+    w = default_context()
+    words = {*_RULE_WORDS, *w.stems, *w.password_stems, *(p.split()[-1] for p in w.prose)}
+    # a word containing another is implied by it ("apikey" by "key")
+    return tuple(sorted(x for x in words if not any(y != x and y in x for y in words)))
 
 
 def might_hold(text: str) -> bool:
     """Cheap and sound: False only for text in which ``redact`` would find nothing."""
-    return _LONG_TOKEN.search(text) is not None or _rx(_RULE_WORDS).search(text) is not None
+    if _LONG_TOKEN.search(text) is not None:
+        return True
+    low = text.lower()
+    return any(word in low for word in _gate_words())
 
 
 def redact(text: str, rules: Iterable[SecretRule] | None = None) -> tuple[str, tuple[str, ...]]:
@@ -309,6 +343,21 @@ def redact(text: str, rules: Iterable[SecretRule] | None = None) -> tuple[str, t
         last = f.end
     parts.append(text[last:])
     return "".join(parts), tuple(f.provider for f in findings)
+
+
+def scrub_generated(value):
+    """What cortex writes of its own (a title, an alias, a commit message, a brief),
+    each string in it redacted: derived from redacted text, a cut or a join could still
+    leave a credential another scan would see whole."""
+    if isinstance(value, str):
+        return redact(value)[0]
+    if isinstance(value, list):
+        return [scrub_generated(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(scrub_generated(v) for v in value)
+    if isinstance(value, dict):
+        return {k: scrub_generated(v) for k, v in value.items()}
+    return value
 
 
 def carries_secret(text: str) -> bool:

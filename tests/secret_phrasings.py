@@ -1,0 +1,183 @@
+"""Credentials as people and agents write them down, one family per way of saying it.
+
+Every value is built when this runs, from a hash of a seed, so no file in the repository
+holds anything that looks like a live credential. ``families()`` gives (family, provider,
+text, secret) rows; ``near_misses()`` gives (kind, text) rows that must stay untouched.
+The tests and bench/bench_security.py both read them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import string
+import uuid
+
+B62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+HEX = "0123456789abcdef"
+
+
+def value(seed: str, n: int, alphabet: str = B62) -> str:
+    out, counter = [], 0
+    while len(out) < n:
+        out += [alphabet[b % len(alphabet)] for b in hashlib.sha256(f"{seed}:{counter}".encode()).digest()]
+        counter += 1
+    return "".join(out[:n])
+
+
+def _shapes(seed: str) -> list[tuple[str, str]]:
+    """(provider, value): values no provider rule knows by prefix, the way an
+    unfamiliar service's key looks, plus a few known shapes."""
+    return [
+        ("unknown-b62", value(seed + "a", 32)),
+        ("unknown-b64", value(seed + "b", 40, B62 + "+/")),
+        ("unknown-hex", value(seed + "c", 40, HEX)),
+        ("unknown-short", value(seed + "d", 20)),
+        ("unknown-dashed", "-".join(value(seed + f"e{i}", 8, string.ascii_lowercase + string.digits) for i in range(4))),
+        ("github", "gh" + "p_" + value(seed + "f", 36)),
+    ]
+
+
+PROVIDERS = ["Sonar", "Vercel", "Netlify", "Datadog", "Cloudflare", "Sentry", "Algolia", "Mixpanel"]
+
+# family -> templates; {p} a provider's name, {v} the value
+TEMPLATES: dict[str, list[str]] = {
+    "assigned": [
+        "NPM_TOKEN={v}",
+        'SONAR_LOGIN := "{v}"',
+        "{p}_API_KEY: {v}",
+        "{p_lower}ApiKey = '{v}'",
+        "client_secret => {v}",
+        "set DEPLOY_PASSWORD={v} before the job",
+        "The CI variable {p}_AUTH_TOKEN={v} was added today.",
+    ],
+    "export": [
+        "export {p}_TOKEN={v}",
+        'Added export {p}_SECRET="{v}" to ~/.zshrc',
+        "echo 'export {p}_ACCESS_KEY={v}' >> ~/.bashrc",
+        "set -x {p}_TOKEN {v}  # in config.fish",
+        "setenv {p}_APIKEY {v}",
+    ],
+    "config_file": [
+        ".env:\nDATABASE_URL=postgres://localhost/app\n{p}_KEY={v}\nDEBUG=false",
+        "config.yaml:\n{p_lower}:\n  api_token: {v}\n  region: eu-west-1",
+        'settings.json: {{"endpoint": "https://api.example.net", "apiKey": "{v}"}}',
+        '[{p_lower}]\nauth_token = "{v}"\ntimeout = 30',
+        "<add key=\"{p}Secret\" value=\"{v}\" />",
+    ],
+    "sentence_is": [
+        "Remember: the {p} credential for the side project is {v}.",
+        "The {p} key for staging is {v}",
+        "Our {p} token was {v} until last week.",
+        "the {p} secret they gave us reads {v}",
+        "{p} API key: {v}",
+        "The password for the {p} admin console is now {v}",
+    ],
+    "sentence_adjacent": [
+        "her {p} access token {v} stopped working after the migration",
+        "Use {p} token {v} for the nightly export.",
+        "He pasted the {p} API key {v} into the ticket.",
+        "Logged in with password {v} on the shared box.",
+        "rotated {p} credentials ({v}) on Friday",
+    ],
+    "sentence_as": [
+        "The {p} key is stored as {v} in the runner.",
+        "{p}_TOKEN exported as {v} in ~/.zshrc.",
+        "They set the {p} secret as {v}.",
+        "saved the {p} API token as '{v}'",
+    ],
+}
+
+
+def families() -> list[tuple[str, str, str, str]]:
+    rows = []
+    for family, templates in TEMPLATES.items():
+        for t, template in enumerate(templates):
+            for kind, secret in _shapes(f"{family}:{t}"):
+                p = PROVIDERS[(t + len(kind)) % len(PROVIDERS)]
+                rows.append((family, kind, template.format(p=p, p_lower=p.lower(), v=secret), secret))
+    rows += _structured()
+    return rows
+
+
+def _structured() -> list[tuple[str, str, str, str]]:
+    rows = []
+    tail = value("slack", 24)
+    slack = "https://hooks." + "slack.com/services/T" + value("t", 8, string.ascii_uppercase + string.digits) + "/B" + value("b", 10, string.ascii_uppercase + string.digits) + "/" + tail
+    rows.append(("url", "slack-webhook", f"Alerts go to {slack} now.", tail))
+    disc = value("disc", 68, B62 + "_-")
+    rows.append(("url", "discord-webhook", f"webhook: https://discord.com/api/webhooks/{value('dn', 18, string.digits)}/{disc}", disc))
+    zap = value("zap", 7, string.ascii_lowercase + string.digits)
+    generic_hook = value("hook", 32)
+    rows.append(("url", "generic-webhook", f"The form posts to https://hooks.example-automation.com/hooks/catch/123456/{generic_hook}/", generic_hook))
+    teams = value("teams", 40, HEX)
+    rows.append(("url", "teams-webhook", f"Teams channel hook https://contoso.webhook.office.com/webhookb2/{value('tid', 8, HEX)}/IncomingWebhook/{teams}/{value('t2', 8, HEX)}", teams))
+    pw = value("userpass", 14)
+    rows.append(("url", "user-pass", f"Clone with https://deploy:{pw}@git.internal.example/team/app.git", pw))
+    pw2 = "Summer" + value("up2", 4, string.digits) + "!"
+    rows.append(("url", "user-pass", f"redis://:{pw2}@cache.internal:6379/0", pw2))
+    q = value("query", 32)
+    rows.append(("url", "query-token", f"The export link was https://reports.example.net/dl?file=q3.csv&access_token={q}", q))
+    sig = value("sig", 44, B62 + "%")
+    rows.append(("url", "query-token", f"Presigned: https://files.example.org/a.pdf?expires=1700000000&signature={sig}", sig))
+    del zap
+    # Kubernetes Secret manifests: base64 under data:, plain under stringData:
+    for i, raw in enumerate([b"hunter2-prod", value("k8s", 24).encode(), b"s3cr3t-Passw0rd!"]):
+        enc = base64.b64encode(raw).decode()
+        rows.append(("k8s_secret", "data", f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: app-{i}\ntype: Opaque\ndata:\n  username: YWRtaW4=\n  password: {enc}\n", enc))
+    enc = base64.b64encode(value("k8s-tok", 30).encode()).decode()
+    rows.append(("k8s_secret", "data", f"kind: Secret\ndata:\n  token: {enc}", enc))
+    plain = value("k8s-plain", 18)
+    rows.append(("k8s_secret", "stringData", f"kind: Secret\nstringData:\n  DB_PASS: {plain}\n", plain))
+    # PEM blocks and JWTs
+    for label in ("RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY"):
+        body = "\n".join(value(f"pem{label}{i}", 64, B62 + "+/") for i in range(3))
+        block = f"-----BEGIN {label}-----\n{body}\n-----END {label}-----"
+        rows.append(("pem", label, f"The deploy key:\n{block}\n", body.split("\n")[1]))
+    head = base64.urlsafe_b64encode(b'{"alg":"RS256","typ":"JWT"}').decode().rstrip("=")
+    for i in range(3):
+        claims = base64.urlsafe_b64encode(f'{{"sub":"{1000 + i}","role":"admin"}}'.encode()).decode().rstrip("=")
+        jwt = f"{head}.{claims}.{value(f'jwt{i}', 43, B62 + '_-')}"
+        rows.append(("jwt", "jwt", f"curl -H 'Authorization: Bearer {jwt}' https://api.example.net/me", jwt))
+    return rows
+
+
+def near_misses() -> list[tuple[str, str]]:
+    sha256 = hashlib.sha256(b"near").hexdigest()
+    sha1 = hashlib.sha1(b"near").hexdigest()
+    u = str(uuid.uuid5(uuid.NAMESPACE_DNS, "near.example"))
+    prose64 = base64.b64encode(b"The meeting moved to Thursday afternoon.").decode()
+    return [
+        ("sha256", f"source_hash: {sha256}"),
+        ("sha256", f"The token hash is {sha256}."),
+        ("sha256", f"checksum_sha256={sha256}"),
+        ("git_sha", f"commit {sha1}"),
+        ("git_sha", f"The secret rotation landed in {sha1}."),
+        ("git_sha", f"token_commit: {sha1[:12]}"),
+        ("uuid", f"request_id={u}"),
+        ("uuid", f"The API key id is {u}."),
+        ("uuid", f"client_id: {u}"),
+        ("version", "TOKENIZER_VERSION=2.14.1-rc3"),
+        ("version", "The auth library is at v3.12.0-beta.4+build.20240611"),
+        ("path", "SSH_KEY_PATH=/home/deploy/.ssh/id_ed25519"),
+        ("path", "The secret lives at vault/kv/data/prod/payments/stripe"),
+        ("path", "GOOGLE_APPLICATION_CREDENTIALS=/etc/gcp/service-account.json"),
+        ("word", "The password is rotated every ninety days."),
+        ("word", "api_key: required"),
+        ("word", "token: ${NPM_TOKEN}"),
+        ("word", "password: <your password here>"),
+        ("word", "The access token expired yesterday."),
+        ("word", "her GitHub access token stopped working after the migration"),
+        ("word", "export TOKEN_TTL=3600"),
+        ("word", "secret_name: payments-api-secret"),
+        ("word", "Set MAX_TOKENS=4096 for the summariser."),
+        ("word", "The key insight is that caching helps."),
+        ("word", "Logged in as jane.doe@example.com with SSO."),
+        ("base64_text", f"data: {prose64}"),
+        ("url", "https://hooks.slack.com/ is where incoming webhooks live."),
+        ("url", "https://github.com/org/repo/pull/4821/files#diff-7c2a9e"),
+        ("url", "https://example.com/search?q=rotate+api+key&page=2"),
+        ("k8s", "kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1\n"),
+        ("number", "The PIN pad on floor 3 is broken."),
+        ("number", "The Sonar token count rose to 1284 this sprint."),
+    ]
