@@ -45,7 +45,8 @@ smoke-pythons:
 
 # Figures, not pass/fail: each bench/bench_*.py prints its own table.
 bench: $(STAMP)
-	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	@failed=; for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || failed="$$failed $$f"; done; \
+	  [ -z "$$failed" ] || { echo "== failed:$$failed"; exit 1; }
 
 # A person committing beside `cortex run`/`maintain` loops, longer than the suite's run;
 # prints the counts. SOAK_SECONDS=600 make soak for a longer one.

@@ -76,7 +76,10 @@ def bench_fleet(tmp: Path, n: int, *, shared: int, own: int, batches: int) -> di
     working = time.perf_counter() - started
     final_round(machines)
     total = time.perf_counter() - started
-    seen = check(machines, plans)
+    try:
+        seen, problem = check(machines, plans), None
+    except AssertionError as exc:  # a figure still, and the finding printed beside it
+        seen, problem = {"observations": sum(len(st[1]) for p in plans for st in p if st[0] == "write")}, str(exc)
     syncs = [r for s in summaries for r in s["syncs"]]
     return {
         "machines": n, "observations": seen["observations"], "distinct": seen["distinct"],
@@ -84,6 +87,7 @@ def bench_fleet(tmp: Path, n: int, *, shared: int, own: int, batches: int) -> di
         "syncs": len(syncs), "merges": sum(r["integrated"] == "merge" for r in syncs),
         "push_retries": sum(max(0, r["push_attempts"] - 1) for r in syncs),
         "exit_75": sum(s["retried"] for s in summaries),
+        "problem": problem,
     }
 
 
@@ -106,11 +110,19 @@ def main() -> int:
         print("\nfleet simulation (tests/fleet.py), every machine a process, then the final round")
         print(f"  {'machines':>8} {'observations':>12} {'working s':>10} {'total s':>8} {'obs/s':>7} "
               f"{'syncs':>6} {'merges':>7} {'push retries':>13} {'exit 75':>8}")
+        problems = []
         for n in [int(x) for x in args.fleet.split(",") if x]:
             (tmp / f"fleet{n}").mkdir()
             r = bench_fleet(tmp / f"fleet{n}", n, shared=args.shared, own=args.own, batches=args.batches)
             print(f"  {r['machines']:>8} {r['observations']:>12} {r['working_s']:>10.1f} {r['total_s']:>8.1f} "
                   f"{r['obs_per_s']:>7.2f} {r['syncs']:>6} {r['merges']:>7} {r['push_retries']:>13} {r['exit_75']:>8}")
+            if r["problem"]:
+                problems.append(f"{n} machines: {r['problem']}")
+        if problems:
+            print("  CHECKS FAILED (tests/fleet.py):")
+            for p in problems:
+                print(f"    {p}")
+            return 1
         print("  (all checks of tests/fleet.py passed: one tree, each observation once, counts added up)")
     return 0
 

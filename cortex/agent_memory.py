@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from cortex.errors import CortexError, LockBusy
 from cortex.layout import UnreadableNote, is_note_path, read_note_bytes
-from cortex.taxonomy import PARTITIONS
+from cortex.layout import PARTITIONS
 
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 2000

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from cortex.gitrepo import GitRepo
 from cortex.headcache import identify  # noqa: F401 (where callers have found it)
-
-PARTITIONS = ("vault", "mind")
+from cortex.layout import PARTITIONS
 
 
 class HashIndex:

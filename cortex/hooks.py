@@ -77,11 +77,10 @@ class HookVault:
     @classmethod
     def around(cls, start: str | os.PathLike | None = None) -> "HookVault":
         """The git repository around ``start`` (pre-commit runs hooks at its top)."""
-        here = Path(start or os.getcwd()).resolve()
-        for candidate in (here, *here.parents):
-            if (candidate / ".git").exists():
-                return cls(candidate)
-        return cls(here)
+        from cortex.layout import repository_root
+
+        here = Path(start or os.getcwd())
+        return cls(repository_root(here) or here.resolve())
 
     def _config(self) -> dict:
         path = self.root / "observer" / "config.yml"
@@ -92,8 +91,10 @@ class HookVault:
 
                 from cortex.errors import ConfigError
 
+                from cortex.layout import read_settings_text
+
                 try:
-                    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                    data = yaml.load(read_settings_text(path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
                 except yaml.YAMLError as exc:
                     raise ConfigError(f"{path}: not valid YAML: {exc}") from None
             self._config_data = data if isinstance(data, dict) else {}

@@ -60,6 +60,43 @@ def is_vault(root: Path) -> bool:
     return any((root / marker).is_file() for marker in VAULT_MARKERS)
 
 
+def repository_root(start: Path) -> Path | None:
+    """The top of the git repository holding ``start`` (resolved), or None."""
+    here = start.resolve()
+    for candidate in (here, *here.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return None
+
+
+def find_vault(path: str | os.PathLike | None = None) -> Path:
+    """The vault a command works on — the one way every entry point (CLI, git hook,
+    MCP server, ``Memory``) finds it: ``path`` (``--vault``), else ``$CORTEX_VAULT``,
+    else the git repository around the working directory. Raises ``VaultNotFound``."""
+    from cortex.errors import VaultNotFound
+
+    if path is None:
+        path = os.environ.get("CORTEX_VAULT") or None
+    if path is not None:
+        root = Path(path)
+        if not root.is_dir():
+            raise VaultNotFound(f"vault {root} does not exist", f"create it with `cortex init {root}`")
+    else:
+        found = repository_root(Path.cwd())
+        if found is None:
+            raise VaultNotFound(
+                "not inside a cortex vault (no git repository here or above)",
+                "pass --vault PATH, set CORTEX_VAULT, or create one with `cortex init PATH`",
+            )
+        root = found
+    if not is_vault(root):
+        raise VaultNotFound(
+            f"{root} is not a cortex vault (none of {', '.join(VAULT_MARKERS)})",
+            f"make it one with `cortex init {root}`, or pass --vault PATH",
+        )
+    return root
+
+
 def load_tag_allow(root: Path) -> frozenset[str] | None:
     """The optional tag allow-list, ``observer/tags.yml`` (a list, or ``tags:`` holding one);
     None when the vault has none, so every well-formed tag is accepted."""

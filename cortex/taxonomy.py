@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Mapping
 
 from cortex.errors import ConfigError
-from cortex.layout import WINDOWS_RESERVED
+from cortex.layout import PARTITIONS, WINDOWS_RESERVED  # PARTITIONS: defined once, with what makes a note
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
-PARTITIONS = ("mind", "vault")
 CATEGORIES = ("concept", "entity", "relation")
 ARCHIVE = "archive"  # mind/archive/<folder>/: faded or merged memories
 

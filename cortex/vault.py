@@ -15,17 +15,16 @@ from typing import Any, Iterable, Iterator
 
 from cortex import buffer
 from cortex.config import Calibration, Settings, load_calibration, load_settings
-from cortex.layout import VAULT_MARKERS, is_other_repository, is_vault, load_tag_allow
 from cortex.errors import BatchRefused, CortexError, InvalidObservation, VaultNotFound
 from cortex.fsutil import file_lock
 from cortex.model import RunReport
 from cortex.quarantine import SECURITY_REASONS, Quarantine
 from cortex.state import State
+from cortex.layout import PARTITIONS, find_vault, is_other_repository, load_tag_allow
 from cortex.taxonomy import Taxonomy, load_taxonomy
 from cortex.timefmt import format_time, utcnow
 
 DATA = Path(__file__).parent / "data"
-PARTITIONS = ("vault", "mind")
 RUNTIME_PATHS = ("observer/observations.jsonl", "observer/state.json", "observer/quarantine.jsonl",
                  "observer/skipped.jsonl", "observer/archive", "observer/cortex.lock", ".cortex")
 
@@ -50,30 +49,9 @@ class Vault:
 
     @classmethod
     def discover(cls, path: str | os.PathLike | None = None) -> "Vault":
-        if path is None:
-            path = os.environ.get("CORTEX_VAULT") or None
-        if path is not None:
-            root = Path(path)
-            if not root.is_dir():
-                raise VaultNotFound(f"vault {root} does not exist", f"create it with `cortex init {root}`")
-            return cls._checked(root)
-        here = Path.cwd().resolve()
-        for candidate in (here, *here.parents):
-            if (candidate / ".git").exists():
-                return cls._checked(candidate)
-        raise VaultNotFound(
-            "not inside a cortex vault (no git repository here or above)",
-            "pass --vault PATH, set CORTEX_VAULT, or create one with `cortex init PATH`",
-        )
-
-    @classmethod
-    def _checked(cls, root: Path) -> "Vault":
-        if not is_vault(root):
-            raise VaultNotFound(
-                f"{root} is not a cortex vault (none of {', '.join(VAULT_MARKERS)})",
-                f"make it one with `cortex init {root}`, or pass --vault PATH",
-            )
-        return cls(root)
+        """The vault ``--vault``, ``$CORTEX_VAULT`` or the working directory names
+        (``cortex.layout.find_vault``); raises ``VaultNotFound``."""
+        return cls(find_vault(path))
 
     @classmethod
     def init(cls, path: str | os.PathLike) -> tuple["Vault", list[str]]:

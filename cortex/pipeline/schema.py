@@ -11,11 +11,10 @@ import re
 
 from typing import Any
 
+from cortex.fields import CAPS
 from cortex.model import Observation, Rejection
 from cortex.pipeline.context import Context
 from cortex.timefmt import parse_time
-
-CAPS = {"body": 500, "context": 1000, "source_quote": 500}
 
 
 def truncate(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:

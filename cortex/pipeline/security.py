@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cortex.fields import SCANNED as SCANNED_FIELDS  # the prose fields (cortex/fields.py)
 from cortex.model import Observation, Rejection
 from cortex.pipeline.context import Context
 
-SCANNED_FIELDS = ("body", "context", "source_quote")
 # Attribution, entity names and tags reach the note (names also its wikilinks): an
 # instruction planted there is held, a credential pasted there removed. Each is scanned
 # on its own (joined, a secret could span two of them), by the pattern layer only (the

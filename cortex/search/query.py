@@ -43,7 +43,8 @@ def unknown_values(filters: Filters, taxonomy) -> list[tuple[str, list[str], lis
     """(field, values no note can have, the values allowed) for each filter that has such:
     a folder name given as a type, a capital letter. A mistake to report, not a search to
     run and find nothing."""
-    from cortex.taxonomy import CATEGORIES, PARTITIONS
+    from cortex.layout import PARTITIONS
+    from cortex.taxonomy import CATEGORIES
 
     out = []
     for field_, values, allowed in (("type", filters.types, sorted(taxonomy.types) if filters.types else []),
