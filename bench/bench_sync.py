@@ -79,7 +79,8 @@ def bench_fleet(tmp: Path, n: int, *, shared: int, own: int, batches: int) -> di
     try:
         seen, problem = check(machines, plans), None
     except AssertionError as exc:  # a figure still, and the finding printed beside it
-        seen, problem = {"observations": sum(len(st[1]) for p in plans for st in p if st[0] == "write")}, str(exc)
+        bodies = [body for p in plans for st in p if st[0] == "write" for body, _, _ in st[1]]
+        seen, problem = {"observations": len(bodies), "distinct": len(set(bodies))}, str(exc)
     syncs = [r for s in summaries for r in s["syncs"]]
     return {
         "machines": n, "observations": seen["observations"], "distinct": seen["distinct"],
