@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cortex.embed import get_model  # noqa: E402
-from cortex.maintenance.config import DEFAULT_DEDUP_THRESHOLD  # noqa: E402
-from cortex.maintenance.lexical import verdict  # noqa: E402
+from cortex.maintenance.settings import DEFAULT_DEDUP_THRESHOLD  # noqa: E402
+from cortex.maintenance.dedup_check import verdict  # noqa: E402
 
 PAIRS = ROOT / "bench" / "data" / "dedup_pairs.jsonl"
 

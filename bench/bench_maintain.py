@@ -85,7 +85,7 @@ def build(path: Path) -> None:
     made: list[tuple[str, dict, str]] = []  # (type, slots, id) for paraphrases and reinforcements
     reinforcements = {}
     taken = set()
-    for i in range(NOTES):
+    for _ in range(NOTES):
         spec = rnd.choice(mind) if rnd.random() < 0.67 else rnd.choice(vault)
         if made and rnd.random() < 0.01:  # a paraphrase of an earlier note of the same type
             same = [m for m in made[-500:] if m[0] == spec.name]

@@ -232,7 +232,7 @@ def main() -> int:
     print(f"cost as the vault grows (median of {args.repeat}; real CLI; shared 2-core machine)")
     print(f"  {'operation':<40}" + "".join(f"{s:>12,}" for s in sizes)
           + (f"{'ratio':>9}{'÷ python':>10}" if len(sizes) > 1 else ""))
-    for label, key, unit in rows:
+    for label, key, _unit in rows:
         values = [results[s].get(key) for s in sizes]
         cells = "".join(f"{v:>12.3f}" if isinstance(v, float) else f"{v!s:>12}" for v in values)
         ratio = ""

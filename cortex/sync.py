@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from cortex import gitcli
-from cortex.errors import CortexError, LockBusy
+from cortex.errors import CortexError
 from cortex.settle import settle
 
 PUSH_ATTEMPTS = 5
@@ -376,7 +376,7 @@ def _follow_head(vault, now: datetime) -> list[str]:
     from cortex.gitrepo import GitRepo
     from cortex.hashindex import HashIndex
     from cortex.maintenance.base import JobContext
-    from cortex.maintenance.index import run as refresh_index
+    from cortex.maintenance.reindex import run as refresh_index
 
     HashIndex(GitRepo(vault.root)).load()  # .cortex/head.sqlite follows HEAD by a tree diff
     try:

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 
 from cortex import buffer
 from cortex.config import Calibration, Settings, load_calibration, load_settings
-from cortex.errors import BatchRefused, CortexError, InvalidObservation, VaultNotFound
+from cortex.errors import BatchRefused, CortexError, InvalidObservation
 from cortex.fsutil import file_lock
 from cortex.model import RunReport
 from cortex.quarantine import SECURITY_REASONS, Quarantine

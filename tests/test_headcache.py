@@ -4,13 +4,12 @@ deleted or damaged; and git asked to pack when cortex leaves too many loose obje
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 from conftest import git, observation
 from cortex.headcache import HeadCache, fields
 from cortex.layout import is_note_path
-from cortex.maintenance.maintain import run_job
+from cortex.maintenance.due import run_job
 from cortex.packing import loose_sample, pack_if_due, too_many_loose
 from maint_helpers import MONTH, T0, make_note
 

@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import git, observation
-from cortex.decay import effective_importance
+from cortex.importance import effective_importance
 from cortex.maintenance.base import JobContext
-from cortex.maintenance.lexical import verdict
+from cortex.maintenance.dedup_check import verdict
 from cortex.maintenance.graph import build_graph, export, find_nodes, neighbors
-from cortex.maintenance.maintain import run_due, run_job
+from cortex.maintenance.due import run_due, run_job
 from cortex.taxonomy import DEFAULT_TAXONOMY
 from maint_helpers import MONTH, T0, commit_count, make_note, meta, note_paths, subjects, when
 

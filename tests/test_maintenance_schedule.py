@@ -12,8 +12,8 @@ from datetime import timedelta
 import yaml
 
 from conftest import REPO, VENV_BIN, cortex, git, observation
-from cortex.maintenance.config import When
-from cortex.maintenance.maintain import run_due, schedule_table
+from cortex.maintenance.settings import When
+from cortex.maintenance.due import run_due, schedule_table
 from maint_helpers import MONTH, T0, commit_count, make_note, note_paths, when
 
 
@@ -200,7 +200,7 @@ def test_schedule_loop_survives_a_failing_job_and_stops_on_sigterm(vault, tmp_pa
 
 
 def test_jobs_leave_the_search_index_fresh(vault):
-    from cortex.maintenance.maintain import run_job
+    from cortex.maintenance.due import run_job
     from cortex.search.index import SearchIndex
 
     path = make_note(vault, "goal_short", "Close all open security alerts in the dotfiles repo.", importance=0.5)

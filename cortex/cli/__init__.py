@@ -10,7 +10,7 @@ from cortex.cli.app import app
 
 # Command modules register themselves on `app` (each keeps heavy imports inside functions).
 from cortex.cli import core  # noqa: E402,F401
-from cortex.cli import hooks  # noqa: E402,F401
+from cortex.cli import hook  # noqa: E402,F401
 from cortex.cli import search  # noqa: E402,F401
 from cortex.cli import agents  # noqa: E402,F401
 from cortex.cli import maintain  # noqa: E402,F401

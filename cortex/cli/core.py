@@ -325,7 +325,6 @@ def quarantine_edit(
 ) -> None:
     """Correct a held line and send it through the pipeline again (security checks
     included). Without --set or --stdin, opens $EDITOR on the line."""
-    import json
     import os
     import shlex
     import subprocess

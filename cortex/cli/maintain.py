@@ -34,7 +34,7 @@ def _skips(result) -> None:
 
 
 def _job(name: str, json_: bool, dry_run: bool, now: Optional[str], line) -> None:
-    from cortex.maintenance.maintain import run_job
+    from cortex.maintenance.due import run_job
 
     result = run_job(open_vault(), name, now=_now(now), dry_run=dry_run)
     if json_:
@@ -76,7 +76,7 @@ def dedup(
     now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
 ) -> None:
     """Merge near-duplicate memories of the same type into the older note."""
-    from cortex.maintenance.maintain import run_job
+    from cortex.maintenance.due import run_job
 
     result = run_job(open_vault(), "dedup", now=_now(now), dry_run=dry_run)
     if json_:
@@ -114,7 +114,7 @@ def graph(ctx: typer.Context, json_: bool = typer.Option(False, "--json", help=J
     """Build the graph when the notes changed; print its size."""
     if ctx.invoked_subcommand is not None:
         return
-    from cortex.maintenance.maintain import run_job
+    from cortex.maintenance.due import run_job
 
     result = run_job(open_vault(), "graph")
     item = result.items[0]
@@ -179,7 +179,7 @@ def maintain(
     now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
 ) -> None:
     """Run every maintenance job that is due, in order, catching up on missed runs."""
-    from cortex.maintenance.maintain import run_due, schedule_table
+    from cortex.maintenance.due import run_due, schedule_table
 
     vault = open_vault()
     clock = _now(now)

@@ -121,10 +121,10 @@ def index(
                 report = idx.rebuild_if_damaged(exc, lambda m: info(f"cortex: {m}"))
     except _Failed as exc:
         info(f"cortex: {exc}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     except CortexError as exc:  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
         info(f"cortex: {exc}")
-        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2)
+        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2) from None
     if json_:
         emit_json(report.as_dict())
     else:
@@ -211,10 +211,10 @@ def query(
             mode = "recent"
     except _Failed as exc:
         info(f"cortex: {exc}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     except CortexError as exc:  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
         info(f"cortex: {exc}")
-        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2)
+        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2) from None
     results = result_shape(hits)
     if json_:
         emit_json({"query": text or "", "mode": mode, "count": len(results), "results": results,

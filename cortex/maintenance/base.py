@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from cortex.gitrepo import GitRepo, trailer_lines
-from cortex.maintenance.config import MaintenanceSettings, load_maintenance
+from cortex.maintenance.settings import MaintenanceSettings, load_maintenance
 from cortex.maintenance.snapshot import Snapshot, SnapshotCache, take_snapshot
 from cortex.taxonomy import ARCHIVE
 

@@ -1,7 +1,7 @@
 """``cortex decay``: memories that faded move to ``mind/archive/<folder>/``.
 
 Effective importance = importance − rate × months since ``last_reinforced`` (else
-``created``), floored at 0 (``cortex.decay``). Only the mind partition decays, only types
+``created``), floored at 0 (``cortex.importance``). Only the mind partition decays, only types
 with a rate above 0, never a locked note; nothing is deleted. A reinforcement still
 waiting in the map counts as the latest reinforcement, so a memory is never archived
 while its reinforcement is on the way.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping
 
-from cortex.decay import effective_importance
+from cortex.importance import effective_importance
 from cortex.maintenance.base import JobContext, JobResult, archive_path, later
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import set_fields

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from cortex.maintenance.base import JobContext, JobResult, archive_path, later
-from cortex.maintenance.lexical import lexical, overlap, verdict
+from cortex.maintenance.dedup_check import lexical, overlap, verdict
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import quote, set_fields
 from cortex.timefmt import format_time
@@ -171,7 +171,7 @@ def plan_dedup(snapshot: Snapshot | Sequence[NoteInfo], embed: Callable[[list[No
         offset += len(notes)
         parent = list(range(len(notes)))
 
-        def root(i: int) -> int:
+        def root(i: int, parent: list[int] = parent) -> int:
             while parent[i] != i:
                 parent[i] = parent[parent[i]]
                 i = parent[i]
@@ -286,7 +286,7 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
         return result
     changes: dict[str, str | None] = {}
     lines, taken = [], set()
-    for keep_path, merges in groups.items():
+    for merges in groups.values():
         keep = merges[0].keep
         ids = list(keep.merged_from) + [m.merge.id for m in merges if m.merge.id not in keep.merged_from]
         count = keep.reinforced + sum(1 + m.merge.reinforced for m in merges)

@@ -164,7 +164,7 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
             changes[note.path] = None
         back = " (back from the archive)" if item.restore else ""
         lines.append(f"{target} — {note.title} (+{item.count}){back}")
-    for key, note in plan.locked:
+    for _key, note in plan.locked:
         result.skipped.append({"path": note.path, "why": "maintained by a person: reinforcement kept, note not rewritten"})
     for key in plan.missing:
         result.warnings.append(f"reinforcement for {key}: no such note any more (dropped)")

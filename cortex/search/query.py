@@ -118,7 +118,7 @@ class Hit:
 
 
 def _priors(doc: dict, taxonomy, now: datetime) -> dict:
-    from cortex.decay import effective_importance
+    from cortex.importance import effective_importance
 
     created = doc.get("ts") or 0.0
     reinforced = doc.get("reinforced_ts") or 0.0

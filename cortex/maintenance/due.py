@@ -18,14 +18,15 @@ from typing import Any, Iterable
 from cortex.errors import CortexError
 from cortex.maintenance import JOBS
 from cortex.maintenance.base import JobContext, JobResult
-from cortex.maintenance.config import MaintenanceSettings, load_maintenance
+from cortex.maintenance.settings import MaintenanceSettings, load_maintenance
 from cortex.timefmt import format_time, parse_time, utcnow
 
 
 def _runner(name: str):
     from importlib import import_module
 
-    return import_module(f"cortex.maintenance.{name}").run
+    module = {"index": "reindex"}.get(name, name)  # the job's name, its module's
+    return import_module(f"cortex.maintenance.{module}").run
 
 
 @dataclass
