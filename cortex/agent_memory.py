@@ -20,11 +20,14 @@ import threading
 import time
 import uuid
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, TYPE_CHECKING
 
 from cortex.errors import CortexError, LockBusy
 from cortex.layout import UnreadableNote, is_note_path, read_note_bytes
 from cortex.layout import PARTITIONS
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 2000
@@ -223,7 +226,7 @@ class Debouncer:
 class Memory:
     """One vault served to agents: writes, warm queries, notes, status."""
 
-    def __init__(self, vault, *, model: str | None = None, attribution: str = "agent", session_id: str | None = None,
+    def __init__(self, vault: "Vault", *, model: str | None = None, attribution: str = "agent", session_id: str | None = None,
                  process_after_writes: bool = False, debounce: float = DEFAULT_DEBOUNCE,
                  refresh_interval: float = DEFAULT_REFRESH) -> None:
         from cortex.search.index import SearchIndex

@@ -6,6 +6,8 @@ exactly-once protocol (``cortex.runner``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 import time
 from datetime import datetime
@@ -23,16 +25,19 @@ from cortex.runner import apply, finish
 from cortex.state import State, new_buffer_id
 from cortex.timefmt import utcnow
 
+if TYPE_CHECKING:
+    from cortex.vault import Vault
+
 CHUNK_LINES = 5_000  # lines planned and committed at a time (memory stays flat)
 CHUNK_BYTES = 16 << 20  # ... and bytes, so that long lines cannot make a chunk large
 RETIRED_QUIET = 86_400.0  # where the OS cannot tell whether a rotated buffer is open
 
 
-def _author(vault) -> tuple[str, str]:
+def _author(vault: Vault) -> tuple[str, str]:
     return (vault.settings.author_name, vault.settings.author_email)
 
 
-def recover(vault, repo: GitRepo, state: State, report: RunReport, now: datetime) -> None:
+def recover(vault: Vault, repo: GitRepo, state: State, report: RunReport, now: datetime) -> None:
     """Finish what a killed run decided, and notice a rotation it did not record."""
     for tmp in vault.state_path.parent.glob(".*.tmp"):
         tmp.unlink(missing_ok=True)  # a half-written replacement a kill left (we hold the lock)
@@ -58,7 +63,7 @@ def recover(vault, repo: GitRepo, state: State, report: RunReport, now: datetime
         vault.save_state(state)
 
 
-def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = None, limit: int | None = None) -> RunReport:
+def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | None = None, limit: int | None = None) -> RunReport:
     started = time.monotonic()
     now = now or utcnow()
     report = RunReport(dry_run=dry_run)
@@ -95,12 +100,12 @@ def run_pass(vault, *, dry_run: bool, commit_per: str, now: datetime | None = No
     return report
 
 
-def _raw_archive(vault, buffer_id: str):
+def _raw_archive(vault: Vault, buffer_id: str):
     """Where a consumed buffer is moved, under the writers' lock, before its scrub."""
     return vault.archive_dir / f".observations-{buffer_id}.jsonl.raw"
 
 
-def _consume(vault, repo: GitRepo, state: State, index: HashIndex, path, buffer_id: str, commit_per: str,
+def _consume(vault: Vault, repo: GitRepo, state: State, index: HashIndex, path, buffer_id: str, commit_per: str,
              now: datetime, report: RunReport, left: int | None) -> int | None:
     """Plan and apply the lines of one buffer file from its offset, in chunks (memory
     stays flat; each chunk is its own exactly-once step). Returns the line budget left."""
@@ -121,7 +126,7 @@ def _consume(vault, repo: GitRepo, state: State, index: HashIndex, path, buffer_
     return left
 
 
-def _finish_archives(vault, state: State) -> None:
+def _finish_archives(vault: Vault, state: State) -> None:
     """Turn every rotated buffer still raw into its kept, scrubbed archive — once every
     line in it was read and no writer can append to it any more."""
     if not vault.archive_dir.is_dir():
@@ -139,7 +144,7 @@ def _finish_archives(vault, state: State) -> None:
             vault.save_state(state)
 
 
-def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
+def _apply(vault: Vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
     apply(
         plan,
         repo=repo,
@@ -155,7 +160,7 @@ def _apply(vault, repo: GitRepo, state: State, plan: Plan, per: str, now: dateti
     )
 
 
-def _plan(vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None, chunk: bool = True, *,
+def _plan(vault: Vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None, chunk: bool = True, *,
           path=None, buffer_id: str | None = None) -> Plan:
     max_bytes = CHUNK_BYTES if chunk else None  # a dry run shows the whole buffer
     lines = buffer.read_lines(path or vault.buffer_path, start, limit,
@@ -194,7 +199,7 @@ def _without_redacted_tags(line: str) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def promote(vault, entry: Entry, *, force: bool, now: datetime | None = None) -> RunReport:
+def promote(vault: Vault, entry: Entry, *, force: bool, now: datetime | None = None) -> RunReport:
     """Send a held line through the pipeline again, skipping the trust hold (and, with
     ``force``, the injection hold). The entry leaves the quarantine in the same
     exactly-once step that commits its note."""

@@ -7,10 +7,15 @@ else in the repository.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import shutil
 from pathlib import Path
 
 from cortex.taxonomy import DEFAULT_TYPES
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 DATA = Path(__file__).parent / "data"
 TEMPLATES = DATA / "templates"
@@ -38,7 +43,7 @@ def _requirements() -> str:
 GENERATED = (("observer/requirements.txt", _requirements),)
 
 
-def init_vault(vault) -> list[str]:
+def init_vault(vault: Vault) -> list[str]:
     """Create what is missing; return the repo-relative paths created."""
     from cortex.gitrepo import init_repository
 
@@ -229,7 +234,7 @@ def _edited_bytes(edit, data: bytes) -> bytes:
     return merged.encode("utf-8") if merged is not None else data
 
 
-def _commit(vault, paths: list[str]) -> None:
+def _commit(vault: Vault, paths: list[str]) -> None:
     from cortex.gitrepo import GitRepo
 
     if not paths:

@@ -22,12 +22,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, TYPE_CHECKING
 
 from cortex.maintenance.base import JobContext, archive_path, later, unarchive_path
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import quote, set_fields, source_hash
 from cortex.timefmt import format_time
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 JOB = "sync"
 _ARCHIVED_RE = re.compile(r"^(archived|merged_into):", re.M)
@@ -79,7 +82,7 @@ def _flow_ids(ids: list[str]) -> str:
     return "[" + ", ".join(quote(i) for i in ids) + "]"
 
 
-def settle(vault, now: datetime) -> list[dict[str, Any]]:
+def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
     """Apply what HEAD needs settling (since the last settle); the items done."""
     ctx = JobContext(vault, now)
     head = ctx.repo.head_oid()

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from cortex import buffer
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 _TYPE_LINE = re.compile(rb"^type:[ \t]*[\"']?([a-z][a-z0-9_]*)", re.MULTILINE)
 
@@ -122,7 +125,7 @@ def sync_status(root, state) -> dict[str, Any] | None:
     return {"upstream": upstream, "ahead": counts[0], "behind": counts[1], "last_sync": record.get("last_sync")}
 
 
-def vault_status(vault) -> dict[str, Any]:
+def vault_status(vault: Vault) -> dict[str, Any]:
     state = vault.load_state()
     counts: Counter[tuple[str, str]] = Counter()  # (partition, type) of active notes
     types_of: dict[str, list[str]] = {}  # folder -> the types that live there

@@ -28,11 +28,14 @@ import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from cortex import gitcli
 from cortex.errors import CortexError
 from cortex.settle import settle
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 PUSH_ATTEMPTS = 5
 JOB = "sync"
@@ -135,7 +138,7 @@ def remote_branch(root, remote: str, branch: str) -> str:
 # --- the steps --------------------------------------------------------------------------------
 
 
-def recover_all(vault, now: datetime) -> list[str]:
+def recover_all(vault: Vault, now: datetime) -> list[str]:
     """Finish a killed ``cortex run``, maintenance job or settle step first: their records
     name commits by the first-parent history a merge extends."""
     from cortex.cycle import recover
@@ -207,7 +210,7 @@ def check_not_rewritten(root, last: str | None, tip: str | None, head: str, remo
     )
 
 
-def integrate(vault, head: str, tip: str, remote_ref: str) -> tuple[str, str]:
+def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str]:
     """(how, new head): move HEAD, the index and the working tree to include ``tip``."""
     root = vault.root
     if gitcli.is_ancestor(root, tip, head):
@@ -220,7 +223,7 @@ def integrate(vault, head: str, tip: str, remote_ref: str) -> tuple[str, str]:
     return how, new
 
 
-def _merge_commit(vault, head: str, tip: str, remote_ref: str) -> str:
+def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> str:
     from cortex.mergedriver import ensure_driver
 
     root = vault.root
@@ -252,7 +255,7 @@ def _merge_commit(vault, head: str, tip: str, remote_ref: str) -> str:
     return str(oid)
 
 
-def _move(vault, old: str, new: str, reason: str) -> None:
+def _move(vault: Vault, old: str, new: str, reason: str) -> None:
     """Working tree, index and HEAD from ``old`` to ``new``, as one step under git's
     index lock (``GitRepo.move_tree``): only the paths that differ, and git refuses when
     one of them holds a person's uncommitted change."""
@@ -301,7 +304,7 @@ def push(root, remote: str, branch: str) -> str:
 # --- the pass ---------------------------------------------------------------------------------
 
 
-def sync(vault, *, remote: str | None = None, push_changes: bool | None = None, accept_rewrite: bool = False,
+def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None = None, accept_rewrite: bool = False,
          attempts: int | None = None, now: datetime | None = None) -> SyncReport:
     from cortex.timefmt import format_time, utcnow
 
@@ -358,11 +361,11 @@ def sync(vault, *, remote: str | None = None, push_changes: bool | None = None, 
     return report
 
 
-def _record(vault) -> dict[str, str]:
+def _record(vault: Vault) -> dict[str, str]:
     return dict((vault.load_state().extra.get(JOB) or {}).get("tips") or {})
 
 
-def _remember(vault, remote_ref: str, tip: str | None, now: datetime) -> None:
+def _remember(vault: Vault, remote_ref: str, tip: str | None, now: datetime) -> None:
     if tip is None:
         return
     state = vault.load_state()
@@ -370,7 +373,7 @@ def _remember(vault, remote_ref: str, tip: str | None, now: datetime) -> None:
     vault.save_state(state)
 
 
-def _follow_head(vault, now: datetime) -> list[str]:
+def _follow_head(vault: Vault, now: datetime) -> list[str]:
     """The machine-local caches follow the new HEAD (each incrementally, by tree and
     blob ids): the hash index ``cortex run`` dedups with, and the search index if built."""
     from cortex.gitrepo import GitRepo

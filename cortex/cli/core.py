@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, TYPE_CHECKING
 
 import typer
 
 from cortex.cli.app import JSON_HELP, app, emit_json, emit_jsonl, info, open_vault
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 
 @app.command()
@@ -139,7 +142,7 @@ def write(
     info(f"appended {len(batch)} observation{'s' if len(batch) != 1 else ''} to {vault.buffer_path.relative_to(vault.root)}")
 
 
-def _check_only(vault, batch: list) -> None:
+def _check_only(vault: Vault, batch: list) -> None:
     """Validate a batch without appending it (raises ``BatchRefused``)."""
     vault.write(batch, dry_run=True)
 
@@ -215,7 +218,7 @@ def run(
         raise typer.Exit(code)
 
 
-def _sync_around(vault, *, push) -> int:
+def _sync_around(vault: Vault, *, push) -> int:
     """A sync around `cortex run`: a failure is said, never fatal to the run (the notes are
     committed here and go out next time); its exit code is the run's when the run did well."""
     from cortex.errors import CortexError

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TYPE_CHECKING
 
 import typer
 
 from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 NOW_HELP = "Pretend the time is this ISO-8601 instant (testing and replays)."
 
@@ -100,7 +103,7 @@ graph_app = typer.Typer(help="The graph of notes, entities and tags (.cortex/gra
 app.add_typer(graph_app, name="graph")
 
 
-def _graph(vault):
+def _graph(vault: Vault):
     from cortex.maintenance.base import JobContext
     from cortex.maintenance.graph import current_graph
     from cortex.timefmt import utcnow

@@ -12,12 +12,15 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, TYPE_CHECKING
 
 from cortex.gitrepo import GitRepo, trailer_lines
 from cortex.maintenance.settings import MaintenanceSettings, load_maintenance
 from cortex.maintenance.snapshot import Snapshot, SnapshotCache, take_snapshot
 from cortex.taxonomy import ARCHIVE
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 
 @dataclass
@@ -56,7 +59,7 @@ class JobContext:
 
     The caller holds ``vault.lock()`` for the context's lifetime."""
 
-    def __init__(self, vault, now: datetime, settings: MaintenanceSettings | None = None) -> None:
+    def __init__(self, vault: Vault, now: datetime, settings: MaintenanceSettings | None = None) -> None:
         self.vault = vault
         self.now = now
         self.repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)

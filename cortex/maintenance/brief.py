@@ -12,11 +12,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import datetime
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from cortex.gitrepo import GitRepo
 from cortex.maintenance.snapshot import SnapshotCache, take_snapshot
 from cortex.timefmt import format_time, parse_time
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 _OBSERVE_LINE = re.compile(r"^(\S+\.md) — (.*) \(([^()]*)\)$")
 _MOVE_LINE = re.compile(r"^(\S+\.md) → (\S+\.md) — (.*) \(([0-9.]+)\)$")
@@ -54,7 +57,7 @@ def _commits_since(repo: GitRepo, since: datetime):
         commit = commit.parents[0] if commit.parents else None
 
 
-def make_brief(vault, *, since: datetime, now: datetime) -> dict[str, Any]:
+def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any]:
     repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
     memorized, reinforced, merged, faded, restored, changed = [], [], [], [], [], []
     for commit in _commits_since(repo, since):
@@ -167,7 +170,7 @@ def render_brief(data: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_brief(vault, data: dict[str, Any], now: datetime) -> str | None:
+def write_brief(vault: Vault, data: dict[str, Any], now: datetime) -> str | None:
     """Commit the brief as ``vault/events/<date>-brief.md`` (one per day, updated in place)."""
     from cortex.errors import CortexError
     from cortex.notes import NoteDraft, make_title, parse_note, render_note, source_hash, uuid7

@@ -36,6 +36,8 @@ from cortex.timefmt import format_time
 if TYPE_CHECKING:  # pragma: no cover
     import numpy
 
+    from cortex.vault import Vault
+
 JOB = "dedup"
 CHUNK_CELLS = 16_000_000  # float32 cells per block product (~64 MB)
 EXACT_ROWS = 8_192  # a block this small is compared exactly (at most 3.4·10⁷ pairs)
@@ -203,7 +205,7 @@ def plan_dedup(snapshot: Snapshot | Sequence[NoteInfo], embed: Callable[[list[No
 # --- embeddings, cached by content -----------------------------------------------------------
 
 class VectorCache:
-    def __init__(self, vault) -> None:
+    def __init__(self, vault: Vault) -> None:
         self.path = vault.cache_dir / "maintain" / "vectors.npz"
         self.model_spec = vault.settings.embedding_model
         self._model = None

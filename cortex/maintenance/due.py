@@ -13,13 +13,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, TYPE_CHECKING
 
 from cortex.errors import CortexError
 from cortex.maintenance import JOBS
 from cortex.maintenance.base import JobContext, JobResult
 from cortex.maintenance.settings import MaintenanceSettings, load_maintenance
 from cortex.timefmt import format_time, parse_time, utcnow
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 
 def _runner(name: str):
@@ -62,7 +65,7 @@ def is_due(job_state: dict[str, Any] | None, when, now: datetime) -> bool:
     return due is None or due <= now
 
 
-def run_job(vault, name: str, *, now: datetime | None = None, dry_run: bool = False,
+def run_job(vault: Vault, name: str, *, now: datetime | None = None, dry_run: bool = False,
             settings: MaintenanceSettings | None = None, refresh_index: bool = True) -> JobResult:
     """Run one job under the vault lock and record it; refresh the search index after a commit."""
     if name not in JOBS:
@@ -89,7 +92,7 @@ def run_job(vault, name: str, *, now: datetime | None = None, dry_run: bool = Fa
     return result
 
 
-def _record(vault, name: str, now: datetime, settings: MaintenanceSettings, *, result: JobResult | None = None,
+def _record(vault: Vault, name: str, now: datetime, settings: MaintenanceSettings, *, result: JobResult | None = None,
             error: str | None = None) -> None:
     state = vault.load_state()
     entry = state.jobs.setdefault(name, {})
@@ -105,7 +108,7 @@ def _record(vault, name: str, now: datetime, settings: MaintenanceSettings, *, r
     vault.save_state(state)
 
 
-def run_due(vault, *, now: datetime | None = None, force: bool = False, only: Iterable[str] | None = None) -> MaintainReport:
+def run_due(vault: Vault, *, now: datetime | None = None, force: bool = False, only: Iterable[str] | None = None) -> MaintainReport:
     now = now or utcnow()
     started = time.monotonic()
     settings = load_maintenance(vault)
@@ -138,7 +141,7 @@ def run_due(vault, *, now: datetime | None = None, force: bool = False, only: It
     return report
 
 
-def schedule_table(vault, now: datetime | None = None) -> list[dict[str, Any]]:
+def schedule_table(vault: Vault, now: datetime | None = None) -> list[dict[str, Any]]:
     """Each job's schedule, last and next run (for `cortex status` and `cortex maintain --list`)."""
     now = now or utcnow()
     settings = load_maintenance(vault)

@@ -17,12 +17,15 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from cortex.fsutil import atomic_write
 from cortex.maintenance.base import JobContext, JobResult
 from cortex.maintenance.snapshot import Snapshot
 from cortex.notes import REDACTED, wikilink
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 JOB = "graph"
 VERSION = 1
@@ -124,11 +127,11 @@ def build_graph(snapshot: Snapshot) -> Graph:
 
 # --- storage and questions -----------------------------------------------------------------
 
-def graph_path(vault) -> Path:
+def graph_path(vault: Vault) -> Path:
     return vault.cache_dir / "graph.json"
 
 
-def load_graph(vault) -> Graph | None:
+def load_graph(vault: Vault) -> Graph | None:
     try:
         data = json.loads(graph_path(vault).read_text(encoding="utf-8"))
         return Graph.from_json(data) if data.get("version") == VERSION else None
@@ -136,7 +139,7 @@ def load_graph(vault) -> Graph | None:
         return None
 
 
-def save_graph(vault, graph: Graph) -> None:
+def save_graph(vault: Vault, graph: Graph) -> None:
     atomic_write(graph_path(vault), json.dumps(graph.to_json(), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 

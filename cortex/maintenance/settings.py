@@ -17,10 +17,13 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from cortex.errors import ConfigError
 from cortex.timefmt import parse_duration
+
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
 DEFAULT_FORGET_THRESHOLD = 0.2
 DEFAULT_DEDUP_THRESHOLD = 0.85
@@ -104,7 +107,7 @@ def parse_maintenance(data: Any) -> MaintenanceSettings:
     )
 
 
-def load_maintenance(vault) -> MaintenanceSettings:
+def load_maintenance(vault: Vault) -> MaintenanceSettings:
     path: Path = vault.root / "observer" / "config.yml"
     if not path.exists():
         return MaintenanceSettings()
