@@ -10,8 +10,11 @@
    share of attacks held and share of benign texts wrongly held, for the patterns alone,
    the classifier alone, and both; the other half of the LongMemEval turns is a further
    benign test in every fold.
-2. Credentials: ../shared/bench/security/secrets_dev.jsonl, per provider: share of
-   credentials redacted; per kind of near-miss: share altered.
+2. Credentials: ../shared/bench/security/secrets_dev.jsonl per provider and
+   tests/secret_phrasings.py per phrasing family (assigned, export, config file, said in a
+   sentence, URL, Kubernetes Secret, PEM, JWT): share redacted; per kind of near-miss:
+   share altered; side by side with detect-secrets' keyword + entropy plugins and all of
+   its plugins where it is installed (`pip install .[bench]`).
 3. Agent memories: the shipped scanner (patterns + classifier, as `cortex run` uses it)
    on two sets written for cortex that no training ever saw, bench/data/
    memories_benign_eval.jsonl (ordinary memories of every type: imperatives, notes about
@@ -33,6 +36,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # secret_phrasings: credentials built at run time
 
 from cortex.security import Scanner, normalise  # noqa: E402
 from cortex.security import training as T  # noqa: E402
@@ -46,7 +50,7 @@ INJECTION = SHARED / "security" / "injection_dev.jsonl"
 SECRETS = SHARED / "security" / "secrets_dev.jsonl"
 LME = SHARED / "data" / "lme_oracle_docs.jsonl"
 BENCH_DATA = ROOT / "bench" / "data"
-MAX_BENIGN_RATE = 0.003  # the same rule the shipped model's threshold follows
+MAX_BENIGN_RATE = 0.002  # the same rule the shipped model's threshold follows
 
 
 def _rate(mask: np.ndarray, sel: np.ndarray) -> float:
@@ -84,9 +88,11 @@ def bench_injection() -> None:
     print(f"{'held-out source':26s} {'n':>5s} {'thr':>5s} | {'attacks held':^23s} | {'benign wrongly held':^23s} | {'LME turns held':^11s} | tech")
     print(f"{'':26s} {'':5s} {'':5s} | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'clf':>5s} {'both':>5s} | {'both':>5s}")
     rows = []
-    for s in sorted(set(e.source for e in injection)):
-        test = np.where(src[:n_inj] == s)[0]
-        train = np.concatenate([np.where(src[:n_inj] != s)[0], lme_train, extra_idx])
+    # Every public source, and each of cortex's own written sets, left out in turn.
+    own = [s for s in sorted(set(e.source for e in extra)) if s != "vault_notes"]
+    for s in sorted(set(e.source for e in injection)) + own:
+        test = np.where(src[: n_inj] == s)[0] if s not in own else extra_idx[src[extra_idx] == s]
+        train = np.concatenate([np.where(src[:n_inj] != s)[0], lme_train, extra_idx[src[extra_idx] != s]])
         oof = T.out_of_fold(m, train, texts=texts)
         thr = T.pick_threshold(oof, m.y[train], max_benign_rate=MAX_BENIGN_RATE)
         w = T.fit(m, train)
@@ -119,65 +125,91 @@ def bench_injection() -> None:
     print(f"[{time.perf_counter() - started:.0f} s]\n")
 
 
-def bench_secrets() -> None:
+def _secret_sets() -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """(group, text, secret) credentials and (group, text) near-misses: the shared set per
+    provider, and tests/secret_phrasings.py per phrasing family (values built now)."""
+    from secret_phrasings import families, near_misses
+
     rows = [json.loads(line) for line in SECRETS.read_text(encoding="utf-8").split("\n") if line.strip()]
-    found, total = defaultdict(int), defaultdict(int)
-    altered, near = defaultdict(int), defaultdict(int)
-    for r in rows:
-        out, _ = redact(normalise.storable(r["text"]))
-        if r["label"] == "secret":
-            total[r["provider"]] += 1
-            found[r["provider"]] += r["secret"] not in out
-        else:
-            near[r["kind"]] += 1
-            altered[r["kind"]] += out != r["text"]
-    print("Credentials redacted, per provider")
-    print(f"{'provider':16s} {'n':>4s} {'redacted':>9s}")
-    for p in sorted(total):
-        print(f"{p:16s} {total[p]:4d} {found[p] / total[p]:9.3f}")
-    print(f"{'all':16s} {sum(total.values()):4d} {sum(found.values()) / sum(total.values()):9.3f}   (target >= 0.95)")
-    print("\nNear-misses altered, per kind")
-    print(f"{'kind':22s} {'n':>4s} {'altered':>8s}")
-    for k in sorted(near):
-        print(f"{k:22s} {near[k]:4d} {altered[k] / near[k]:8.3f}")
-    print(f"{'all':22s} {sum(near.values()):4d} {sum(altered.values()) / sum(near.values()):8.3f}   (target <= 0.02)")
-    lme = [t.text for t in T.load_lme_turns(LME)]
-    touched = sum(1 for t in lme if redact(t)[1])
-    print(f"LongMemEval turns with a redaction: {touched} of {len(lme)}\n")
+    creds = [("provider " + r["provider"], r["text"], r["secret"]) for r in rows if r["label"] == "secret"]
+    creds += [("phrasing " + f, text, secret) for f, _, text, secret in families()]
+    near = [("dev " + r["kind"], r["text"]) for r in rows if r["label"] != "secret"]
+    near += [("phrasing " + k, text) for k, text in near_misses()]
+    return creds, near
 
 
-def bench_detect_secrets() -> None:
-    """The same credential set through detect-secrets' plugins, where it is installed
-    (it is not a dependency: this is the measurement behind that choice)."""
+def _detect_secrets_finders():
+    """detect-secrets' keyword + entropy plugins, and all of its plugins, as functions
+    text -> found strings; None where it is not installed (`pip install .[bench]`)."""
     try:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
         from detect_secrets.settings import transient_settings
     except ImportError:
-        print("detect-secrets comparison skipped (not installed)\n")
-        return
-    rows = [json.loads(line) for line in SECRETS.read_text(encoding="utf-8").split("\n") if line.strip()]
-    lme = [t.text for t in T.load_lme_turns(LME)][:1500]
+        return None
     with transient_settings({"plugins_used": []}):
-        plugins = [cls() for cls in get_mapping_from_secret_type_to_class().values()]
+        every = [cls() for cls in get_mapping_from_secret_type_to_class().values()]
+    keyword_entropy = [p for p in every if type(p).__name__ in ("KeywordDetector", "Base64HighEntropyString", "HexHighEntropyString")]
 
+    def finder(plugins):
         def hits(text: str) -> set[str]:
             found: set[str] = set()
-            for line in text.split("\n"):
-                for p in plugins:
-                    found |= set(p.analyze_string(line))
+            with transient_settings({"plugins_used": []}):
+                for line in text.split("\n"):
+                    for p in plugins:
+                        found |= set(p.analyze_string(line))
             return found
+        return hits
 
-        caught = flagged = 0
-        for r in rows:
-            f = hits(r["text"])
-            if r["label"] == "secret":
-                caught += any(x and (x in r["secret"] or r["secret"] in x) for x in f)
-            else:
-                flagged += bool(f)
-        chat = sum(1 for t in lme if hits(t))
-    n_secret = sum(r["label"] == "secret" for r in rows)
-    print(f"detect-secrets, all {len(plugins)} plugins: {caught}/{n_secret} credentials found, "
-          f"{flagged}/{len(rows) - n_secret} near-misses flagged, {chat}/{len(lme)} LongMemEval turns flagged\n")
+    return {"detect-secrets keyword+entropy": finder(keyword_entropy), f"detect-secrets all {len(every)}": finder(every)}
+
+
+def bench_secrets() -> None:
+    creds, near = _secret_sets()
+    cortex_found = lambda t, s: s not in redact(normalise.storable(t))[0]  # noqa: E731
+    others = _detect_secrets_finders() or {}
+    names = ["cortex", *others]
+
+    def caught(name, text, secret):
+        if name == "cortex":
+            return cortex_found(text, secret)
+        return any(x and (x in secret or secret in x) for x in others[name](text))
+
+    def altered(name, text):
+        if name == "cortex":
+            clean = normalise.storable(text)  # hidden characters go too; only redaction counts here
+            return redact(clean)[0] != clean
+        return bool(others[name](text))
+
+    print("Credentials redacted (found, for detect-secrets), per provider (shared set) and per phrasing family")
+    print(f"{'group':34s} {'n':>4s} " + " ".join(f"{n[:22]:>22s}" for n in names))
+    groups = sorted({g for g, _, _ in creds}, key=lambda g: (not g.startswith("provider"), g))
+    totals = {n: [0, 0] for n in names}
+    for g in groups:
+        rows = [(t, s) for gg, t, s in creds if gg == g]
+        cells = []
+        for n in names:
+            k = sum(caught(n, t, s) for t, s in rows)
+            totals[n][0] += k
+            totals[n][1] += len(rows)
+            cells.append(f"{k / len(rows):22.3f}")
+        print(f"{g:34s} {len(rows):4d} " + " ".join(cells))
+    print(f"{'all':34s} {len(creds):4d} " + " ".join(f"{totals[n][0] / totals[n][1]:22.3f}" for n in names) + "   (target >= 0.95)")
+    print("\nNear-misses altered (flagged, for detect-secrets), per kind")
+    totals = {n: 0 for n in names}
+    for g in sorted({g for g, _ in near}):
+        rows = [t for gg, t in near if gg == g]
+        cells = []
+        for n in names:
+            k = sum(altered(n, t) for t in rows)
+            totals[n] += k
+            cells.append(f"{k / len(rows):22.3f}")
+        print(f"{g:34s} {len(rows):4d} " + " ".join(cells))
+    print(f"{'all':34s} {len(near):4d} " + " ".join(f"{totals[n] / len(near):22.3f}" for n in names) + "   (target <= 0.02)")
+    lme = [t.text for t in T.load_lme_turns(LME)][:1500]
+    print(f"{'LongMemEval turns touched':34s} {len(lme):4d} " + " ".join(f"{sum(altered(n, t) for t in lme) / len(lme):22.3f}" for n in names))
+    if not others:
+        print("(detect-secrets not installed: `pip install .[bench]` to compare)")
+    print()
 
 
 def bench_timing() -> None:
@@ -232,7 +264,6 @@ def main() -> int:
         print(f"security bench skipped: {', '.join(map(str, missing))} not found (the shared bench data sits beside the repository)")
         return 0
     bench_secrets()
-    bench_detect_secrets()
     bench_injection()
     bench_memories()
     bench_timing()

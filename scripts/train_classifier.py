@@ -31,8 +31,10 @@ sys.path.insert(0, str(ROOT))
 from cortex.security import training as T  # noqa: E402
 from cortex.security.classifier import FEATURE_NAMES, WEIGHTS_PATH  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "bench"
-MAX_BENIGN_RATE = 0.003
+# The shared bench data sits beside the repository (or beside its worktrees' folder).
+SHARED = next((p for p in (ROOT.parent / "shared" / "bench", ROOT.parents[1] / "shared" / "bench") if p.is_dir()),
+              ROOT.parent / "shared" / "bench")
+MAX_BENIGN_RATE = 0.002
 NOT_SHIPPED = {"promptmap"}
 CARD = ROOT / "cortex" / "data" / "INJECTION_CLASSIFIER_CARD.md"
 
@@ -128,10 +130,22 @@ def write_card(args, table, summary, digest, weights) -> None:
         "  (imperatives, notes about the assistant's own behaviour, accents and other languages): benign.",
         "- `cortex/data/training/memory_poisoning.jsonl`: 200 instructions planted as ordinary notes, mails,",
         "  comments and tool output (exfiltration, privilege, deception, persistence...): attacks.",
+        "- `cortex/security/message_text.py` (written for cortex, MIT like the package): e-mails, documents,",
+        "  notifications and tool output that speak to \"you\" and give people orders (benign), and the same",
+        "  texts with an instruction planted for the assistant reading them, in twelve styles (override,",
+        "  system or role impersonation, exfiltration, tool-call coercion, hidden text): attacks.",
         "- Held out from all training: `bench/data/memories_benign_eval.jsonl` and",
         "  `bench/data/memory_poisoning_eval.jsonl`, which `bench/bench_security.py` scores.",
         "",
         "Each source weighs by the square root of its size; attacks and benign weigh the same in total.",
+        "",
+        "Intent features (`intent_*`: an override of earlier instructions, a model addressed, an exfiltration",
+        "request, a tool call coerced, secrecy asked, hidden text) describe what a text asks of a model rather",
+        "than its words. A view shows no sign of speaking to a model or giving orders (none of these, no AI",
+        "named, no role marker, no \"you must\", no rule or prompt words, no imperative opening a sentence):",
+        "the classifier does not hold it (`classifier.addressed`), since the embedding alone judges style.",
+        "Left out of training whole, cortex's e-mails and technical notes were wrongly held 0.11 and 0.27",
+        "without that rule, 0.08 and 0.03 with it (`bench/bench_security.py`).",
         "",
         f"Cheap features by weight: {feats}.",
         "",

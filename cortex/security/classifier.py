@@ -45,6 +45,46 @@ _ROLE = re.compile(r"(?:^|\n)\s*(?:system|assistant|user|human|ai)\s*:|\[(?:syst
 _MARKUP = re.compile(r"!\[|\]\(|</?[a-zA-Z][^>]{0,20}>|\{\{|```|https?://|\[[A-Z_]{3,}\]")
 _MUST = re.compile(r"\byou\s+(?:must|will|should|shall|are\s+going\s+to|have\s+to|can|cannot|can't|are)\b")
 
+# Intent, not vocabulary: whom an instruction is for and what it asks, over the lowercase
+# view. Each fires on a kind of request an attack makes of the model reading the text.
+_AI_NOUN = r"(?:ai|assistant|model|llm|chatbot|agent|bot|gpt|chatgpt|claude|gemini|copilot|language model)"
+_INTENT = {
+    "override": re.compile(
+        r"\b(?:ignore|disregard|forget|override|bypass|skip|drop)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|"
+        r"preceding|all|any|your|original|system|existing)\b[^.\n]{0,30}\b(?:instruction|direction|rule|guideline|"
+        r"prompt|context|message|task|constraint|polic)"
+    ),
+    "addressed_to_ai": re.compile(
+        rf"(?:\b(?:dear|hey|hi|attention|note to|message for|instructions? for|directive for|if you are)\s+(?:the\s+|an?\s+)?"
+        rf"(?:\w+\s+)?{_AI_NOUN}\b|\b{_AI_NOUN}\s*(?:,|:)\s*(?:when|before|after|please|you|ignore|send|do|from now)"
+        rf"|\b(?:you are|you're) no longer (?:a |an |the )?)"
+    ),
+    "exfiltration": re.compile(
+        r"\b(?:send|forward|email|e-mail|upload|post|transmit|leak|share|copy|exfiltrate|paste)\b[^.\n]{0,80}"
+        r"\b(?:to|at|into)\s+(?:\S+@\S+\.\w+|https?://|\d+\.\d+\.\d+\.\d+)"
+    ),
+    "tool_coercion": re.compile(
+        r"\b(?:call|run|invoke|execute|trigger|use)\b[^.\n]{0,30}\b(?:tool|function|command|plugin|api)\b"
+        r"|\b(?:call|invoke|run)\s+[a-z]+_[a-z_]+"
+    ),
+    "secrecy": re.compile(
+        r"\b(?:do not|don't|never|without)\s+(?:mention|tell|telling|inform|informing|reveal|revealing|notify|"
+        r"alert|say|saying|asking)\b[^.\n]{0,30}\b(?:user|anyone|them|human|owner|this)\b"
+    ),
+    "hidden_text": re.compile(r"<!--|\bhidden (?:text|instruction)|white on white|font-size:\s*0|display:\s*none|\[//\]"),
+}
+# Words each intent's every match contains one of: most views hold none, and a substring
+# test is a tenth of a regex search.
+_INTENT_NEEDS = {
+    "override": ("ignore", "disregard", "forget", "override", "bypass", "skip", "drop"),
+    "addressed_to_ai": ("dear", "hey", "hi", "attention", "note to", "message for", "for", "if you are", "no longer",
+                        "ai", "assistant", "model", "llm", "bot", "agent", "gpt", "claude", "gemini", "copilot"),
+    "exfiltration": ("send", "forward", "mail", "upload", "post", "transmit", "leak", "share", "copy", "exfiltrate", "paste"),
+    "tool_coercion": ("call", "run", "invoke", "execute", "trigger", "use"),
+    "secrecy": ("not", "don't", "never", "without"),
+    "hidden_text": ("<!--", "hidden", "white on white", "font-size", "display", "[//]"),
+}
+
 # Word lists as sets over one lowercase pass, and C-level counts, keep the features
 # near 0.05 ms a text (case-insensitive alternations cost twice that).
 _UPPER = re.compile(r"[A-Z]")
@@ -68,7 +108,23 @@ FEATURE_NAMES = (
     "newlines",
     "brackets",
     "question",
+    *(f"intent_{name}" for name in _INTENT),
 )
+
+
+# A view the learned layer may hold shows some sign of speaking to a model or giving
+# orders: an AI named, a role marker, "you must", rule and prompt words, an imperative
+# opening a sentence, or one of the intents. Without any, the embedding alone judges
+# style, and style is what fails on kinds of text never trained on (left out of
+# training, e-mails and technical notes were wrongly held 0.11 and 0.27 of the time
+# without this rule, 0.10 and 0.04 with it; attacks held, with the patterns, 0.85 either way).
+ADDRESS_FEATURES = ("role_marker", "ai_reference", "you_must", "meta_words", "imperative_starts")
+
+
+def addressed(feats: np.ndarray) -> np.ndarray:
+    """Per row of raw cheap features: whether the view may be held by the classifier."""
+    idx = [FEATURE_NAMES.index(n) for n in FEATURE_NAMES if n in ADDRESS_FEATURES or n.startswith("intent_")]
+    return (feats[:, idx] > 0).any(axis=1) if len(feats) else np.zeros(0, bool)
 
 
 def cheap_features(view: str) -> list[float]:
@@ -110,6 +166,7 @@ def cheap_features(view: str) -> list[float]:
         min(view.count("\n") / 10, 1.0),
         min((view.count("[") + view.count("{")) / n * 50, 1.0),
         1.0 if view.rstrip().endswith("?") else 0.0,
+        *(1.0 if any(w in low for w in _INTENT_NEEDS[name]) and rx.search(low) else 0.0 for name, rx in _INTENT.items()),
     ]
 
 
@@ -213,7 +270,7 @@ class InjectionClassifier:
         w = self.weights
         emb, feats = design_matrix(views, self._encoder())
         x = np.hstack([emb, (feats - w.feat_mean) / w.feat_std])
-        ok = np.array([judgeable(v) for v in views])
+        ok = np.array([judgeable(v) for v in views]) & addressed(feats)
         return np.where(ok, sigmoid(x @ w.coef + w.bias), 0.0)
 
     def predict_proba(self, texts_views: Sequence[Sequence[str]]) -> np.ndarray:

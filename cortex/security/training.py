@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from cortex.security import classifier_main_view, normalise
-from cortex.security.classifier import Encoder, Weights, design_matrix, judgeable, sigmoid
+from cortex.security.classifier import Encoder, Weights, addressed, design_matrix, judgeable, sigmoid
 
 L2 = 0.3  # ridge strength on the embedding and feature weights (the bias is free)
 
@@ -78,7 +78,9 @@ def cortex_examples(vault_roots: Iterable[Path]) -> list[Example]:
     """The training text written for cortex, beside the public sets: the example vault's
     notes, imperative and technical sentences that use injection words in ordinary senses,
     agent memories of every type (accents, other languages, memories about the assistant
-    itself), and memory poisoning phrased as ordinary notes, mails and tool output."""
+    itself), memory poisoning phrased as ordinary notes, mails and tool output, and
+    e-mails, documents and tool output with and without an instruction planted for the
+    assistant (``message_text.py``)."""
     from cortex.security.benign_text import over_defence_sentences, technical_sentences
 
     out = load_note_bodies(vault_roots)
@@ -86,6 +88,10 @@ def cortex_examples(vault_roots: Iterable[Path]) -> list[Example]:
     out += [Example(text, 0, "cortex_technical") for text in technical_sentences()]
     out += load_text_rows(TRAINING_DIR / "memories_benign.jsonl", 0, "cortex_memories")
     out += load_text_rows(TRAINING_DIR / "memory_poisoning.jsonl", 1, "cortex_poisoning")
+    from cortex.security.message_text import benign_messages, planted_messages
+
+    out += [Example(text, 0, "cortex_messages") for text in benign_messages()]
+    out += [Example(text, 1, "cortex_planted") for text in planted_messages()]
     return out
 
 
@@ -197,7 +203,7 @@ def predict(m: Matrix, weights: Weights, rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows)
     sel = np.isin(m.owner, rows)
     x = np.hstack([m.emb[sel], (m.feats[sel] - weights.feat_mean) / weights.feat_std])
-    p = sigmoid(x @ weights.coef + weights.bias)
+    p = sigmoid(x @ weights.coef + weights.bias) * addressed(m.feats[sel])  # as InjectionClassifier scores
     best = np.zeros(len(m.y))  # an example with no judgeable view scores 0
     np.maximum.at(best, m.owner[sel], p)
     return best[rows]
