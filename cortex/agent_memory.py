@@ -14,7 +14,6 @@ Threads: the MCP SDK runs tools on worker threads; every use of the index holds 
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -103,17 +102,13 @@ def _note_id(path: Path) -> str | None:
 def find_note_by_id(root: Path, ident: str) -> str | None:
     """The vault path of the note whose frontmatter has `id: ident` (`git grep`, in C, over
     tracked and untracked notes; a walk over the files where git cannot answer)."""
+    from cortex import gitcli
+
     candidates: list[str] | None = None
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), "-c", "core.quotepath=off", "grep", "-l", "-I", "-E", "--untracked",
-             "-e", f"^id:[[:space:]]*['\"]?{ident}['\"]?[[:space:]]*$", "--", *PARTITIONS],
-            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
-        )
-        if proc.returncode in (0, 1):
-            candidates = [p for p in proc.stdout.splitlines() if p.endswith(".md")]
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    proc = gitcli.run_bytes(root, "-c", "core.quotepath=off", "grep", "-l", "-I", "-E", "--untracked",
+                            "-e", f"^id:[[:space:]]*['\"]?{ident}['\"]?[[:space:]]*$", "--", *PARTITIONS, timeout=60)
+    if proc is not None and proc.code in (0, 1):
+        candidates = [p for p in proc.out.decode("utf-8", "replace").splitlines() if p.endswith(".md")]
     if candidates is None:
         candidates = [p.relative_to(root).as_posix() for part in PARTITIONS for p in (root / part).rglob("*.md")]
     return next((p for p in sorted(candidates) if _note_id(root / p) == ident), None)

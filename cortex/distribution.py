@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,11 +38,11 @@ def _without_credentials(url: str) -> str:
 
 
 def _git(path: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+    from cortex import gitcli
+
+    done = gitcli.run_bytes(path, *args, timeout=10)
+    text = done.out.decode("utf-8", "replace").strip() if done is not None and done.ok else ""
+    return text or None
 
 
 def _from_checkout(path: Path) -> str | None:

@@ -2,8 +2,11 @@
 talking to remotes (their credentials, ssh config, proxies) and moving the working tree
 and index (git's own locks and its refusal to overwrite uncommitted work).
 
-Standard library only. ``cortex.gitrepo`` (pygit2) stays the way cortex reads objects
-and makes its own commits; this module is the one place cortex runs ``git``.
+Standard library only (the git hook and the HEAD cache use it). ``cortex.gitrepo``
+(pygit2) stays the way cortex reads objects and makes its own commits; this module is
+the one place cortex runs ``git`` — save the commit hook's own spawn of
+``git diff --cached`` (``cortex/hooks.py``), kept there for its start-up time, and the
+example's visible ``git`` commands (``cortex/demo.py``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,41 @@ def run(root: Path, *args: str, input: str | None = None, timeout: float | None 
     except subprocess.TimeoutExpired:
         return Result(124, "", f"git {args[0]} timed out after {timeout:.0f}s")
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@dataclass(frozen=True)
+class Raw:
+    code: int
+    out: bytes
+    err: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+
+def run_bytes(root: Path | None, *args: str, input: bytes | None = None, timeout: float | None = None) -> Raw | None:
+    """``git [-C root] args`` with bytes in and out (paths as git wrote them); None when
+    git cannot be started. Never raises for git's own failures."""
+    argv = ["git", *(("-C", str(root)) if root is not None else ()), *args]
+    try:
+        proc = subprocess.run(argv, input=input, capture_output=True, env={**os.environ, **_ENV}, timeout=timeout,
+                              stdin=None if input is not None else subprocess.DEVNULL)
+    except OSError:
+        return None
+    except subprocess.TimeoutExpired:
+        return Raw(124, b"", f"git {args[0]} timed out after {timeout:.0f}s".encode())
+    return Raw(proc.returncode, proc.stdout, proc.stderr)
+
+
+def start(root: Path, *args: str) -> subprocess.Popen | None:
+    """``git -C root args`` started, its stdout a pipe, for the caller to read later (the
+    search index's freshness probe runs beside the index load); None without git."""
+    try:
+        return subprocess.Popen(["git", "-C", str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, env={**os.environ, **_ENV})
+    except OSError:
+        return None
 
 
 def out(root: Path, *args: str) -> str:

@@ -81,13 +81,10 @@ def folder_of(path: str) -> str:
 
 
 def _git(root: Path, *args: str, data: bytes | None = None) -> bytes | None:
-    import subprocess
+    from cortex import gitcli
 
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], input=data, capture_output=True, check=False)
-    except OSError:
-        return None
-    return done.stdout if done.returncode == 0 else None
+    done = gitcli.run_bytes(root, *args, input=data)
+    return done.out if done is not None and done.ok else None
 
 
 def head_commit(root: Path) -> str | None:

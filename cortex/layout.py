@@ -41,17 +41,13 @@ def git_ignored(root: Path, paths: list[str]) -> set[str]:
     where git cannot say (no git, not a repository)."""
     if not paths or not (root / ".git").exists():
         return set()
-    import subprocess
+    from cortex import gitcli
 
-    try:
-        done = subprocess.run(["git", "-C", str(root), "check-ignore", "-z", "--stdin"],
-                              input="\0".join(paths).encode("utf-8", "surrogateescape") + b"\0",
-                              capture_output=True, check=False)
-    except OSError:
+    done = gitcli.run_bytes(root, "check-ignore", "-z", "--stdin",
+                            input="\0".join(paths).encode("utf-8", "surrogateescape") + b"\0")
+    if done is None or done.code not in (0, 1):
         return set()
-    if done.returncode not in (0, 1):
-        return set()
-    return {p for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+    return {p for p in done.out.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
 def is_vault(root: Path) -> bool:

@@ -23,11 +23,11 @@ pure (three texts in, text and a clean flag out); ``main`` is the thin file laye
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from cortex import gitcli
 from cortex.notes import NoteSyntaxError, quote, source_hash, split_frontmatter
 
 ARCHIVE_KEYS = ("archived", "archive_reason", "merged_into")
@@ -281,13 +281,10 @@ def _merge_file(base: str, ours: str, theirs: str, labels=("ours", "base", "thei
             path = Path(tmp) / name
             path.write_text(text, encoding="utf-8", newline="")
             paths.append(str(path))
-        proc = subprocess.run(
-            ["git", "merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2], *paths],
-            capture_output=True,
-        )
-    if proc.returncode < 0 or proc.returncode > 127:
-        raise OSError(f"git merge-file failed: {proc.stderr.decode(errors='replace').strip()}")
-    return proc.stdout.decode("utf-8", errors="replace"), proc.returncode == 0
+        proc = gitcli.run_bytes(None, "merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2], *paths)
+    if proc is None or proc.code < 0 or proc.code > 127:
+        raise OSError("git merge-file failed: " + (proc.err.decode(errors="replace").strip() if proc else "no git"))
+    return proc.out.decode("utf-8", errors="replace"), proc.code == 0
 
 
 def _line_merge(base: str, ours: str, theirs: str) -> tuple[str, bool]:

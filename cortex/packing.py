@@ -13,7 +13,6 @@ runs it in the background). Standard library only.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 GC_AUTO_DEFAULT = 6700  # git's own default for gc.auto
@@ -62,12 +61,9 @@ def pack_if_due(root: Path, gc_auto: int | None = None) -> bool:
         return False
     if not too_many_loose(git_dir / "objects", GC_AUTO_DEFAULT if gc_auto is None else gc_auto):
         return False
-    try:
-        subprocess.run(["git", "-C", str(root), "gc", "--auto", "--quiet"], check=False,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        return False
-    return True
+    from cortex import gitcli
+
+    return gitcli.run_bytes(root, "gc", "--auto", "--quiet") is not None
 
 
 def configured_gc_auto(repo) -> int | None:

@@ -99,14 +99,11 @@ class GitProbe:
         probe = cls(root)
         if not (root / ".git").exists():
             return probe
-        try:
-            probe.proc = subprocess.Popen(
-                ["git", "--no-optional-locks", "-C", str(root), "-c", "core.quotepath=off", "status", "--porcelain=v2", "--branch",
-                 "-z", "-uall", "--no-renames", "--ignored=no", "--", *PATHSPEC],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-            )
-        except OSError:  # no git on PATH: fall back to a full stat sweep
-            probe.proc = None
+        from cortex import gitcli
+
+        # None without git on PATH: a full stat sweep instead
+        probe.proc = gitcli.start(root, "--no-optional-locks", "-c", "core.quotepath=off", "status", "--porcelain=v2",
+                                  "--branch", "-z", "-uall", "--no-renames", "--ignored=no", "--", *PATHSPEC)
         return probe
 
     def result(self) -> "GitProbe":
@@ -134,14 +131,12 @@ class GitProbe:
             return None
         if old_head == self.head:
             return set()
-        try:
-            proc = subprocess.run(
-                ["git", "-C", str(self.root), "-c", "core.quotepath=off", "diff", "--name-only", "-z",
-                 "--no-renames", old_head, self.head, "--", *PATHSPEC],
-                capture_output=True, stdin=subprocess.DEVNULL,
-            )
-        except OSError:
+        from cortex import gitcli
+
+        proc = gitcli.run_bytes(self.root, "-c", "core.quotepath=off", "diff", "--name-only", "-z",
+                                "--no-renames", old_head, self.head, "--", *PATHSPEC)
+        if proc is None:
             return None
-        if proc.returncode != 0:  # old head gone (history rewritten): look everywhere
+        if proc.code != 0:  # old head gone (history rewritten): look everywhere
             return None
-        return {p for p in proc.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p}
+        return {p for p in proc.out.decode("utf-8", errors="surrogateescape").split("\0") if p}
