@@ -177,6 +177,7 @@ def near_misses() -> list[tuple[str, str]]:
         ("url", "https://hooks.slack.com/ is where incoming webhooks live."),
         ("url", "https://github.com/org/repo/pull/4821/files#diff-7c2a9e"),
         ("url", "https://example.com/search?q=rotate+api+key&page=2"),
+        ("url", "https://store.example.net/c/a.csv?sv=2021-08-06&se=2024-05-01T00%3A00Z&sp=r&key=monthly-report"),
         ("k8s", "kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1\n"),
         ("number", "The PIN pad on floor 3 is broken."),
         ("number", "The Sonar token count rose to 1284 this sprint."),

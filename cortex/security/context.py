@@ -22,6 +22,7 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from urllib.parse import unquote
 
 from cortex.security import secrets as S
 
@@ -193,7 +194,7 @@ def _url_spans(text: str, w: ContextWords) -> list[tuple[int, int]]:
         if query_at >= 0:
             for q in re.finditer(r"[?&]([\w.\-]+)=([^&#\s]+)", url[query_at:]):
                 name, value = q.group(1), q.group(2)
-                if (name.lower() in w.query or credential_name(name, w)) and len(value) >= 8 and not S.is_placeholder(value):
+                if (name.lower() in w.query or credential_name(name, w)) and credential_value(unquote(value), "credential"):
                     start = base + query_at + q.start(2)
                     spans.append((start, start + len(value)))
     return spans
