@@ -610,3 +610,36 @@ def test_the_query_path_reads_the_taxonomy_without_yaml_once_cached(vault):
     code = code.replace("'recipe' in", "'tune' in")
     assert run() == ["True", "True"]  # edited: parsed again, and cached for the next one
     assert run() == ["True", "False"]
+
+
+def test_a_filter_without_text_lists_its_notes_newest_first(mixed, capsys):
+    vault, notes = mixed
+    v = ["--vault", str(vault), "query"]
+    assert main([*v, "--tag", "food", "--paths"]) == 0
+    assert capsys.readouterr().out.splitlines() == [notes["dec"], notes["pref"]]
+    assert main([*v, "--entity", "Alice", "--paths"]) == 0
+    assert capsys.readouterr().out.splitlines() == [notes["proj"], notes["pref"]]
+    assert main([*v, "--type", "task", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["mode"] == "list" and [r["path"] for r in listed["results"]] == [notes["task"]]
+    assert 0.0 < listed["results"][0]["score"] <= 1.0  # recency, never a timestamp
+    assert main([*v, "--tag", "nope"]) == 1
+
+
+def test_a_listing_prints_no_timestamp_as_a_score(mixed, capsys):
+    vault, _ = mixed
+    assert main(["--vault", str(vault), "query", "--recent", "100000d"]) == 0
+    out = capsys.readouterr().out
+    assert "score" not in out and out.count("\n1. ") + out.startswith("1. ") == 1
+
+
+def test_nothing_found_mentions_archived_notes_only_when_one_would_match(vault, capsys):
+    write_note(vault, "mind/facts/live.md", "The staging database runs on port 5433", type_="fact")
+    commit_all(vault)
+    v = ["--vault", str(vault), "query", "--lexical-only"]
+    assert main([*v, "ledger reconciliation"]) == 1
+    assert "archived" not in capsys.readouterr().err
+    write_note(vault, "mind/archive/facts/gone.md", "The ledger reconciliation ran on Fridays", type_="fact")
+    commit_all(vault)
+    assert main([*v, "ledger reconciliation"]) == 1
+    assert "1 archived memory would match: add --archived" in capsys.readouterr().err

@@ -143,7 +143,7 @@ def _when(text: Optional[str], option: str) -> Optional[float]:
 
 @app.command()
 def query(
-    text: Optional[str] = typer.Argument(None, help="What to look for (optional with --recent)."),
+    text: Optional[str] = typer.Argument(None, help="What to look for (optional with --recent, or with a filter to list its notes)."),
     limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many results."),
     json_: bool = typer.Option(False, "--json", help="Print {query, mode, count, results} as JSON (docs/query.md)."),
     jsonl: bool = typer.Option(False, "--jsonl", help="Print one JSON result per line."),
@@ -171,8 +171,10 @@ def query(
             raise _Failed("--lexical-only and --semantic-only exclude each other")
         if sum((json_, jsonl, paths)) > 1:
             raise _Failed("choose one of --json, --jsonl, --paths")
-        if not (text and text.strip()) and recent is None:
-            raise _Failed("give TEXT to search for, or --recent DURATION (e.g. --recent 7d)")
+        listing = bool(type_ or category or partition or tag or entity or attribution)
+        if not (text and text.strip()) and recent is None and not listing:
+            raise _Failed("give TEXT to search for, --recent DURATION (e.g. --recent 7d), "
+                          "or a filter (--tag, --type, --entity, ...) to list its notes newest first")
         mode = "lexical" if lexical_only else "semantic" if semantic_only else "hybrid"
         since_ts = _when(since, "--since")
         if recent is not None:
@@ -193,7 +195,7 @@ def query(
         for field_, bad, allowed in unknown_values(filters, idx.taxonomy):
             raise _Failed(f"--{field_} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
 
-        def answer():
+        def answer(filters=filters):
             if temporal:
                 return recent_view(idx, since_ts, filters=filters, limit=limit)
             return search(idx, text, filters=filters, limit=limit, mode=mode)
@@ -208,7 +210,12 @@ def query(
             report = idx.rebuild_if_damaged(exc, lambda m: info(f"cortex: {m}"))
             hits = answer()
         if temporal:
-            mode = "recent"
+            mode = "recent" if recent is not None else "list"
+        hidden = 0  # archived notes that would have answered
+        if not hits and not archived:
+            from dataclasses import replace
+
+            hidden = len(answer(replace(filters, archived=True)))
     except _Failed as exc:
         info(f"cortex: {exc}")
         raise typer.Exit(2) from None
@@ -227,7 +234,8 @@ def query(
         _print_text(results, mode)
     if not results:
         if not (json_ or jsonl or paths):
-            info("nothing found" + ("" if archived else " (archived memories excluded: add --archived)"))
+            info("nothing found" + (f" ({hidden} archived memor{'y' if hidden == 1 else 'ies'} would match: add --archived)"
+                                    if hidden else ""))
         raise typer.Exit(1)
 
 
@@ -237,7 +245,10 @@ def _print_text(results: list, mode: str) -> None:
         why = r["why"]
         reasons = [f"{k} {why[k]:.2f}" for k in ("lexical", "semantic", "effective_importance", "confidence", "recency") if k in why]
         meta = " · ".join(x for x in (r["type"], (r["created"] or "")[:10], "archived" if r["archived"] else "") if x)
-        out.append(f"{r['rank']}. {r['title']}\n   {r['path']}  ({meta})\n   score {r['score']:.3f}: {', '.join(reasons)}\n")
+        if mode in ("recent", "list"):  # a listing, newest first: no relevance to show
+            out.append(f"{r['rank']}. {r['title']}\n   {r['path']}  ({meta})\n")
+        else:
+            out.append(f"{r['rank']}. {r['title']}\n   {r['path']}  ({meta})\n   score {r['score']:.3f}: {', '.join(reasons)}\n")
         snippet = r["snippet"]
         if snippet and snippet != r["title"]:
             out.append(f"   {snippet[:200]}{'…' if len(snippet) > 200 else ''}\n")

@@ -225,14 +225,16 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
 
 def recent(index, since_ts: float | None, *, filters: Filters = Filters(), limit: int = 10,
            now: datetime | None = None) -> list[Hit]:
-    """The temporal view: notes created since `since_ts`, newest first."""
+    """The temporal view: notes created since `since_ts` (all when None), newest first.
+    Its score is the note's recency (1.0 now, halving with age; docs/query.md), the
+    order is by creation time: a listing has no relevance to rank by."""
     now = now or datetime.now(timezone.utc)
     out = []
     for docnum in index.lexical.newest(since_ts):
         doc = index.lexical.stored(docnum)
         if matches(doc, filters):
             why = _priors(doc, index.taxonomy, now)
-            out.append(_hit(doc, doc.get("ts") or 0.0, why))
+            out.append(_hit(doc, why["recency"], why))
             if len(out) >= limit:
                 break
     return out
