@@ -227,6 +227,11 @@ class HeadCache:
         found.sort(key=lambda r: partitions.index(r[1].split("/", 1)[0]))
         return found[0] if found else None
 
+    def declared_type(self, path: str) -> str | None:
+        """The declared type of the note at ``path`` in HEAD ("" for none), None if absent."""
+        row = self._connect().execute("SELECT coalesce(type, '') FROM notes WHERE path = ?", (path,)).fetchone()
+        return row[0] if row else None
+
     def has_path(self, path: str) -> bool:
         return self._connect().execute("SELECT 1 FROM notes WHERE path = ?", (path,)).fetchone() is not None
 
