@@ -50,11 +50,15 @@ class Counts:
 
 
 class Person:
-    """Edits files under ``people/`` and commits them; remembers what each file must hold."""
+    """Edits files under ``people/`` and commits them; remembers what each file must hold.
+
+    What a commit holds is what the person's index held, not what they meant to commit:
+    a file staged for a commit that failed (git busy) goes in with their next one."""
 
     def __init__(self, root: Path, rnd: random.Random, counts: Counts) -> None:
         self.root, self.rnd, self.counts = root, rnd, counts
         self.text: dict[str, str] = {}  # path -> what the person last wrote
+        self.staged: dict[str, str] = {}  # path -> what their index holds, not yet committed
         self.committed: dict[str, str] = {}  # path -> what their last successful commit holds
         self.edits = 0
 
@@ -65,12 +69,23 @@ class Person:
         (self.root / rel).write_text(text)
         self.text[rel] = text
 
-    def commit(self, *args: str, paths: list[str], env: dict | None = None, kind: str) -> None:
+    def add(self, rel: str) -> bool:
+        if git(self.root, "add", rel, check=False).returncode != 0:
+            return False  # git busy: the file stays as it was in the index (untracked, if new)
+        self.staged[rel] = self.text[rel]
+        return True
+
+    def commit(self, *args: str, env: dict | None = None, kind: str) -> None:
+        going_in = dict(self.staged)
+        if "-a" in args:  # every tracked file as it is now; an untracked one stays out
+            going_in.update({rel: self.text[rel] for rel in {*self.committed, *self.staged}})
         done = git(self.root, "commit", *args, env=env, check=False)
         if done.returncode == 0:
-            for rel in paths:
-                self.committed[rel] = self.text[rel]
+            self.committed.update(going_in)
+            self.staged.clear()
             self.counts.person[kind] += 1
+        elif "nothing to commit" in done.stdout + done.stderr:
+            self.counts.person["nothing left to commit"] += 1
         else:
             self.counts.person["retried (git busy)"] += 1
             if os.environ.get("SOAK_VERBOSE"):
@@ -82,24 +97,24 @@ class Person:
         if choice < 0.3 or not files:  # a new note, staged and committed
             rel = f"people/note-{len(files)}.md"
             self.write(rel)
-            if git(self.root, "add", rel, check=False).returncode == 0:
-                self.commit("-m", f"person: add {rel}", paths=[rel], kind="git commit (new note)")
+            if self.add(rel):
+                self.commit("-m", f"person: add {rel}", kind="git commit (new note)")
         elif choice < 0.55:  # edit every file, `git commit -a`
             for rel in files:
                 self.write(rel)
-            self.commit("-a", "-m", "person: edit all", paths=files, kind="git commit -a")
+            self.commit("-a", "-m", "person: edit all", kind="git commit -a")
         elif choice < 0.8:  # a plain commit with a slow editor
             rel = self.rnd.choice(files)
             self.write(rel)
-            if git(self.root, "add", rel, check=False).returncode == 0:
+            if self.add(rel):
                 env = {**os.environ, "GIT_EDITOR": EDITOR}
-                self.commit(paths=[rel], env=env, kind="git commit (slow editor)")
+                self.commit(env=env, kind="git commit (slow editor)")
         elif len(files) >= 2:  # one file committed, another left with unstaged edits
             staged, unstaged = self.rnd.sample(files, 2)
             self.write(staged)
             self.write(unstaged)
-            if git(self.root, "add", staged, check=False).returncode == 0:
-                self.commit("-m", f"person: {staged}", paths=[staged], kind="git commit (unstaged edits stashed)")
+            if self.add(staged):
+                self.commit("-m", f"person: {staged}", kind="git commit (unstaged edits stashed)")
         self.check_working_tree()
 
     def check_working_tree(self) -> None:
@@ -173,7 +188,8 @@ def soak(root: Path, seconds: float, seed: int = 0) -> Counts:
     # The person commits what is left; cortex drains the buffer.
     if person.text:
         git(root, "add", *sorted(person.text))
-        person.commit("-m", "person: last", paths=sorted(person.text), kind="git commit (last)")
+        person.staged.update(person.text)
+        person.commit("-m", "person: last", kind="git commit (last)")
     for _ in range(10):
         done = cortex(root, "run", "--json")
         if done.returncode == 0 and json.loads(done.stdout)["read"] == 0:
@@ -188,7 +204,9 @@ def verify(root: Path, person: Person, counts: Counts) -> None:
     for rel, text in person.committed.items():
         at_head = git(root, "show", f"HEAD:{rel}", check=False).stdout
         if at_head != text:
-            problems.append(f"{rel}: HEAD does not hold the person's last commit")
+            history = git(root, "log", "--format=%h %an: %s", "--", rel).stdout.strip().replace("\n", " | ")
+            problems.append(f"{rel}: HEAD does not hold the person's last commit "
+                            f"(HEAD has {at_head[-40:]!r}, the person committed {text[-40:]!r}; log: {history})")
     log = git(root, "log", "--format=@%an|%s", "--name-status", "--no-renames").stdout
     author, subject = "", ""
     for line in log.splitlines():
