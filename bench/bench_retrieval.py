@@ -76,7 +76,7 @@ def run(name: str) -> dict:
             per_mode[mode].append(m)
             per_cat[(mode, q.get("category") or "-")].append(m)
         # reference: plain RRF of each side's top 100, no priors
-        lex = [(idx.lexical.stored(d)["path"], s) for d, s in idx.lexical.search(q["question"], 100)]
+        lex = idx.lexical.search(q["question"], 100)
         sem = idx.vectors.top(idx.embedder.encode([q["question"]])[0], 100)
         per_mode["plain RRF"].append(metrics([ids[p] for p, _ in fusion.rrf(lex, sem)], relevant))
     return {"name": name, "docs": len(docs), "queries": len(queries), "build_s": build_s,

@@ -211,8 +211,8 @@ def test_jobs_leave_the_search_index_fresh(vault):
     index = SearchIndex(vault.root).load(vectors=False)
     try:
         assert index.state.head == git(vault.root, "rev-parse", "HEAD").strip()
-        assert index.lexical.docnum(path) is None
-        assert index.lexical.docnum(path.replace("mind/goals/", "mind/archive/goals/")) is not None
+        assert index.lexical.stored(path) is None
+        assert index.lexical.stored(path.replace("mind/goals/", "mind/archive/goals/")) is not None
     finally:
         index.close()
 

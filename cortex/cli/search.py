@@ -24,8 +24,8 @@ class _Failed(Exception):
     """A problem reported to the user; the command exits 2."""
 
 
-def _open(model: Optional[str]):
-    """(vault root, SearchIndex, probe): discovery first, then the git probe starts so it
+def _session(model: Optional[str]):
+    """(Session, probe): the vault found first, then git's status probe started so it
     runs while the heavy modules import."""
     if "numpy" not in sys.modules:
         # A query multiplies one vector by the matrix: OpenBLAS's thread pool would cost
@@ -35,16 +35,15 @@ def _open(model: Optional[str]):
     from cortex.search.freshness import GitProbe
 
     probe = GitProbe.start(root)
-    from cortex.search.index import SearchIndex
+    from cortex.search.session import Session
 
-    return root, SearchIndex(root, model=model or os.environ.get(MODEL_ENV) or None), probe
+    return Session(root, model=model or os.environ.get(MODEL_ENV) or None, say=lambda m: info(f"cortex: {m}")), probe
 
 
 def _vault_root():
     """The vault's root (``cortex.layout.find_vault``, as every command finds it),
     without importing the write path (~20 ms a query)."""
     from cortex.cli.app import _options
-    from cortex.errors import CortexError
     from cortex.layout import find_vault
 
     try:
@@ -53,51 +52,19 @@ def _vault_root():
         raise _Failed(str(exc)) from None
 
 
-def _ready(idx, probe, *, vectors: bool, quiet: bool = False, refresh: bool = True):
-    """Load the index, rebuilding it when missing or unreadable, then (unless `refresh`
-    is False) freshen it. Returns the update report, `rebuilt` set after a rebuild."""
-    from cortex.embed import ModelError
-    from cortex.search.index import IndexUnavailable, UpdateReport, stderr_progress
-
-    try:
-        try:
-            idx.load(vectors=vectors)
-        except IndexUnavailable as exc:
-            info(f"cortex: {exc}: rebuilding the search index")
-            report = idx.rebuild(progress=stderr_progress(), reason=str(exc), force=False)
-            _warn_skipped(report)
-            return report
-        report = idx.refresh(probe) if refresh else UpdateReport(notes=idx.lexical.doc_count())
-    except ModelError as exc:
-        raise _Failed(str(exc)) from None
-    if report.touched and not quiet:
-        info(f"cortex: index updated ({_summary(report)})")
-    _warn_skipped(report)
-    return report
-
-
-def _warn_skipped(report) -> None:
-    for line in report.skipped:
-        info(f"cortex: warning: {line}")
-
-
-def _refresh(idx, probe):
-    from cortex.embed import ModelError
-
-    try:
-        report = idx.refresh(probe)
-    except ModelError as exc:
-        raise _Failed(str(exc)) from None
-    if report.touched:
-        info(f"cortex: index updated ({_summary(report)})")
-    _warn_skipped(report)
-    return report
-
-
-def _summary(report) -> str:
-    parts = [f"{n} {what}" for what, n in (("added", report.added), ("changed", report.changed),
-                                           ("moved", report.moved), ("deleted", report.deleted)) if n]
-    return ", ".join(parts) or "no changes"
+def _search_errors(exc: Exception) -> None:
+    """Turn what a search command can meet into exit 2 with one line; re-raise the rest."""
+    if isinstance(exc, _Failed):
+        info(f"cortex: {exc}")
+        raise typer.Exit(2) from None
+    if isinstance(exc, CortexError):  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
+        info(f"cortex: {exc}")
+        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2) from None
+    embed = sys.modules.get("cortex.embed")  # loaded if a model was: only then can it fail
+    if embed is not None and isinstance(exc, embed.ModelError):
+        info(f"cortex: {exc}")
+        raise typer.Exit(2) from None
+    raise exc
 
 
 @app.command()
@@ -108,28 +75,15 @@ def index(
 ) -> None:
     """Update the search index under .cortex/ (only added, changed, moved or deleted notes)."""
     try:
-        _root, idx, probe = _open(model)
-        from cortex.search.index import stderr_progress
-
-        if rebuild:
-            report = idx.rebuild(progress=stderr_progress(), reason="--rebuild")
-            _warn_skipped(report)
-        else:
-            try:
-                report = _ready(idx, probe, vectors=True, quiet=True)
-            except Exception as exc:
-                report = idx.rebuild_if_damaged(exc, lambda m: info(f"cortex: {m}"))
-    except _Failed as exc:
-        info(f"cortex: {exc}")
-        raise typer.Exit(2) from None
-    except CortexError as exc:  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
-        info(f"cortex: {exc}")
-        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2) from None
+        session, probe = _session(model)
+        report = session.update(probe, rebuild=rebuild)
+    except Exception as exc:
+        _search_errors(exc)
     if json_:
         emit_json(report.as_dict())
     else:
         what = "rebuilt" if report.rebuilt else "up to date" if not report.touched else "updated"
-        info(f"search index {what}: {report.notes} notes ({_summary(report)}) in {report.seconds:.2f}s")
+        info(f"search index {what}: {report.notes} notes ({report.summary()}) in {report.seconds:.2f}s")
 
 
 def _when(text: Optional[str], option: str) -> Optional[float]:
@@ -181,51 +135,34 @@ def query(
             recent_ts = _when(recent, "--recent")
             since_ts = recent_ts if since_ts is None else max(since_ts, recent_ts)
         until_ts = _when(until, "--until")
-        _root, idx, probe = _open(model)
-        temporal = not (text and text.strip())
-        # Optimistic: answer from the index as it is while `git status` runs, then check
-        # freshness, and answer again only when notes changed (the exception).
-        report = _ready(idx, probe, vectors=(mode != "lexical" and not temporal), refresh=False)
-        from cortex.search.query import Filters, recent as recent_view, result_shape, search, unknown_values
+        from cortex.search.query import Filters
 
         filters = Filters(
             types=tuple(type_), categories=tuple(category), partitions=tuple(partition), tags=tuple(tag),
             entities=tuple(entity), attributions=tuple(attribution), since=since_ts, until=until_ts, archived=archived,
         )
-        for field_, bad, allowed in unknown_values(filters, idx.taxonomy):
+        from cortex.search.session import Question
+
+        question = Question(text=text or "", filters=filters, limit=limit, mode=mode)
+        session, probe = _session(model)
+        from cortex.search.query import unknown_values
+
+        for field_, bad, allowed in unknown_values(filters, session.index.taxonomy):
             raise _Failed(f"--{field_} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
-
-        def answer(filters=filters):
-            if temporal:
-                return recent_view(idx, since_ts, filters=filters, limit=limit)
-            return search(idx, text, filters=filters, limit=limit, mode=mode)
-
-        try:
-            hits = answer()
-            if not report.rebuilt:
-                report = _refresh(idx, probe)
-                if report.touched:
-                    hits = answer()
-        except Exception as exc:
-            report = idx.rebuild_if_damaged(exc, lambda m: info(f"cortex: {m}"))
-            hits = answer()
-        if temporal:
+        opened = session.open(vectors=question.needs_vectors)
+        answer = session.ask(question, probe=None if opened.rebuilt else probe)
+        report = opened if opened.rebuilt else answer.report
+        hits, hidden = answer.hits, answer.hidden
+        if question.listing:
             mode = "recent" if recent is not None else "list"
-        hidden = 0  # archived notes that would have answered
-        if not hits and not archived:
-            from dataclasses import replace
+    except Exception as exc:
+        _search_errors(exc)
+    from cortex.search.query import result_shape
 
-            hidden = len(answer(replace(filters, archived=True)))
-    except _Failed as exc:
-        info(f"cortex: {exc}")
-        raise typer.Exit(2) from None
-    except CortexError as exc:  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
-        info(f"cortex: {exc}")
-        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2) from None
     results = result_shape(hits)
     if json_:
         emit_json({"query": text or "", "mode": mode, "count": len(results), "results": results,
-                   "index": {"notes": report.notes or idx.lexical.doc_count(), "updated": report.touched}})
+                   "index": {"notes": report.notes or session.index.lexical.doc_count(), "updated": report.touched}})
     elif jsonl:
         emit_jsonl(results)
     elif paths:

@@ -2,7 +2,7 @@
 kept current incrementally by content hash.
 
     .cortex/search/state.json        format, model, HEAD and folder mtimes at the last check
-    .cortex/search/whoosh/           lexical index and stored fields (lexical.py)
+    .cortex/search/whoosh/           lexical index and stored fields (backend.py, lexical.py)
     .cortex/search/vectors.npy, vector_keys.txt                        (vectors.py)
 
 Only notes that were added, changed, moved or deleted are re-read: a candidate whose
@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Iterator
 
 from cortex.layout import UnreadableNote, read_note_bytes
 from cortex.search import freshness
+from cortex.search.backend import IndexDamaged, LexicalBackend
 from cortex.search.records import FORMAT, NoteRecord, record_from_file
 
 BATCH = 1024
@@ -37,18 +38,18 @@ class IndexUnavailable(Exception):
 
 
 def damaged_index(exc: BaseException) -> bool:
-    """Whether ``exc`` came from reading the index's files: Whoosh reports a truncated or
-    overwritten segment with whatever its reader trips on (a bare ``Exception("Block tag
-    error")``, struct or value errors), so the raising frame, not the type, tells. The
-    index is a cache: a damaged one is rebuilt, never a traceback."""
-    if isinstance(exc, IndexUnavailable):
-        return True
-    tb = exc.__traceback__
-    while tb is not None:
-        if "/whoosh/" in tb.tb_frame.f_code.co_filename.replace("\\", "/"):
-            return True
-        tb = tb.tb_next
-    return False
+    """Whether ``exc`` says the index must be rebuilt: missing or foreign
+    (`IndexUnavailable`), or files the engine could not read (`IndexDamaged`, which the
+    backend raises for whatever its reader tripped on). The index is a cache: a damaged
+    one is rebuilt, never a traceback."""
+    return isinstance(exc, (IndexUnavailable, IndexDamaged))
+
+
+def lexical_backend() -> type[LexicalBackend]:
+    """The lexical engine: the one place that names it."""
+    from cortex.search.lexical import LexicalIndex
+
+    return LexicalIndex
 
 
 @dataclass
@@ -71,6 +72,12 @@ class UpdateReport:
     def as_dict(self) -> dict:
         out = {k: getattr(self, k) for k in ("added", "changed", "moved", "deleted", "notes", "rebuilt", "reason")}
         return {**out, "seconds": round(self.seconds, 3)}
+
+    def summary(self) -> str:
+        """"2 added, 1 deleted", or "no changes"."""
+        parts = [f"{n} {what}" for what, n in (("added", self.added), ("changed", self.changed),
+                                               ("moved", self.moved), ("deleted", self.deleted)) if n]
+        return ", ".join(parts) or "no changes"
 
 
 @dataclass
@@ -150,26 +157,17 @@ class SearchIndex:
                                            cache=self.root / ".cortex" / "taxonomy.json")
         return self._taxonomy
 
-    def rebuild_if_damaged(self, exc: BaseException, say: Callable[[str], None]) -> UpdateReport:
-        """After ``exc``: rebuild an index that is missing or whose files cannot be read
-        (it is a cache, rebuilt from the notes), saying so; re-raise anything else."""
-        if not damaged_index(exc):
-            raise exc
-        say(f"the search index is unreadable ({type(exc).__name__}: {exc}): rebuilding it")
-        return self.rebuild(progress=stderr_progress(), reason=f"unreadable: {exc}")
-
     def load(self, *, vectors: bool = True) -> "SearchIndex":
         """Open the stored index; IndexUnavailable when it must be rebuilt."""
-        from cortex.search.lexical import LexicalIndex
-
         state = State.read(self.directory / "state.json")
         if state.model != self.model_name:
             raise IndexUnavailable(f"search index was built with model {state.model}, not {self.model_name}")
+        backend = lexical_backend()
         try:
-            lexical = LexicalIndex.open(self.directory / "whoosh")
+            lexical = backend.open(self.directory / backend.FOLDER)
             count = lexical.doc_count()
-        except Exception as exc:  # Whoosh reports damage through many exception types
-            raise IndexUnavailable(f"lexical index is unreadable ({type(exc).__name__}: {exc})") from None
+        except IndexDamaged as exc:
+            raise IndexUnavailable(f"lexical index is unreadable ({exc})") from None
         if self.lexical is not None and self.lexical is not lexical:
             self.lexical.close()
         self.state, self.lexical = state, lexical
@@ -218,20 +216,20 @@ class SearchIndex:
 
     def _build(self, records: Iterable[NoteRecord], *, total: int | None, progress: Progress | None,
                head: str | None, dirs: dict[str, int] | None) -> UpdateReport:
-        from cortex.search.lexical import LexicalIndex
         from cortex.search.vectors import VectorStore
 
         import shutil  # here, not at the top: it imports lzma and bz2 (~7 ms a query)
 
         start = time.perf_counter()
         embedder = self.embedder  # first: a model that cannot load must not cost the old index
-        for name in ("state.json", "whoosh", "vectors.npy", "vector_keys.txt", "vectors_head.npy"):
+        backend = lexical_backend()
+        for name in ("state.json", backend.FOLDER, "vectors.npy", "vector_keys.txt", "vectors_head.npy"):
             target = self.directory / name
             if target.is_dir():
                 shutil.rmtree(target)
             elif target.exists():
                 target.unlink()
-        lexical = LexicalIndex.create(self.directory / "whoosh")
+        lexical = backend.create(self.directory / backend.FOLDER)
         import numpy as np
 
         chunks, keys, done = [], [], 0
@@ -369,12 +367,11 @@ class SearchIndex:
             for path in extra:
                 if freshness.is_note_path(path) and path not in found:  # git status leaves ignored files out
                     now = freshness.stat_note(root, path)
-                    num = self.lexical.docnum(path)
-                    if num is None:
+                    stored = self.lexical.stored(path)
+                    if stored is None:
                         if now is not None:
                             found[path] = now
                         continue
-                    stored = self.lexical.stored(num)
                     if now != (stored.get("mtime"), stored.get("size")):
                         found[path] = now
         return found, dirs_now, head
@@ -403,9 +400,9 @@ class SearchIndex:
         lexical, taxonomy = self.lexical, self.taxonomy
         stored: dict[str, dict] = {}
         for path in found:
-            num = lexical.docnum(path)
-            if num is not None:
-                stored[path] = lexical.stored(num)
+            fields = lexical.stored(path)
+            if fields is not None:
+                stored[path] = fields
         deletes = [p for p, st in found.items() if st is None and p in stored]
         records: list[NoteRecord] = []
         for path, st in found.items():

@@ -1,5 +1,7 @@
 """The lexical side: a Whoosh (BM25F) index of note text plus the stored fields that
-filters, ranking and output read back. The only module that imports Whoosh.
+filters, ranking and output read back. The only module that imports Whoosh; it
+implements `backend.LexicalBackend`, so callers see paths, never Whoosh's docnums, and
+`IndexDamaged`, never the many exceptions Whoosh raises on a damaged segment.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from cortex.search.backend import IndexDamaged
 from cortex.search.records import LIST_SEP, SNIPPET_CHARS, NoteRecord
 
 INDEX_NAME = "notes"
@@ -190,11 +193,37 @@ def fields_of(record: NoteRecord) -> dict:
     }
 
 
+def _engine(method):
+    """Whoosh reports a truncated or overwritten segment with whatever its reader trips
+    on (a bare ``Exception("Block tag error")``, struct, value or EOF errors): at this
+    boundary any of them reading the index becomes `IndexDamaged`."""
+
+    @functools.wraps(method)
+    def reading(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (IndexDamaged, MemoryError):
+            raise
+        except Exception as exc:
+            raise IndexDamaged(f"{type(exc).__name__}: {exc}") from exc
+
+    return reading
+
+
 class LexicalIndex:
+    """`LexicalBackend` on Whoosh. Stored fields and path lookups are kept for as long as
+    the searcher they came from: a long-lived server (and a query reading the same note
+    from both sides) does not pay twice for a read (on a 50,000-note vault that was half
+    of a warm query)."""
+
+    FOLDER = "whoosh"
+
     def __init__(self, directory: Path, ix):
         self.directory = directory
         self._ix = ix
         self._searcher = None
+        self._fields: dict[int, dict] = {}
+        self._docnums: dict[str, int | None] = {}
         self._lengths = None
         self._lengths_for = None
         self._time: tuple[list[int], list[int]] = ([], [])
@@ -209,8 +238,8 @@ class LexicalIndex:
         return cls(directory, index.create_in(str(directory), schema(), indexname=INDEX_NAME))
 
     @classmethod
+    @_engine
     def open(cls, directory: Path) -> "LexicalIndex":
-        """Raises OSError/ValueError-family errors when the index is missing or corrupt."""
         _import_whoosh()
         from whoosh import index
 
@@ -222,6 +251,8 @@ class LexicalIndex:
     def searcher(self):
         if self._searcher is None:
             self._searcher = self._ix.searcher()
+            self._fields.clear()  # docnums may have moved with the new searcher
+            self._docnums.clear()
         return self._searcher
 
     def close(self) -> None:
@@ -232,9 +263,27 @@ class LexicalIndex:
     def refresh(self) -> None:
         self.close()
 
+    @_engine
     def doc_count(self) -> int:
         return self.searcher.doc_count()
 
+    def _doc(self, docnum: int) -> dict:
+        fields = self._fields.get(docnum)
+        if fields is None:
+            fields = self._fields[docnum] = self.searcher.stored_fields(docnum)
+            self._docnums[fields["path"]] = docnum
+        return fields
+
+    @_engine
+    def stored(self, path: str) -> dict | None:
+        searcher = self.searcher
+        try:
+            docnum = self._docnums[path]
+        except KeyError:
+            docnum = self._docnums[path] = searcher.document_number(path=path)
+        return None if docnum is None else self._doc(docnum)
+
+    @_engine
     def query_terms(self, text: str, max_df: float = MAX_DF, budget: int = POSTINGS_BUDGET) -> list[str]:
         """The query's terms worth matching, rarest first: each in at most `max_df` of the
         notes, and together in at most `budget` notes (the rarest term is always kept).
@@ -256,8 +305,9 @@ class LexicalIndex:
             visited += df
         return keep
 
-    def search(self, text: str, limit: int, **prune) -> list[tuple[int, float]]:
-        """(docnum, BM25F score) of the best `limit` notes for a free-text query.
+    @_engine
+    def search(self, text: str, limit: int, **prune) -> list[tuple[str, float]]:
+        """(path, BM25F score) of the best `limit` notes for a free-text query.
 
         Term at a time: each term's postings are scored with Whoosh's BM25F formula and
         parameters and summed per note, which is what an `Or` query computes, without
@@ -289,7 +339,7 @@ class LexicalIndex:
                 docnum = m.id()
                 scores[docnum] = get(docnum, 0.0) + bm25(idf, m.weight(), decode[lengths[docnum]], avgfl, b, k1)
                 m.next()
-        return heapq.nlargest(limit, scores.items(), key=itemgetter(1))
+        return [(self._doc(d)["path"], score) for d, score in heapq.nlargest(limit, scores.items(), key=itemgetter(1))]
 
     def _field_lengths(self):
         """(encoded `text` length of every docnum as one bytes object over all segments,
@@ -315,12 +365,19 @@ class LexicalIndex:
                 pass
         return self._lengths
 
-    def newest(self, since_ts: float | None = None) -> list[int]:
-        """Docnums newest first (by `created`), optionally only those created since a time."""
-        negated, docnums = self._time_order()
-        if since_ts is None:
-            return docnums
-        return docnums[: bisect.bisect_right(negated, -int(since_ts))]
+    def newest(self, since_ts: float | None = None) -> Iterator[str]:
+        """Paths newest first (by `created`), optionally only those created since a time;
+        each note's stored fields are read only when the caller gets that far."""
+        try:
+            negated, docnums = self._time_order()
+            if since_ts is not None:
+                docnums = docnums[: bisect.bisect_right(negated, -int(since_ts))]
+            for docnum in docnums:
+                yield self._doc(docnum)["path"]
+        except (IndexDamaged, MemoryError, GeneratorExit):
+            raise
+        except Exception as exc:
+            raise IndexDamaged(f"{type(exc).__name__}: {exc}") from exc
 
     def _time_order(self) -> tuple[list[int], list[int]]:
         """(negated `ts`, docnum) of the live notes, newest first, kept for the searcher's
@@ -338,12 +395,7 @@ class LexicalIndex:
             self._time_for = searcher
         return self._time
 
-    def stored(self, docnum: int) -> dict:
-        return self.searcher.stored_fields(docnum)
-
-    def docnum(self, path: str) -> int | None:
-        return self.searcher.document_number(path=path)
-
+    @_engine
     def paths_in(self, folder: str) -> dict[str, dict]:
         """Stored fields of every indexed note directly in `folder`."""
         from whoosh.query import Term

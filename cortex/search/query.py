@@ -165,9 +165,9 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         lex_hits: list[tuple[str, float]] = []
         sem_hits: list[tuple[str, float]] = []
         if mode in ("hybrid", "lexical"):
-            for docnum, score in lexical.search(text, k):
-                doc = lexical.stored(docnum)
-                if matches(doc, filters):
+            for path, score in lexical.search(text, k):
+                doc = lexical.stored(path)
+                if doc is not None and matches(doc, filters):
                     docs[doc["path"]] = doc
                     lex_hits.append((doc["path"], score))
         if mode in ("hybrid", "semantic"):
@@ -183,8 +183,7 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
                         sem_hits.append((path, cosine))  # read back only if it ranks high enough
                     continue
                 if doc is None:
-                    num = lexical.docnum(path)
-                    doc = lexical.stored(num) if num is not None else None
+                    doc = lexical.stored(path)
                     if doc is None or not matches(doc, filters):
                         continue
                     docs[path] = doc
@@ -206,8 +205,7 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         if len(ranked) >= wanted:
             break
         if path not in docs:
-            num = lexical.docnum(path)
-            doc = lexical.stored(num) if num is not None else None
+            doc = lexical.stored(path)
             if doc is None or not matches(doc, filters):
                 continue
             docs[path] = doc
@@ -230,9 +228,9 @@ def recent(index, since_ts: float | None, *, filters: Filters = Filters(), limit
     order is by creation time: a listing has no relevance to rank by."""
     now = now or datetime.now(timezone.utc)
     out = []
-    for docnum in index.lexical.newest(since_ts):
-        doc = index.lexical.stored(docnum)
-        if matches(doc, filters):
+    for path in index.lexical.newest(since_ts):
+        doc = index.lexical.stored(path)
+        if doc is not None and matches(doc, filters):
             why = _priors(doc, index.taxonomy, now)
             out.append(_hit(doc, why["recency"], why))
             if len(out) >= limit:

@@ -1,0 +1,91 @@
+"""Naming a note: by its vault path or by the `id` in its frontmatter.
+
+What an agent or a person passes to `get_note`, `cortex show` or `cortex forget` is
+resolved here, the same way everywhere; a reference that cannot name a note of this
+vault is `BadReference`, with a message saying what would.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+from cortex.layout import PARTITIONS, is_note_path
+
+
+class BadReference(ValueError):
+    """Not a note of this vault: the message says what to pass instead."""
+
+
+def note_path(root: Path, ref: str) -> str | None:
+    """The vault-relative path `ref` names, if it is written as a path (a `.md` name or a
+    slash); None for anything else (an id, perhaps)."""
+    text = ref.strip().replace("\\", "/")
+    if not (text.endswith(".md") or "/" in text):
+        return None
+    candidate = Path(text)
+    if candidate.is_absolute():
+        try:
+            text = candidate.resolve().relative_to(root).as_posix()
+        except ValueError:
+            raise BadReference(f"{ref!r} is outside the vault: pass a path like mind/facts/2026-02-16-e7f4a2b9.md") from None
+    parts = PurePosixPath(text).parts
+    if not parts or ".." in parts or not is_note_path(PurePosixPath(*parts).as_posix()):
+        raise BadReference(f"{ref!r} is not a note path: a note is a markdown file of the vault (.md), "
+                          "not under observer/ or a dot folder")
+    return text
+
+
+ID_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_-]{0,99}$")
+_FRONT_ID = re.compile(r"^id:[ \t]*['\"]?([^'\"\s]+)['\"]?[ \t]*$", re.M)
+
+
+def note_id_of(path: Path) -> str | None:
+    """The `id` in a note's frontmatter (first 4 KB), without a YAML parse."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return None
+    if not head.startswith("---"):
+        return None
+    end = head.find("\n---", 3)
+    m = _FRONT_ID.search(head[: end if end > 0 else len(head)])
+    return m.group(1) if m else None
+
+
+def find_note_by_id(root: Path, ident: str) -> str | None:
+    """The vault path of the note whose frontmatter has `id: ident` (`git grep`, in C, over
+    tracked and untracked notes; a walk over the files where git cannot answer)."""
+    from cortex import gitcli
+
+    candidates: list[str] | None = None
+    proc = gitcli.run_bytes(root, "-c", "core.quotepath=off", "grep", "-l", "-I", "-E", "--untracked",
+                            "-e", f"^id:[[:space:]]*['\"]?{ident}['\"]?[[:space:]]*$", "--", *PARTITIONS, timeout=60)
+    if proc is not None and proc.code in (0, 1):
+        candidates = [p for p in proc.out.decode("utf-8", "replace").splitlines() if p.endswith(".md")]
+    if candidates is None:
+        candidates = [p.relative_to(root).as_posix() for part in PARTITIONS for p in (root / part).rglob("*.md")]
+    return next((p for p in sorted(candidates) if note_id_of(root / p) == ident), None)
+
+
+def resolve(root: Path, ref: str, known: dict[str, str] | None = None) -> str:
+    """The vault path `ref` names: a path as given, else a note id (looked up in
+    `known` first, a cache of ids already seen, which it updates)."""
+    ref = (ref or "").strip()
+    if not ref:
+        raise BadReference("give a note id (from query results) or a path like mind/facts/2026-02-16-e7f4a2b9.md")
+    rel = note_path(root, ref)
+    if rel is not None:
+        return rel
+    if not ID_RE.match(ref):
+        raise BadReference(f"{ref!r} is neither a note id nor a note path (vault/... or mind/..., ending in .md)")
+    cached = (known or {}).get(ref)
+    if cached and note_id_of(root / cached) == ref:
+        return cached
+    found = find_note_by_id(root, ref)
+    if found is None:
+        raise BadReference(f"no note with id {ref!r}: use an id or path from `query` or `recent` results")
+    if known is not None:
+        known[ref] = found
+    return found

@@ -1,0 +1,69 @@
+"""The contract between cortex's search and its lexical engine.
+
+Everything above this line (`index.py`, `query.py`, `session.py`) speaks of notes by
+their vault path and of their stored fields as plain dicts; nothing there knows the
+engine's document numbers, files or exception types. Whoosh stands behind it in
+`lexical.py`, the only module that imports Whoosh. Another engine (tantivy, SQLite
+FTS5) is one new module implementing `LexicalBackend`, chosen in `index.lexical_backend`.
+
+An engine reports any failure to read its own files as `IndexDamaged`: the index is a
+cache rebuilt from the notes, so a damaged one is rebuilt, never a traceback.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Protocol
+
+from cortex.search.records import NoteRecord
+
+
+class IndexDamaged(Exception):
+    """The engine could not read its own files (cut short, overwritten, deleted)."""
+
+
+class LexicalBackend(Protocol):
+    """A full-text index of the notes plus their stored fields, keyed by vault path.
+
+    Stored fields are those `lexical.fields_of` lists (path, hash, title, snippet, id,
+    type, tags, ts, importance, mtime, size, ...): filters, ranking, output and the
+    change finder read them back instead of the note files.
+    """
+
+    FOLDER: str  # its folder under .cortex/search/
+
+    @classmethod
+    def create(cls, directory: Path) -> "LexicalBackend":
+        """A new, empty index in `directory`."""
+
+    @classmethod
+    def open(cls, directory: Path) -> "LexicalBackend":
+        """The index stored in `directory`; any failure means it must be rebuilt."""
+
+    def doc_count(self) -> int:
+        """How many notes are indexed."""
+
+    def search(self, text: str, limit: int) -> list[tuple[str, float]]:
+        """(path, BM25 score) of the best `limit` notes for a free-text query, best first."""
+
+    def stored(self, path: str) -> dict | None:
+        """The stored fields of the note at `path`, or None when it is not indexed."""
+
+    def newest(self, since_ts: float | None = None) -> Iterator[str]:
+        """Paths newest first by creation time, only those created since `since_ts` if given."""
+
+    def paths_in(self, folder: str) -> dict[str, dict]:
+        """Stored fields of every note directly in `folder` (vault-relative), by path."""
+
+    def writer(self, *, bulk: bool = False) -> AbstractContextManager[Callable[[NoteRecord], None]]:
+        """A function adding one record, committed when the block ends (bulk: a new index)."""
+
+    def write(self, upserts: Iterable[NoteRecord], deletes: Iterable[str] = ()) -> None:
+        """Replace or add `upserts` and remove the notes at `deletes`, in one commit."""
+
+    def refresh(self) -> None:
+        """See what other writers committed since (the next read reopens)."""
+
+    def close(self) -> None:
+        """Let go of open files."""

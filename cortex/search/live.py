@@ -1,0 +1,166 @@
+"""A search index kept loaded and in step with the notes, for a long-lived process.
+
+The MCP server answers many queries from one process: `LiveIndex` loads a `Session`
+once (in the background, so the server answers meanwhile) and a watcher thread keeps it
+current: cheap stamps every second (folder mtimes, git's index and HEAD log, the index's
+own state file, which another process's `cortex index` rewrites), and a `git status`
+sweep every 30 s that catches in-place edits the stamps cannot see.
+
+Threads: the MCP SDK runs tools on worker threads; every use of the index holds one lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from cortex.search.session import Answer, Question, Session
+
+FULL_CHECK_EVERY = 30.0  # seconds between `git status` sweeps that catch in-place edits
+
+
+class NotReady(Exception):
+    """The index is still loading, or could not be loaded (the message says which)."""
+
+
+class LiveIndex:
+    def __init__(self, root: Path, *, model: str | None = None, say: Callable[[str], None] = lambda _m: None,
+                 interval: float = 1.0) -> None:
+        self.root = Path(root)
+        self.say = say
+        self.session = Session(root, model=model, say=say)
+        self.index = self.session.index
+        self.interval = interval
+        self.lock = threading.RLock()  # queries and updates take turns
+        self.error: str | None = None  # why the index could not be loaded
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._signature: tuple | None = None
+        self._state_stamp: tuple | None = None
+        self._last_full = 0.0
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> "LiveIndex":
+        """Load in the background, then watch until `stop()`."""
+        threading.Thread(target=self._load_then_watch, name="cortex-index", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def wait_ready(self, timeout: float | None = 30.0) -> None:
+        if not self._ready.wait(timeout):
+            raise NotReady("the search index is still being loaded or built (progress on the server's stderr): "
+                           "try again in a minute")
+        if self.error:
+            raise NotReady(f"search is unavailable: {self.error}")
+
+    def _load_then_watch(self) -> None:
+        try:
+            self.load()
+        except Exception as exc:  # reported to every query; the server keeps serving writes
+            self.error = f"{type(exc).__name__}: {exc}"
+            self.say(f"could not load the search index ({self.error})")
+        finally:
+            self._ready.set()
+        while not self.error and not self._stop.wait(self.interval):
+            try:
+                self.refresh_if_changed()
+            except Exception as exc:  # a failed refresh must not end the watcher
+                self.say(f"index refresh failed ({type(exc).__name__}: {exc}); retrying")
+
+    def load(self) -> None:
+        """Open (or rebuild) the index, bring it up to date, and warm every part a query touches."""
+        from cortex.search.freshness import GitProbe
+
+        probe = GitProbe.start(self.root)
+        with self.lock:
+            if not self.session.open(vectors=True).rebuilt:
+                self.session.refresh(probe)
+            self.session.ask(Question("warm up", limit=1))  # model, vectors and searcher paged in now
+            self._mark()
+        self._ready.set()
+        self.say(f"search index ready: {self.index.lexical.doc_count()} notes")
+
+    # --- questions ----------------------------------------------------------------------
+
+    def ask(self, question: Question) -> Answer:
+        self.wait_ready()
+        with self.lock:
+            answer = self.session.ask(question)
+            if answer.report.rebuilt:
+                self._mark()
+            return answer
+
+    def doc_count(self) -> int:
+        with self.lock:
+            return self.index.lexical.doc_count()
+
+    # --- freshness ----------------------------------------------------------------------
+
+    def _mark(self) -> None:
+        self._state_stamp = self._stamp()
+        self._signature = self._changes_signature()
+        self._last_full = time.monotonic()
+
+    def _stamp(self) -> tuple | None:
+        try:
+            st = os.stat(self.index.directory / "state.json")
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _changes_signature(self) -> tuple:
+        """Cheap signs that notes changed: folder mtimes, git's index and HEAD log."""
+        sig = []
+        for rel in sorted(self.index.state.dirs) if self.index.state else ():
+            try:
+                sig.append(os.stat(self.root / rel).st_mtime_ns)
+            except OSError:
+                sig.append(None)
+        for name in ("index", "HEAD", "logs/HEAD"):
+            try:
+                st = os.stat(self.root / ".git" / name)
+                sig.append((st.st_mtime_ns, st.st_size))
+            except OSError:
+                sig.append(None)
+        return tuple(sig)
+
+    def refresh_if_changed(self) -> bool:
+        with self.lock:
+            changed = self._changes_signature() != self._signature or self._stamp() != self._state_stamp
+        if changed or time.monotonic() - self._last_full >= FULL_CHECK_EVERY:
+            self.refresh()
+            return True
+        return False
+
+    def refresh(self) -> None:
+        """Bring the loaded index up to date (git runs before the lock, so queries go on)."""
+        from cortex.search.freshness import GitProbe
+
+        probe = GitProbe.start(self.root).result()
+        with self.lock:
+            try:
+                if self._stamp() != self._state_stamp:
+                    # Another process (`cortex query`, `cortex index --rebuild`) rewrote the index on
+                    # disk: reopen it whole, even when no note changed, so no searcher outlives its files.
+                    self.index.load(vectors=True)
+                report = self.session.refresh(probe, quiet=True)
+            except Exception as exc:  # deleted (`git clean -X`, `rm -rf .cortex`) or damaged
+                report = self.session.recover(exc)
+            self._mark()
+        if report.touched:
+            self.say(f"index updated: {report.added} added, {report.changed} changed, {report.moved} moved, "
+                     f"{report.deleted} deleted")

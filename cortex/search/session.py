@@ -1,0 +1,131 @@
+"""Asking the index a question: one path for `cortex query`, `cortex index` and the MCP server.
+
+A `Session` owns one vault's `SearchIndex` and knows the index's life: opened (rebuilt
+when missing or from another format), brought up to date, answered from, and rebuilt
+and asked again when its files turn out to be damaged. Callers state a `Question` and
+get an `Answer`; how they print it is theirs.
+
+    cortex query   Session.open -> ask(question, probe): answer from the index as it
+                   is while `git status` runs, then check freshness, and answer again
+                   only when notes changed (the exception)
+    cortex index   Session.update(probe)
+    MCP server     live.LiveIndex keeps a Session loaded and fresh; each tool call asks
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from cortex.search.index import IndexUnavailable, SearchIndex, UpdateReport, damaged_index, stderr_progress
+from cortex.search.query import Filters, Hit, recent, search
+
+
+@dataclass(frozen=True)
+class Question:
+    """What to look for. Without `text` it is a listing, newest first: the notes the
+    filters select (`filters.since` for the last days)."""
+
+    text: str = ""
+    filters: Filters = field(default_factory=Filters)
+    limit: int = 10
+    mode: str = "hybrid"  # hybrid, lexical, semantic
+
+    @property
+    def listing(self) -> bool:
+        return not self.text.strip()
+
+    @property
+    def needs_vectors(self) -> bool:
+        return self.mode != "lexical" and not self.listing
+
+
+@dataclass
+class Answer:
+    hits: list[Hit]
+    report: UpdateReport  # what bringing the index up to date did on the way
+    hidden: int = 0  # archived notes that would have answered an empty answer
+
+
+class Session:
+    def __init__(self, root: Path | str, *, model: str | None = None, say: Callable[[str], None] = lambda _m: None):
+        self.root = Path(root)
+        self.say = say  # one line for the person: "index updated (...)", "rebuilding ..."
+        self.index = SearchIndex(self.root, model=model)
+
+    # --- the index's life ----------------------------------------------------------------
+
+    def open(self, *, vectors: bool = True) -> UpdateReport:
+        """Load the index, building it when missing, foreign or unreadable (then the
+        report says `rebuilt`)."""
+        try:
+            self.index.load(vectors=vectors)
+        except IndexUnavailable as exc:
+            self.say(f"{exc}: rebuilding the search index")
+            report = self.index.rebuild(progress=stderr_progress(), reason=str(exc), force=False)
+            self.tell_skipped(report)
+            return report
+        return UpdateReport(notes=self.index.lexical.doc_count())
+
+    def refresh(self, probe=None, *, quiet: bool = False) -> UpdateReport:
+        """Bring the loaded index up to date with the notes (`probe`: a started
+        `freshness.GitProbe`, git's word on what changed)."""
+        report = self.index.refresh(probe)
+        if report.touched and not quiet:
+            self.say(f"index updated ({report.summary()})")
+        self.tell_skipped(report)
+        return report
+
+    def recover(self, exc: BaseException) -> UpdateReport:
+        """After `exc`: rebuild an index whose files could not be read, saying so; any
+        other exception is re-raised."""
+        if not damaged_index(exc):
+            raise exc
+        self.say(f"the search index is unreadable ({exc}): rebuilding it")
+        report = self.index.rebuild(progress=stderr_progress(), reason=f"unreadable: {exc}")
+        self.tell_skipped(report)
+        return report
+
+    def update(self, probe=None, *, rebuild: bool = False) -> UpdateReport:
+        """`cortex index`: rebuild when asked or needed, else apply what changed."""
+        if rebuild:
+            report = self.index.rebuild(progress=stderr_progress(), reason="--rebuild")
+            self.tell_skipped(report)
+            return report
+        try:
+            report = self.open(vectors=True)
+            return report if report.rebuilt else self.refresh(probe, quiet=True)
+        except Exception as exc:
+            return self.recover(exc)
+
+    def tell_skipped(self, report: UpdateReport) -> None:
+        for line in report.skipped:
+            self.say(f"warning: {line}")
+
+    # --- questions -----------------------------------------------------------------------
+
+    def ask(self, question: Question, probe=None) -> Answer:
+        """Answer from the loaded index. With `probe`, freshness is checked after the
+        first answer and the question asked again only if notes changed. A damaged
+        index is rebuilt and the question asked again."""
+        report = UpdateReport()
+        try:
+            hits = self._answer(question)
+            if probe is not None:
+                report = self.refresh(probe)
+                if report.touched:
+                    hits = self._answer(question)
+        except Exception as exc:
+            report = self.recover(exc)
+            hits = self._answer(question)
+        hidden = 0
+        if not hits and not question.filters.archived:
+            wider = replace(question, filters=replace(question.filters, archived=True))
+            hidden = len(self._answer(wider))
+        return Answer(hits=hits, report=report, hidden=hidden)
+
+    def _answer(self, q: Question) -> list[Hit]:
+        if q.listing:
+            return recent(self.index, q.filters.since, filters=q.filters, limit=q.limit)
+        return search(self.index, q.text, filters=q.filters, limit=q.limit, mode=q.mode)
