@@ -181,6 +181,34 @@ class GitRepo:
     def write_blob(self, data: bytes) -> str:
         return str(self.repo.create_blob(data))
 
+    def write_blobs(self, blobs: list[bytes]) -> list[str]:
+        """Write ``blobs``, returning their ids in order: as one pack when there are many
+        (``packing.PACK_AT``, git's own threshold for keeping a fetch packed), else as
+        loose objects. libgit2 rescans the packs when it misses an object, so the new
+        pack is seen by the commit that follows."""
+        from cortex import packing
+
+        objects = self._objects_dir()
+        if objects is None or len(blobs) < packing.PACK_AT:
+            return [self.write_blob(data) for data in blobs]
+        return packing.write_pack(objects, blobs)
+
+    def _objects_dir(self) -> Path | None:
+        """Where new objects go, when cortex may write a pack there itself: not in a
+        SHA-256 repository (pack ids are SHA-1 here) nor when ``GIT_OBJECT_DIRECTORY``
+        sends objects elsewhere; None then, and pygit2 writes loose objects."""
+        from cortex import packing
+
+        if os.environ.get("GIT_OBJECT_DIRECTORY"):
+            return None
+        try:
+            if str(self.repo.config["extensions.objectformat"]).lower() != "sha1":
+                return None
+        except KeyError:
+            pass
+        common = packing.common_dir(self.root)
+        return None if common is None else common / "objects"
+
     def require_branch(self) -> None:
         """Refuse to commit on a detached HEAD: the commit would be reachable from no
         branch, and the memory lost at the next checkout."""

@@ -3,7 +3,8 @@
 The protocol (every step safe to be killed after):
 
 1. held and skipped lines are appended to their logs, keyed by line, so repeats are no-ops;
-2. note blobs are written to the object store (content-addressed: harmless if orphaned);
+2. note blobs are written to the object store (content-addressed: harmless if orphaned;
+   a big run's as one pack, ``packing.write_pack``);
 3. the whole outcome — commits to make, reinforcements, target offset — is recorded as
    ``pending`` in ``state.json`` (an atomic replace): this is the decision point;
 4. each commit carries a ``Cortex-Batch: <batch>/<part>`` trailer; ``finish`` makes
@@ -73,11 +74,12 @@ def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove
     groups = []
     grouped = group_notes(plan.notes, per)
     reinforced = len(plan.reinforcements) if len(grouped) == 1 else None
+    oids = iter(repo.write_blobs([n.text.encode("utf-8") for notes in grouped for n in notes]))
     for notes in grouped:
         groups.append(
             {
                 "message": commit_message(notes, reinforced),
-                "changes": {n.path: repo.write_blob(n.text.encode("utf-8")) for n in notes},
+                "changes": {n.path: next(oids) for n in notes},
             }
         )
     return {

@@ -307,3 +307,64 @@ def test_a_crash_between_rotation_and_scrub_never_keeps_a_credential(vault, monk
     texts = [(vault.archive_dir / k).read_text() for k in kept]
     assert not any("Sup3rS3cret9x" in text for text in texts)
     assert sorted(text.count("\n") for text in texts) == [1, 3] and any("[REDACTED]" in text for text in texts)
+
+
+def big_batch(n):
+    return [observation(body=f"Build host {i} caches artefacts under /srv/cache/{i} for {i % 7 + 1} days.") for i in range(n)]
+
+
+def test_a_big_run_writes_its_notes_as_one_pack_git_accepts(vault):
+    from cortex.packing import PACK_AT
+
+    packs = vault.root / ".git" / "objects" / "pack"
+    before, had = set(packs.glob("*.pack")), len(notes(vault))
+    append_lines(vault, *big_batch(PACK_AT + 20))
+    report = vault.run(now=NOW)
+    assert report.memorized == PACK_AT + 20
+    new = set(packs.glob("*.pack")) - before
+    assert len(new) == 1
+    pack = new.pop()
+    assert pack.with_suffix(".idx").exists()
+    verified = git(vault.root, "verify-pack", "-v", str(pack.with_suffix(".idx")))
+    assert f"non delta: {PACK_AT + 20} objects" in verified
+    # every note committed is a blob of that pack, with git's own id for its bytes
+    for path in notes(vault)[:5]:
+        assert git(vault.root, "rev-parse", f"HEAD:{path}").strip() == git(vault.root, "hash-object", path).strip()
+    assert git(vault.root, "status", "--porcelain") == ""
+    git(vault.root, "fsck", "--strict")
+    git(vault.root, "gc", "--quiet")
+    git(vault.root, "fsck", "--strict")
+    assert len(notes(vault)) == had + PACK_AT + 20
+
+
+def test_pack_ids_are_gits_ids_and_a_kill_before_the_index_leaves_no_pack(tmp_path, monkeypatch):
+    import os
+
+    from cortex import packing
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    objects = tmp_path / ".git" / "objects"
+    blobs = [f"note {i}\n".encode() * (i % 5 + 1) for i in range(150)] + [b"", b"note 1\n" * 2]
+    ids = packing.write_pack(objects, blobs)
+    theirs = subprocess.run(["git", "hash-object", "--stdin"], input=blobs[3], capture_output=True, check=True)
+    assert ids[3] == theirs.stdout.decode().strip()
+    assert ids[-1] == ids[1]  # the same bytes twice: one object, the same id
+    for i in (0, 3, 150, 151):
+        shown = subprocess.run(["git", "-C", str(tmp_path), "cat-file", "blob", ids[i]], capture_output=True, check=True)
+        assert shown.stdout == blobs[i]
+
+    real_replace = os.replace
+
+    def killed_before_the_index(src, dst):
+        if str(dst).endswith(".idx"):
+            raise KeyboardInterrupt("killed")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", killed_before_the_index)
+    with pytest.raises(KeyboardInterrupt):
+        packing.write_pack(objects, [b"never seen\n"] * 120)
+    monkeypatch.undo()
+    missing = subprocess.run(["git", "-C", str(tmp_path), "cat-file", "-e", packing.blob_id(b"never seen\n")])
+    assert missing.returncode != 0  # a pack without its index is not used
+    assert not [p for p in (objects / "pack").iterdir() if p.name.startswith("tmp_")]
+    subprocess.run(["git", "-C", str(tmp_path), "fsck", "--strict"], check=True, capture_output=True)
