@@ -56,16 +56,19 @@ def group_notes(notes: list[PlannedNote], per: str) -> list[list[PlannedNote]]:
 def commit_message(notes: list[PlannedNote], reinforced: int | None) -> str:
     """``reinforced`` is the run's count, said only by a commit that stands for the whole
     run (reinforcements are not grouped by session or note)."""
+    from cortex.security.secrets import scrub_generated
+
+    # Each part scrubbed on its own (a title's cut, a name): a run's titles and names were
+    # scanned already, so each is a remembered verdict, where one scan of the joined
+    # message of a 10,000-note run cost seconds. A path is made of a date and a hash.
     if len(notes) == 1:
         note = notes[0]
         summary = note.title if len(note.title) <= SUMMARY_MAX else note.title[: SUMMARY_MAX - 1].rsplit(" ", 1)[0] + "…"
-        head = f"observe: {summary} ({note.attribution})"
+        head = f"observe: {scrub_generated(summary)} ({scrub_generated(note.attribution)})"
     else:
         head = f"observe: {len(notes)} memories" + (f" ({reinforced} reinforced)" if reinforced is not None else "")
-    body = "\n".join(f"{n.path} — {n.title} ({n.attribution})" for n in notes)
-    from cortex.security.secrets import scrub_generated
-
-    return scrub_generated(f"{head}\n\n{body}\n")
+    body = "\n".join(f"{n.path} — {scrub_generated(n.title)} ({scrub_generated(n.attribution)})" for n in notes)
+    return f"{head}\n\n{body}\n"
 
 
 def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove: list[str] = ()) -> dict[str, Any]:

@@ -331,21 +331,40 @@ def might_hold(text: str) -> bool:
     return any(word in low for word in _gate_words())
 
 
+# Verdicts of the shipped rules on texts seen lately. One run meets each text several
+# times (the security stage, the title, the commit message, the buffer's archive scrub);
+# the rules are fixed for the process, so the verdict is too. Bounded in entries and in
+# the size of a text kept.
+_SEEN: dict[str, tuple[str, tuple[str, ...]]] = {}
+_SEEN_MAX = 50_000
+_SEEN_TEXT_MAX = 16_384
+
+
 def redact(text: str, rules: Iterable[SecretRule] | None = None) -> tuple[str, tuple[str, ...]]:
     """Replace each credential with ``[REDACTED]``; return the text and one provider
     name per credential."""
-    if rules is None and not might_hold(text):  # most texts: no rule could match
-        return text, ()
+    if rules is None:
+        seen = _SEEN.get(text)
+        if seen is not None:
+            return seen
+        if not might_hold(text):  # most texts: no rule could match
+            return text, ()
     findings = find_secrets(text, rules)
     if not findings:
-        return text, ()
-    parts, last = [], 0
-    for f in findings:
-        parts.append(text[last : f.start])
-        parts.append(REDACTED)
-        last = f.end
-    parts.append(text[last:])
-    return "".join(parts), tuple(f.provider for f in findings)
+        result: tuple[str, tuple[str, ...]] = (text, ())
+    else:
+        parts, last = [], 0
+        for f in findings:
+            parts.append(text[last : f.start])
+            parts.append(REDACTED)
+            last = f.end
+        parts.append(text[last:])
+        result = ("".join(parts), tuple(f.provider for f in findings))
+    if rules is None and len(text) <= _SEEN_TEXT_MAX:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[text] = result
+    return result
 
 
 def scrub_generated(value):
