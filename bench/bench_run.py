@@ -238,10 +238,16 @@ def cortex_run(vault: Path, lines: list[str], label: str) -> tuple[dict, float, 
 def plain_git(base: Path, work: Path, source: Path, paths: list[str]) -> tuple[float, float]:
     """Copy the files cortex wrote into a fresh vault copy; time `git add` + `git commit`."""
     copy_vault(base, work)
+    contents = [(work / rel, (source / rel).read_bytes()) for rel in paths]  # read untimed
     t0 = time.perf_counter()
-    for rel in paths:
-        (work / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source / rel, work / rel)
+    for target, data in contents:  # written as cortex writes a note: one exclusive open
+        try:
+            fh = open(target, "xb")
+        except FileNotFoundError:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(target, "xb")
+        with fh:
+            fh.write(data)
     write_s = time.perf_counter() - t0
     os.sync()
     t0 = time.perf_counter()
