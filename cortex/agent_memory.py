@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TYPE_CHECKING
 
 from cortex.errors import CortexError, LockBusy
-from cortex.layout import UnreadableNote, read_note_bytes
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -202,30 +201,22 @@ class Memory:
         return flt
 
     def get_note(self, ref: str) -> dict:
-        from cortex.noteref import BadReference, resolve
-        from cortex.notes import NoteSyntaxError, parse_note
+        from cortex.noteref import BadReference, read_note
 
         try:
-            rel = resolve(self.root, ref, self._ids)
+            return read_note(self.vault, ref, self._ids)[0]
         except BadReference as exc:
             raise ToolFailure(str(exc)) from None
-        try:
-            text = read_note_bytes(self.root, rel, self.vault.settings.limits.max_note_bytes).decode("utf-8")
-        except UnreadableNote as exc:  # a link (to .git/config, outside the vault) or a huge file
-            if exc.link:
-                raise ToolFailure(f"{exc}: it could lead outside the vault or into .git/; cortex reads notes only") from None
-            raise ToolFailure(str(exc)) from None
-        except FileNotFoundError:
-            raise ToolFailure(f"no note at {rel}: it may have been moved or archived; search for it with `query`") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ToolFailure(f"cannot read {rel}: {exc}") from None
-        try:
-            note = parse_note(text)
-            meta, body = dict(note.meta), note.body
-        except NoteSyntaxError as exc:
-            meta, body = {"frontmatter_error": f"line {exc.line}: {exc}"}, text
-        return {"path": rel, "id": meta.get("id", ""), "type": meta.get("type", ""), "title": meta.get("title", ""),
-                "frontmatter": meta, "body": body.strip("\n")}
+
+    def forget(self, ref: str, reason: str) -> dict:
+        """`cortex forget`: archive a memory with the reason; the index follows at once."""
+        from cortex.maintenance.forget import forget
+        from cortex.timefmt import utcnow
+
+        done = forget(self.vault, ref, reason, now=utcnow())
+        if self.live.ready and not self.live.error:
+            self.live.refresh()
+        return done.to_json()
 
     def brief(self, since: str = "24h") -> dict:
         """`cortex brief`: what was memorized, reinforced, merged, faded or held since a time."""

@@ -43,6 +43,10 @@ class BatchRefused(InvalidObservation):
         )
 
 
+class UsageError(CortexError):
+    exit_code = 2  # a wrong argument: what to pass instead is in the hint
+
+
 class LockBusy(CortexError):
     exit_code = 75  # EX_TEMPFAIL: try again later
 

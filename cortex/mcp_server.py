@@ -117,7 +117,7 @@ def build_server(memory: Memory):
     def tool(description: str, *, reads_only: bool = True):
         """Register a tool whose known problems become tool errors with the reason; a bug
         becomes a tool error too, with its traceback on stderr: the server never dies of a
-        bad call. Every tool but `observe` only reads."""
+        bad call. Every tool but `observe` and `forget` only reads."""
         import functools
 
         def register(fn):
@@ -227,6 +227,17 @@ def build_server(memory: Memory):
     ) -> str:
         note = memory.get_note(id_or_path)
         return fence("cortex: 1 note", [note])  # even its path is data: a person names files freely
+
+    @tool(
+        "Forget a memory that is wrong or replaced: it moves to mind/archive/ with your reason, in one commit. "
+        "Queries leave it out from then on; it stays reachable with archived=true and in git history. "
+        "Only memories (mind/) can be forgotten. To replace one, observe the new fact first, then forget the old.",
+        reads_only=False)
+    def forget(
+        id_or_path: Annotated[str, Field(description="The memory's id, or its path from `query` results.")],
+        reason: Annotated[str, Field(description="Why, in a sentence: wrong, replaced by the new note, no longer true.")],
+    ) -> str:
+        return json.dumps(memory.forget(id_or_path, reason), ensure_ascii=False)
 
     @tool(
         "The vault's state as JSON: buffer backlog, notes per partition and type, quarantine size, pending "

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
+from cortex.errors import UsageError
 from cortex.layout import PARTITIONS, is_note_path
 
+if TYPE_CHECKING:
+    from cortex.vault import Vault
 
-class BadReference(ValueError):
-    """Not a note of this vault: the message says what to pass instead."""
+
+class BadReference(UsageError):
+    """Not a note of this vault, or not one cortex can read: the message says why and
+    what to pass instead (exit 2 from the CLI, a tool error for the MCP server)."""
 
 
 def note_path(root: Path, ref: str) -> str | None:
@@ -89,3 +95,30 @@ def resolve(root: Path, ref: str, known: dict[str, str] | None = None) -> str:
     if known is not None:
         known[ref] = found
     return found
+
+
+def read_note(vault: "Vault", ref: str, known: dict[str, str] | None = None) -> tuple[dict, str]:
+    """(the note's fields: path, id, type, title, frontmatter, body; its text as
+    written) for `ref`. Read bounded and never through a link (`layout.read_note_bytes`)."""
+    from cortex.layout import UnreadableNote, read_note_bytes
+    from cortex.notes import NoteSyntaxError, parse_note
+
+    rel = resolve(vault.root, ref, known)
+    try:
+        text = read_note_bytes(vault.root, rel, vault.settings.limits.max_note_bytes).decode("utf-8")
+    except UnreadableNote as exc:  # a link (to .git/config, outside the vault) or a huge file
+        if exc.link:
+            raise BadReference(f"{exc}: it could lead outside the vault or into .git/; cortex reads notes only") from None
+        raise BadReference(str(exc)) from None
+    except FileNotFoundError:
+        raise BadReference(f"no note at {rel}: it may have been moved or archived; search for it with `query`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadReference(f"cannot read {rel}: {exc}") from None
+    try:
+        note = parse_note(text)
+        meta, body = dict(note.meta), note.body
+    except NoteSyntaxError as exc:
+        meta, body = {"frontmatter_error": f"line {exc.line}: {exc}"}, text
+    record = {"path": rel, "id": meta.get("id", ""), "type": meta.get("type", ""), "title": meta.get("title", ""),
+              "frontmatter": meta, "body": body.strip("\n")}
+    return record, text

@@ -156,7 +156,7 @@ def recover_all(vault: Vault, now: datetime) -> list[str]:
         done.append("run")
     jobs = state.jobs
     ctx = JobContext(vault, now)
-    for job in ("reinforce", "decay", "dedup", "brief", JOB):
+    for job in ("reinforce", "decay", "dedup", "brief", "forget", JOB):
         if (jobs.get(job) or {}).get("pending"):
             ctx.recover(job, _finish if job == "reinforce" else None)
             done.append(job)

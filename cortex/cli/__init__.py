@@ -15,6 +15,7 @@ from cortex.cli import search  # noqa: E402,F401
 from cortex.cli import agents  # noqa: E402,F401
 from cortex.cli import maintain  # noqa: E402,F401
 from cortex.cli import sync  # noqa: E402,F401
+from cortex.cli import memory  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,114 @@
+"""Correcting a memory: `cortex forget` archives it with the reason, `cortex show` prints
+one note; the same through the MCP server's `forget` and `get_note`."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import append_lines, cortex, git, observation
+
+OLD = "The team standup is at 02:00 UTC every weekday."
+NEW = "The team standup moved to 03:30 UTC every weekday."
+
+
+def memorize(vault, *bodies):
+    append_lines(vault, *(observation(body=b, type="fact") for b in bodies))
+    done = cortex("--vault", str(vault.root), "run")
+    assert done.returncode == 0, done.stderr
+
+
+def found(vault, *extra):
+    done = cortex("--vault", str(vault.root), "query", "team standup weekday", "--json", *extra)
+    return [r["path"] for r in json.loads(done.stdout)["results"]] if done.returncode == 0 else []
+
+
+def note_of(vault, body):
+    done = cortex("--vault", str(vault.root), "query", body, "--json", "--limit", "1")
+    return json.loads(done.stdout)["results"][0]
+
+
+def test_forget_archives_with_the_reason_and_queries_return_the_current_memory(vault):
+    memorize(vault, OLD, NEW)
+    old, new = note_of(vault, OLD), note_of(vault, NEW)
+    assert {old["path"], new["path"]} <= set(found(vault))
+    head_before = git(vault.root, "rev-parse", "HEAD").strip()
+
+    done = cortex("--vault", str(vault.root), "forget", old["id"], "--reason", "replaced: standup moved to 03:30", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    target = report["archived_to"]
+    assert report["path"] == old["path"] and target.startswith("mind/archive/")
+    assert not (vault.root / old["path"]).exists()
+    text = (vault.root / target).read_text()
+    assert "archive_reason: forgotten" in text and 'forgotten_reason: "replaced: standup moved to 03:30"' in text
+    assert OLD in text  # the memory itself is kept, word for word
+    assert git(vault.root, "log", "-1", "--format=%s").startswith("forget: ")
+    assert git(vault.root, "rev-parse", "HEAD~1").strip() == head_before  # one commit
+    assert git(vault.root, "status", "--porcelain") == ""
+
+    assert found(vault) == [new["path"]]  # the current memory only
+    assert target in found(vault, "--archived")  # the replaced one stays reachable
+    again = cortex("--vault", str(vault.root), "forget", target, "--reason", "twice")
+    assert again.returncode == 1 and "archived already" in again.stderr
+
+
+def test_show_prints_a_note_by_id_or_path(vault):
+    memorize(vault, NEW)
+    new = note_of(vault, NEW)
+    by_id = cortex("--vault", str(vault.root), "show", new["id"])
+    assert by_id.returncode == 0, by_id.stderr
+    assert by_id.stdout == (vault.root / new["path"]).read_text()
+    as_json = json.loads(cortex("--vault", str(vault.root), "show", new["path"], "--json").stdout)
+    assert as_json["id"] == new["id"] and as_json["body"] == NEW and as_json["frontmatter"]["type"] == "fact"
+    missing = cortex("--vault", str(vault.root), "show", "0190b0a0-0000-7000-8000-000000000000")
+    assert missing.returncode == 2 and "no note with id" in missing.stderr
+    outside = cortex("--vault", str(vault.root), "show", "../../etc/passwd.md")
+    assert outside.returncode == 2
+
+
+def test_forget_leaves_a_persons_edit_and_permanent_data_alone(vault):
+    memorize(vault, OLD)
+    old = note_of(vault, OLD)
+    path = vault.root / old["path"]
+    edited = path.read_text() + "\nA line the person is still writing.\n"
+    path.write_text(edited)
+    done = cortex("--vault", str(vault.root), "forget", old["path"], "--reason", "wrong")
+    assert done.returncode == 1 and "uncommitted changes" in done.stderr
+    assert path.read_text() == edited  # untouched
+    assert not cortex("--vault", str(vault.root), "forget", old["path"], "--reason", "   ").returncode == 0
+
+    append_lines(vault, observation(body="The Ledgerline project is billed monthly.", type="project"))
+    assert cortex("--vault", str(vault.root), "run").returncode == 0
+    project = note_of(vault, "Ledgerline project billed monthly")
+    assert project["path"].startswith("vault/")
+    refused = cortex("--vault", str(vault.root), "forget", project["id"], "--reason", "wrong")
+    assert refused.returncode == 1 and "permanent data" in refused.stderr
+    assert (vault.root / project["path"]).exists()
+
+
+def test_the_agent_forgets_through_the_memory_the_mcp_tools_call(vault):
+    from cortex.agent_memory import Memory, ToolFailure
+
+    memorize(vault, OLD, NEW)
+    memory = Memory(vault)
+    memory.load()
+    try:
+        old = next(r for r in memory.query("team standup weekday") if r["text"].startswith("The team standup is"))
+        done = memory.forget(old["id"], "replaced by the 03:30 note")
+        assert done["archived_to"].startswith("mind/archive/")
+        texts = [r["text"] for r in memory.query("team standup weekday")]
+        assert texts == [NEW]
+        assert any(r["path"] == done["archived_to"] for r in memory.query("team standup weekday", archived=True))
+        assert memory.get_note(done["archived_to"])["frontmatter"]["archive_reason"] == "forgotten"
+        try:
+            memory.forget(done["archived_to"], "again")
+            raise AssertionError("forgetting an archived memory must fail")
+        except Exception as exc:  # a CortexError: the MCP layer turns it into a tool error
+            assert "archived already" in str(exc)
+        try:
+            memory.get_note("no-such-note-id")
+            raise AssertionError("an unknown id must fail")
+        except ToolFailure as exc:
+            assert "no note with id" in str(exc)
+    finally:
+        memory.stop()
