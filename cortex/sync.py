@@ -154,10 +154,9 @@ def recover_all(vault: Vault, now: datetime) -> list[str]:
     recover(vault, repo, state, report, now)
     if report.recovered:
         done.append("run")
-    jobs = state.jobs
     ctx = JobContext(vault, now)
-    for job in ("reinforce", "decay", "dedup", "brief", "forget", JOB):
-        if (jobs.get(job) or {}).get("pending"):
+    for job, record in list(state.jobs.items()):  # every job's journal: maintenance, settle, forget
+        if isinstance(record, dict) and record.get("pending"):
             ctx.recover(job, _finish if job == "reinforce" else None)
             done.append(job)
     return done

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Optional
+from typing import List, NoReturn, Optional
 
 import typer
 
@@ -52,7 +52,7 @@ def _vault_root():
         raise _Failed(str(exc)) from None
 
 
-def _search_errors(exc: Exception) -> None:
+def _search_errors(exc: Exception) -> NoReturn:
     """Turn what a search command can meet into exit 2 with one line; re-raise the rest."""
     if isinstance(exc, _Failed):
         info(f"cortex: {exc}")
@@ -135,22 +135,19 @@ def query(
             recent_ts = _when(recent, "--recent")
             since_ts = recent_ts if since_ts is None else max(since_ts, recent_ts)
         until_ts = _when(until, "--until")
-        from cortex.search.query import Filters
+        from cortex.search.query import Filters, unknown_values
+        from cortex.search.session import Question
 
         filters = Filters(
             types=tuple(type_), categories=tuple(category), partitions=tuple(partition), tags=tuple(tag),
             entities=tuple(entity), attributions=tuple(attribution), since=since_ts, until=until_ts, archived=archived,
         )
-        from cortex.search.session import Question
-
         question = Question(text=text or "", filters=filters, limit=limit, mode=mode)
         session, probe = _session(model)
-        from cortex.search.query import unknown_values
-
         for field_, bad, allowed in unknown_values(filters, session.index.taxonomy):
             raise _Failed(f"--{field_} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
         opened = session.open(vectors=question.needs_vectors)
-        answer = session.ask(question, probe=None if opened.rebuilt else probe)
+        answer = session.ask(question, probe=None if opened.rebuilt else probe, count_hidden=True)
         report = opened if opened.rebuilt else answer.report
         hits, hidden = answer.hits, answer.hidden
         if question.listing:

@@ -119,7 +119,7 @@ class JobContext:
             self.repo.materialize(pending["changes"])
             if on_done is not None:
                 on_done(state, pending)
-        state.jobs[job].pop("pending", None)
+        _close_journal(state, job)
         self.vault.save_state(state)
 
     def commit(self, job: str, changes: dict[str, str | None], message: str, extra: dict | None = None,
@@ -134,9 +134,17 @@ class JobContext:
             self.repo.materialize(changes)
         if on_done is not None:
             on_done(state, pending)
-        state.jobs[job].pop("pending", None)
+        _close_journal(state, job)
         self.vault.save_state(state)
         return oid
+
+
+def _close_journal(state, job: str) -> None:
+    """The commit is done: its record goes, and so does a job entry left empty (a job
+    with no schedule of its own, such as ``forget``, keeps nothing)."""
+    state.jobs[job].pop("pending", None)
+    if not state.jobs[job]:
+        del state.jobs[job]
 
 
 def archive_path(path: str) -> str:

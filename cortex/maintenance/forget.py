@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from cortex.errors import CortexError, UsageError
 from cortex.maintenance.base import JobContext, archive_path
 from cortex.notes import quote, set_fields
+from cortex.security.secrets import scrub_generated
 from cortex.timefmt import format_time
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ def clean_reason(reason: str) -> str:
         raise UsageError("say why the memory is forgotten", "add --reason 'replaced: standup moved to 03:30'")
     if len(text) > MAX_REASON:
         raise UsageError(f"the reason is {len(text)} characters", f"keep it under {MAX_REASON}")
-    from cortex.security.secrets import scrub_generated
-
     return scrub_generated(text)
 
 
@@ -76,13 +75,7 @@ def forget(vault: Vault, ref: str, reason: str, *, now: datetime, dry_run: bool 
         if not dry_run:
             text = set_fields(ctx.file_text(note), {"archived": format_time(now), "archive_reason": "forgotten",
                                                     "forgotten_reason": quote(reason)})
-            message = f"forget: {note.title}\n\n{path} → {target}\nreason: {reason}\n"
-            from cortex.security.secrets import scrub_generated
-
-            commit = ctx.commit(JOB, {target: ctx.blob(text), path: None}, scrub_generated(message))
-            state = vault.load_state()
-            if not state.jobs.get(JOB):
-                state.jobs.pop(JOB, None)
-                vault.save_state(state)
+            message = f"forget: {scrub_generated(note.title)}\n\n{path} → {target}\nreason: {reason}\n"
+            commit = ctx.commit(JOB, {target: ctx.blob(text), path: None}, message)
         return Forgotten(id=note.id or "", path=path, archived_to=target, title=note.title or "", reason=reason,
                          commit=commit)

@@ -193,19 +193,26 @@ def fields_of(record: NoteRecord) -> dict:
     }
 
 
-def _engine(method):
+@contextmanager
+def _reading() -> Iterator[None]:
     """Whoosh reports a truncated or overwritten segment with whatever its reader trips
     on (a bare ``Exception("Block tag error")``, struct, value or EOF errors): at this
     boundary any of them reading the index becomes `IndexDamaged`."""
+    try:
+        yield
+    except (IndexDamaged, MemoryError):
+        raise
+    except Exception as exc:
+        raise IndexDamaged(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _engine(method):
+    """A reading method whose failures are `_reading`'s."""
 
     @functools.wraps(method)
     def reading(self, *args, **kwargs):
-        try:
+        with _reading():
             return method(self, *args, **kwargs)
-        except (IndexDamaged, MemoryError):
-            raise
-        except Exception as exc:
-            raise IndexDamaged(f"{type(exc).__name__}: {exc}") from exc
 
     return reading
 
@@ -368,16 +375,12 @@ class LexicalIndex:
     def newest(self, since_ts: float | None = None) -> Iterator[str]:
         """Paths newest first (by `created`), optionally only those created since a time;
         each note's stored fields are read only when the caller gets that far."""
-        try:
+        with _reading():
             negated, docnums = self._time_order()
             if since_ts is not None:
                 docnums = docnums[: bisect.bisect_right(negated, -int(since_ts))]
             for docnum in docnums:
                 yield self._doc(docnum)["path"]
-        except (IndexDamaged, MemoryError, GeneratorExit):
-            raise
-        except Exception as exc:
-            raise IndexDamaged(f"{type(exc).__name__}: {exc}") from exc
 
     def _time_order(self) -> tuple[list[int], list[int]]:
         """(negated `ts`, docnum) of the live notes, newest first, kept for the searcher's

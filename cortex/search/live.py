@@ -162,5 +162,4 @@ class LiveIndex:
                 report = self.session.recover(exc)
             self._mark()
         if report.touched:
-            self.say(f"index updated: {report.added} added, {report.changed} changed, {report.moved} moved, "
-                     f"{report.deleted} deleted")
+            self.say(f"index updated: {report.summary()}")

@@ -105,10 +105,11 @@ class Session:
 
     # --- questions -----------------------------------------------------------------------
 
-    def ask(self, question: Question, probe=None) -> Answer:
+    def ask(self, question: Question, probe=None, *, count_hidden: bool = False) -> Answer:
         """Answer from the loaded index. With `probe`, freshness is checked after the
         first answer and the question asked again only if notes changed. A damaged
-        index is rebuilt and the question asked again."""
+        index is rebuilt and the question asked again. `count_hidden`: for an empty
+        answer, also count the archived notes that would have answered."""
         report = UpdateReport()
         try:
             hits = self._answer(question)
@@ -120,7 +121,7 @@ class Session:
             report = self.recover(exc)
             hits = self._answer(question)
         hidden = 0
-        if not hits and not question.filters.archived:
+        if count_hidden and not hits and not question.filters.archived:
             wider = replace(question, filters=replace(question.filters, archived=True))
             hidden = len(self._answer(wider))
         return Answer(hits=hits, report=report, hidden=hidden)
