@@ -28,6 +28,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TYPE_CHECKING
 
 from cortex import gitcli
@@ -136,6 +137,36 @@ def remote_branch(root, remote: str, branch: str) -> str:
 
 
 # --- the steps --------------------------------------------------------------------------------
+
+
+def clone_vault(url: str, target: Path, branch: str | None = None):
+    """`git clone` then `cortex init`: (vault, files init added, the branch checked out).
+
+    A bare repository made by `git init --bare` keeps HEAD on its default branch name
+    even when the machines push another one: git then clones nothing into the working
+    tree, and an init there would start a second, unrelated history. So with no branch
+    checked out, the remote's only branch is; with several, the person names one."""
+    from cortex.vault import Vault
+
+    args = ["clone", "--quiet", *(["--branch", branch] if branch else []), url, str(target)]
+    res = gitcli.run(Path.cwd(), *args, timeout=gitcli.NETWORK_TIMEOUT)
+    if not res.ok:
+        raise CortexError(f"git clone {url} failed: {res.err.strip()}", "check the address, the branch and your access")
+    current = gitcli.run(target, "symbolic-ref", "--short", "HEAD").out.strip()
+    if gitcli.rev(target, "HEAD") is None:  # nothing checked out: HEAD names a branch the remote lacks
+        listed = gitcli.run(target, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin/").out.split()
+        branches = [b for b in listed if b != "HEAD"]
+        if len(branches) > 1:
+            raise CortexError(f"{url} has no default branch that exists, and several branches: {', '.join(branches)}",
+                              f"clone again naming one: `cortex clone --branch {branches[0]} {url} {target}` "
+                              f"(remove {target} first)")
+        if branches:  # the shared vault's one branch
+            current = branches[0]
+            done = gitcli.run(target, "checkout", "--quiet", "-B", current, "--track", f"origin/{current}")
+            if not done.ok:
+                raise CortexError(f"could not check out {current} in {target}: {done.err.strip()}")
+    vault, created = Vault.init(target)
+    return vault, created, current
 
 
 def recover_all(vault: Vault, now: datetime) -> list[str]:

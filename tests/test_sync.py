@@ -238,3 +238,27 @@ def test_joining_with_git_clone_and_cortex_init_rewrites_nothing(tmp_path):
     assert git(joined, "rev-parse", "HEAD") == git(joined, "rev-parse", "origin/main")
     sync(a)
     assert "Joined machines memorize too" in "".join(active(a).values())
+
+
+def test_cortex_clone_checks_out_the_pushed_branch_of_a_bare_remote_whose_head_names_another(tmp_path):
+    # `git init --bare` leaves HEAD on its default name (master here); machines push main.
+    seed = tmp_path / "seed"
+    sh(tmp_path, str(cx.__globals__["CORTEX"]), "init", str(seed))
+    write(seed, BODY)
+    cx(seed, "run")
+    remote = tmp_path / "remote.git"
+    sh(tmp_path, "git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(remote))
+    sh(seed, "git", "push", "-q", str(remote), "HEAD:refs/heads/main")
+    joined = tmp_path / "joined"
+    done = sh(tmp_path, str(cx.__globals__["CORTEX"]), "clone", str(remote), str(joined))
+    assert "branch main" in done.stderr and "nothing rewritten" in done.stderr
+    assert head_tree(joined) == head_tree(seed)  # the shared history, not a second one
+    assert git(joined, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    sync(joined)
+    assert sh(tmp_path, "git", "-C", str(remote), "branch", "--format=%(refname:short)").stdout.split() == ["main"]
+
+    sh(seed, "git", "push", "-q", str(remote), "HEAD:refs/heads/other")
+    refused = sh(tmp_path, str(cx.__globals__["CORTEX"]), "clone", str(remote), str(tmp_path / "two"), check=False)
+    assert refused.returncode == 1 and "--branch main" in refused.stderr
+    named = sh(tmp_path, str(cx.__globals__["CORTEX"]), "clone", "--branch", "other", str(remote), str(tmp_path / "three"))
+    assert "branch other" in named.stderr and head_tree(tmp_path / "three") == head_tree(seed)

@@ -74,17 +74,13 @@ def sync_command(
 def clone(
     url: str = typer.Argument(..., help="The shared vault's remote (a path, ssh://, https://, git@host:...)."),
     path: Optional[Path] = typer.Argument(None, help="Where to put it (default: the repository's name)."),
+    branch: Optional[str] = typer.Option(None, "--branch", "-b", help="The branch to check out (default: the remote's own, else its only branch)."),
 ) -> None:
     """Join a shared vault on this machine: `git clone URL PATH`, then `cortex init PATH` (hooks, merge driver)."""
-    from cortex import gitcli
-    from cortex.errors import CortexError
-    from cortex.vault import Vault
+    from cortex.sync import clone_vault
 
     target = path or Path(url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "vault")
-    res = gitcli.run(Path.cwd(), "clone", "--quiet", url, str(target), timeout=gitcli.NETWORK_TIMEOUT)
-    if not res.ok:
-        raise CortexError(f"git clone {url} failed: {res.err.strip()}", "check the address and your access to it")
-    vault, created = Vault.init(target)
-    info(f"Cloned {url} into {vault.root}: hooks and merge driver set up"
+    vault, created, checked_out = clone_vault(url, target, branch)
+    info(f"Cloned {url} into {vault.root} (branch {checked_out}): hooks and merge driver set up"
          + (f", {len(created)} missing file(s) added and committed" if created else ", nothing rewritten"))
     info(f"Next: `cortex --vault {target} sync` after each `cortex run` (or `sync: {{on_run: true}}` in observer/config.yml).")
