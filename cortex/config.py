@@ -74,6 +74,7 @@ class Settings:
     strict_notes: bool = False  # a suspected injection in a person's note blocks the commit
     run_pre_commit: bool = False  # also run the person's other pre-commit hooks
     lock_timeout: float = 10.0
+    workers: int | None = None  # processes `cortex run` plans a big buffer with; None: one per core
     embedding_model: str | None = None
     limits: Limits = Limits()
     sync_remote: str | None = None  # `cortex sync`: None = the branch's upstream, else origin
@@ -149,6 +150,7 @@ def load_settings(path: Path) -> Settings:
             strict_notes=bool(security.get("strict_notes", False)),
             run_pre_commit=bool(commit.get("run_pre_commit", False)),
             lock_timeout=float(data.get("lock_timeout", 10.0)),
+            workers=_workers(data.get("workers")),
             embedding_model=data.get("embedding_model"),
             limits=Limits.from_config(data.get("limits")),
             sync_remote=str(sync["remote"]) if sync.get("remote") else None,
@@ -160,6 +162,14 @@ def load_settings(path: Path) -> Settings:
         raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _workers(value: Any) -> int | None:
+    if value is None or value == "auto":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"workers is {value!r}", "use a whole number of processes (1 or more), or auto")
+    return value
 
 
 def load_calibration(path: Path) -> Calibration:

@@ -165,7 +165,11 @@ def _plan(vault: Vault, index: HashIndex, state: State, start: int, now: datetim
     max_bytes = CHUNK_BYTES if chunk else None  # a dry run shows the whole buffer
     lines = buffer.read_lines(path or vault.buffer_path, start, limit,
                               max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=max_bytes)
-    return make_plan(lines, buffer_id or state.buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check)
+    from cortex.parallel import available_cores
+
+    workers = vault.settings.workers or available_cores()
+    return make_plan(lines, buffer_id or state.buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
+                     workers=workers)
 
 
 def _count_plan(plan: Plan, report: RunReport) -> None:

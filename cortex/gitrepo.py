@@ -274,6 +274,7 @@ class GitRepo:
         """Make the working tree and the index agree with committed ``changes``: files
         written, then one new index, all under ``index.lock``."""
         with self.locked():
+            writes = []
             for path, oid in changes.items():
                 target = self.root / path
                 link = link_on_path(self.root, path)
@@ -283,24 +284,8 @@ class GitRepo:
                     if target.is_file() or target.is_symlink():
                         target.unlink()
                     continue
-                data = self.repo[oid].data
-                try:
-                    # One call for the common case, a new note; an existing file (a run
-                    # completed after a crash) is compared and rewritten only if it differs.
-                    with open(target, "xb") as fh:
-                        fh.write(data)
-                except FileNotFoundError:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    with open(target, "xb") as fh:
-                        fh.write(data)
-                except FileExistsError:
-                    if target.is_dir():
-                        raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
-                    if target.read_bytes() != data:
-                        # Written in place: a torn write is rewritten by the recovery that
-                        # follows any crash, since the commit (the truth) already holds it.
-                        with open(target, "wb") as fh:
-                            fh.write(data)
+                writes.append((path, target, self.repo[oid].data))  # read here: pygit2 stays on one thread
+            _write_files(writes)
             self._write_index(["--add", "--remove", sorted(changes), "--stdin"])
 
     def stage_committed(self, path: str, oid: str, previous: bytes | None,
@@ -329,6 +314,51 @@ class GitRepo:
         except KeyError:
             return False
         return flags != pygit2.enums.FileStatus.CURRENT
+
+
+WRITE_THREADS_FROM = 500  # files: a big run's notes are written by one thread per core
+
+
+def _write_files(writes: list[tuple[str, Path, bytes]]) -> None:
+    """Each ``(path, target, data)`` written; creating a file costs the kernel more than
+    writing it, and several threads create files side by side (the GIL is released)."""
+    from cortex.parallel import available_cores
+
+    threads = min(4, available_cores()) if len(writes) >= WRITE_THREADS_FROM else 1
+    if threads == 1:
+        for item in writes:
+            _write_file(*item)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads) as pool:
+        for done in [pool.submit(_write_slice, writes[k::threads]) for k in range(threads)]:
+            done.result()  # the first failure is raised, as it would be from one thread
+
+
+def _write_slice(writes: list[tuple[str, Path, bytes]]) -> None:
+    for item in writes:
+        _write_file(*item)
+
+
+def _write_file(path: str, target: Path, data: bytes) -> None:
+    try:
+        # One call for the common case, a new note; an existing file (a run completed
+        # after a crash) is compared and rewritten only if it differs.
+        with open(target, "xb") as fh:
+            fh.write(data)
+    except FileNotFoundError:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "xb") as fh:
+            fh.write(data)
+    except FileExistsError:
+        if target.is_dir():
+            raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
+        if target.read_bytes() != data:
+            # Written in place: a torn write is rewritten by the recovery that follows
+            # any crash, since the commit (the truth) already holds it.
+            with open(target, "wb") as fh:
+                fh.write(data)
 
 
 def init_repository(root: Path) -> None:

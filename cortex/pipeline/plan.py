@@ -1,19 +1,31 @@
 """The orchestrator: buffer lines → a ``Plan`` (notes to write, reinforcements,
-rejections). Pure: the vault's existing hashes and paths come in as ``VaultView``."""
+rejections). Pure: the vault's existing hashes and paths come in as ``VaultView``.
+
+Two steps. ``assess`` takes each line on its own through parse, schema, security, score
+and render — independent of every other line, so a big buffer's lines are assessed in
+slices on all cores (``cortex.parallel``). ``settle`` then walks the outcomes in buffer
+order: the first of several equal bodies makes the note and the rest reinforce it, paths
+are made unique, and the rejections come out in the order one pass would give (by
+stage, then by line)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Protocol, Sequence
 
 from cortex.model import Line
-from cortex.model import Observation, Plan, PlannedNote, Reinforcement, Rejection, Scored
+from cortex.model import Plan, PlannedNote, Reinforcement, Rejection, Scored
 from cortex.notes import make_title, note_filename, source_hash
 from cortex.pipeline import parse, schema, score, security
 from cortex.pipeline.context import Context
 from cortex.pipeline.render import render_parsed
 from cortex.pipeline.route import directory_for
 from cortex.timefmt import format_time
+
+PARALLEL_FROM = 1_000  # lines: below this, forking costs more than it saves
+
+# The stage a rejection comes from, which orders the plan's rejections.
+PARSE, SCHEMA, SECURITY, SCORE, NOTE = range(5)
 
 
 class VaultView(Protocol):
@@ -26,10 +38,42 @@ class VaultView(Protocol):
         ...
 
 
+CheckNote = Callable[..., list]  # (path, text, parsed) -> problems
+
+
 @dataclass(frozen=True)
 class Item:
     line: Line
     key: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A line that passed every per-line stage, rendered as the note it would make at
+    ``path`` (the first free name as the vault stands; ``settle`` may pick another)."""
+
+    key: str
+    scored: Scored
+    hash_hex: str
+    directory: str
+    path: str
+    note_id: str
+    text: str
+    problems: tuple[str, ...]  # the note's at ``path``
+
+
+@dataclass
+class Assessed:
+    """What ``assess`` makes of a run of lines."""
+
+    lines_read: int = 0
+    empty_lines: int = 0
+    target_offset: int | None = None
+    rejections: list[tuple[int, str, str, Rejection]] = field(default_factory=list)  # (stage, key, raw, why)
+    candidates: list[Candidate] = field(default_factory=list)
+    redacted: int = 0
+    truncated: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
 def make_plan(
@@ -37,90 +81,156 @@ def make_plan(
     buffer_id: str,
     ctx: Context,
     view: VaultView,
-    check_note: Callable[..., list],  # (path, text, parsed) -> problems
+    check_note: CheckNote,
+    *,
+    workers: int = 1,
 ) -> Plan:
-    plan = Plan(buffer_id=buffer_id)
+    lines = list(lines)
+    if workers > 1 and len(lines) >= PARALLEL_FROM:
+        from cortex.parallel import fork_map, split
+
+        warm(ctx)  # loaded once here, inherited by every slice
+        parts = fork_map(lambda part: assess(part, buffer_id, ctx, view, check_note), split(lines, workers))
+    else:
+        parts = [assess(lines, buffer_id, ctx, view, check_note)]
+    return settle(parts, lines, buffer_id, ctx, view, check_note)
+
+
+def warm(ctx: Context) -> None:
+    """Load what the stages load on first use (the classifier, the scanner's gates)."""
+    if ctx.scanner is not None:
+        ctx.scanner.scan_many(["warm"], classify=[True])
+
+
+def assess(lines: Sequence[Line], buffer_id: str, ctx: Context, view: VaultView, check_note: CheckNote) -> Assessed:
+    out = Assessed()
+    rejected: list[tuple[int, Item, Rejection]] = []
     parsed: list[tuple[Item, dict]] = []
+    limits = ctx.settings.limits
     for line in lines:
-        plan.lines_read += 1
-        plan.target_offset = line.end
+        out.lines_read += 1
+        out.target_offset = line.end
         item = Item(line, f"{buffer_id}:{line.offset}")
         if not line.raw.strip():
-            plan.empty_lines += 1
+            out.empty_lines += 1
             continue
-        limits = ctx.settings.limits
         if line.oversize:
             result = parse.oversize(line.end - line.offset, limits)
         else:
             result = parse.parse_line(line.raw, limits)
         if isinstance(result, Rejection):
-            _reject(plan, item, result, ctx)
+            rejected.append((PARSE, item, result))
         else:
             parsed.append((item, result))
 
-    valid: list[tuple[Item, Observation]] = []
+    valid = []
     for item, obj in parsed:
         result = schema.validate(obj, item.key, ctx)
         if isinstance(result, Rejection):
-            _reject(plan, item, result, ctx)
+            rejected.append((SCHEMA, item, result))
         else:
             valid.append((item, result))
 
     screened = security.screen([obs for _, obs in valid], ctx)
-    scored: list[tuple[Item, Scored]] = []
     for (item, _), result in zip(valid, screened):
         if isinstance(result, Rejection):
-            _reject(plan, item, result, ctx)
+            rejected.append((SECURITY, item, result))
             continue
-        plan.redacted += len(result.redactions)
-        plan.truncated += len(result.truncated)
-        plan.warnings += [f"{item.key}: {w}" for w in result.warnings]
+        out.redacted += len(result.redactions)
+        out.truncated += len(result.truncated)
+        out.warnings += [f"{item.key}: {w}" for w in result.warnings]
         outcome = score.score(result, ctx)
         if isinstance(outcome, Rejection):
-            _reject(plan, item, outcome, ctx)
+            rejected.append((SCORE, item, outcome))
         else:
-            scored.append((item, outcome))
+            out.candidates.append(_render(item.key, outcome, ctx, view, check_note))
+    out.rejections = [(stage, item.key, *_held(item, why, ctx)) for stage, item, why in rejected]
+    return out
+
+
+def _render(key: str, s: Scored, ctx: Context, view: VaultView, check_note: CheckNote) -> Candidate:
+    hash_hex = source_hash(s.obs.body)
+    directory = directory_for(s.obs.type, ctx.taxonomy)
+    note_id = ctx.new_id(int(s.obs.timestamp.timestamp() * 1000))
+    if directory in ctx.refused_dirs or view.lookup(hash_hex) is not None:
+        # Never written: a repeat of a note the vault has reinforces it; one whose folder
+        # is refused is held by settle (unless an earlier line made the note).
+        return Candidate(key, s, hash_hex, directory, "", note_id, "", ())
+    path = _free_path(directory, s, hash_hex, view, set())
+    text, parsed = render_parsed(s, note_id, hash_hex, ctx)
+    return Candidate(key, s, hash_hex, directory, path, note_id, text, tuple(map(str, check_note(path, text, parsed))))
+
+
+def _free_path(directory: str, s: Scored, hash_hex: str, view: VaultView, taken_here: set[str]) -> str:
+    day = s.obs.timestamp.strftime("%Y-%m-%d")
+    n = 1
+    while True:
+        path = f"{directory}/{note_filename(day, hash_hex, n)}"
+        if path not in taken_here and not view.path_taken(path):
+            return path
+        n += 1
+
+
+def settle(parts: list[Assessed], lines: Sequence[Line], buffer_id: str, ctx: Context, view: VaultView,
+           check_note: CheckNote) -> Plan:
+    plan = Plan(buffer_id=buffer_id)
+    rejections: list[tuple[int, str, str, Rejection]] = []
+    by_key: dict[str, Line] = {}
+
+    def reject(key: str, why: Rejection) -> None:
+        if not by_key:  # the lines by key, the first time one is needed
+            by_key.update((f"{buffer_id}:{line.offset}", line) for line in lines)
+        rejections.append((NOTE, key, *_held(Item(by_key[key], key), why, ctx)))
+
+    for part in parts:
+        plan.lines_read += part.lines_read
+        plan.empty_lines += part.empty_lines
+        if part.target_offset is not None:
+            plan.target_offset = part.target_offset
+        plan.redacted += part.redacted
+        plan.truncated += part.truncated
+        plan.warnings += part.warnings
+        rejections += part.rejections
 
     created_here: dict[str, tuple[str, str]] = {}  # hash -> (id, path) of notes in this plan
     taken_here: set[str] = set()
-    for item, s in scored:
-        hash_hex = source_hash(s.obs.body)
-        hit = created_here.get(hash_hex) or view.lookup(hash_hex)
+    for c in (c for part in parts for c in part.candidates):
+        hit = created_here.get(c.hash_hex) or view.lookup(c.hash_hex)
         if hit is not None:
             note_id, path = hit
-            plan.reinforcements.append(Reinforcement(note_id, path, format_time(s.obs.timestamp), item.key))
+            plan.reinforcements.append(Reinforcement(note_id, path, format_time(c.scored.obs.timestamp), c.key))
             continue
-        directory = directory_for(s.obs.type, ctx.taxonomy)
-        if directory in ctx.refused_dirs:
-            _reject(plan, item, Rejection("unsafe_path", f"{ctx.refused_dirs[directory]}; make {directory} a folder, "
-                                          "then `cortex quarantine promote` the line"), ctx)
+        if c.directory in ctx.refused_dirs:
+            why = Rejection("unsafe_path", f"{ctx.refused_dirs[c.directory]}; make {c.directory} a folder, "
+                            "then `cortex quarantine promote` the line")
+            reject(c.key, why)
             continue
-        day = s.obs.timestamp.strftime("%Y-%m-%d")
-        n = 1
-        while True:
-            path = f"{directory}/{note_filename(day, hash_hex, n)}"
-            if path not in taken_here and not view.path_taken(path):
-                break
-            n += 1
-        note_id = ctx.new_id(int(s.obs.timestamp.timestamp() * 1000))
-        text, parsed = render_parsed(s, note_id, hash_hex, ctx)
-        problems = check_note(path, text, parsed)
+        path = _free_path(c.directory, c.scored, c.hash_hex, view, taken_here)
+        problems = c.problems
+        if path != c.path:  # an earlier line of this plan took the name: checked at its own
+            text, parsed = render_parsed(c.scored, c.note_id, c.hash_hex, ctx)
+            problems = tuple(map(str, check_note(path, text, parsed)))
         if problems:
-            _reject(plan, item, Rejection("schema", "the note it would make is invalid: " + "; ".join(map(str, problems))), ctx)
+            why = Rejection("schema", "the note it would make is invalid: " + "; ".join(problems))
+            reject(c.key, why)
             continue
         taken_here.add(path)
-        created_here[hash_hex] = (note_id, path)
-        plan.notes.append(
-            PlannedNote(path, note_id, hash_hex, text, item.key, s.obs.session_id, make_title(s.obs.body), s.obs.attribution)
-        )
+        created_here[c.hash_hex] = (c.note_id, path)
+        obs = c.scored.obs
+        plan.notes.append(PlannedNote(path, c.note_id, c.hash_hex, c.text, c.key, obs.session_id, make_title(obs.body),
+                                      obs.attribution))
+    rejections.sort(key=lambda r: r[0])  # stable: by stage, then in buffer order
+    plan.rejections = [(key, raw, why) for _, key, raw, why in rejections]
     return plan
 
 
-def _reject(plan: Plan, item: Item, why: Rejection, ctx: Context) -> None:
+def _held(item: Item, why: Rejection, ctx: Context) -> tuple[str, Rejection]:
+    """The line as it is kept with its reason: with no credential, nor in the reason
+    (which quotes values)."""
     raw = item.line.raw.decode("utf-8", errors="replace")
-    if ctx.scanner is not None:  # a held line keeps no credential either, nor its reason (which quotes values)
+    if ctx.scanner is not None:
         raw, _ = ctx.scanner.redact(raw)
         detail, found = ctx.scanner.redact(why.detail)
         if found:
             why = Rejection(why.reason, detail, why.extra)
-    plan.rejections.append((item.key, raw, why))
+    return raw, why
