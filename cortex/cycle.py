@@ -76,7 +76,7 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
             recover(vault, repo, state, report, now)
         index = HashIndex(repo).load()
         if dry_run:
-            plan = _plan(vault, index, state, state.offset, now, limit, chunk=False)
+            plan = _plan(vault, index, state, state.offset, now, limit)
             report.plan = plan
             _count_plan(plan, report)
         else:
@@ -108,22 +108,39 @@ def _raw_archive(vault: Vault, buffer_id: str):
 def _consume(vault: Vault, repo: GitRepo, state: State, index: HashIndex, path, buffer_id: str, commit_per: str,
              now: datetime, report: RunReport, left: int | None) -> int | None:
     """Plan and apply the lines of one buffer file from its offset, in chunks (memory
-    stays flat; each chunk is its own exactly-once step). Returns the line budget left."""
-    while left is None or left > 0:
-        start = state.offset if buffer_id == state.buffer_id else state.retired[buffer_id]
-        size = CHUNK_LINES if left is None else min(CHUNK_LINES, left)
-        plan = _plan(vault, index, state, start, now, size, path=path, buffer_id=buffer_id)
+    stays flat; each chunk is its own exactly-once step). The next chunk's lines are
+    assessed by other processes while this one is committed. Returns the line budget
+    left."""
+    start = state.offset if buffer_id == state.buffer_id else state.retired[buffer_id]
+    ahead = _plan_ahead(vault, index, start, now, left, path, buffer_id)
+    while ahead is not None:
+        plan = ahead()
         if plan.lines_read == 0:
             break
+        if left is not None:
+            left -= plan.lines_read
+        ahead = _plan_ahead(vault, index, plan.target_offset, now, left, path, buffer_id)
         _apply(vault, repo, state, plan, commit_per, now, report)
         for note in plan.notes:
             index.add(note.source_hash, note.note_id, note.path)
         moved = state.offset if buffer_id == state.buffer_id else state.retired.get(buffer_id, start)
-        if moved <= start:  # a bug, not an input: never read the same lines twice
-            raise RuntimeError(f"the offset of buffer {buffer_id} did not move past {start}")
-        if left is not None:
-            left -= plan.lines_read
+        if moved != plan.target_offset:  # a bug, not an input: never read the same lines twice
+            raise RuntimeError(f"the offset of buffer {buffer_id} is {moved}, not {plan.target_offset}")
     return left
+
+
+def _plan_ahead(vault: Vault, index: HashIndex, start: int, now: datetime, left: int | None, path,
+                buffer_id: str):
+    """The chunk from ``start``, its assessment under way; None when the budget is spent."""
+    from cortex.parallel import available_cores
+    from cortex.pipeline.plan import plan_later
+
+    if left is not None and left <= 0:
+        return None
+    lines = list(buffer.read_lines(path, start, CHUNK_LINES if left is None else min(CHUNK_LINES, left),
+                                   max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=CHUNK_BYTES))
+    return plan_later(lines, buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
+                      workers=vault.settings.workers or available_cores())
 
 
 def _finish_archives(vault: Vault, state: State) -> None:
@@ -160,16 +177,13 @@ def _apply(vault: Vault, repo: GitRepo, state: State, plan: Plan, per: str, now:
     )
 
 
-def _plan(vault: Vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None, chunk: bool = True, *,
-          path=None, buffer_id: str | None = None) -> Plan:
-    max_bytes = CHUNK_BYTES if chunk else None  # a dry run shows the whole buffer
-    lines = buffer.read_lines(path or vault.buffer_path, start, limit,
-                              max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=max_bytes)
+def _plan(vault: Vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None) -> Plan:
+    """The whole buffer's plan from ``start`` (a dry run shows it all at once)."""
     from cortex.parallel import available_cores
 
-    workers = vault.settings.workers or available_cores()
-    return make_plan(lines, buffer_id or state.buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
-                     workers=workers)
+    lines = buffer.read_lines(vault.buffer_path, start, limit, max_line_bytes=vault.settings.limits.max_line_bytes)
+    return make_plan(lines, state.buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
+                     workers=vault.settings.workers or available_cores())
 
 
 def _count_plan(plan: Plan, report: RunReport) -> None:

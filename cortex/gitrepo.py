@@ -52,6 +52,7 @@ class GitRepo:
         self.lock_wait = lock_wait
         self.cleared_locks: list[str] = []  # locks our own killed process left, removed
         self._lock: IndexLock | None = None
+        self._written: dict[str, bytes] = {}  # the blobs of the last write_blobs, by id
 
     # --- reading -------------------------------------------------------------------
 
@@ -190,8 +191,11 @@ class GitRepo:
 
         objects = self._objects_dir()
         if objects is None or len(blobs) < packing.PACK_AT:
-            return [self.write_blob(data) for data in blobs]
-        return packing.write_pack(objects, blobs)
+            oids = [self.write_blob(data) for data in blobs]
+        else:
+            oids = packing.write_pack(objects, blobs)
+        self._written = dict(zip(oids, blobs))  # what materialize writes next, read from memory
+        return oids
 
     def _objects_dir(self) -> Path | None:
         """Where new objects go, when cortex may write a pack there itself: not in a
@@ -275,6 +279,7 @@ class GitRepo:
         written, then one new index, all under ``index.lock``."""
         with self.locked():
             writes = []
+            written, self._written = self._written, {}
             for path, oid in changes.items():
                 target = self.root / path
                 link = link_on_path(self.root, path)
@@ -284,7 +289,10 @@ class GitRepo:
                     if target.is_file() or target.is_symlink():
                         target.unlink()
                     continue
-                writes.append((path, target, self.repo[oid].data))  # read here: pygit2 stays on one thread
+                data = written.get(oid)
+                if data is None:  # after a crash, or another process's blobs: from the object store
+                    data = self.repo[oid].data  # here: pygit2 stays on one thread
+                writes.append((path, target, data))
             _write_files(writes)
             self._write_index(["--add", "--remove", sorted(changes), "--stdin"])
 

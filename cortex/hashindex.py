@@ -8,6 +8,8 @@ many the vault holds. Notes committed during this run are added in memory.
 
 from __future__ import annotations
 
+import os
+
 from cortex.gitrepo import GitRepo
 from cortex.headcache import identify  # noqa: F401 (where callers have found it)
 from cortex.layout import PARTITIONS
@@ -18,6 +20,7 @@ class HashIndex:
         from cortex.headcache import HeadCache
 
         self.repo = repo
+        self._root = str(repo.root)
         self.cache = HeadCache(repo.root)
         self.by_hash: dict[str, tuple[str, str]] = {}  # committed during this run
         self.paths: set[str] = set()
@@ -40,4 +43,4 @@ class HashIndex:
         return self.by_hash.get(hash_hex)
 
     def path_taken(self, path: str) -> bool:
-        return path in self.paths or self.cache.has_path(path) or (self.repo.root / path).exists()
+        return path in self.paths or self.cache.has_path(path) or os.path.lexists(os.path.join(self._root, path))

@@ -2,7 +2,8 @@
 
 ``fork_map(fn, parts)`` returns ``[fn(p) for p in parts]``: the first part computed in
 this process, each other in a forked child that inherits everything already loaded
-(the security models, compiled schemas, the hash index) and sends back only its result.
+(the security models, compiled schemas, the hash index) and sends back only its result;
+``fork_all`` runs every part in a child and leaves this process free until it joins.
 ``fn`` must be pure — a child writes nothing — so a child that dies, is killed or
 fails leaves nothing behind: its part is simply computed again here, where a real
 error is raised as it would have been without children.
@@ -45,14 +46,27 @@ def split(items: Sequence[P], parts: int) -> list[Sequence[P]]:
 
 
 def fork_map(fn: Callable[[P], R], parts: Sequence[P]) -> list[R]:
+    """``[fn(p) for p in parts]``, the first part here while the others run in children."""
     if len(parts) <= 1 or available_cores() <= 1:
         return [fn(p) for p in parts]
-    children = [_spawn(fn, part) for part in parts[1:]]
-    results: list[R] = [fn(parts[0])]
-    for (pid, read_fd), part in zip(children, parts[1:]):
-        result = _collect(pid, read_fd)
-        results.append(fn(part) if result is _FAILED else result)
-    return results
+    join = fork_all(fn, parts[1:])
+    first = fn(parts[0])
+    return [first, *join()]
+
+
+def fork_all(fn: Callable[[P], R], parts: Sequence[P]) -> Callable[[], list[R]]:
+    """Start ``fn(p)`` for every part in a child of its own and return at once; the
+    function returned waits for the results (this process is free meanwhile)."""
+    children = [_spawn(fn, part) for part in parts]
+
+    def join() -> list[R]:
+        results = []
+        for (pid, read_fd), part in zip(children, parts):
+            result = _collect(pid, read_fd)
+            results.append(fn(part) if result is _FAILED else result)
+        return results
+
+    return join
 
 
 _FAILED = object()

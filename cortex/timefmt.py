@@ -85,6 +85,9 @@ def parse_when(text: str | None) -> float | None:
 
 def jsonable(value):
     """Datetimes (as YAML reads unquoted timestamps) turned back into text, recursively."""
+    kind = type(value)
+    if kind is str or kind is float or kind is int or value is None:
+        return value
     if isinstance(value, datetime):
         return format_time(value)
     if isinstance(value, date):

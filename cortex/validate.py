@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Mapping
 
 from cortex.layout import in_partition
@@ -43,7 +42,7 @@ class Problem:
 
 def expected_directory(path: str) -> str:
     """``mind/archive/facts/x.md`` → ``mind/facts``; ``vault/decisions/x.md`` → ``vault/decisions``."""
-    parts = PurePosixPath(path).parts
+    parts = path.strip("/").split("/")
     if len(parts) >= 4 and parts[0] == "mind" and parts[1] == ARCHIVE:
         return f"mind/{parts[2]}"
     return "/".join(parts[:2]) if len(parts) >= 3 else parts[0]
@@ -305,7 +304,13 @@ def without_identity_lines(text: str) -> str:
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
 
+_TOP_KEYS = re.compile(r"^([A-Za-z_][\w-]*)\s*:", re.M)
+
+
 def _repeated_keys(frontmatter: str) -> list[tuple[str, int]]:
+    keys = _TOP_KEYS.findall(frontmatter)
+    if len(set(keys)) == len(keys):  # the common case, said without numbering lines
+        return []
     seen, out = set(), []
     for n, line in enumerate(frontmatter.splitlines(), start=2):
         m = _TOP_KEY.match(line)

@@ -96,6 +96,28 @@ def make_plan(
     return settle(parts, lines, buffer_id, ctx, view, check_note)
 
 
+def plan_later(
+    lines: Sequence[Line],
+    buffer_id: str,
+    ctx: Context,
+    view: VaultView,
+    check_note: CheckNote,
+    *,
+    workers: int = 1,
+) -> Callable[[], Plan]:
+    """``make_plan`` in two halves: the lines' assessment starts now, in children, and
+    the function returned settles it into the plan — against ``view`` as it is then, so
+    a caller can commit the previous chunk meanwhile (what that adds to the vault is
+    seen by ``settle``; ``assess`` only used the view to save work)."""
+    if workers <= 1 or len(lines) < PARALLEL_FROM:
+        return lambda: make_plan(lines, buffer_id, ctx, view, check_note)
+    from cortex.parallel import fork_all, split
+
+    warm(ctx)
+    join = fork_all(lambda part: assess(part, buffer_id, ctx, view, check_note), split(lines, workers))
+    return lambda: settle(join(), lines, buffer_id, ctx, view, check_note)
+
+
 def warm(ctx: Context) -> None:
     """Load what the stages load on first use (the classifier, the scanner's gates)."""
     if ctx.scanner is not None:
