@@ -56,7 +56,10 @@ def fork_map(fn: Callable[[P], R], parts: Sequence[P]) -> list[R]:
 
 def fork_all(fn: Callable[[P], R], parts: Sequence[P]) -> Callable[[], list[R]]:
     """Start ``fn(p)`` for every part in a child of its own and return at once; the
-    function returned waits for the results (this process is free meanwhile)."""
+    function returned waits for the results (this process is free meanwhile). Where
+    nothing may fork, the parts are computed here when joined."""
+    if available_cores() <= 1:
+        return lambda: [fn(p) for p in parts]
     children = [_spawn(fn, part) for part in parts]
 
     def join() -> list[R]:
