@@ -5,10 +5,12 @@
 sync`` and a plain ``git pull`` or ``git merge`` settle the same way:
 
 - the same observation memorized on both sides (an add/add of one path: same day, same
-  hash) is one note (the one a person edited, else the older id's) plus a reinforcement: ``reinforced`` is the sum of
-  both plus one, ``merged_from`` keeps the other id;
-- ``reinforced`` adds up (base + both sides' increments), ``last_reinforced`` takes the
-  later, ``merged_from`` is the union;
+  hash) is one note (the one a person edited, else the older id's) plus a reinforcement:
+  ``reinforced`` is the sum of both plus one, ``merged_from`` keeps the other id and
+  ``merged_counts`` what it brought;
+- ``reinforced`` adds up: each side's own increments once, and every note absorbed on
+  either side (``merged_counts``, by id) once, so overlapping folds are not counted twice
+  (``cortex.counts``); ``last_reinforced`` takes the later, ``merged_from`` is the union;
 - archived (faded or merged) on one side, alive on the other (reinforced or its body
   edited): a reinforced or edited memory is not archived, so the archive fields go and
   ``cortex sync`` moves the file back out of ``mind/archive/``;
@@ -27,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cortex import gitcli
+from cortex import counts, gitcli
 from cortex.notes import NoteSyntaxError, quote, source_hash, split_frontmatter
 
 ARCHIVE_KEYS = ("archived", "archive_reason", "merged_into")
@@ -74,6 +76,20 @@ def _count(raw: str | None) -> int:
         return int(_value(raw) or 0)
     except ValueError:
         raise _Unmergeable from None
+
+
+def _note_count(blocks: dict) -> counts.Count:
+    """``reinforced`` and ``merged_counts`` of a note's blocks (``cortex.counts``)."""
+    raw = blocks.get(counts.KEY)
+    merged = {}
+    if raw is not None:
+        import yaml
+
+        try:
+            merged = counts.parse_merged(yaml.safe_load(raw.split(":", 1)[1]))
+        except yaml.YAMLError:
+            raise _Unmergeable from None
+    return counts.Count(_count(blocks.get("reinforced")), merged)
 
 
 def _ids(raw: str | None) -> list[str]:
@@ -127,8 +143,10 @@ def _fold(ours: str, theirs: str) -> str:
     nl = _newline(keep_text)
     ids = _ids(keep.get("merged_from")) + [i for i in [*_ids(other.get("merged_from")), _value(other["id"])]
                                             if i not in _ids(keep.get("merged_from"))]
+    count = counts.fold(_note_count(keep), [(_value(other["id"]), _note_count(other))])
     fields = {
-        "reinforced": str(_count(keep.get("reinforced")) + _count(other.get("reinforced")) + 1),
+        "reinforced": str(count.total),
+        counts.KEY: counts.render_merged(count.merged),
         "last_reinforced": _later(_value(keep.get("last_reinforced")) or _value(keep.get("created")),
                                   _value(other.get("last_reinforced")) or _value(other.get("created"))),
         "merged_from": "[" + ", ".join(quote(i) for i in ids) + "]",
@@ -180,10 +198,11 @@ def _three_way(base: str, ours: str, theirs: str) -> str:
     for name in dict.fromkeys([*names, *o]):
         out[name] = _pick(o.get(name), a.get(name), b.get(name))
 
-    count = _count(o.get("reinforced")) + (_count(a.get("reinforced")) - _count(o.get("reinforced"))) \
-        + (_count(b.get("reinforced")) - _count(o.get("reinforced")))
-    if count > 0 or out.get("reinforced") is not None:
-        out["reinforced"] = f"reinforced: {max(0, count)}{nl}"
+    count = counts.merge3(_note_count(o), _note_count(a), _note_count(b))
+    if count.total > 0 or out.get("reinforced") is not None:
+        out["reinforced"] = f"reinforced: {count.total}{nl}"
+    if count.merged:
+        out[counts.KEY] = f"{counts.KEY}: {counts.render_merged(count.merged)}{nl}"
     last = _later(_value(a.get("last_reinforced")), _value(b.get("last_reinforced")))
     if last:
         out["last_reinforced"] = f"last_reinforced: {last}{nl}"
@@ -254,7 +273,7 @@ def _order(names: list[str], added: list[str]) -> list[str]:
             continue
         if name == "reinforced" and "last_reinforced" in order:
             order.insert(order.index("last_reinforced") + 1, name)
-        elif name == "reinforced_tally" and "reinforced" in order:
+        elif name in ("reinforced_tally", counts.KEY) and "reinforced" in order:
             order.insert(order.index("reinforced") + 1, name)
         else:
             order.append(name)

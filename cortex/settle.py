@@ -4,8 +4,10 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
 
 - the same observation memorized on two machines on different days: two paths, one
   ``source_hash``. They fold into one note, the older id's (the driver's choice for the
-  same day too) or the one a person edited, which gains ``reinforced`` (1 + the other's count), the later
-  ``last_reinforced`` and the other id in ``merged_from``; the other goes where dedup
+  same day too) or the one a person edited, which gains ``reinforced`` (1 + the other's count,
+  recorded by the other's id in ``merged_counts``, so that machines folding overlapping
+  sets count each note once: ``cortex.counts``), the later ``last_reinforced`` and the
+  other id in ``merged_from``; the other goes where dedup
   sends a duplicate (``mind/archive/`` with ``merged_into``), or, in the permanent
   ``vault/`` partition that has no archive, is removed (its id lives on in ``merged_from``);
 - a memory reinforced on one machine and archived on the other: the driver drops the
@@ -22,8 +24,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, TYPE_CHECKING
+from typing import Any, Iterable, Iterator, TYPE_CHECKING
 
+from cortex import counts
 from cortex.maintenance.base import JobContext, archive_path, later, unarchive_path
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import quote, set_fields, source_hash
@@ -39,7 +42,11 @@ _ARCHIVED_RE = re.compile(r"^(archived|merged_into):", re.M)
 @dataclass(frozen=True)
 class Fold:
     keep: NoteInfo
-    others: tuple[NoteInfo, ...]
+    others: tuple[NoteInfo, ...]  # live notes of the same memory: archived (or removed) into keep
+    # Notes already archived into keep (``merged_into``, directly or through one another)
+    # whose repeats keep's count does not hold yet: a machine that folded or reinforced
+    # one of them before hearing it was merged here.
+    absorbed: tuple[NoteInfo, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | Non
                 revived.append(note)
         elif _eligible(note):
             groups.setdefault(note.source_hash, []).append(note)
-    folds = []
+    folds: dict[str, Fold] = {}
     for notes in groups.values():
         if len(notes) < 2 or (changed is not None and not any(n.path in changed for n in notes)):
             continue
@@ -74,8 +81,42 @@ def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | Non
         # A person's edit keeps its note (its body is no longer the observation's);
         # else the older id, as the merge driver chooses for one path.
         notes.sort(key=lambda n: (source_hash(n.body) == n.source_hash, n.id or ""))
-        folds.append(Fold(notes[0], tuple(notes[1:])))
-    return SettlePlan(tuple(folds), tuple(revived))
+        folds[notes[0].path] = Fold(notes[0], tuple(notes[1:]))
+    for keep, absorbed in _uncounted(snapshot, changed):
+        fold = folds.get(keep.path)
+        folds[keep.path] = Fold(keep, fold.others if fold else (), absorbed)
+    return SettlePlan(tuple(folds.values()), tuple(revived))
+
+
+def _uncounted(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | None) -> Iterator[tuple[NoteInfo, tuple]]:
+    """Each live note with the archived notes merged into it (through one another too)
+    whose repeats its ``merged_counts`` does not hold yet. A note named in
+    ``merged_from`` without a ``merged_counts`` entry was folded before counts were kept
+    by id: its repeats are in ``reinforced`` already."""
+    notes = list(snapshot)
+    into: dict[str, list[NoteInfo]] = {}
+    for note in notes:
+        if note.archived and note.merged_into and note.id and not note.broken:
+            into.setdefault(note.merged_into, []).append(note)
+    if not into:
+        return
+    for keep in notes:
+        if keep.archived or keep.broken or keep.locked or not keep.id or keep.id not in into:
+            continue
+        absorbed, seen, stack = [], {keep.id}, list(into[keep.id])
+        while stack:
+            note = stack.pop()
+            if note.id in seen:
+                continue
+            seen.add(note.id)
+            absorbed.append(note)
+            stack += into.get(note.id, ())
+        if changed is not None and keep.path not in changed and not any(n.path in changed for n in absorbed):
+            continue
+        known = dict(keep.merged_counts)
+        absorbed = [n for n in absorbed if n.id in known or n.id not in keep.merged_from]
+        if absorbed and counts.fold(keep.count, [(n.id, n.count) for n in absorbed]) != keep.count:
+            yield keep, tuple(sorted(absorbed, key=lambda n: n.path))
 
 
 def _flow_ids(ids: list[str]) -> str:
@@ -111,10 +152,14 @@ def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
             continue
         keep = fold.keep
         ids = list(keep.merged_from)
-        count, last = keep.reinforced, keep.last_reinforced or keep.created
+        last = keep.last_reinforced or keep.created
+        count = counts.fold(keep.count, [(other.id, other.count) for other in (*fold.others, *fold.absorbed)])
+        for note in fold.absorbed:
+            ids += [i for i in (*note.merged_from, note.id) if i and i not in ids]
+            last = later(last, note.last_reinforced or note.created)
+            lines.append(f"{keep.path} — {keep.title} (counts the repeats of {note.path}, merged into it elsewhere)")
         for other in fold.others:
             ids += [i for i in (*other.merged_from, other.id) if i and i not in ids]
-            count += 1 + other.reinforced
             last = later(last, other.last_reinforced or other.created)
             if other.partition == "mind":
                 target = ctx.free_path(archive_path(other.path), taken)
@@ -123,11 +168,13 @@ def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
                     "merged_into": quote(keep.id), "archived": format_time(now), "archive_reason": "merged"}))
             changes[other.path] = None
             lines.append(f"{other.path} → {keep.path} — {other.title} (the same memory from another machine)")
-        updates = {"merged_from": _flow_ids(ids), "reinforced": str(count)}
+        updates = {"merged_from": _flow_ids(ids), "reinforced": str(count.total),
+                   counts.KEY: counts.render_merged(count.merged)}
         if last:
             updates["last_reinforced"] = last
         changes[keep.path] = ctx.blob(set_fields(ctx.file_text(keep), updates, after="last_reinforced"))
-        items.append({"kept": keep.path, "folded": [o.path for o in fold.others], "reinforced": count})
+        items.append({"kept": keep.path, "folded": [o.path for o in fold.others], "reinforced": count.total,
+                      **({"counted": [n.path for n in fold.absorbed]} if fold.absorbed else {})})
     if changes:
         head_line = f"settle: {len(lines)} note{'' if len(lines) == 1 else 's'} after a sync"
         ctx.commit(JOB, changes, head_line + "\n\n" + "\n".join(lines) + "\n")

@@ -262,3 +262,32 @@ def test_cortex_clone_checks_out_the_pushed_branch_of_a_bare_remote_whose_head_n
     assert refused.returncode == 1 and "--branch main" in refused.stderr
     named = sh(tmp_path, str(cx.__globals__["CORTEX"]), "clone", "--branch", "other", str(remote), str(tmp_path / "three"))
     assert "branch other" in named.stderr and head_tree(tmp_path / "three") == head_tree(seed)
+
+
+def test_overlapping_folds_on_two_machines_count_each_repeat_once(tmp_path):
+    """Three machines memorize one observation on three days. The second one's note
+    reaches the others raw; the first folds it into its own, the third folds its own into
+    it, each before hearing of the other. Every fold is recorded by the absorbed note's id
+    (``merged_counts``), so the merges that follow count each repeat once: reinforced 2,
+    where adding the folds' increments made it 3."""
+    _, (a, b, c) = make_fleet(tmp_path, 3)
+    for machine, day in ((b, 18), (a, 16), (c, 20)):
+        write(machine, BODY, timestamp=f"2026-02-{day}T10:00:00Z")
+        cx(machine, "run")
+    sh(b, "git", "push", "--quiet", "origin", "HEAD")  # b's note travels as it is
+    sync(a, "--no-push")  # a folds b's note into its own (older) one
+    sync(c)  # c folds its own into b's note, and pushes
+    converge(a, b, c)
+    (text,) = [t for t in active(a).values() if BODY in t]
+    assert field(text, "reinforced") == "2", text
+    assert field(text, "timestamp") is None and field(text, "created").startswith("2026-02-16")
+    merged = field(text, "merged_counts")
+    assert merged.count(": 1") == 2, text  # b's note and c's, once each
+    folded = {field(t, "id"): field(t, "merged_into")
+              for p, t in notes(a).items() if p.startswith("mind/archive/") and BODY in t}
+    assert len(folded) == 2
+    for into in folded.values():  # c's note went into b's, b's into a's: each chain ends here
+        while into in folded:
+            into = folded[into]
+        assert into == field(text, "id")
+    cx(a, "validate", "--all")

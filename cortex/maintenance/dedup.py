@@ -7,7 +7,8 @@ makes them different memories: other numbers or dates, opposite polarity ("prefe
 "avoids", "always" / "never"), or a name one mentions and the other does not. Embedding
 vectors catch paraphrase; the lexical check catches what a bag of tokens cannot see.
 
-Merging rewrites the older note (``merged_from`` gains the newer id, ``reinforced`` and
+Merging rewrites the older note (``merged_from`` gains the newer id, ``reinforced`` (with
+what the newer brought in ``merged_counts``: ``cortex.counts``) and
 ``last_reinforced`` take the newer one's) and moves the newer one to
 ``mind/archive/<folder>/`` with ``merged_into``. Only the mind partition is merged: the
 vault partition holds permanent records, and the archive lives under ``mind/``.
@@ -27,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from cortex import counts
 from cortex.maintenance.base import JobContext, JobResult, archive_path, later
 from cortex.maintenance.dedup_check import lexical, overlap, verdict
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
@@ -291,11 +293,12 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     for merges in groups.values():
         keep = merges[0].keep
         ids = list(keep.merged_from) + [m.merge.id for m in merges if m.merge.id not in keep.merged_from]
-        count = keep.reinforced + sum(1 + m.merge.reinforced for m in merges)
+        count = counts.fold(keep.count, [(m.merge.id or m.merge.path, m.merge.count) for m in merges])
         last = keep.last_reinforced
         for m in merges:
             last = later(last, m.merge.last_reinforced or m.merge.created)
-        updates = {"merged_from": _flow_ids(ids), "reinforced": str(count)}
+        updates = {"merged_from": _flow_ids(ids), "reinforced": str(count.total),
+                   counts.KEY: counts.render_merged(count.merged)}
         if last:
             updates["last_reinforced"] = last
         changes[keep.path] = ctx.blob(set_fields(ctx.file_text(keep), updates, after="last_reinforced"))

@@ -17,13 +17,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Iterator
 
+from cortex.counts import Count, parse_merged
 from cortex.fsutil import atomic_write
 from cortex.layout import MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition
 from cortex.notes import NoteSyntaxError, inline_tags, parse_note, source_hash, split_frontmatter
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
 
-CACHE_VERSION = 3  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart
+CACHE_VERSION = 4  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart; 4: merged_counts
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,12 @@ class NoteInfo:
     source_hash: str
     body: str
     broken: bool = False  # frontmatter that does not parse: read, never rewritten
+    merged_counts: tuple[tuple[str, int], ...] = ()  # cortex/counts.py
+
+    @property
+    def count(self) -> Count:
+        """``reinforced`` with what each absorbed note brought (``cortex.counts``)."""
+        return Count(self.reinforced, dict(self.merged_counts))
 
     @property
     def partition(self) -> str:
@@ -104,7 +111,8 @@ _NUMBER_RE = re.compile(r"-?\d+(\.\d+)?")
 
 
 _WANTED = frozenset({"id", "type", "created", "importance", "last_reinforced", "reinforced", "maintainer", "locked",
-                     "title", "attribution", "entities", "tags", "links", "merged_from", "merged_into", "source_hash"})
+                     "title", "attribution", "entities", "tags", "links", "merged_from", "merged_into", "source_hash",
+                     "merged_counts"})
 _SAFE_START = frozenset('"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ')
 
 
@@ -226,6 +234,7 @@ def describe(data: bytes) -> dict[str, Any]:
         "links": _strings(meta.get("links")),
         "merged_from": _strings(meta.get("merged_from")),
         "merged_into": _text(meta.get("merged_into")),
+        "merged_counts": sorted(parse_merged(meta.get("merged_counts")).items()),
         "source_hash": _text(meta.get("source_hash")) or source_hash(body),
         "body": body,
         "broken": broken,
@@ -241,6 +250,7 @@ def _info(path: str, blob: str, d: dict[str, Any]) -> NoteInfo:
         attribution=d["attribution"], entities=tuple((n, t) for n, t in d["entities"]), tags=tuple(d["tags"]),
         links=tuple(d["links"]), merged_from=tuple(d["merged_from"]), merged_into=d["merged_into"],
         source_hash=d["source_hash"], body=d["body"], broken=d["broken"],
+        merged_counts=tuple((str(i), int(n)) for i, n in d.get("merged_counts") or ()),
     )
 
 
