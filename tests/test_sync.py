@@ -121,6 +121,22 @@ def test_a_dedup_merge_on_one_machine_keeps_an_edit_made_on_the_other(tmp_path):
     cx(a, "validate", "--all")
 
 
+def test_one_near_duplicate_pair_merged_on_two_machines_counts_once(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, "Maya prefers small, reviewable pull requests", timestamp="2026-01-10T10:00:00Z", type_="preference")
+    write(a, "Maya prefers small reviewable pull requests.", timestamp="2026-01-12T10:00:00Z", type_="preference")
+    cx(a, "run")
+    converge(a, b)
+    for machine in (a, b):  # both merge the pair before either hears of the other's merge
+        assert json.loads(cx(machine, "dedup", "--json").stdout)["changed"] == 1
+    _reinforce(b, "Maya prefers small, reviewable pull requests", "2026-02-01T10:00:00Z")
+    converge(a, b)
+    (text,) = [t for t in active(a).values() if "Maya prefers" in t]
+    assert field(text, "reinforced") == "2", text  # the duplicate once, b's repeat once
+    assert field(text, "merged_counts").count(": 1") == 1
+    cx(a, "validate", "--all")
+
+
 def test_both_machines_rewriting_one_body_stops_with_the_file_and_the_command(tmp_path):
     a, b, rel = shared_note(tmp_path)
     for m, new in ((a, "The ledger runs on Postgres 17 in production"), (b, "The ledger moved to CockroachDB")):
