@@ -47,6 +47,8 @@ FIELDS: tuple[Field, ...] = (
     Field("context", cap=1000, scanned=True, frontmatter="context", cli="--context", mcp="context"),
     Field("source_quote", cap=500, scanned=True, frontmatter="source_quote", cli="--quote", mcp="source_quote"),
     Field("tags", frontmatter="tags", cli="--tag", mcp="tags"),
+    # the memory this one replaces (its id or path): archived by the run that writes this one
+    Field("supersedes", max_length=200, frontmatter="supersedes", cli="--supersedes", mcp="supersedes"),
 )
 
 BY_NAME = {f.name: f for f in FIELDS}

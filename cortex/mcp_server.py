@@ -166,11 +166,14 @@ def build_server(memory: Memory):
         attribution: Annotated[Optional[str], Field(description="Who it comes from (default: this server's attribution).")] = None,
         session_id: Annotated[Optional[str], Field(description="A UUID for the conversation (default: one per server).")] = None,
         timestamp: Annotated[Optional[str], Field(description="ISO-8601 time of the observation (default: now).")] = None,
+        supersedes: Annotated[Optional[str], Field(description="The id (or path) of the memory this one corrects or "
+                                                   "replaces, from search or get_note: it is archived when this one "
+                                                   "is memorized, and searches return this one.")] = None,
     ) -> str:
         obs = {"type": type, "body": body, "bucket": bucket, "importance": importance, "confidence": confidence,
                "entities": [dict(e) for e in entities] if entities is not None else None, "tags": tags,
                "context": context, "source_quote": source_quote, "attribution": attribution,
-               "session_id": session_id, "timestamp": timestamp}
+               "session_id": session_id, "timestamp": timestamp, "supersedes": supersedes}
         result = memory.observe(obs)
         when_ = ("it will be processed within a few seconds" if result["processing"] == "after-writes"
                  else "it becomes a note at the next `cortex run`")

@@ -48,6 +48,7 @@ class Observation:
     importance: float | None = None
     context: str | None = None
     source_quote: str | None = None
+    supersedes: str | None = None  # the id or path of the memory this one replaces
     warnings: tuple[str, ...] = ()
     redactions: tuple[str, ...] = ()
     truncated: tuple[str, ...] = ()
@@ -71,6 +72,7 @@ class PlannedNote:
     session_id: str
     title: str
     attribution: str
+    supersedes: str | None = None  # the memory it replaces, as the observation named it
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ class RunReport:
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)  # archived here: replaced by a new note
     plan: Plan | None = None  # kept by --dry-run so the plan can be shown
 
     @property
@@ -139,4 +142,5 @@ class RunReport:
             "seconds": round(self.seconds, 3),
             "warnings": self.warnings,
             "paths": self.paths,
+            "superseded": self.superseded,
         }

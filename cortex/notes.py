@@ -150,6 +150,7 @@ class NoteDraft:
     source_quote: str | None = None
     session_id: str | None = None
     last_reinforced: str | None = None
+    supersedes: str | None = None
     extra: tuple[tuple[str, str], ...] = field(default=())  # pre-rendered (key, value) lines
     # What Obsidian shows and completes instead of the file name (its own convention):
     # `cortex run` gives its title, so `2026-11-23-1dc6b62e.md` is found by what it says.
@@ -185,6 +186,8 @@ def render_note(d: NoteDraft) -> str:
     if d.session_id:
         lines.append(f"session_id: {quote(d.session_id)}")
     lines.append(f"last_reinforced: {d.last_reinforced or d.created}")
+    if d.supersedes:
+        lines.append(f"supersedes: {quote(d.supersedes)}")
     lines += [f"{k}: {v}" for k, v in d.extra]
     lines += ["---", "", d.body.strip(), ""]
     return "\n".join(lines)
@@ -319,6 +322,8 @@ def draft_meta(d: NoteDraft) -> dict[str, Any]:
         if getattr(d, key):
             meta[key] = getattr(d, key)
     meta["last_reinforced"] = d.last_reinforced or d.created
+    if d.supersedes:
+        meta["supersedes"] = d.supersedes
     return meta
 
 

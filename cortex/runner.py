@@ -71,20 +71,30 @@ def commit_message(notes: list[PlannedNote], reinforced: int | None) -> str:
     return f"{head}\n\n{body}\n"
 
 
-def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove: list[str] = ()) -> dict[str, Any]:
-    """Steps 2–3's content: the pending record for ``plan``."""
+def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove: list[str] = (), *,
+            now: datetime | None = None, report: RunReport | None = None) -> dict[str, Any]:
+    """Steps 2–3's content: the pending record for ``plan`` (with the archive moves of
+    the memories its notes supersede, ``cortex/supersede.py``)."""
+    from cortex import supersede
+
     batch = secrets.token_hex(8)
     groups = []
     grouped = group_notes(plan.notes, per)
     reinforced = len(plan.reinforcements) if len(grouped) == 1 else None
     oids = iter(repo.write_blobs([n.text.encode("utf-8") for notes in grouped for n in notes]))
+    moves = supersede.plan(repo, plan.notes, format_time(now or datetime.now().astimezone()))
+    if report is not None:
+        report.warnings += moves.warnings
     for notes in grouped:
-        groups.append(
-            {
-                "message": commit_message(notes, reinforced),
-                "changes": {n.path: next(oids) for n in notes},
-            }
-        )
+        changes = {n.path: next(oids) for n in notes}
+        message = commit_message(notes, reinforced)
+        for n in notes:
+            for path, data in moves.changes.get(n.path, {}).items():
+                changes[path] = None if data is None else repo.write_blob(data)
+        gone = [(old, target) for old, target, new in moves.archived if new in changes]
+        if gone:
+            message += "".join(f"{old} → {target} (superseded)\n" for old, target in gone)
+        groups.append({"message": message, "changes": changes, "superseded": [old for old, _ in gone]})
     return {
         "batch": batch,
         "at": time.time(),
@@ -115,7 +125,7 @@ def apply(
     held, dropped = log_records(plan, at)
     quarantine.add(held)
     skipped.add(dropped)
-    state.pending = prepare(repo, state, plan, per, list(quarantine_remove))
+    state.pending = prepare(repo, state, plan, per, list(quarantine_remove), now=now, report=report)
     save(state)
     finish(repo, state, save, quarantine, author, now, report)
     reasons = Counter(why.reason for _, _, why in plan.rejections)
@@ -157,6 +167,7 @@ def finish(
                 repo.commit(group["changes"], group["message"] + "\n" + trailer_lines(trailers) + "\n", author)
                 report.commits += 1
             all_changes.update(group["changes"])
+            report.superseded += group.get("superseded", [])
         if all_changes:
             repo.materialize(all_changes)
     for note_id, at, path in pending["reinforcements"]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import append_lines, cortex, git, observation
 
 OLD = "The team standup is at 02:00 UTC every weekday."
@@ -110,5 +111,100 @@ def test_the_agent_forgets_through_the_memory_the_mcp_tools_call(vault):
             raise AssertionError("an unknown id must fail")
         except ToolFailure as exc:
             assert "no note with id" in str(exc)
+    finally:
+        memory.stop()
+
+
+def run_json(vault):
+    done = cortex("--vault", str(vault.root), "run", "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_memory_that_supersedes_another_archives_it_in_the_same_commit(vault):
+    memorize(vault, OLD)
+    old = note_of(vault, OLD)
+    written = cortex("--vault", str(vault.root), "write", "--type", "fact", "--body", NEW, "--supersedes", old["id"])
+    assert written.returncode == 0, written.stderr
+    head_before = git(vault.root, "rev-parse", "HEAD").strip()
+    report = run_json(vault)
+    assert report["memorized"] == 1 and report["superseded"] == [old["path"]] and report["warnings"] == []
+    assert git(vault.root, "rev-parse", "HEAD~1").strip() == head_before  # one commit: the note and the move
+    assert git(vault.root, "status", "--porcelain") == ""
+    new = note_of(vault, NEW)
+    target = old["path"].replace("mind/", "mind/archive/", 1)
+    assert not (vault.root / old["path"]).exists()
+    archived = (vault.root / target).read_text()
+    assert "archive_reason: superseded" in archived and f'superseded_by: "{new["id"]}"' in archived and OLD in archived
+    assert f'supersedes: "{old["id"]}"' in (vault.root / new["path"]).read_text()
+    assert f"{old['path']} → {target} (superseded)" in git(vault.root, "log", "-1", "--format=%B")
+
+    assert found(vault) == [new["path"]]  # the current memory only
+    assert target in found(vault, "--archived")  # the replaced one stays reachable
+    assert cortex("--vault", str(vault.root), "validate", "--all").returncode == 0
+    shown = cortex("--vault", str(vault.root), "show", old["id"])
+    assert shown.returncode == 0 and "superseded_by" in shown.stdout
+
+
+def test_supersedes_leaves_permanent_data_a_persons_edit_and_unknown_notes_alone(vault):
+    append_lines(vault, observation(body="The Ledgerline project is billed monthly.", type="project"),
+                 observation(body=OLD, type="fact"))
+    assert cortex("--vault", str(vault.root), "run").returncode == 0
+    project, old = note_of(vault, "Ledgerline project billed monthly"), note_of(vault, OLD)
+    edited = (vault.root / old["path"]).read_text() + "\nA line the person is still writing.\n"
+    (vault.root / old["path"]).write_text(edited)
+    append_lines(vault, observation(body="The Ledgerline project is billed quarterly.", type="project", supersedes=project["id"]),
+                 observation(body=NEW, type="fact", supersedes=old["path"]),
+                 observation(body="The release train leaves on Thursdays.", type="fact",
+                             supersedes="019c0000-0000-7000-8000-000000000000"))
+    report = run_json(vault)
+    assert report["memorized"] == 3 and report["superseded"] == []
+    warnings = "\n".join(report["warnings"])
+    assert "permanent data" in warnings and "uncommitted changes" in warnings and "no note at HEAD" in warnings
+    assert (vault.root / project["path"]).exists() and (vault.root / old["path"]).read_text() == edited
+
+
+def test_a_run_killed_after_its_decision_archives_the_superseded_memory_once(vault, monkeypatch):
+    from cortex.gitrepo import GitRepo
+    from cortex.vault import Vault
+
+    memorize(vault, OLD)
+    old = note_of(vault, OLD)
+    append_lines(vault, observation(body=NEW, type="fact", supersedes=old["id"]))
+
+    class Killed(BaseException):
+        pass
+
+    def killed(*args, **kwargs):
+        raise Killed("killed after the pending record was saved, before its commit")
+
+    with monkeypatch.context() as m:
+        m.setattr(GitRepo, "commit", killed)
+        with pytest.raises(Killed):
+            Vault(vault.root).run()
+    assert (vault.root / old["path"]).exists()  # nothing moved yet: the commit is still to make
+    report = run_json(vault)
+    assert report["recovered"] and report["superseded"] == [old["path"]]
+    again = run_json(vault)
+    assert again["memorized"] == 0 and again["superseded"] == []
+    moves = git(vault.root, "log", "--format=%H", "--", old["path"]).split()
+    assert len(moves) == 2  # written once, moved once
+    assert found(vault) == [note_of(vault, NEW)["path"]]
+
+
+def test_the_agent_supersedes_through_the_memory_the_mcp_tools_call(vault):
+    from cortex.agent_memory import Memory
+
+    memorize(vault, OLD)
+    memory = Memory(vault)
+    memory.load()
+    try:
+        (old,) = memory.query("team standup weekday")
+        memory.observe({"type": "fact", "body": NEW, "supersedes": old["id"]})
+        assert run_json(vault)["superseded"] == [old["path"]]
+        memory.refresh()  # what the server's watcher does within a second (not started here)
+        assert [r["text"] for r in memory.query("team standup weekday")] == [NEW]
+        archived = [r for r in memory.query("team standup weekday", archived=True) if r["text"] == OLD]
+        assert memory.get_note(archived[0]["path"])["frontmatter"]["archive_reason"] == "superseded"
     finally:
         memory.stop()

@@ -55,6 +55,8 @@ def write(
     session: str = typer.Option("cli", help="Session id: a UUID, or `cli`."),
     author: Optional[str] = typer.Option(None, "--attribution", "--author", help="Who said it: the note's attribution (default: system)."),
     timestamp: Optional[str] = typer.Option(None, help="ISO-8601 (default: now)."),
+    supersedes: Optional[str] = typer.Option(None, "--supersedes", metavar="ID|PATH",
+                                             help="The memory this one replaces: `cortex run` archives it (reachable with --archived)."),
     json_: bool = typer.Option(False, "--json", help="Print what was appended and what was refused, as JSON."),
 ) -> None:
     """Append one validated observation to the buffer (or a batch from stdin with `-`).
@@ -101,7 +103,8 @@ def write(
             obs["entities"] = [_parse_entity(e) for e in entity]
         if tag:
             obs["tags"] = tag
-        for key, value in (("importance", importance), ("confidence", confidence), ("context", context), ("source_quote", quote)):
+        for key, value in (("importance", importance), ("confidence", confidence), ("context", context), ("source_quote", quote),
+                           ("supersedes", supersedes)):
             if value is not None:
                 obs[key] = value
         batch = [obs]
@@ -167,6 +170,8 @@ def render_report(report) -> str:
         lines.append(f"  redacted         {_plural(report.redacted, 'credential')}")
     if report.truncated:
         lines.append(f"  truncated        {_plural(report.truncated, 'field')}")
+    if report.superseded:
+        lines.append(f"  superseded       {len(report.superseded)}  (archived, replaced by newer memories; `query --archived` finds them)")
     if report.recovered:
         lines.append("  recovered an interrupted run first")
     if report.rotated:

@@ -240,7 +240,7 @@ def settle(parts: list[Assessed], lines: Sequence[Line], buffer_id: str, ctx: Co
         created_here[c.hash_hex] = (c.note_id, path)
         obs = c.scored.obs
         plan.notes.append(PlannedNote(path, c.note_id, c.hash_hex, c.text, c.key, obs.session_id, make_title(obs.body),
-                                      obs.attribution))
+                                      obs.attribution, obs.supersedes))
     rejections.sort(key=lambda r: r[0])  # stable: by stage, then in buffer order
     plan.rejections = [(key, raw, why) for _, key, raw, why in rejections]
     return plan

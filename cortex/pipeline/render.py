@@ -33,6 +33,7 @@ def draft(scored: Scored, note_id: str, hash_hex: str, ctx: Context) -> NoteDraf
         source_quote=obs.source_quote,
         session_id=obs.session_id,
         last_reinforced=created,
+        supersedes=obs.supersedes,
     )
 
 

@@ -111,6 +111,7 @@ def validate(obj: dict[str, Any], key: str, ctx: Context) -> Observation | Rejec
         importance=scores.get("importance"),
         context=obj.get("context") or None,
         source_quote=obj.get("source_quote") or None,
+        supersedes=(obj.get("supersedes") or "").strip() or None,
         warnings=tuple(warnings),
         truncated=truncated,
     )
