@@ -103,12 +103,17 @@ def test_decayed_on_one_machine_reinforced_on_the_other_stays_alive(tmp_path):
     cx(a, "validate", "--all")
 
 
-def test_a_dedup_merge_on_one_machine_keeps_an_edit_made_on_the_other(tmp_path):
+def near_duplicates_on_two_machines(tmp_path):
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, "Maya prefers small, reviewable pull requests", timestamp="2026-01-10T10:00:00Z", type_="preference")
     write(a, "Maya prefers small reviewable pull requests.", timestamp="2026-01-12T10:00:00Z", type_="preference")
     cx(a, "run")
     converge(a, b)
+    return a, b
+
+
+def test_a_dedup_merge_on_one_machine_keeps_an_edit_made_on_the_other(tmp_path):
+    a, b = near_duplicates_on_two_machines(tmp_path)
     merged = json.loads(cx(a, "dedup", "--json").stdout)
     assert merged["changed"] == 1
     newer = merged["items"][0]["merge"]
@@ -122,11 +127,7 @@ def test_a_dedup_merge_on_one_machine_keeps_an_edit_made_on_the_other(tmp_path):
 
 
 def test_one_near_duplicate_pair_merged_on_two_machines_counts_once(tmp_path):
-    _, (a, b) = make_fleet(tmp_path, 2)
-    write(a, "Maya prefers small, reviewable pull requests", timestamp="2026-01-10T10:00:00Z", type_="preference")
-    write(a, "Maya prefers small reviewable pull requests.", timestamp="2026-01-12T10:00:00Z", type_="preference")
-    cx(a, "run")
-    converge(a, b)
+    a, b = near_duplicates_on_two_machines(tmp_path)
     for machine in (a, b):  # both merge the pair before either hears of the other's merge
         assert json.loads(cx(machine, "dedup", "--json").stdout)["changed"] == 1
     _reinforce(b, "Maya prefers small, reviewable pull requests", "2026-02-01T10:00:00Z")
