@@ -32,7 +32,7 @@ from pathlib import Path
 from cortex import counts, gitcli
 from cortex.notes import NoteSyntaxError, quote, source_hash, split_frontmatter
 
-ARCHIVE_KEYS = ("archived", "archive_reason", "merged_into")
+ARCHIVE_KEYS = ("archived", "archive_reason", "merged_into", "superseded_by", "forgotten_reason")
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
 

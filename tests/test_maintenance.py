@@ -205,6 +205,33 @@ def test_dedup_merges_paraphrases_into_the_older_note(vault):
     assert result.changed == 1
 
 
+def test_dedup_archives_a_memory_the_newest_of_its_subject_contradicts(vault):
+    standup = make_note(vault, "fact", "The team standup is at 09:30 every weekday.")
+    moved = make_note(vault, "fact", "The team standup is at 10:15 every weekday.", created=T0 + MONTH)
+    retro = make_note(vault, "fact", "The team retro is at 15:00 every other Friday.", created=T0 + MONTH)
+    flags = make_note(vault, "fact", "Feature flags are enabled in staging.")
+    flags_now = make_note(vault, "fact", "Feature flags are disabled in staging.", created=T0 + MONTH)
+    both = make_note(vault, "fact", "The sync worker imports bank statements as CSV files.")
+    also = make_note(vault, "fact", "The sync worker exports bank statements as CSV files.", created=T0 + MONTH)
+    edited = make_note(vault, "fact", "Payroll runs on the 25th of each month.")
+    make_note(vault, "fact", "Payroll runs on the 28th of each month.", created=T0 + MONTH)
+    (vault.root / edited).write_text((vault.root / edited).read_text() + "\nA person is still writing here.\n")
+
+    dry = run_job(vault, "dedup", now=T0 + 2 * MONTH, dry_run=True)
+    assert {(i["superseded"], i["by"]) for i in dry.items} == {(standup, moved), (flags, flags_now)}
+    result = run_job(vault, "dedup", now=T0 + 2 * MONTH)
+    assert result.changed == 2 and [s["superseded"] for s in result.skipped] == [edited]
+    archived = {p: p.replace("mind/facts/", "mind/archive/facts/") for p in (standup, flags)}
+    paths = set(note_paths(vault))
+    assert set(archived.values()) <= paths and not {standup, flags} & paths
+    assert {moved, retro, flags_now, both, also, edited} <= paths  # the current ones, other subjects, roles, the edit
+    for old, new in ((standup, moved), (flags, flags_now)):
+        gone = meta(vault, archived[old])
+        assert gone["archive_reason"] == "superseded" and gone["superseded_by"] == meta(vault, new)["id"]
+    assert "2 contradicted memories superseded" in subjects(vault, 1)[0]
+    assert git(vault.root, "status", "--porcelain").strip() == f"M {edited}"  # the person's edit, untouched
+
+
 def test_dedup_never_crosses_types_or_partitions(vault):
     make_note(vault, "preference", "Maya prefers small pull requests with one concern each.")
     make_note(vault, "opinion", "Maya prefers small pull requests, one concern each.", created=T0 + MONTH)

@@ -78,22 +78,29 @@ def dedup(
     dry_run: bool = typer.Option(False, "--dry-run", help="List candidate pairs with their scores; merge nothing."),
     now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
 ) -> None:
-    """Merge near-duplicate memories of the same type into the older note."""
+    """Merge near-duplicate memories of the same type into the older note, and archive a
+    memory the newest one of its subject contradicts (another number, date, polarity or state)."""
     from cortex.maintenance.due import run_job
 
     result = run_job(open_vault(), "dedup", now=_now(now), dry_run=dry_run)
+    merged = [i for i in result.items if "merge" in i]
+    superseded = [i for i in result.items if "superseded" in i]
     if json_:
         emit_json(result.to_json())
     else:
-        for i in result.items:
+        for i in merged:
             print(f"merge  {i['cosine']:.3f}  {i['merge']} → {i['keep']}")
+        for i in superseded:
+            print(f"supersede  {i['superseded']} by {i['by']}  ({i['why']})")
         if dry_run:
             for s in result.skipped:
                 if "cosine" in s:
                     print(f"keep   {s['cosine']:.3f}  {s['merge']} ≠ {s['keep']}  ({s['why']})")
     verb = "would merge" if dry_run else "merged"
     commit = f", commit {result.commit[:10]}" if result.commit else ""
-    info(f"cortex dedup: {verb} {result.changed} near-duplicate{'' if result.changed == 1 else 's'}{commit} in {result.seconds:.2f}s")
+    also = f", {'would supersede' if dry_run else 'superseded'} {len(superseded)} contradicted" if superseded else ""
+    info(f"cortex dedup: {verb} {len(merged)} near-duplicate{'' if len(merged) == 1 else 's'}{also}{commit} "
+         f"in {result.seconds:.2f}s")
     if not dry_run:
         _skips(result)
 

@@ -21,6 +21,14 @@ per chunk of rows against the rows after it; a larger one by an inverted file: s
 k-means cells of about ``CELL_ROWS`` notes, each note compared with the notes of its
 ``PROBES`` nearest cells (``bench/bench_scale.py`` prints the share of the exact pairs
 found). Vectors are cached by content hash in ``.cortex/maintain/vectors.npz``.
+
+The same job retires contradicted memories: when the newest memory of a subject states
+another value than an older one — the same statement with other numbers, dates or times,
+the opposite polarity, or one state swapped for its opposite (``dedup_check.changed_value``,
+built for precision: ``bench/bench_contradiction.py``) — the older one moves to the
+archive with ``archive_reason: superseded`` and ``superseded_by``, as a memory an agent
+corrects with ``supersedes`` does. Notes are compared only within one subject key
+(type, names, the words without values): linear, no embeddings.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from cortex import counts
 from cortex.maintenance.base import JobContext, JobResult, archive_path, later
-from cortex.maintenance.dedup_check import lexical, overlap, verdict
+from cortex.maintenance.dedup_check import changed_value, lexical, overlap, subject_key, verdict
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import quote, set_fields
 from cortex.timefmt import format_time
@@ -204,6 +212,33 @@ def plan_dedup(snapshot: Snapshot | Sequence[NoteInfo], embed: Callable[[list[No
     return DedupPlan(tuple(merges), tuple(vetoed))
 
 
+@dataclass(frozen=True)
+class Contradicted:
+    older: NoteInfo
+    newer: NoteInfo
+    why: str
+
+
+def plan_contradicted(snapshot: Snapshot | Sequence[NoteInfo], exclude: set[str] = frozenset()) -> list[Contradicted]:
+    """Pure: each older memory that the newest memory of its subject contradicts."""
+    groups: dict[tuple, list[NoteInfo]] = {}
+    for note in snapshot:
+        if eligible(note) and note.path not in exclude:
+            groups.setdefault((note.type, *subject_key(note.body)), []).append(note)
+    found = []
+    for notes in groups.values():
+        if len(notes) < 2:
+            continue
+        notes.sort(key=_age)
+        newest = notes[-1]
+        for older in notes[:-1]:
+            why = changed_value(older.body, newest.body)
+            if why:
+                found.append(Contradicted(older, newest, why))
+    found.sort(key=lambda c: (c.older.type, _age(c.older)))
+    return found
+
+
 # --- embeddings, cached by content -----------------------------------------------------------
 
 class VectorCache:
@@ -285,6 +320,16 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
         result.items.append({"keep": m.keep.path, "merge": m.merge.path, "cosine": round(m.cosine, 4),
                              "overlap": round(overlap(lexical(m.keep.body), lexical(m.merge.body)), 3),
                              "keep_title": m.keep.title, "merge_title": m.merge.title})
+    merging = {m.keep.path for ms in groups.values() for m in ms} | {m.merge.path for ms in groups.values() for m in ms}
+    contradicted = []
+    for c in plan_contradicted(snapshot, exclude=merging):
+        if ctx.editing(c.older.path) or ctx.editing(c.newer.path):
+            result.skipped.append({"superseded": c.older.path, "by": c.newer.path,
+                                   "why": "being edited (uncommitted changes): next run"})
+            continue
+        contradicted.append(c)
+        result.items.append({"superseded": c.older.path, "by": c.newer.path, "why": c.why,
+                             "superseded_title": c.older.title, "by_title": c.newer.title})
     result.changed = len(result.items)
     if dry_run:
         return result
@@ -310,9 +355,20 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
             changes[target] = ctx.blob(text)
             changes[m.merge.path] = None
             lines.append(f"{m.merge.path} → {keep.path} — {m.merge.title} ({m.cosine:.3f})")
+    n = len(lines)
+    for c in contradicted:
+        target = ctx.free_path(archive_path(c.older.path), taken)
+        taken.add(target)
+        changes[target] = ctx.blob(set_fields(ctx.file_text(c.older), {
+            "archived": format_time(ctx.now), "archive_reason": "superseded", "superseded_by": quote(c.newer.id)}))
+        changes[c.older.path] = None
+        lines.append(f"{c.older.path} → {target}: superseded by {c.newer.path} ({c.why})")
     if changes:
-        n = len(lines)
-        head = f"dedup: {n} near-duplicate{'' if n == 1 else 's'} merged into {len(groups)} note{'' if len(groups) == 1 else 's'}"
+        head = (f"dedup: {n} near-duplicate{'' if n == 1 else 's'} merged into {len(groups)} note{'' if len(groups) == 1 else 's'}"
+                if n else "dedup")
+        if contradicted:
+            k = len(contradicted)
+            head += f"{',' if n else ':'} {k} contradicted memor{'y' if k == 1 else 'ies'} superseded"
         result.commit = ctx.commit(JOB, changes, head + "\n\n" + "\n".join(lines) + "\n")
         snapshot = ctx.snapshot()
     state = ctx.vault.load_state()

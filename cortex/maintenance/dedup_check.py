@@ -214,3 +214,139 @@ def verdict(cosine: float, a_text: str, b_text: str, threshold: float) -> tuple[
     if veto:
         return False, veto
     return True, "near-duplicate"
+
+
+# --- a memory that contradicts an older one -------------------------------------------
+
+# Words that carry a statement's tense or negation but not its subject ("does not
+# support" / "supports", "no longer uses" / "uses").
+_FRAME = {"do", "does", "did", "doe", "longer", "anymore", "now", "still", "using", "use", "used"}
+# A word with digits in it names a thing (Q3, v2, eu-west-1, p95): part of the subject.
+_IDENTIFIER_RE = re.compile(r"\b[^\W\d_]+\d[\w.-]*")
+_DIGIT_LETTERS = str.maketrans("0123456789", "abcdefghij")
+# Opposites that are two states of one property, so a thing has one or the other: a
+# swap is a changed value. The rest of ``_ANTONYMS`` are roles a thing can play both
+# (imports and exports, client and server, minimum and maximum): a swap names a second
+# fact, not a correction.
+_STATES = [(fx, fy) for fx, fy, x, y in _ANTONYM_FORMS if (x, y) in {
+    ("dark", "light"), ("slow", "fast"), ("early", "late"), ("enable", "disable"), ("allow", "forbid"),
+    ("allow", "deny"), ("include", "exclude"), ("accept", "reject"), ("approve", "reject"), ("good", "bad"),
+    ("like", "dislike"), ("love", "hate"), ("hid", "caught"), ("hide", "catch"), ("easy", "hard"),
+    ("small", "large"), ("small", "big"), ("cheap", "expensive"), ("always", "never"), ("pass", "fail"),
+    ("on", "off"), ("open", "closed"), ("public", "private"), ("sync", "async"), ("online", "offline"),
+    ("manual", "automatic"), ("required", "optional"), ("mandatory", "optional"), ("strict", "lenient"),
+    ("hot", "cold"), ("warm", "cold"), ("true", "false"), ("increase", "decrease"), ("success", "failure"),
+    ("wide", "narrow"), ("ascending", "descending"), ("asc", "desc"), ("long", "short"), ("high", "low"),
+}]
+_CLOCK_RE = re.compile(r"^(\d{1,2})(?::(\d{2}))?(am|pm)?$")
+
+
+_LEADING_NUMBERED_RE = re.compile(r"^\s*(?:The\s+)?[A-Z][a-z]+\s+\d+\b")  # "Service 3 listens on ..."
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_DATE_RE = re.compile(r"\b(?:(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?|(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?("
+                      + "|".join(_MONTHS) + r"))\b", re.IGNORECASE)
+
+
+def _identifier(text: str) -> str:
+    return " id" + re.sub(r"\W", "", text).lower().translate(_DIGIT_LETTERS) + " "
+
+
+def _as_subject(text: str) -> str:
+    """``text`` with what names a thing made one plain word, which the tokenizer keeps
+    whole: an identifier (``Q3`` → ``idqd``) and a numbered thing that opens the
+    statement (``Service 3 listens …``), so that Q3 and Q4, service 3 and service 4 are
+    two subjects, not two values; a day of a month one value (``September 14`` →
+    ``09-14``), not two; and "per second" a unit, not an ordinal."""
+    text = _LEADING_NUMBERED_RE.sub(lambda m: _identifier(m.group(0)), text)
+    text = _IDENTIFIER_RE.sub(lambda m: _identifier(m.group(0)), text)
+
+    def date(m: re.Match) -> str:
+        month, day = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        return f"{_MONTHS.index(month.lower()) + 1:02d}-{int(day):02d}"
+
+    text = re.sub(r"\b(per|a|each|every|one)\s+second\b", r"\1 sec", text, flags=re.IGNORECASE)  # a unit, not "2nd"
+    return _DATE_RE.sub(date, text)
+
+
+def _value(token: str) -> str:
+    """One spelling per value: 2am, 2:00 and 02:00 are 02:00; 12k is 12000."""
+    m = _CLOCK_RE.match(token)
+    if m and (m.group(2) or m.group(3)):
+        hour = int(m.group(1)) % 12 + (12 if m.group(3) == "pm" else 0) if m.group(3) else int(m.group(1))
+        return f"{hour:02d}:{m.group(2) or '00'}"
+    if token.endswith("k") and token[:-1].replace(".", "", 1).isdigit():
+        return str(round(float(token[:-1]) * 1000))
+    return token
+
+
+def _state_swap(only_a: frozenset[str], only_b: frozenset[str]) -> frozenset[str] | None:
+    """The stems of the one word each side has alone, when the two are two states of one
+    property (``_STATES``, or a word and its negation: safe / unsafe)."""
+    if len(only_a) != 1 or len(only_b) != 1:
+        return None  # two opposite words, and nothing else, may differ
+    (x,), (y,) = only_a, only_b
+    negated = any(x == p + y or y == p + x for p in _NEGATING_PREFIXES if len(x) + len(y) - len(p) >= 8)
+    if negated or any((x in fx and y in fy) or (x in fy and y in fx) for fx, fy in _STATES):
+        return frozenset({_stem(x), _stem(y)})
+    return None
+
+
+def changed_value(older: str, newer: str) -> str | None:
+    """Why ``newer`` contradicts ``older``: the same statement — the same names,
+    identifiers and content words — with one value changed: other numbers, dates or times
+    (where neither set holds the other: a value added is not a change), the opposite
+    polarity, or one word swapped for its antonym. None when both can hold: another
+    subject, a value added, a detail added, a related claim, a paraphrase.
+
+    Built for precision: any content word that one statement has and the other lacks
+    means they may speak of different things, and nothing is claimed."""
+    a_text, b_text = _as_subject(older), _as_subject(newer)
+    a, b = lexical(a_text), lexical(b_text)
+    if a.names != b.names:
+        return None
+    drop: frozenset[str] = frozenset()
+    a_values, b_values = {_value(n) for n in a.numbers}, {_value(n) for n in b.numbers}
+    if a_values != b_values:
+        if not (a_values and b_values) or a_values < b_values or b_values < a_values:
+            return None  # a value added or removed: both may hold
+        if len(a_values) > 1 and len(b_values) > 1 and not a_values & b_values:
+            return None  # every value changed: more likely another thing than a correction
+        why = "other numbers or dates"
+    else:
+        swap = _state_swap(a.raw - b.raw, b.raw - a.raw)
+        if a.polarity != b.polarity:
+            why = "opposite polarity"  # "disabled" is a negative word and a state of "enabled"
+            # "dislikes" negates "likes": the word it negates is not a subject word
+            drop = frozenset(_stem(w[len(p):]) for w in a.raw ^ b.raw for p in _NEGATING_PREFIXES
+                             if w.startswith(p) and w[len(p):] in a.raw | b.raw) | (swap or frozenset())
+        elif swap is None:
+            return None
+        else:
+            why = "opposite words ({} / {})".format(*sorted(a.raw ^ b.raw))
+            drop = swap
+    if {w for w in a.words if w not in _FRAME} - drop != {w for w in b.words if w not in _FRAME} - drop:
+        return None
+    return why
+
+
+def subject_key(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(names, subject words) of a statement without its values: two statements
+    ``changed_value`` can pair have the same key, so the search for contradictions only
+    compares notes within one key. State words are left out (``likes`` has no
+    counterpart in ``dislikes``, a negative word) and a negating prefix is dropped
+    (``unsafe`` keys as ``safe``); a key shared by more is only a candidate."""
+    lex = lexical(_as_subject(text))
+    words = set()
+    for w in lex.words:
+        if w in _FRAME or any(w in fx or w in fy for fx, fy in _STATE_STEMS):
+            continue
+        for p in _NEGATING_PREFIXES:
+            if w.startswith(p) and len(w) - len(p) >= 4:
+                w = w[len(p):]
+                break
+        words.add(w)
+    return lex.names, frozenset(words)
+
+
+_STATE_STEMS = [(frozenset(_stem(w) for w in fx), frozenset(_stem(w) for w in fy)) for fx, fy in _STATES]

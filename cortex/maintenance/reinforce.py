@@ -84,7 +84,7 @@ def render(text: str, item: Reinforcement) -> str:
     updates: dict[str, str | None] = {"last_reinforced": item.new_last, "reinforced": str(item.new_count),
                                       "reinforced_tally": secrets.token_hex(4)}
     if item.restore:
-        updates.update({"archived": None, "archive_reason": None})
+        updates.update({"archived": None, "archive_reason": None, "superseded_by": None, "forgotten_reason": None})
     return set_fields(text, updates, after="last_reinforced")
 
 
