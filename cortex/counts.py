@@ -53,6 +53,11 @@ def render_merged(merged: dict[str, int]) -> str:
     return "{" + ", ".join(f"{quote(i)}: {merged[i]}" for i in sorted(merged)) + "}"
 
 
+def fields(count: Count) -> dict[str, str]:
+    """The frontmatter values that hold ``count``."""
+    return {"reinforced": str(count.total), KEY: render_merged(count.merged)}
+
+
 def _union(*maps: dict[str, int]) -> dict[str, int]:
     out: dict[str, int] = {}
     for m in maps:

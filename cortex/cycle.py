@@ -17,7 +17,7 @@ from cortex.gitrepo import GitRepo
 from cortex.hashindex import HashIndex
 from cortex.packing import configured_gc_auto, pack_if_due
 from cortex.model import Plan, RunReport
-from cortex.pipeline.plan import make_plan
+from cortex.pipeline.plan import make_plan, plan_later
 from cortex.notes import REDACTED
 from cortex.quarantine import Entry
 from cortex.security.secrets import scrub_json_line
@@ -132,15 +132,12 @@ def _consume(vault: Vault, repo: GitRepo, state: State, index: HashIndex, path, 
 def _plan_ahead(vault: Vault, index: HashIndex, start: int, now: datetime, left: int | None, path,
                 buffer_id: str):
     """The chunk from ``start``, its assessment under way; None when the budget is spent."""
-    from cortex.parallel import available_cores
-    from cortex.pipeline.plan import plan_later
-
     if left is not None and left <= 0:
         return None
     lines = list(buffer.read_lines(path, start, CHUNK_LINES if left is None else min(CHUNK_LINES, left),
                                    max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=CHUNK_BYTES))
     return plan_later(lines, buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
-                      workers=vault.settings.workers or available_cores())
+                      workers=_workers(vault))
 
 
 def _finish_archives(vault: Vault, state: State) -> None:
@@ -179,11 +176,16 @@ def _apply(vault: Vault, repo: GitRepo, state: State, plan: Plan, per: str, now:
 
 def _plan(vault: Vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None) -> Plan:
     """The whole buffer's plan from ``start`` (a dry run shows it all at once)."""
-    from cortex.parallel import available_cores
-
     lines = buffer.read_lines(vault.buffer_path, start, limit, max_line_bytes=vault.settings.limits.max_line_bytes)
     return make_plan(lines, state.buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
-                     workers=vault.settings.workers or available_cores())
+                     workers=_workers(vault))
+
+
+def _workers(vault: Vault) -> int:
+    """Processes to plan with: ``workers:`` in config.yml, else one per core."""
+    from cortex.parallel import available_cores
+
+    return vault.settings.workers or available_cores()
 
 
 def _count_plan(plan: Plan, report: RunReport) -> None:

@@ -31,8 +31,7 @@ from pathlib import Path
 
 from cortex import counts, gitcli
 from cortex.notes import NoteSyntaxError, quote, source_hash, split_frontmatter
-
-ARCHIVE_KEYS = ("archived", "archive_reason", "merged_into", "superseded_by", "forgotten_reason")
+from cortex.taxonomy import ARCHIVE_FIELDS as ARCHIVE_KEYS
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
 

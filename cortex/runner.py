@@ -71,10 +71,10 @@ def commit_message(notes: list[PlannedNote], reinforced: int | None) -> str:
     return f"{head}\n\n{body}\n"
 
 
-def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove: list[str] = (), *,
-            now: datetime | None = None, report: RunReport | None = None) -> dict[str, Any]:
-    """Steps 2–3's content: the pending record for ``plan`` (with the archive moves of
-    the memories its notes supersede, ``cortex/supersede.py``)."""
+def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove: list[str], *,
+            now: datetime, report: RunReport) -> dict[str, Any]:
+    """Steps 2–3's content: the pending record for ``plan``, with the archive moves of
+    the memories its notes supersede (``cortex/supersede.py``) in their notes' commits."""
     from cortex import supersede
 
     batch = secrets.token_hex(8)
@@ -82,19 +82,15 @@ def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove
     grouped = group_notes(plan.notes, per)
     reinforced = len(plan.reinforcements) if len(grouped) == 1 else None
     oids = iter(repo.write_blobs([n.text.encode("utf-8") for notes in grouped for n in notes]))
-    moves = supersede.plan(repo, plan.notes, format_time(now or datetime.now().astimezone()))
-    if report is not None:
-        report.warnings += moves.warnings
+    superseding = supersede.plan(repo, plan.notes, format_time(now))
+    report.warnings += superseding.warnings
     for notes in grouped:
         changes = {n.path: next(oids) for n in notes}
-        message = commit_message(notes, reinforced)
-        for n in notes:
-            for path, data in moves.changes.get(n.path, {}).items():
-                changes[path] = None if data is None else repo.write_blob(data)
-        gone = [(old, target) for old, target, new in moves.archived if new in changes]
-        if gone:
-            message += "".join(f"{old} → {target} (superseded)\n" for old, target in gone)
-        groups.append({"message": message, "changes": changes, "superseded": [old for old, _ in gone]})
+        moves = [m for m in superseding.moves if m.by in changes]
+        message = commit_message(notes, reinforced) + "".join(f"{m.old} → {m.target} (superseded)\n" for m in moves)
+        for m in moves:
+            changes.update({m.target: repo.write_blob(m.text.encode("utf-8")), m.old: None})
+        groups.append({"message": message, "changes": changes, "superseded": [m.old for m in moves]})
     return {
         "batch": batch,
         "at": time.time(),

@@ -27,10 +27,9 @@ from datetime import datetime
 from typing import Any, Iterable, Iterator, TYPE_CHECKING
 
 from cortex import counts
-from cortex.maintenance.base import JobContext, archive_path, later, unarchive_path
+from cortex.maintenance.base import JobContext, fold_into, unarchive_path
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
-from cortex.notes import quote, set_fields, source_hash
-from cortex.timefmt import format_time
+from cortex.notes import source_hash
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -119,10 +118,6 @@ def _uncounted(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | None
             yield keep, tuple(sorted(absorbed, key=lambda n: n.path))
 
 
-def _flow_ids(ids: list[str]) -> str:
-    return "[" + ", ".join(quote(i) for i in ids) + "]"
-
-
 def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
     """Apply what HEAD needs settling (since the last settle); the items done."""
     ctx = JobContext(vault, now)
@@ -151,28 +146,11 @@ def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
         if any(ctx.editing(n.path) for n in (fold.keep, *fold.others)):
             continue
         keep = fold.keep
-        ids = list(keep.merged_from)
-        last = keep.last_reinforced or keep.created
-        count = counts.fold(keep.count, [(other.id, other.count) for other in (*fold.others, *fold.absorbed)])
-        for note in fold.absorbed:
-            ids += [i for i in (*note.merged_from, note.id) if i and i not in ids]
-            last = later(last, note.last_reinforced or note.created)
-            lines.append(f"{keep.path} — {keep.title} (counts the repeats of {note.path}, merged into it elsewhere)")
-        for other in fold.others:
-            ids += [i for i in (*other.merged_from, other.id) if i and i not in ids]
-            last = later(last, other.last_reinforced or other.created)
-            if other.partition == "mind":
-                target = ctx.free_path(archive_path(other.path), taken)
-                taken.add(target)
-                changes[target] = ctx.blob(set_fields(ctx.file_text(other), {
-                    "merged_into": quote(keep.id), "archived": format_time(now), "archive_reason": "merged"}))
-            changes[other.path] = None
-            lines.append(f"{other.path} → {keep.path} — {other.title} (the same memory from another machine)")
-        updates = {"merged_from": _flow_ids(ids), "reinforced": str(count.total),
-                   counts.KEY: counts.render_merged(count.merged)}
-        if last:
-            updates["last_reinforced"] = last
-        changes[keep.path] = ctx.blob(set_fields(ctx.file_text(keep), updates, after="last_reinforced"))
+        folded, count = fold_into(ctx, keep, fold.others, taken, absorbed=fold.absorbed)
+        changes.update(folded)
+        lines += [f"{keep.path} — {keep.title} (counts the repeats of {n.path}, merged into it elsewhere)"
+                  for n in fold.absorbed]
+        lines += [f"{o.path} → {keep.path} — {o.title} (the same memory from another machine)" for o in fold.others]
         items.append({"kept": keep.path, "folded": [o.path for o in fold.others], "reinforced": count.total,
                       **({"counted": [n.path for n in fold.absorbed]} if fold.absorbed else {})})
     if changes:

@@ -21,14 +21,21 @@ from dataclasses import dataclass, field
 
 from cortex.gitrepo import GitRepo
 from cortex.model import PlannedNote
-from cortex.notes import NoteSyntaxError, quote, set_fields
+from cortex.notes import NoteSyntaxError, quote
 from cortex.taxonomy import ARCHIVE
+
+
+@dataclass(frozen=True)
+class Move:
+    old: str  # the replaced note
+    target: str  # where it goes in the archive
+    text: str  # its archived text
+    by: str  # the path of the note that replaces it
 
 
 @dataclass
 class Superseding:
-    changes: dict[str, dict[str, bytes | None]] = field(default_factory=dict)  # new note's path -> its extra changes
-    archived: list[tuple[str, str, str]] = field(default_factory=list)  # (old path, archive path, new note's path)
+    moves: list[Move] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -39,72 +46,70 @@ def plan(repo: GitRepo, notes: list[PlannedNote], at: str) -> Superseding:
     if not wanted:
         return out
     from cortex.headcache import HeadCache
-    from cortex.maintenance.base import archive_path
+    from cortex.maintenance.base import archive_path, archived, next_free
 
     cache = HeadCache(repo.root).sync()
     try:
-        written = {n.path for n in notes}
-        taken: set[str] = set()
+        taken = {n.path for n in notes}
+
+        def busy(path: str) -> bool:
+            return path in taken or cache.has_path(path) or (repo.root / path).exists()
+
         for note in wanted:
-            old = _named(repo, cache, note.supersedes or "")
-            if isinstance(old, str) and old.startswith("!"):
-                out.warnings.append(f"{note.path}: supersedes {note.supersedes!r}: {old[1:]}; nothing archived")
+            try:
+                old = _named(repo, cache, note.supersedes or "")
+            except _NothingToArchive as why:
+                out.warnings.append(f"{note.path}: supersedes {note.supersedes!r}: {why}; nothing archived")
                 continue
-            if old is None or old in taken or old in written:
+            if old is None or old in taken:
                 continue  # archived already, or by an earlier note of this run
-            text = repo.file_at_head(old)
             if repo.is_dirty(old):
                 out.warnings.append(f"{note.path}: supersedes {old}, which has uncommitted changes; "
                                     "not archived (commit them, then `cortex forget` it)")
                 continue
             try:
-                moved = set_fields(text.decode("utf-8"), {"archived": at, "archive_reason": "superseded",
-                                                          "superseded_by": quote(note.note_id)})
+                text = archived(repo.file_at_head(old).decode("utf-8"), at, "superseded", superseded_by=quote(note.note_id))
             except (UnicodeDecodeError, NoteSyntaxError) as exc:
                 out.warnings.append(f"{note.path}: supersedes {old}, which cannot be read ({exc}); nothing archived")
                 continue
-            target = _free(repo, archive_path(old), taken | written)
-            taken |= {old, target}
-            out.changes.setdefault(note.path, {}).update({target: moved.encode("utf-8"), old: None})
-            out.archived.append((old, target, note.path))
+            target = next_free(archive_path(old), busy)
+            taken.update((old, target))
+            out.moves.append(Move(old, target, text, note.path))
     finally:
         cache.close()
     return out
 
 
+class _NothingToArchive(Exception):
+    """``ref`` names no memory that can be archived: the message says why."""
+
+
 def _named(repo: GitRepo, cache, ref: str) -> str | None:
-    """The active memory at HEAD that ``ref`` names; None when it is archived already;
-    ``"!why"`` when there is none to archive."""
+    """The active memory at HEAD that ``ref`` names; None when it is archived already."""
     from cortex.noteref import ID_RE, BadReference, note_path
 
     try:
         path = note_path(repo.root, ref)
     except BadReference as exc:
-        return "!" + exc.message
+        raise _NothingToArchive(exc.message) from None
     if path is None:
         if not ID_RE.match(ref):
-            return "!not a note id or path"
+            raise _NothingToArchive("not a note id or path")
         paths = cache.paths_with_id(ref)
         active = [p for p in paths if not _archived(p)]
         if not active:
-            return None if paths else "!no note at HEAD has that id"
+            if paths:
+                return None
+            raise _NothingToArchive("no note at HEAD has that id")
         path = sorted(active)[0]
     elif not cache.has_path(path):
-        return "!no such note at HEAD"
+        raise _NothingToArchive("no such note at HEAD")
     if _archived(path):
         return None
     if not path.startswith("mind/"):
-        return "!it is permanent data (vault/): edit or delete it yourself"
+        raise _NothingToArchive("it is permanent data (vault/): edit or delete it yourself")
     return path
 
 
 def _archived(path: str) -> bool:
     return path.startswith(f"mind/{ARCHIVE}/")
-
-
-def _free(repo: GitRepo, path: str, taken: set[str]) -> str:
-    stem, candidate, n = path[:-3], path, 1
-    while candidate in taken or repo.file_at_head(candidate) is not None or (repo.root / candidate).exists():
-        n += 1
-        candidate = f"{stem}-{n}.md"
-    return candidate

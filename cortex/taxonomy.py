@@ -17,7 +17,10 @@ from cortex.layout import PARTITIONS, WINDOWS_RESERVED  # PARTITIONS: defined on
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 CATEGORIES = ("concept", "entity", "relation")
-ARCHIVE = "archive"  # mind/archive/<folder>/: faded or merged memories
+ARCHIVE = "archive"  # mind/archive/<folder>/: faded, merged, forgotten or superseded memories
+# What an archived note carries, and a note brought back loses: when, why, and the
+# reason's own field (merged_into, superseded_by, forgotten_reason).
+ARCHIVE_FIELDS = ("archived", "archive_reason", "merged_into", "superseded_by", "forgotten_reason")
 
 
 @dataclass(frozen=True)

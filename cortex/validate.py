@@ -304,7 +304,7 @@ def without_identity_lines(text: str) -> str:
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
 
-_TOP_KEYS = re.compile(r"^([A-Za-z_][\w-]*)\s*:", re.M)
+_TOP_KEYS = re.compile(_TOP_KEY.pattern, re.M)
 
 
 def _repeated_keys(frontmatter: str) -> list[tuple[str, int]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, TYPE_CHECKING
+from typing import Any, Callable, Sequence, TYPE_CHECKING
 
 from cortex.gitrepo import GitRepo, trailer_lines
 from cortex.maintenance.settings import MaintenanceSettings, load_maintenance
@@ -96,14 +96,10 @@ class JobContext:
         return self.repo.blob_text(note.blob)
 
     def free_path(self, path: str, taken: set[str]) -> str:
-        """``path``, or ``-2``, ``-3`` … before ``.md`` when it is taken (at HEAD, on disk, or in ``taken``)."""
+        """``path``, or the first free ``-2``, ``-3`` … (free at HEAD, on disk and of ``taken``)."""
         at_head = (self._snapshot or self.snapshot()).by_path()
-        stem = path[:-3]
-        candidate, n = path, 1
-        while candidate in taken or candidate in at_head or (self.vault.root / candidate).exists():
-            n += 1
-            candidate = f"{stem}-{n}.md"
-        return candidate
+        root = self.vault.root
+        return next_free(path, lambda p: p in taken or p in at_head or (root / p).exists())
 
     # --- the crash-safe commit ---------------------------------------------------------
 
@@ -151,6 +147,64 @@ def archive_path(path: str) -> str:
     """``mind/<folder>/x.md`` → ``mind/archive/<folder>/x.md``."""
     parts = path.split("/")
     return "/".join([parts[0], ARCHIVE, *parts[1:]])
+
+
+def fold_into(ctx: "JobContext", keep, others: Sequence, taken: set[str], absorbed: Sequence = ()):
+    """The changes that make ``keep`` the one note of a memory found several times
+    (dedup's near-duplicates, the same observation from several machines): each of
+    ``others`` archived into it (``merged_into``; in ``vault/``, which has no archive,
+    removed), and ``keep`` gains their ids in ``merged_from``, their repeats in its count
+    (``cortex.counts``: each absorbed note once, whoever folds it) and the latest
+    ``last_reinforced``. ``absorbed``: notes archived into it already, counted only.
+    Returns (changes, the new count)."""
+    from cortex import counts
+    from cortex.notes import quote, set_fields
+    from cortex.timefmt import format_time
+
+    changes: dict[str, str | None] = {}
+    ids = list(keep.merged_from)
+    last = keep.last_reinforced or keep.created
+    count = counts.fold(keep.count, [(n.id or n.path, n.count) for n in (*others, *absorbed)])
+    for note in (*absorbed, *others):
+        ids += [i for i in (*note.merged_from, note.id) if i and i not in ids]
+        last = later(last, note.last_reinforced or note.created)
+    for other in others:
+        if other.partition == "mind":
+            target = ctx.free_path(archive_path(other.path), taken)
+            taken.add(target)
+            changes[target] = ctx.blob(archived(ctx.file_text(other), format_time(ctx.now), "merged",
+                                                merged_into=quote(keep.id)))
+        changes[other.path] = None
+    updates = {"merged_from": flow_ids(ids), **counts.fields(count)}
+    if last:
+        updates["last_reinforced"] = last
+    changes[keep.path] = ctx.blob(set_fields(ctx.file_text(keep), updates, after="last_reinforced"))
+    return changes, count
+
+
+def next_free(path: str, taken: Callable[[str], bool]) -> str:
+    """``path``, or ``-2``, ``-3`` … before ``.md``: the first name ``taken`` refuses not."""
+    stem, candidate, n = path[:-3], path, 1
+    while taken(candidate):
+        n += 1
+        candidate = f"{stem}-{n}.md"
+    return candidate
+
+
+def archived(text: str, at: str, reason: str, **fields: str) -> str:
+    """``text`` as an archived note: ``archived`` (when), ``archive_reason`` (faded,
+    merged, forgotten, superseded) and the reason's own pre-rendered fields
+    (``merged_into``, ``superseded_by``, ``forgotten_reason``: ``taxonomy.ARCHIVE_FIELDS``)."""
+    from cortex.notes import set_fields
+
+    return set_fields(text, {"archived": at, "archive_reason": reason, **fields})
+
+
+def flow_ids(ids: Sequence[str]) -> str:
+    """Ids as a YAML flow list (``merged_from``)."""
+    from cortex.notes import quote
+
+    return "[" + ", ".join(quote(i) for i in ids) + "]"
 
 
 def unarchive_path(path: str) -> str:

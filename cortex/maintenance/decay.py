@@ -14,9 +14,8 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from cortex.importance import effective_importance
-from cortex.maintenance.base import JobContext, JobResult, archive_path, later
+from cortex.maintenance.base import JobContext, JobResult, archive_path, archived, later
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
-from cortex.notes import set_fields
 from cortex.taxonomy import Taxonomy
 from cortex.timefmt import format_time
 
@@ -54,7 +53,7 @@ def plan_decay(snapshot: Snapshot, taxonomy: Taxonomy, now: datetime, threshold:
 
 
 def render(text: str, now: datetime) -> str:
-    return set_fields(text, {"archived": format_time(now), "archive_reason": "faded"})
+    return archived(text, format_time(now), "faded")
 
 
 def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:

@@ -36,11 +36,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from cortex import counts
-from cortex.maintenance.base import JobContext, JobResult, archive_path, later
+from cortex.maintenance.base import JobContext, JobResult, archive_path, archived, fold_into
 from cortex.maintenance.dedup_check import changed_value, lexical, overlap, subject_key, verdict
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
-from cortex.notes import quote, set_fields
+from cortex.notes import quote
 from cortex.timefmt import format_time
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -293,10 +292,6 @@ class VectorCache:
 
 # --- apply ------------------------------------------------------------------------------------
 
-def _flow_ids(ids: Sequence[str]) -> str:
-    return "[" + ", ".join(quote(i) for i in ids) + "]"
-
-
 def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     result = JobResult(JOB, dry_run=dry_run)
     if not dry_run:
@@ -337,30 +332,15 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     lines, taken = [], set()
     for merges in groups.values():
         keep = merges[0].keep
-        ids = list(keep.merged_from) + [m.merge.id for m in merges if m.merge.id not in keep.merged_from]
-        count = counts.fold(keep.count, [(m.merge.id or m.merge.path, m.merge.count) for m in merges])
-        last = keep.last_reinforced
-        for m in merges:
-            last = later(last, m.merge.last_reinforced or m.merge.created)
-        updates = {"merged_from": _flow_ids(ids), "reinforced": str(count.total),
-                   counts.KEY: counts.render_merged(count.merged)}
-        if last:
-            updates["last_reinforced"] = last
-        changes[keep.path] = ctx.blob(set_fields(ctx.file_text(keep), updates, after="last_reinforced"))
-        for m in merges:
-            target = ctx.free_path(archive_path(m.merge.path), taken)
-            taken.add(target)
-            text = set_fields(ctx.file_text(m.merge), {"merged_into": quote(keep.id), "archived": format_time(ctx.now),
-                                                            "archive_reason": "merged"})
-            changes[target] = ctx.blob(text)
-            changes[m.merge.path] = None
-            lines.append(f"{m.merge.path} → {keep.path} — {m.merge.title} ({m.cosine:.3f})")
+        folded, _ = fold_into(ctx, keep, [m.merge for m in merges], taken)
+        changes.update(folded)
+        lines += [f"{m.merge.path} → {keep.path} — {m.merge.title} ({m.cosine:.3f})" for m in merges]
     n = len(lines)
     for c in contradicted:
         target = ctx.free_path(archive_path(c.older.path), taken)
         taken.add(target)
-        changes[target] = ctx.blob(set_fields(ctx.file_text(c.older), {
-            "archived": format_time(ctx.now), "archive_reason": "superseded", "superseded_by": quote(c.newer.id)}))
+        changes[target] = ctx.blob(archived(ctx.file_text(c.older), format_time(ctx.now), "superseded",
+                                            superseded_by=quote(c.newer.id)))
         changes[c.older.path] = None
         lines.append(f"{c.older.path} → {target}: superseded by {c.newer.path} ({c.why})")
     if changes:

@@ -59,28 +59,38 @@ those to today try turn two upgrade use we when while with within write writing 
 _COMPARATIVES = {"over", "than", "versus", "vs"}
 _TO_VERBS = {"be", "have", "get", "keep", "stay", "use", "do", "make", "run", "go"}
 _PREFER_MARK = {"prefer"}  # stems: "prefers x to y" is a comparison, "wants x to be" is not
-_ANTONYMS = [
-    ("dark", "light"), ("long", "short"), ("slow", "fast"), ("slow", "speed"), ("high", "low"),
-    ("early", "late"), ("more", "less"), ("increase", "decrease"), ("enable", "disable"), ("allow", "forbid"),
-    ("allow", "deny"), ("include", "exclude"), ("before", "after"), ("start", "stop"), ("accept", "reject"),
-    ("approve", "reject"), ("good", "bad"), ("like", "dislike"), ("love", "hate"), ("hid", "caught"),
-    ("hide", "catch"), ("overkill", "fit"), ("easy", "hard"), ("small", "large"), ("small", "big"),
-    ("cheap", "expensive"), ("old", "new"), ("always", "never"), ("win", "lose"), ("success", "failure"),
-    ("pass", "fail"), ("on", "off"), ("open", "closed"), ("public", "private"), ("sync", "async"),
-    ("online", "offline"), ("manual", "automatic"), ("frontend", "backend"), ("front", "back"),
-    ("staging", "production"), ("dev", "prod"), ("development", "production"), ("test", "production"),
-    ("read", "write"), ("left", "right"), ("up", "down"), ("upper", "lower"),
-    ("min", "max"), ("minimum", "maximum"), ("input", "output"), ("import", "export"), ("upload", "download"),
-    ("push", "pull"), ("client", "server"), ("inbound", "outbound"), ("internal", "external"),
-    ("first", "last"), ("top", "bottom"), ("true", "false"), ("add", "remove"), ("create", "delete"),
-    ("buy", "sell"), ("send", "receive"), ("upstream", "downstream"), ("horizontal", "vertical"),
-    ("required", "optional"), ("mandatory", "optional"), ("strict", "lenient"), ("hot", "cold"),
-    ("warm", "cold"), ("wide", "narrow"), ("senior", "junior"), ("parent", "child"), ("primary", "secondary"),
-    ("primary", "replica"), ("leader", "follower"), ("above", "below"), ("inside", "outside"),
-    ("allowlist", "denylist"), ("whitelist", "blacklist"), ("ascending", "descending"), ("asc", "desc"),
-    ("north", "south"), ("east", "west"), ("light", "heavy"), ("gain", "loss"), ("profit", "loss"),
-    ("positive", "negative"), ("major", "minor"), ("encrypt", "decrypt"), ("compress", "decompress"),
+# Opposites that are two states of one property: a thing is one or the other, so a swap
+# is a changed value (``changed_value``).
+_STATE_PAIRS = [
+    ("dark", "light"), ("long", "short"), ("slow", "fast"), ("high", "low"), ("early", "late"),
+    ("increase", "decrease"), ("enable", "disable"), ("allow", "forbid"), ("allow", "deny"),
+    ("include", "exclude"), ("accept", "reject"), ("approve", "reject"), ("good", "bad"), ("like", "dislike"),
+    ("love", "hate"), ("hid", "caught"), ("hide", "catch"), ("easy", "hard"), ("small", "large"),
+    ("small", "big"), ("cheap", "expensive"), ("always", "never"), ("success", "failure"), ("pass", "fail"),
+    ("on", "off"), ("open", "closed"), ("public", "private"), ("sync", "async"), ("online", "offline"),
+    ("manual", "automatic"), ("true", "false"), ("required", "optional"), ("mandatory", "optional"),
+    ("strict", "lenient"), ("hot", "cold"), ("warm", "cold"), ("wide", "narrow"), ("ascending", "descending"),
+    ("asc", "desc"),
 ]
+# Opposites that need not exclude each other: roles a thing can play both (imports and
+# exports, client and server, minimum and maximum) or words whose sense depends on what
+# they qualify (old / new, more / less, before / after). Different memories, but a swap
+# is not taken for a correction.
+_ROLE_PAIRS = [
+    ("slow", "speed"), ("more", "less"), ("before", "after"), ("start", "stop"), ("overkill", "fit"),
+    ("old", "new"), ("win", "lose"), ("frontend", "backend"), ("front", "back"), ("staging", "production"),
+    ("dev", "prod"), ("development", "production"), ("test", "production"), ("read", "write"),
+    ("left", "right"), ("up", "down"), ("upper", "lower"), ("min", "max"), ("minimum", "maximum"),
+    ("input", "output"), ("import", "export"), ("upload", "download"), ("push", "pull"), ("client", "server"),
+    ("inbound", "outbound"), ("internal", "external"), ("first", "last"), ("top", "bottom"), ("add", "remove"),
+    ("create", "delete"), ("buy", "sell"), ("send", "receive"), ("upstream", "downstream"),
+    ("horizontal", "vertical"), ("senior", "junior"), ("parent", "child"), ("primary", "secondary"),
+    ("primary", "replica"), ("leader", "follower"), ("above", "below"), ("inside", "outside"),
+    ("allowlist", "denylist"), ("whitelist", "blacklist"), ("north", "south"), ("east", "west"),
+    ("light", "heavy"), ("gain", "loss"), ("profit", "loss"), ("positive", "negative"), ("major", "minor"),
+    ("encrypt", "decrypt"), ("compress", "decompress"),
+]
+_ANTONYMS = _STATE_PAIRS + _ROLE_PAIRS  # near-duplicates: any opposite keeps two notes apart
 # A word and the same word behind one of these is its opposite (safe / unsafe).
 _NEGATING_PREFIXES = ("un", "non", "in", "im", "ir", "il", "dis", "de")
 
@@ -224,20 +234,8 @@ _FRAME = {"do", "does", "did", "doe", "longer", "anymore", "now", "still", "usin
 # A word with digits in it names a thing (Q3, v2, eu-west-1, p95): part of the subject.
 _IDENTIFIER_RE = re.compile(r"\b[^\W\d_]+\d[\w.-]*")
 _DIGIT_LETTERS = str.maketrans("0123456789", "abcdefghij")
-# Opposites that are two states of one property, so a thing has one or the other: a
-# swap is a changed value. The rest of ``_ANTONYMS`` are roles a thing can play both
-# (imports and exports, client and server, minimum and maximum): a swap names a second
-# fact, not a correction.
-_STATES = [(fx, fy) for fx, fy, x, y in _ANTONYM_FORMS if (x, y) in {
-    ("dark", "light"), ("slow", "fast"), ("early", "late"), ("enable", "disable"), ("allow", "forbid"),
-    ("allow", "deny"), ("include", "exclude"), ("accept", "reject"), ("approve", "reject"), ("good", "bad"),
-    ("like", "dislike"), ("love", "hate"), ("hid", "caught"), ("hide", "catch"), ("easy", "hard"),
-    ("small", "large"), ("small", "big"), ("cheap", "expensive"), ("always", "never"), ("pass", "fail"),
-    ("on", "off"), ("open", "closed"), ("public", "private"), ("sync", "async"), ("online", "offline"),
-    ("manual", "automatic"), ("required", "optional"), ("mandatory", "optional"), ("strict", "lenient"),
-    ("hot", "cold"), ("warm", "cold"), ("true", "false"), ("increase", "decrease"), ("success", "failure"),
-    ("wide", "narrow"), ("ascending", "descending"), ("asc", "desc"), ("long", "short"), ("high", "low"),
-}]
+_STATES = [(_forms(x), _forms(y)) for x, y in _STATE_PAIRS]
+_STATE_STEMS = [(frozenset(_stem(w) for w in fx), frozenset(_stem(w) for w in fy)) for fx, fy in _STATES]
 _CLOCK_RE = re.compile(r"^(\d{1,2})(?::(\d{2}))?(am|pm)?$")
 
 
@@ -348,5 +346,3 @@ def subject_key(text: str) -> tuple[frozenset[str], frozenset[str]]:
         words.add(w)
     return lex.names, frozenset(words)
 
-
-_STATE_STEMS = [(frozenset(_stem(w) for w in fx), frozenset(_stem(w) for w in fy)) for fx, fy in _STATES]

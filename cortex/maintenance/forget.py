@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from cortex.errors import CortexError, UsageError
-from cortex.maintenance.base import JobContext, archive_path
-from cortex.notes import quote, set_fields
+from cortex.maintenance.base import JobContext, archive_path, archived
+from cortex.notes import quote
 from cortex.security.secrets import scrub_generated
 from cortex.timefmt import format_time
 
@@ -73,8 +73,7 @@ def forget(vault: Vault, ref: str, reason: str, *, now: datetime, dry_run: bool 
         target = ctx.free_path(archive_path(path), set())
         commit = None
         if not dry_run:
-            text = set_fields(ctx.file_text(note), {"archived": format_time(now), "archive_reason": "forgotten",
-                                                    "forgotten_reason": quote(reason)})
+            text = archived(ctx.file_text(note), format_time(now), "forgotten", forgotten_reason=quote(reason))
             message = f"forget: {scrub_generated(note.title)}\n\n{path} → {target}\nreason: {reason}\n"
             commit = ctx.commit(JOB, {target: ctx.blob(text), path: None}, message)
         return Forgotten(id=note.id or "", path=path, archived_to=target, title=note.title or "", reason=reason,

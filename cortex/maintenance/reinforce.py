@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from cortex.maintenance.base import JobContext, JobResult, later, unarchive_path
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import set_fields
+from cortex.taxonomy import ARCHIVE_FIELDS
 
 JOB = "reinforce"
 
@@ -84,7 +85,7 @@ def render(text: str, item: Reinforcement) -> str:
     updates: dict[str, str | None] = {"last_reinforced": item.new_last, "reinforced": str(item.new_count),
                                       "reinforced_tally": secrets.token_hex(4)}
     if item.restore:
-        updates.update({"archived": None, "archive_reason": None, "superseded_by": None, "forgotten_reason": None})
+        updates.update(dict.fromkeys(ARCHIVE_FIELDS))
     return set_fields(text, updates, after="last_reinforced")
 
 
