@@ -232,6 +232,14 @@ def test_dedup_archives_a_memory_the_newest_of_its_subject_contradicts(vault):
     assert git(vault.root, "status", "--porcelain").strip() == f"M {edited}"  # the person's edit, untouched
 
 
+def test_a_memory_repeated_after_its_contradiction_is_the_current_one(vault):
+    seven = make_note(vault, "fact", "The team has 7 engineers.", last_reinforced=T0 + 3 * MONTH)
+    nine = make_note(vault, "fact", "The team has 9 engineers.", created=T0 + MONTH)
+    result = run_job(vault, "dedup", now=T0 + 4 * MONTH)
+    assert [(i["superseded"], i["by"]) for i in result.items] == [(nine, seven)]  # 7 was said again, last
+    assert seven in note_paths(vault) and nine not in note_paths(vault)
+
+
 def test_dedup_never_crosses_types_or_partitions(vault):
     make_note(vault, "preference", "Maya prefers small pull requests with one concern each.")
     make_note(vault, "opinion", "Maya prefers small pull requests, one concern each.", created=T0 + MONTH)

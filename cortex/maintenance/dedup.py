@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from cortex.maintenance.base import JobContext, JobResult, archive_path, archived, fold_into
+from cortex.maintenance.base import JobContext, JobResult, archive_path, archived, fold_into, later
 from cortex.maintenance.dedup_check import changed_value, lexical, overlap, subject_key, verdict
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import quote
@@ -211,6 +211,18 @@ def plan_dedup(snapshot: Snapshot | Sequence[NoteInfo], embed: Callable[[list[No
     return DedupPlan(tuple(merges), tuple(vetoed))
 
 
+def _stated(note: NoteInfo) -> tuple[str, str]:
+    """When a memory was last said — its last reinforcement, else its creation — then
+    its path: a repeat of an older value makes that value the current one again."""
+    from cortex.timefmt import parse_time
+
+    try:
+        when = format_time(parse_time(later(note.last_reinforced, note.created)))
+    except (ValueError, TypeError):
+        when = _age(note)[0]
+    return when, note.path
+
+
 @dataclass(frozen=True)
 class Contradicted:
     older: NoteInfo
@@ -219,7 +231,7 @@ class Contradicted:
 
 
 def plan_contradicted(snapshot: Snapshot | Sequence[NoteInfo], exclude: set[str] = frozenset()) -> list[Contradicted]:
-    """Pure: each older memory that the newest memory of its subject contradicts."""
+    """Pure: each memory that the one of its subject said last contradicts."""
     groups: dict[tuple, list[NoteInfo]] = {}
     for note in snapshot:
         if eligible(note) and note.path not in exclude:
@@ -228,8 +240,8 @@ def plan_contradicted(snapshot: Snapshot | Sequence[NoteInfo], exclude: set[str]
     for notes in groups.values():
         if len(notes) < 2:
             continue
-        notes.sort(key=_age)
-        newest = notes[-1]
+        notes.sort(key=_stated)
+        newest = notes[-1]  # the memory said last: made, or repeated, most recently
         for older in notes[:-1]:
             why = changed_value(older.body, newest.body)
             if why:
