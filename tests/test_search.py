@@ -526,6 +526,21 @@ def test_vector_updates_go_to_a_delta_then_fold_into_the_base(tmp_path, monkeypa
     assert "late" not in V.VectorStore.load(tmp_path).rows and len(V.VectorStore.load(tmp_path)) == len(truth)
 
 
+def test_vector_keys_find_a_row_by_its_whole_path_without_splitting():
+    from cortex.search.vectors import Keys
+
+    paths = ["vault/a.md", "", "xvault/a.md", "vault/a.md.md", "mind/Zürich notes.md", "vault/a.m"]
+    keys = Keys.of(paths)
+    assert len(keys) == len(paths) and list(keys) == paths and keys.blank() == 1
+    assert [keys[i] for i in range(len(paths))] == paths and keys[-1] == "vault/a.m"
+    for i, path in enumerate(paths):
+        if path:
+            assert keys.row(path) == i
+    assert keys.row("a.md") is None and keys.row("vault") is None and keys.row("") is None
+    assert keys.row("vault/a.md\nxvault/a.md") is None  # never across lines
+    assert Keys.of([]).row("x") is None and len(Keys.of([])) == 0
+
+
 def test_large_vector_store_prefilters_and_agrees_with_exact(tmp_path):
     import numpy as np
 

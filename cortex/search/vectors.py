@@ -1,7 +1,9 @@
 """The semantic side: one L2-normalised embedding row per note, keyed by vault path.
 
 Stored as `vectors.npy` (float32, memory-mapped for queries) and `vector_keys.txt` (the
-path of each row; an empty line is a free row). An update does not rewrite them: new and
+path of each row; an empty line is a free row), read as bytes and never split: a row's
+path is found by a byte search and a row's key by its line offsets (`Keys`), so opening
+the store and updating one row do not build a list and a map of every path. An update does not rewrite them: new and
 changed rows go to a small `vectors_delta.npz`, with the base rows they supersede or
 delete (tombstones), so one new note costs the same in a vault of any size. Once the
 delta passes a tenth of the base, the next save folds it in (a full rewrite, under new
@@ -37,13 +39,14 @@ class VectorStore:
     1,000 on every dimension. On 50,000 notes that reads a quarter of the memory; the
     top 10 agree with exact search 99 % of the time (measured with 96 of 256 dims)."""
 
-    def __init__(self, directory: Path, matrix: np.ndarray, keys: list[str], head_dims: int = 0, head=None):
+    def __init__(self, directory: Path, matrix: np.ndarray, keys: "Sequence[str] | Keys", head_dims: int = 0, head=None):
         self.directory = directory
         self.matrix = matrix  # the base rows (memory-mapped when loaded)
-        self.keys = keys
+        self.keys = keys if isinstance(keys, Keys) else Keys.of(keys)
         self.head_dims = head_dims if 0 < head_dims < matrix.shape[1] else 0
         self._head = head
-        self._rows: dict[str, int] | None = None  # path -> row; delta rows follow the base's
+        self._rows: dict[str, int] | None = None  # path -> row of every live row (tests, folds)
+        self._in_delta: dict[str, int] | None = None  # path -> delta row
         self.delta = np.zeros((0, matrix.shape[1]), dtype=np.float32)
         self.delta_keys: list[str] = []
         self.dead: set[int] = set()  # base rows superseded or deleted
@@ -55,17 +58,33 @@ class VectorStore:
 
     @property
     def rows(self) -> dict[str, int]:
+        """{path: row} of every live row (delta rows follow the base's); built in full,
+        so only for whole-store work: a single path is `row_of`'s."""
         if self._rows is None:
             dead, n = self.dead, len(self.keys)
             self._rows = {k: i for i, k in enumerate(self.keys) if k and i not in dead}
             self._rows.update((k, n + j) for j, k in enumerate(self.delta_keys) if k)
         return self._rows
 
+    @property
+    def in_delta(self) -> dict[str, int]:
+        if self._in_delta is None:
+            self._in_delta = {k: j for j, k in enumerate(self.delta_keys) if k}
+        return self._in_delta
+
+    def row_of(self, path: str) -> int | None:
+        """The live row of `path` (delta rows numbered after the base's), or None."""
+        j = self.in_delta.get(path)
+        if j is not None:
+            return len(self.keys) + j
+        row = self.keys.row(path)
+        return None if row is None or row in self.dead else row
+
     def __len__(self) -> int:
         if self._rows is not None:
             return len(self._rows)
         # without building the path index
-        return (len(self.keys) - self.keys.count("") - len(self.dead)
+        return (len(self.keys) - self.keys.blank() - len(self.dead)
                 + len(self.delta_keys) - self.delta_keys.count(""))
 
     @classmethod
@@ -75,7 +94,7 @@ class VectorStore:
     @classmethod
     def load(cls, directory: Path, *, head_dims: int = 0) -> "VectorStore":
         matrix = np.load(directory / MATRIX, mmap_mode="r")
-        keys = (directory / KEYS).read_text(encoding="utf-8").split("\n")[:-1]
+        keys = Keys((directory / KEYS).read_bytes())
         if matrix.ndim != 2 or matrix.dtype != np.float32 or len(keys) != matrix.shape[0]:
             raise ValueError(f"vector store in {directory} is inconsistent ({matrix.shape} vs {len(keys)} keys)")
         head = None
@@ -121,19 +140,20 @@ class VectorStore:
 
     def _fold(self) -> None:
         """Base and delta as one matrix, dead rows dropped."""
-        keep = [i for i, k in enumerate(self.keys) if k and i not in self.dead]
+        keys = list(self.keys)
+        keep = [i for i, k in enumerate(keys) if k and i not in self.dead]
         live = [j for j, k in enumerate(self.delta_keys) if k]
         self.matrix = np.concatenate([np.asarray(self.matrix)[keep], self.delta[live]]).astype(np.float32)
-        self.keys = [self.keys[i] for i in keep] + [self.delta_keys[j] for j in live]
+        self.keys = Keys.of([keys[i] for i in keep] + [self.delta_keys[j] for j in live])
         self.delta = np.zeros((0, self.matrix.shape[1]), dtype=np.float32)
-        self.delta_keys, self.dead, self._rows, self._head = [], set(), None, None
+        self.delta_keys, self.dead, self._rows, self._in_delta, self._head = [], set(), None, None, None
 
     def _write_base(self) -> None:
         tmp_matrix = self.directory / (MATRIX + ".tmp")
         tmp_keys = self.directory / (KEYS + ".tmp")
         with open(tmp_matrix, "wb") as fh:
             np.save(fh, np.ascontiguousarray(self.matrix, dtype=np.float32))
-        tmp_keys.write_text("".join(k + "\n" for k in self.keys), encoding="utf-8")
+        tmp_keys.write_bytes(self.keys.data)
         if self.head_dims and self.matrix.shape[0] > EXACT_LIMIT:
             tmp_head = self.directory / (HEAD + ".tmp")
             with open(tmp_head, "wb") as fh:
@@ -147,28 +167,31 @@ class VectorStore:
     # --- changes ----------------------------------------------------------------------
 
     def vector(self, path: str) -> np.ndarray | None:
-        row = self.rows.get(path)
+        row = self.row_of(path)
         if row is None:
             return None
         n = len(self.keys)
         return np.array(self.matrix[row] if row < n else self.delta[row - n])
 
     def apply(self, upserts: Sequence[tuple[str, np.ndarray]], deletes: Iterable[str] = ()) -> None:
-        """Delete rows, then set (path, vector) rows: into the delta, superseding base rows."""
-        n = len(self.keys)
-        rows = dict(self.rows)
+        """Delete rows, then set (path, vector) rows: into the delta, superseding base rows.
+        Touches only the rows named (a byte search of the base keys per path)."""
         delta, delta_keys, dead = np.array(self.delta), list(self.delta_keys), set(self.dead)
+        in_delta = dict(self.in_delta)
+
+        def base_row(path: str) -> int | None:
+            row = self.keys.row(path)
+            return None if row is None or row in dead else row
+
         for path in deletes:
-            row = rows.pop(path, None)
-            if row is None:
-                continue
-            if row < n:
+            j = in_delta.pop(path, None)
+            if j is not None:  # (its base row, if any, is dead already)
+                delta_keys[j] = ""
+                delta[j] = 0.0
+            elif (row := base_row(path)) is not None:
                 dead.add(row)
-            else:
-                delta_keys[row - n] = ""
-                delta[row - n] = 0.0
         free = [j for j, k in enumerate(delta_keys) if not k]
-        new = [(p, v) for p, v in upserts if rows.get(p, -1) < n]
+        new = [p for p, _ in upserts if p not in in_delta]
         grow = max(0, len(new) - len(free))
         if grow:
             delta = np.vstack([delta, np.zeros((grow, delta.shape[1]), dtype=np.float32)])
@@ -176,17 +199,16 @@ class VectorStore:
             delta_keys += [""] * grow
         free_iter = iter(free)
         for path, vec in upserts:
-            row = rows.get(path)
-            if row is None or row < n:
-                if row is not None:
+            j = in_delta.get(path)
+            if j is None:
+                if (row := base_row(path)) is not None:
                     dead.add(row)  # a changed base row: superseded
-                j = next(free_iter)
-                rows[path], delta_keys[j] = n + j, path
-            else:
-                j = row - n
+                j = in_delta[path] = next(free_iter)
+                delta_keys[j] = path
             delta[j] = vec
         # the in-memory head goes (queries here are exact until the next load, which maps it again)
-        self.delta, self.delta_keys, self.dead, self._rows, self._head = delta, delta_keys, dead, rows, None
+        self.delta, self.delta_keys, self.dead, self._in_delta = delta, delta_keys, dead, in_delta
+        self._rows, self._head = None, None
 
     # --- queries ----------------------------------------------------------------------
 
@@ -220,6 +242,59 @@ class VectorStore:
                       _best(np.arange(len(self.delta_keys)), self.delta @ query, k) if self.delta_keys[j]]
         found.sort(key=lambda item: -item[1])
         return found[:k]
+
+
+class Keys:
+    """The base rows' paths: the keys file's bytes, one path per line, never split into a
+    list. `row(path)` is a byte search (memchr speed, ~1 ms in 200,000 rows) and a count
+    of the lines before the hit; `keys[i]` reads line i by offsets, found on first use."""
+
+    def __init__(self, data: bytes) -> None:
+        if data and not data.endswith(b"\n"):
+            raise ValueError("vector keys file is cut short")
+        self.data = data
+        self._n = data.count(b"\n")
+        self._starts: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, keys: Iterable[str]) -> "Keys":
+        return cls("".join(k + "\n" for k in keys).encode("utf-8"))
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Offset of each line's start, and the data's length after the last."""
+        if self._starts is None:
+            ends = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)
+            self._starts = np.concatenate([[0], ends + 1]).astype(np.int64)
+        return self._starts
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> str:
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        i %= self._n
+        starts = self.starts
+        return self.data[starts[i]: starts[i + 1] - 1].decode("utf-8")
+
+    def __iter__(self):
+        return iter(self.data.decode("utf-8").split("\n")[:-1])
+
+    def row(self, path: str) -> int | None:
+        needle = path.encode("utf-8") + b"\n"
+        if not path or b"\n" in needle[:-1]:
+            return None
+        if self.data.startswith(needle):
+            return 0
+        hit = self.data.find(b"\n" + needle)
+        return None if hit < 0 else self.data.count(b"\n", 0, hit + 1)
+
+    def blank(self) -> int:
+        """How many rows are free (empty lines)."""
+        if not (self.data.startswith(b"\n") or b"\n\n" in self.data):
+            return 0
+        return int(np.count_nonzero(np.diff(self.starts) == 1))
 
 
 def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
