@@ -284,6 +284,47 @@ def test_git_names_the_changes_once_the_index_knows_what_was_dirty(vault, monkey
     assert "mind/facts" not in listed and idx.lexical.doc_count() >= 1
 
 
+def test_untracked_notes_stay_watched_while_git_is_asked_only_about_changed_folders(vault):
+    """`git status` runs without its untracked walk: a person's uncommitted notes (at the
+    top, in a type folder, in a new folder) are found when their folder changes, then
+    carried from one update to the next, so an edit in place is seen however many
+    unrelated updates happened in between."""
+    write_note(vault, "mind/facts/a.md", "The build server lives in the basement rack", type_="fact")
+    commit_all(vault)
+    fresh_index(vault)
+    fresh_index(vault)
+    top = vault / "Untitled.md"
+    top.write_text("Ideas about otters\n", encoding="utf-8")
+    draft = write_note(vault, "mind/facts/draft.md", "Draft about penguins", type_="fact")
+    (vault / "Projects").mkdir()
+    project = vault / "Projects" / "plan.md"
+    project.write_text("Plan for the harbour festival\n", encoding="utf-8")
+    idx = fresh_index(vault)
+    assert paths(search(idx, "otters")) == ["Untitled.md"] and paths(search(idx, "penguins")) == [draft]
+    assert paths(search(idx, "harbour festival")) == ["Projects/plan.md"]
+    dirty = json.loads((vault / ".cortex/search/state.json").read_text())["dirty"]
+    assert set(dirty) == {"Untitled.md", draft, "Projects/plan.md"}
+    for i in range(2):  # unrelated updates: another folder changes, a commit lands
+        write_note(vault, f"mind/lessons/l{i}.md", f"Lesson number {i} about caching", type_="lesson")
+        commit_all(vault, f"lesson {i}")
+        fresh_index(vault)
+    # edited in place (the folders' mtimes do not move)
+    top.write_text("Ideas about beavers\n", encoding="utf-8")
+    (vault / draft).write_text((vault / draft).read_text().replace("penguins", "walruses"))
+    project.write_text("Plan for the lantern parade\n", encoding="utf-8")
+    idx = fresh_index(vault)
+    assert paths(search(idx, "beavers")) == ["Untitled.md"] and paths(search(idx, "walruses")) == [draft]
+    assert paths(search(idx, "lantern parade")) == ["Projects/plan.md"]
+    assert search(idx, "otters", mode="lexical") == [] and search(idx, "penguins", mode="lexical") == []
+    commit_all(vault, "the draft")  # committed: clean, no longer carried
+    fresh_index(vault)
+    assert json.loads((vault / ".cortex/search/state.json").read_text())["dirty"] == ["Projects/plan.md", "Untitled.md"]
+    git(vault, "add", "Untitled.md", "Projects")
+    git(vault, "commit", "-q", "--no-verify", "-m", "the person's notes")
+    fresh_index(vault)
+    assert json.loads((vault / ".cortex/search/state.json").read_text())["dirty"] == []
+
+
 def test_edit_then_commit_between_queries(vault):
     write_note(vault, "vault/resources/r.md", "A guide to sourdough baking", type_="resource", category="entity")
     commit_all(vault)

@@ -4,8 +4,12 @@ Three signals, each cheap, together complete:
 
 * directory mtimes: creating, deleting or renaming a note (and an editor's atomic save)
   changes its folder's mtime, so only changed folders are listed;
-* `git status` (one subprocess, started before the query's heavy imports so that it runs
-  on the other core meanwhile): lists notes edited in place, tracked or untracked;
+* `git status -uno` (one subprocess, started before the query's heavy imports so that it
+  runs on the other core meanwhile): lists tracked notes edited in place or staged. Not
+  the untracked ones: finding those walks every folder (0.3 s in a 200,000-note vault).
+  Untracked notes are asked of git only in the folders whose mtime moved
+  (`git ls-files --others` limited to their own entries), and the ones known from the
+  last check are carried over: a note created in a folder changes that folder's mtime;
 * HEAD: when it moved since the last check, `git diff --name-only old new` lists what
   the commits touched (an edit made and committed between two queries).
 
@@ -18,12 +22,18 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from cortex.layout import NOT_NOTES, git_ignored, is_note_path
 
 TOP = "."  # the repository's top folder, where Obsidian puts new notes and daily notes
 # git pathspecs: the whole repository but observer/ (its runtime files are no notes)
 PATHSPEC = (".", ":(exclude)observer")
+
+
+def _glob_escape(path: str) -> str:
+    """`path` as a literal inside a git glob pathspec."""
+    return "".join("\\" + c if c in "\\*?[" else c for c in path)
 
 
 def join(rel_dir: str, name: str) -> str:
@@ -103,7 +113,7 @@ class GitProbe:
 
         # None without git on PATH: a full stat sweep instead
         probe.proc = gitcli.start(root, "--no-optional-locks", "-c", "core.quotepath=off", "status", "--porcelain=v2",
-                                  "--branch", "-z", "-uall", "--no-renames", "--ignored=no", "--", *PATHSPEC)
+                                  "--branch", "-z", "-uno", "--no-renames", "--ignored=no", "--", *PATHSPEC)
         return probe
 
     def result(self) -> "GitProbe":
@@ -124,6 +134,24 @@ class GitProbe:
                 self.dirty.add(entry[2:])
         self.ok = True
         return self
+
+    def untracked(self, folders: Iterable[str] = (), files: Iterable[str] = (), *,
+                  everywhere: bool = False) -> set[str] | None:
+        """Untracked files directly in `folders` (git reads those folders alone), among
+        `files`, or `everywhere`. None: git could not say. (Not for the top folder as a
+        folder: a pattern there makes git walk every folder below it; pass its files.)"""
+        specs = [f":(glob){_glob_escape(f)}/*" for f in folders] + [f":(literal){f}" for f in files]
+        if everywhere:
+            specs = list(PATHSPEC)
+        if not specs:
+            return set()
+        from cortex import gitcli
+
+        proc = gitcli.run_bytes(self.root, "--no-optional-locks", "-c", "core.quotepath=off", "ls-files", "--others",
+                                "--exclude-standard", "-z", "--", *specs)
+        if proc is None or proc.code != 0:
+            return None
+        return {p for p in proc.out.decode("utf-8", errors="surrogateescape").split("\0") if p}
 
     def committed_since(self, old_head: str) -> set[str] | None:
         """Note paths that commits between `old_head` and HEAD touched (None: unknown)."""

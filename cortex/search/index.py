@@ -116,6 +116,17 @@ class State:
         os.replace(tmp, path)
 
 
+@dataclass
+class Candidates:
+    """What an update looks at: {path: (mtime_ns, size), or None if gone}, and what to
+    record once it is applied (folder mtimes, HEAD, the notes git calls dirty)."""
+
+    found: dict[str, tuple[int, int] | None]
+    dirs: dict[str, int]
+    head: str | None
+    dirty: list[str] | None
+
+
 def walk_notes(root: Path) -> Iterator[str]:
     """Every note path (vault-relative, posix): vault/ and mind/, archive included, and a
     person's notes anywhere else."""
@@ -290,9 +301,15 @@ class SearchIndex:
 
     # --- incremental updates --------------------------------------------------------------
 
-    def candidates(self, probe: freshness.GitProbe | None) -> tuple[dict[str, tuple[int, int] | None], dict[str, int], str | None]:
-        """Notes that may differ from the index: {path: (mtime_ns, size) or None if gone},
-        with the folder mtimes and HEAD to record once they are applied."""
+    def candidates(self, probe: freshness.GitProbe | None) -> Candidates:
+        """Notes that may differ from the index, with what to record once they are applied.
+
+        With git's word (`probe`) and the last check's list of dirty notes, a folder whose
+        mtime moved is not read note by note: git lists its untracked files (its own
+        entries only) and `git status` names the tracked notes that changed, so a new note
+        in a 40,000-note folder costs neither 40,000 stored-field reads nor a walk of the
+        vault for untracked files. Without them, changed folders are listed and compared
+        with the index."""
         state, root = self.state, self.root
         dirs_now: dict[str, int] = {}
         changed_dirs: list[str] = []
@@ -308,85 +325,109 @@ class SearchIndex:
         if freshness.TOP not in state.dirs:
             changed_dirs.append(freshness.TOP)
         full_sweep = probe is None
-        head = None
+        head, committed = None, set()
         if probe is not None:
             probe.result()
             head = probe.head
             if not probe.ok:
                 full_sweep = True
             elif head != state.head:
-                committed = probe.committed_since(state.head) if state.head else None
-                if committed is None:
+                found_commits = probe.committed_since(state.head) if state.head else None
+                if found_commits is None:
                     full_sweep = True
+                else:
+                    committed = found_commits
         if full_sweep:
             dirs_now = freshness.note_dirs(root)
             changed_dirs = sorted(set(dirs_now) | set(state.dirs))
         found: dict[str, tuple[int, int] | None] = {}
-        seen_dirs = set()
-        # With git's word on every change (status, and the diff of moved HEADs), a known
-        # folder whose mtime moved is not listed: listing it and reading its notes' stored
-        # fields cost a fifth of a 200,000-note vault per new note.
+        seen_dirs: set[str] = set()
         trusted = probe is not None and probe.ok and not full_sweep and state.dirty is not None
+        asked: list[str] = []  # changed folders whose untracked files git is asked for
+        top_notes: list[str] = []
+        top_listed = False
         while changed_dirs:
             rel_dir = changed_dirs.pop()
             if rel_dir in seen_dirs:
                 continue
             seen_dirs.add(rel_dir)
-            if trusted and rel_dir in state.dirs:
-                try:
-                    dirs_now[rel_dir] = os.stat(root / rel_dir).st_mtime_ns
-                except OSError:
-                    dirs_now.pop(rel_dir, None)
+            if not (root / rel_dir).is_dir():
+                dirs_now.pop(rel_dir, None)  # gone: its tracked notes are in git's status, the rest in `dirty`
+                if not trusted:
+                    found.update((path, None) for path in self.lexical.paths_in(rel_dir))
                 continue
-            listing = freshness.scan_dir(root, rel_dir)
-            for path, stored in self.lexical.paths_in(rel_dir).items():
-                now = listing.pop(path, None)
-                if now != (stored.get("mtime"), stored.get("size")):
-                    found[path] = now
-            found.update(listing)  # new notes in this folder
-            if (root / rel_dir).is_dir():
-                dirs_now[rel_dir] = os.stat(root / rel_dir).st_mtime_ns
-                new = [sub for sub in freshness.subfolders(root, rel_dir, os.scandir(root / rel_dir))
-                       if sub not in state.dirs and sub not in dirs_now]
-                ignored = freshness.git_ignored(root, [f"{sub}/" for sub in new])
-                changed_dirs += [sub for sub in new if f"{sub}/" not in ignored]  # a new folder
+            dirs_now[rel_dir] = os.stat(root / rel_dir).st_mtime_ns
+            if trusted and rel_dir in state.dirs and rel_dir != freshness.TOP:
+                asked.append(rel_dir)
             else:
-                dirs_now.pop(rel_dir, None)
-        if probe is not None and probe.ok and not full_sweep:
-            # notes dirty last time and clean now (an edit undone, an untracked note
-            # deleted) are looked at again: git no longer names them
-            extra = set(probe.dirty) | set(state.dirty or ())
-            if head != state.head:
-                extra |= probe.committed_since(state.head) or set()
-            for folder in {p.rpartition("/")[0] or freshness.TOP for p in extra}:
-                if folder not in dirs_now and folder not in seen_dirs:  # a new folder, by git's word
-                    try:
-                        dirs_now[folder] = os.stat(root / folder).st_mtime_ns
-                    except OSError:
-                        pass
-            for path in extra:
-                if freshness.is_note_path(path) and path not in found:  # git status leaves ignored files out
-                    now = freshness.stat_note(root, path)
-                    stored = self.lexical.stored(path)
-                    if stored is None:
-                        if now is not None:
+                listing = self._compare_folder(rel_dir, found)
+                if rel_dir == freshness.TOP:
+                    top_notes, top_listed = list(listing), True
+                elif trusted:
+                    asked.append(rel_dir)  # a new folder: listed, and git says which of its notes are untracked
+            new = [sub for sub in freshness.subfolders(root, rel_dir, os.scandir(root / rel_dir))
+                   if sub not in state.dirs and sub not in dirs_now]
+            ignored = freshness.git_ignored(root, [f"{sub}/" for sub in new])
+            changed_dirs += [sub for sub in new if f"{sub}/" not in ignored]  # a new folder
+        dirty = None
+        if probe is not None and probe.ok:
+            untracked = probe.untracked(asked, top_notes) if trusted else probe.untracked(everywhere=True)
+            dirty_now = set(probe.dirty) | (untracked or set())
+            if untracked is None:
+                # git could not say: these folders are compared note by note, and nothing
+                # is recorded as dirty, so that the next update asks git everywhere
+                for rel_dir in asked:
+                    self._compare_folder(rel_dir, found)
+            else:
+                if trusted:
+                    # untracked notes of folders nobody touched since: git was not asked again
+                    asked_set = set(asked) | ({freshness.TOP} if top_listed else set())
+                    dirty_now |= {p for p in state.dirty or () if p not in committed and os.path.lexists(root / p)
+                                  and (p.rpartition("/")[0] or freshness.TOP) not in asked_set}
+                dirty = sorted(p for p in dirty_now if freshness.is_note_path(p))
+            if not full_sweep:
+                # notes dirty now or last time (an edit undone, an untracked note deleted),
+                # committed since, or untracked in a changed folder: looked at one by one
+                extra = dirty_now | set(state.dirty or ()) | committed
+                for folder in {p.rpartition("/")[0] or freshness.TOP for p in extra}:
+                    if folder not in dirs_now and folder not in seen_dirs:  # a new folder, by git's word
+                        try:
+                            dirs_now[folder] = os.stat(root / folder).st_mtime_ns
+                        except OSError:
+                            pass
+                for path in extra:
+                    if freshness.is_note_path(path) and path not in found:  # git leaves ignored files out
+                        now = freshness.stat_note(root, path)
+                        stored = self.lexical.stored(path)
+                        if stored is None:
+                            if now is not None:
+                                found[path] = now
+                        elif now != (stored.get("mtime"), stored.get("size")):
                             found[path] = now
-                        continue
-                    if now != (stored.get("mtime"), stored.get("size")):
-                        found[path] = now
-        return found, dirs_now, head
+        return Candidates(found, dirs_now, head, dirty)
+
+    def _compare_folder(self, rel_dir: str, found: dict[str, tuple[int, int] | None]) -> dict[str, tuple[int, int]]:
+        """List one folder's notes and add to `found` those that differ from the index
+        (new, changed, gone); the listing."""
+        listing = freshness.scan_dir(self.root, rel_dir)
+        pending = dict(listing)
+        for path, stored in self.lexical.paths_in(rel_dir).items():
+            now = pending.pop(path, None)
+            if now != (stored.get("mtime"), stored.get("size")):
+                found[path] = now
+        found.update(pending)  # new notes in this folder
+        return listing
 
     def refresh(self, probe: freshness.GitProbe | None = None) -> UpdateReport:
         """Bring a loaded index up to date with the vault, cheaply when nothing changed."""
         start = time.perf_counter()
-        found, dirs_now, head = self.candidates(probe)
-        dirty = sorted(p for p in probe.dirty if freshness.is_note_path(p)) if probe is not None and probe.ok else None
+        c = self.candidates(probe)
         report = UpdateReport()
-        if found or dirs_now != self.state.dirs or head != self.state.head or dirty != self.state.dirty:
+        if c.found or c.dirs != self.state.dirs or c.head != self.state.head or c.dirty != self.state.dirty:
             with self._locked():
                 self.load(vectors=False)  # another process may have updated meanwhile
-                report = self.apply(found)
-                self.state.dirs, self.state.head, self.state.dirty = dirs_now, head, dirty
+                report = self.apply(c.found)
+                self.state.dirs, self.state.head, self.state.dirty = c.dirs, c.head, c.dirty
                 self.state.write(self.directory / "state.json")
         report.notes = self.lexical.doc_count()
         report.seconds = time.perf_counter() - start
