@@ -8,7 +8,9 @@ full `cortex index`. Each measurement runs the real CLI (or git) in a subprocess
 median of `--repeat` runs, next to `python -c pass` measured in the same run:
 
 - the validate hook (`python -m cortex.hooks validate`) on one staged new note;
-- `git commit` of one new note through the installed pre-commit hooks (and `--no-verify`);
+- `git commit` of one new note through the installed pre-commit hooks, of one file no
+  cortex hook looks at (pre-commit's own work: it diffs the whole working tree several
+  times) and with `--no-verify` (git alone); the hooks' share is the first less the second;
 - `cortex index` after one new committed note, and with nothing to do;
 - a cold `cortex query`, hybrid and lexical (`--lexical`);
 - `cortex status`; `cortex maintain` with nothing due;
@@ -48,7 +50,7 @@ VERSION = "scale-v1"
 PY = sys.executable
 _SCRIPT = Path(PY).parent / "cortex"
 CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "cortex"]
-ONE_NOTE = ("hook", "commit", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid", "query_lexical")
+ONE_NOTE = ("hook", "commit", "commit_cortex", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid", "query_lexical")
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
 
@@ -148,15 +150,20 @@ def measure(vault: Path, repeat: int) -> dict:
         hook.append(timed(vault, PY, "-m", "cortex.hooks", "validate", rel))
         sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: hook")
     out["hook"] = median(hook)
-    commit, plain = [], []
+    commit, framework, plain = [], [], []
     for _ in range(repeat):
         rel = new_note(vault)
         sh(vault, "git", "add", rel)
         commit.append(timed(vault, "git", "commit", "-q", "-m", "bench: one note"))
+        other = vault / "observer" / f"bench-{time.time_ns()}.txt"  # no cortex hook matches it
+        other.write_text("not a note\n", encoding="utf-8")
+        sh(vault, "git", "add", "-f", str(other.relative_to(vault)))
+        framework.append(timed(vault, "git", "commit", "-q", "-m", "bench: one other file"))
         rel = new_note(vault)
         sh(vault, "git", "add", rel)
         plain.append(timed(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: one note, no hooks"))
-    out["commit"], out["commit_plain"] = median(commit), median(plain)
+    out["commit"], out["commit_framework"], out["commit_plain"] = median(commit), median(framework), median(plain)
+    out["commit_cortex"] = out["commit"] - out["commit_framework"]
     sh(vault, *CORTEX, "index")
     index_one, index_idle = [], []
     for _ in range(repeat):
@@ -220,7 +227,8 @@ def main() -> int:
             restore(vault, info["head"])
     rows = [
         ("python -c pass", "python", "s"), ("validate hook, one staged note", "hook", "s"),
-        ("git commit of one note, hooks", "commit", "s"), ("git commit of one note, no hooks", "commit_plain", "s"),
+        ("git commit of one note, hooks", "commit", "s"), ("  same, a file no cortex hook reads", "commit_framework", "s"),
+        ("  the cortex hooks' share (difference)", "commit_cortex", "s"), ("git commit of one note, no hooks", "commit_plain", "s"),
         ("cortex index after one new note", "index_one", "s"), ("cortex index, nothing to do", "index_idle", "s"),
         ("cold query, hybrid", "query_hybrid", "s"), ("cold query, lexical", "query_lexical", "s"),
         ("cortex status", "status", "s"), ("cortex maintain, nothing due", "maintain_idle", "s"),
