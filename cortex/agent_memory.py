@@ -155,7 +155,8 @@ class Memory:
 
     # --- reads ------------------------------------------------------------------------------
 
-    def query(self, text: str, *, limit: int = 10, mode: str = "hybrid", **filters) -> list[dict]:
+    def query(self, text: str, *, limit: int = 10, mode: str = "hybrid", min_score: float | None = None,
+              **filters) -> list[dict]:
         from cortex.search.session import Question
 
         if not text or not text.strip():
@@ -164,7 +165,9 @@ class Memory:
             raise ToolFailure(f"text is {len(text)} characters: keep a query under {MAX_QUERY_CHARS} (the words that matter)")
         if mode not in ("hybrid", "lexical", "semantic"):
             raise ToolFailure(f"mode {mode!r}: use hybrid, lexical or semantic")
-        hits = self._ask(Question(text, self._filters(**filters), _limit(limit), mode))
+        if min_score is not None and not 0.0 <= min_score <= 1.0:
+            raise ToolFailure(f"min_score {min_score}: use a relevance between 0 (keep every candidate) and 1")
+        hits = self._ask(Question(text, self._filters(**filters), _limit(limit), mode, min_score))
         return [_hit_record(rank, h) for rank, h in enumerate(hits, start=1)]
 
     def recent(self, *, within: str = "7d", limit: int = 10, **filters) -> list[dict]:

@@ -114,6 +114,8 @@ def query(
     recent: Optional[str] = typer.Option(None, "--recent", metavar="DURATION", help="Notes of the last DURATION (7d), newest first; with TEXT, a --since filter."),
     lexical_only: bool = typer.Option(False, "--lexical-only", help="BM25 only (for comparison)."),
     semantic_only: bool = typer.Option(False, "--semantic-only", help="Embeddings only (for comparison)."),
+    min_score: Optional[float] = typer.Option(None, "--min-score", metavar="X", min=0.0,
+                                              help="Drop results under this relevance (default: the calibrated floor; 0 keeps every candidate)."),
     model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help=MODEL_HELP),
 ) -> None:
     """Search the memory: BM25 + embeddings fused, ranked by importance, confidence and recency.
@@ -142,7 +144,7 @@ def query(
             types=tuple(type_), categories=tuple(category), partitions=tuple(partition), tags=tuple(tag),
             entities=tuple(entity), attributions=tuple(attribution), since=since_ts, until=until_ts, archived=archived,
         )
-        question = Question(text=text or "", filters=filters, limit=limit, mode=mode)
+        question = Question(text=text or "", filters=filters, limit=limit, mode=mode, min_score=min_score)
         session, probe = _session(model)
         for field_, bad, allowed in unknown_values(filters, session.index.taxonomy):
             raise _Failed(f"--{field_} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
@@ -177,7 +179,8 @@ def _print_text(results: list, mode: str) -> None:
     out = []
     for r in results:
         why = r["why"]
-        reasons = [f"{k} {why[k]:.2f}" for k in ("lexical", "semantic", "effective_importance", "confidence", "recency") if k in why]
+        reasons = [f"{k} {why[k]:.2f}" for k in ("relevance", "lexical", "matched", "semantic", "effective_importance",
+                                                 "confidence", "recency") if k in why]
         meta = " · ".join(x for x in (r["type"], (r["created"] or "")[:10], "archived" if r["archived"] else "") if x)
         if mode in ("recent", "list"):  # a listing, newest first: no relevance to show
             out.append(f"{r['rank']}. {r['title']}\n   {r['path']}  ({meta})\n")

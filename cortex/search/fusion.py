@@ -1,21 +1,27 @@
-"""Fusing the lexical and semantic rankings, and the memory priors that order the result.
+"""Fusing the lexical and semantic rankings, the relevance floor, and the memory priors
+that order the result.
 
 Pure functions over (key, score) lists: no index, no numpy.
 
 Plain reciprocal-rank fusion treats both sides as equally trustworthy, which drags the
 result down wherever one side is weak (on SciFact, static embeddings sit far below BM25).
-Here each side's scores are put on a common 0..1 scale and combined with weights that
-say how far each side is trusted:
+Here each side's scores are put on an absolute 0..1 scale, one that does not depend on
+the other results, and combined with weights that say how far each side is trusted:
 
-* lexical BM25 scores are min-max scaled over the side's candidate list: BM25 has no
-  fixed range, only the spread within one query means something;
+* a lexical BM25 score is divided by the query's ceiling, the score no note can reach
+  (`lexical.LexicalHits`): the share of the most this query could score. A note of
+  average length holding every query term once reaches 1 / (k1 + 1) = 0.45;
 * semantic cosines are kept as they are (clipped at 0): a cosine has a meaning of its
-  own, and min-max over a static model's narrow band of cosines would turn tiny
-  differences into large ones;
+  own;
 * a candidate that one side did not return scores 0 on that side;
-* BM25 is trusted more (0.7 against 0.3). Measured on ../shared/bench with 100
-  candidates a side (bench/bench_retrieval.py): this beats both single modes on
-  LongMemEval and SciFact, where plain RRF loses 0.13 nDCG@10 to BM25 on SciFact.
+* BM25 is trusted far more (0.93 against 0.07: the lexical scale is compressed, the
+  cosines of related and unrelated texts differ by a few tenths). Measured on
+  ../shared/bench (bench/bench_retrieval.py) this ranks as well as the min-max scaling
+  it replaced (LongMemEval R@10, SciFact nDCG@10 within 0.005), and unlike min-max a
+  note's relevance says how well it matches whatever else the vault holds.
+
+Because relevance is absolute, a floor on it means something: `RELEVANCE_FLOOR`, below
+which a note is not returned (bench/bench_floor.py calibrates it).
 """
 
 from __future__ import annotations
@@ -27,30 +33,39 @@ from typing import Sequence
 
 @dataclass(frozen=True)
 class FusionWeights:
-    lexical: float = 0.7
-    semantic: float = 0.3
+    lexical: float = 0.93
+    semantic: float = 0.07
 
 
 DEFAULT_WEIGHTS = FusionWeights()
 
-# Below this cosine a note the lexical side did not find is not returned at all: between
-# unrelated texts the shipped model's cosines sit mostly under 0.3, between a question
-# and its answer mostly above 0.5, and a string of nonsense ("zzzqqq", "12345") reaches
-# 0.45 against some note, so a query that matches nothing still finds nothing (exit 1).
-# 0.35 and 0.5 score the same on ../shared/bench (bench/bench_retrieval.py).
+# Below this relevance a note is not returned: the notes that answer the real questions
+# of ../shared/bench score above it, and most answers to questions the corpus cannot
+# answer, or to nonsense, score under it (bench/bench_floor.py, which picks it on one
+# half of its queries and reports on the other). A note only the embedding side found
+# scores at most 0.07 and never passes it: a string of nonsense reaches a cosine of 0.7
+# against some note of a large corpus.
+RELEVANCE_FLOOR = 0.10
+
+# `--semantic-only`, where relevance is the cosine itself: the floor is a cosine. Between
+# unrelated texts the shipped model's cosines sit mostly under 0.3, between a question and
+# its answer mostly above 0.5 (nonsense can pass it: the mode is for comparison).
 MIN_COSINE = 0.5
 
 
-def scale_lexical(hits: Sequence[tuple[str, float]]) -> dict[str, float]:
-    """Min-max over the list; a single hit (or all equal) scales to 1."""
-    if not hits:
-        return {}
-    best = max(score for _, score in hits)
-    worst = min(score for _, score in hits)
-    spread = best - worst
-    if spread <= 0:
-        return {key: 1.0 for key, _ in hits}
-    return {key: (score - worst) / spread for key, score in hits}
+def floor_for(mode: str, min_score: float | None) -> float:
+    """The relevance a result needs: `min_score` when given (0 keeps everything), else the
+    mode's default."""
+    if min_score is not None:
+        return max(0.0, min_score)
+    return MIN_COSINE if mode == "semantic" else RELEVANCE_FLOOR
+
+
+def scale_lexical(hits: Sequence[tuple[str, float]], ceiling: float) -> dict[str, float]:
+    """BM25 over the query's ceiling: 0..1 whatever the other hits."""
+    if ceiling <= 0:
+        return {key: 0.0 for key, _ in hits}
+    return {key: max(0.0, min(1.0, score / ceiling)) for key, score in hits}
 
 
 def scale_semantic(hits: Sequence[tuple[str, float]]) -> dict[str, float]:
@@ -58,18 +73,17 @@ def scale_semantic(hits: Sequence[tuple[str, float]]) -> dict[str, float]:
 
 
 def fuse(
-    lexical: Sequence[tuple[str, float]],
-    semantic: Sequence[tuple[str, float]],
+    lexical: dict[str, float],
+    semantic: dict[str, float],
     weights: FusionWeights = DEFAULT_WEIGHTS,
 ) -> list[tuple[str, float, dict]]:
-    """(key, fused score, {side: scaled score or None}) best first."""
-    lex = scale_lexical(lexical)
-    sem = scale_semantic(semantic)
+    """(key, fused score, {side: scaled score or None}) best first, from each side's
+    scaled scores (`scale_lexical`, `scale_semantic`)."""
     out = []
-    for key in dict.fromkeys([*lex, *sem]):
-        parts = {"lexical": lex.get(key), "semantic": sem.get(key)}
-        score = weights.lexical * lex.get(key, 0.0) + weights.semantic * sem.get(key, 0.0)
-        out.append((key, score, parts))
+    for key in dict.fromkeys([*lexical, *semantic]):
+        lex, sem = lexical.get(key), semantic.get(key)
+        score = weights.lexical * (lex or 0.0) + weights.semantic * (sem or 0.0)
+        out.append((key, score, {"lexical": lex, "semantic": sem}))
     out.sort(key=lambda item: -item[1])
     return out
 

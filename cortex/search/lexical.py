@@ -15,7 +15,7 @@ import types
 from contextlib import contextmanager
 from operator import itemgetter
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 from cortex.search.backend import IndexDamaged
 from cortex.search.records import LIST_SEP, SNIPPET_CHARS, NoteRecord
@@ -26,6 +26,31 @@ MAX_DF = 0.2
 # is a handful, and the words a person searches for are exactly those.
 MIN_PRUNED_DF = 50
 POSTINGS_BUDGET = 4000
+# Words that shape a question but name no topic, as the analyzer leaves them (stemmed).
+# Whoosh's stop list keeps them, and a vault of short statements rarely contains them:
+# as unknown terms they would weigh most in the query's ceiling ("which database did we
+# choose": "which", "did" and "choos" outweighing "databas"), as matched ones they are
+# noise. A query made only of them keeps them.
+QUESTION_WORDS = frozenset("""
+what which who whom whose where why how did do doe done i me my mine our ours they them
+their he him his she her hers it its there here was were been be has had am could would
+should shall must might can any some ani someth anyth about tell know rememb recal again
+""".split())
+
+
+class LexicalHits(NamedTuple):
+    """A query's lexical answer on an absolute scale (docs/query.md, "Scores").
+
+    `hits`: (path, BM25F score, coverage) best first, where coverage is the idf-weighted
+    share of the query's terms the note contains (0..1): how much of what the query asks
+    the note speaks of, whatever the other notes. `ceiling`: the BM25F score no note can
+    reach, each term's idf times (k1 + 1), the limit of its saturation; a score divided by
+    it is on 0..1 for any query. Both count the query's terms no note has (the vault cannot
+    answer them) and leave out the common words `query_terms` prunes (no evidence either way).
+    """
+
+    hits: list[tuple[str, float, float]]
+    ceiling: float
 
 
 def _import_whoosh():
@@ -300,21 +325,35 @@ class LexicalIndex:
         visits bounds its time whatever the vault's size. On ../shared/bench this pruning
         also raises recall (LongMemEval R@10 0.638 -> 0.660): common words were noise.
         """
+        return self._terms(text, max_df, budget)[0]
+
+    def _terms(self, text: str, max_df: float = MAX_DF, budget: int = POSTINGS_BUDGET) -> tuple[list[str], list[str]]:
+        """(terms to match, rarest first; terms no note has): see `query_terms`."""
         reader = self.searcher.reader()
         total = max(1, reader.doc_count_all())
         tokens = dict.fromkeys(tok.text for tok in analyzer()(text, mode="query"))
-        dfs = sorted((df, t) for t in tokens if (df := reader.doc_frequency("text", t)) > 0)
+        topical = [t for t in tokens if t not in QUESTION_WORDS]
+        dfs = sorted((reader.doc_frequency("text", t), t) for t in (topical or tokens))
+        unknown = [t for df, t in dfs if df == 0]
         keep, visited = [], 0
         for df, term in dfs:
+            if df == 0:
+                continue
             if keep and (df > max(max_df * total, MIN_PRUNED_DF) or visited + df > budget):
                 break
             keep.append(term)
             visited += df
-        return keep
+        return keep, unknown
 
     @_engine
     def search(self, text: str, limit: int, **prune) -> list[tuple[str, float]]:
-        """(path, BM25F score) of the best `limit` notes for a free-text query.
+        """(path, BM25F score) of the best `limit` notes for a free-text query."""
+        return [(path, score) for path, score, _ in self.search_evidence(text, limit, **prune).hits]
+
+    @_engine
+    def search_evidence(self, text: str, limit: int, **prune) -> LexicalHits:
+        """The best `limit` notes for a free-text query, each with its BM25F score and the
+        share of the query it matches, and the query's ceiling (`LexicalHits`).
 
         Term at a time: each term's postings are scored with Whoosh's BM25F formula and
         parameters and summed per note, which is what an `Or` query computes, without
@@ -332,24 +371,31 @@ class LexicalIndex:
         k1 = getattr(weighting, "K1", 1.2)
         avgfl = searcher.avg_field_length("text") or 1
         scores: dict[int, float] = {}
-        get = scores.get
-        for term in self.query_terms(text, **prune):
+        matched: dict[int, float] = {}
+        get, got = scores.get, matched.get
+        terms, unknown = self._terms(text, **prune)
+        weight = sum(searcher.idf("text", t) for t in (*terms, *unknown))
+        for term in terms:
+            idf = searcher.idf("text", term)
             blocks = _posting_blocks(searcher, term) if lengths is not None else None
             if blocks is None:  # unknown codec: let Whoosh score each posting
                 m = Term("text", term).matcher(searcher)
                 while m.is_active():
                     docnum = m.id()
                     scores[docnum] = get(docnum, 0.0) + m.score()
+                    matched[docnum] = got(docnum, 0.0) + idf
                     m.next()
                 continue
-            idf = searcher.idf("text", term)
-            for base, ids, weights, deleted in blocks:
-                for docnum, weight in zip(ids, weights):
+            for base, ids, tfs, deleted in blocks:
+                for docnum, tf in zip(ids, tfs):
                     if deleted and docnum in deleted:
                         continue
                     docnum += base
-                    scores[docnum] = get(docnum, 0.0) + bm25(idf, weight, decode[lengths[docnum]], avgfl, b, k1)
-        return [(self._doc(d)["path"], score) for d, score in heapq.nlargest(limit, scores.items(), key=itemgetter(1))]
+                    scores[docnum] = get(docnum, 0.0) + bm25(idf, tf, decode[lengths[docnum]], avgfl, b, k1)
+                    matched[docnum] = got(docnum, 0.0) + idf
+        best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
+        return LexicalHits(hits=[(self._doc(d)["path"], score, matched[d] / weight) for d, score in best],
+                           ceiling=weight * (k1 + 1))
 
     def _field_lengths(self):
         """(encoded `text` length of every docnum as one bytes object over all segments,

@@ -148,11 +148,14 @@ def _hit(doc: dict, score: float, why: dict) -> Hit:
 
 def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, mode: str = "hybrid",
            now: datetime | None = None, weights: fusion.FusionWeights = fusion.DEFAULT_WEIGHTS,
-           use_priors: bool = True) -> list[Hit]:
-    """The best `limit` notes for `text`, filtered, fused and ordered by memory priors."""
+           use_priors: bool = True, min_score: float | None = None) -> list[Hit]:
+    """The best `limit` notes for `text` whose relevance reaches the floor (`min_score`,
+    else the mode's default: `fusion.floor_for`), filtered, fused and ordered by memory
+    priors. Nothing over the floor is an empty list: the query found nothing."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     now = now or datetime.now(timezone.utc)
+    floor = fusion.floor_for(mode, min_score)
     lexical = index.lexical
     total = lexical.doc_count()
     k = max(FIRST_K, limit * 3)
@@ -163,53 +166,69 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     while True:
         docs: dict[str, dict] = {}
         lex_hits: list[tuple[str, float]] = []
+        coverage: dict[str, float] = {}
         sem_hits: list[tuple[str, float]] = []
+        ceiling = 0.0
+        filtered = False  # a candidate the filters rejected: a wider search may find others
         if mode in ("hybrid", "lexical"):
-            for path, score in lexical.search(text, k):
+            found = lexical.search_evidence(text, k)
+            ceiling = found.ceiling
+            for path, score, matched in found.hits:
                 doc = lexical.stored(path)
                 if doc is not None and matches(doc, filters):
                     docs[doc["path"]] = doc
                     lex_hits.append((doc["path"], score))
+                    coverage[doc["path"]] = matched
+                else:
+                    filtered = True
         if mode in ("hybrid", "semantic"):
             index.ensure_vectors()
             if query_vec is None:
                 query_vec = index.embedder.encode([text])[0]
+            # a note only this side finds scores weights.semantic * cosine at most
+            least = floor if mode == "semantic" else floor / weights.semantic if weights.semantic > 0 else 2.0
             for path, cosine in index.vectors.top(query_vec, k):
-                if cosine < fusion.MIN_COSINE and path not in docs:
+                if cosine < least and path not in docs:
                     continue
                 doc = docs.get(path)
                 if doc is None and lazy:
                     if filters.archived or not path.startswith(ARCHIVE_PREFIX):
                         sem_hits.append((path, cosine))  # read back only if it ranks high enough
+                    else:
+                        filtered = True
                     continue
                 if doc is None:
                     doc = lexical.stored(path)
                     if doc is None or not matches(doc, filters):
+                        filtered = True
                         continue
                     docs[path] = doc
                 sem_hits.append((path, cosine))
-        enough = len(docs) + len(sem_hits) >= limit or k >= total
+        enough = not filtered or len(docs) + len(sem_hits) >= limit or k >= total
         if enough:
             break
         k *= 5
+    lex = fusion.scale_lexical(lex_hits, ceiling)
     if mode == "hybrid":
-        fused = fusion.fuse(lex_hits, sem_hits, weights)
+        fused = fusion.fuse(lex, fusion.scale_semantic(sem_hits), weights)
     elif mode == "lexical":
-        fused = [(p, s, {"lexical": s}) for p, s in fusion.scale_lexical(lex_hits).items()]
+        fused = sorted(((p, s, {"lexical": s}) for p, s in lex.items()), key=lambda item: -item[1])
     else:
-        fused = [(p, s, {"semantic": round(s, 4)}) for p, s in sem_hits]
+        fused = [(p, s, {"semantic": s}) for p, s in fusion.scale_semantic(sem_hits).items()]
     taxonomy = index.taxonomy if use_priors else None
     ranked = []
     wanted = max(limit * 3, 30)
     for path, relevance, parts in fused:
-        if len(ranked) >= wanted:
-            break
+        if len(ranked) >= wanted or relevance < floor:
+            break  # best first: the rest are under the floor too
         if path not in docs:
             doc = lexical.stored(path)
             if doc is None or not matches(doc, filters):
                 continue
             docs[path] = doc
         why = {name: round(v, 4) for name, v in parts.items() if v is not None}
+        if path in coverage:
+            why["matched"] = round(coverage[path], 4)
         why["relevance"] = round(relevance, 4)
         score = relevance
         if use_priors:

@@ -31,6 +31,7 @@ class Question:
     filters: Filters = field(default_factory=Filters)
     limit: int = 10
     mode: str = "hybrid"  # hybrid, lexical, semantic
+    min_score: float | None = None  # the relevance floor; None: the default (fusion.floor_for), 0: none
 
     @property
     def listing(self) -> bool:
@@ -129,4 +130,4 @@ class Session:
     def _answer(self, q: Question) -> list[Hit]:
         if q.listing:
             return recent(self.index, q.filters.since, filters=q.filters, limit=q.limit)
-        return search(self.index, q.text, filters=q.filters, limit=q.limit, mode=q.mode)
+        return search(self.index, q.text, filters=q.filters, limit=q.limit, mode=q.mode, min_score=q.min_score)

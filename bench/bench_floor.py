@@ -1,0 +1,167 @@
+"""The relevance floor: does a query that cannot be answered find nothing, while the real
+questions keep their answers?
+
+Two corpora of ../shared/bench (LongMemEval oracle, SciFact), each indexed as in
+bench_retrieval.py, and four kinds of query run against each:
+
+* `real`: the corpus's own questions, with relevance judgments;
+* `cross`: the other corpus's questions (SciFact claims asked of chat turns, questions
+  about a person's past asked of abstracts): nothing there answers them;
+* `nonsense`: bench/data/floor_nonsense.jsonl (random letters, keyboard mash, salads of
+  rare words; written by bench/floor_queries.py);
+* `everyday`: bench/data/floor_unrelated.jsonl, everyday questions on topics absent
+  from both corpora, written by hand.
+
+Every query is split by a hash of its id into a calibration half and a held-out half.
+On the calibration half the floor is swept and the highest one that costs the real
+questions at most `TOLERANCE` (LongMemEval R@10, SciFact nDCG@10) is reported beside the
+shipped `fusion.RELEVANCE_FLOOR`; the held-out half is then run through cortex's query
+path with the floor off (`min_score=0`) and on (the default), and the share of each
+kind of unanswerable query that finds nothing is printed with the real questions'
+figures side by side.
+
+    .venv/bin/python bench/bench_floor.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+import zlib
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from _data import lme_date, load  # noqa: E402
+from bench_retrieval import metrics  # noqa: E402
+
+from cortex.search import fusion  # noqa: E402
+from cortex.search.index import SearchIndex  # noqa: E402
+from cortex.search.query import search  # noqa: E402
+from cortex.search.records import NoteRecord  # noqa: E402
+
+NAMES = {"lme": "LongMemEval oracle", "scifact": "SciFact"}
+METRIC = {"lme": "R@10", "scifact": "nDCG@10"}
+TOLERANCE = 0.005  # what "unchanged" allows on the real questions' metric
+SWEEP = [round(0.01 * i, 2) for i in range(31)]
+KINDS = ("cross", "letters", "mash", "salad", "everyday")
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def held_out(kind: str, qid: str) -> bool:
+    """Half of each kind, by a hash of its id: the same split on every run."""
+    return zlib.crc32(f"{kind}:{qid}".encode()) % 2 == 1
+
+
+def query_sets(name: str, data: dict) -> list[tuple[str, dict]]:
+    other = "scifact" if name == "lme" else "lme"
+    nonsense = _lines(HERE / "data" / "floor_nonsense.jsonl")
+    everyday = _lines(HERE / "data" / "floor_unrelated.jsonl")
+    return ([("real", q) for q in data[name][1]] + [("cross", q) for q in data[other][1]]
+            + [(q["kind"], q) for q in nonsense] + [("everyday", q) for q in everyday])
+
+
+def build(name: str, docs: list[dict]) -> tuple[SearchIndex, dict[str, str]]:
+    root = Path(tempfile.mkdtemp(prefix=f"cortex-bench-floor-{name}-"))
+    records = [
+        NoteRecord(path=f"vault/resources/{i}.md", body=d["text"], id=d["id"], type="resource", category="entity",
+                   partition="vault", created_ts=lme_date(d.get("session_date")), importance=0.5, confidence=0.9)
+        for i, d in enumerate(docs)
+    ]
+    idx = SearchIndex(root)
+    idx.build(records)
+    return idx, {r.path: r.id for r in records}
+
+
+def ask(idx, q: dict, min_score: float | None) -> list:
+    now = datetime.fromtimestamp(lme_date(q.get("question_date")), timezone.utc) if q.get("question_date") else None
+    return search(idx, q["question"], limit=10, now=now, min_score=min_score)
+
+
+def real_metric(name: str, rows: list[tuple[list[str], set[str]]]) -> float:
+    return sum(metrics(ranking, rel)[METRIC[name]] for ranking, rel in rows) / max(1, len(rows))
+
+
+def calibrate(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> tuple[float, list[str]]:
+    """On the calibration half: the metric and each kind's share found-nothing at every
+    floor of the sweep (applied to the floor-off top 10: the floor only removes results),
+    and the highest floor within `TOLERANCE`."""
+    real, negatives = [], defaultdict(list)
+    for kind, q in queries:
+        if held_out(kind, q["qid"]):
+            continue
+        hits = [(ids[h.path], h.why["relevance"]) for h in ask(idx, q, 0.0)]
+        if kind == "real":
+            real.append((hits, set(q["relevant_ids"])))
+        else:
+            negatives[kind].append(max((r for _, r in hits), default=0.0))
+    base = real_metric(name, [([d for d, _ in hits], rel) for hits, rel in real])
+    lines = [f"| floor | {METRIC[name]} | " + " | ".join(KINDS) + " |", "|---|---|" + "---|" * len(KINDS)]
+    picked = 0.0
+    for floor in SWEEP:
+        value = real_metric(name, [([d for d, r in hits if r >= floor], rel) for hits, rel in real])
+        if base - value <= TOLERANCE:
+            picked = floor
+        shares = [sum(best < floor for best in negatives[k]) / max(1, len(negatives[k])) for k in KINDS]
+        lines.append(f"| {floor:.2f} | {value:.3f} | " + " | ".join(f"{s:.2f}" for s in shares) + " |")
+    return picked, lines
+
+
+def report(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> list[str]:
+    """The held-out half through the real query path, floor off and on."""
+    real = {"off": [], "on": []}
+    empty = {"off": defaultdict(list), "on": defaultdict(list)}
+    for kind, q in queries:
+        if not held_out(kind, q["qid"]):
+            continue
+        for state, min_score in (("off", 0.0), ("on", None)):
+            hits = ask(idx, q, min_score)
+            if kind == "real":
+                real[state].append(([ids[h.path] for h in hits], set(q["relevant_ids"])))
+            else:
+                empty[state][kind].append(not hits)
+    keys = ["R@5", "R@10", "MRR@10", "nDCG@10"]
+    out = ["| held-out, floor | real: " + " | ".join(keys) + " | " + " | ".join(f"{k}: nothing found" for k in KINDS) + " |",
+           "|---|" + "---|" * (len(keys) + len(KINDS))]
+    for state in ("off", "on"):
+        rows = real[state]
+        means = {k: sum(metrics(r, rel)[k] for r, rel in rows) / max(1, len(rows)) for k in keys}
+        shares = [sum(empty[state][k]) / max(1, len(empty[state][k])) for k in KINDS]
+        label = "off (--min-score 0)" if state == "off" else f"on ({fusion.RELEVANCE_FLOOR})"
+        out.append(f"| {label} | " + " | ".join(f"{means[k]:.3f}" for k in keys) + " | "
+                   + " | ".join(f"{s:.2f}" for s in shares) + " |")
+    counts = {k: len(empty["on"][k]) for k in KINDS}
+    out.append(f"\nheld-out queries: real {len(real['on'])}, " + ", ".join(f"{k} {n}" for k, n in counts.items()))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    names = argv or ["lme", "scifact"]
+    data = {n: load(n) for n in ("lme", "scifact")}
+    for name in names:
+        start = time.perf_counter()
+        idx, ids = build(name, data[name][0])
+        queries = query_sets(name, data)
+        picked, sweep = calibrate(name, idx, ids, queries)
+        held = report(name, idx, ids, queries)
+        print(f"\n### {NAMES[name]}: the relevance floor ({time.perf_counter() - start:.0f}s)\n")
+        print(f"calibration half: share of each kind finding nothing, and the real questions' {METRIC[name]}, by floor "
+              f"(floor off: 0.00)\n")
+        print("\n".join(sweep))
+        print(f"\nhighest floor costing at most {TOLERANCE} {METRIC[name]} on the calibration half: {picked:.2f} "
+              f"(shipped: fusion.RELEVANCE_FLOOR = {fusion.RELEVANCE_FLOOR})\n")
+        print("\n".join(held), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,115 @@
+"""The relevance floor and the absolute scores (docs/query.md, "Scores"): a query that
+matches nothing in the vault finds nothing (exit 1), a real one still finds its note,
+`--min-score 0` lets the noise back, and the numbers shown mean the same whatever else
+the vault holds. Real vaults, and the real CLI in a subprocess for the exit status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from test_search import ENV, commit_all, write_note
+
+from cortex.cli import main
+from cortex.vault import Vault
+
+NOTES = {
+    "db": ("vault/decisions/db.md", "Use PostgreSQL for the analytics database instead of MySQL", "decision"),
+    "coffee": ("mind/preferences/coffee.md", "I take my coffee black, from the roaster on Elm Street", "preference"),
+    "deploy": ("mind/facts/deploy.md", "Deploys to production happen on Tuesday mornings after the standup", "fact"),
+    "rust": ("vault/decisions/rust.md", "Adopt Rust for the telemetry collector service", "decision"),
+}
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory):
+    v, _ = Vault.init(tmp_path_factory.mktemp("floor") / "v")
+    for rel, body, type_ in NOTES.values():
+        write_note(v.root, rel, body, type_=type_)
+    commit_all(v.root)
+    return v.root
+
+
+def cortex(vault, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cortex", "--vault", str(vault), "query", *args],
+                          env=ENV, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("text", ["zzzqqq", "asdfgh jkl", "qwpxmv trzlk", "capybara marzipan ziggurat"])
+def test_nonsense_exits_1_with_empty_output(vault, text):
+    for fmt in ((), ("--paths",), ("--jsonl",)):
+        done = cortex(vault, text, *fmt)
+        assert done.returncode == 1, (text, fmt, done.stdout)
+        assert done.stdout == ""
+    done = cortex(vault, text, "--json")
+    assert done.returncode == 1 and json.loads(done.stdout)["count"] == 0
+
+
+def test_a_real_query_still_exits_0(vault):
+    done = cortex(vault, "which database did we choose", "--paths")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == NOTES["db"][0]
+
+
+def test_min_score_0_returns_the_noise_hit(vault):
+    assert cortex(vault, "zzzqqq", "--paths").returncode == 1
+    done = cortex(vault, "zzzqqq", "--paths", "--min-score", "0")
+    assert done.returncode == 0 and done.stdout.strip()
+    # and a floor above every note's relevance finds nothing
+    assert cortex(vault, "which database did we choose", "--min-score", "0.99").returncode == 1
+
+
+def test_an_unrelated_question_sharing_one_word_finds_nothing(vault, capsys):
+    # "production" is in one note; the question's other words are in none
+    assert main(["--vault", str(vault), "query", "what is the production budget of the sequel film", "--paths"]) == 1
+    assert capsys.readouterr().out == ""
+
+
+JSON_KEYS = {"rank", "path", "id", "title", "type", "category", "partition", "archived", "tags", "entities",
+             "attribution", "created", "snippet", "score", "why"}
+
+
+def test_json_shape_and_scale(vault, capsys):
+    assert main(["--vault", str(vault), "query", "telemetry collector language", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"query", "mode", "count", "results", "index"}
+    top = data["results"][0]
+    assert set(top) == JSON_KEYS and top["path"] == NOTES["rust"][0]
+    why = top["why"]
+    assert {"lexical", "semantic", "matched", "relevance", "effective_importance", "confidence", "recency",
+            "prior"} <= set(why)
+    for key in ("lexical", "semantic", "matched", "relevance"):
+        assert 0.0 <= why[key] <= 1.0
+    assert 0.5 < why["matched"] < 1.0  # two of the three words (idf-weighted)
+    assert abs(why["relevance"] - (0.93 * why["lexical"] + 0.07 * why["semantic"])) < 1e-3
+
+
+def test_scores_do_not_depend_on_the_other_results(vault, capsys):
+    """Min-max scaling gave the top lexical hit 1.0 whatever it matched: now a note's
+    lexical score is the same whether it comes first or alone."""
+    v = ["--vault", str(vault), "query", "--json", "--lexical-only", "--min-score", "0"]
+    assert main([*v, "coffee roaster production"]) == 0
+    both = {r["path"]: r["why"]["lexical"] for r in json.loads(capsys.readouterr().out)["results"]}
+    assert main([*v, "coffee roaster production", "--type", "preference"]) == 0
+    alone = {r["path"]: r["why"]["lexical"] for r in json.loads(capsys.readouterr().out)["results"]}
+    assert alone[NOTES["coffee"][0]] == both[NOTES["coffee"][0]] < 1.0
+
+
+def test_text_output_shows_partial_matches_and_no_timestamps(vault, capsys):
+    assert main(["--vault", str(vault), "query", "analytics database vendor", "--lexical-only"]) == 0
+    out = capsys.readouterr().out
+    assert "lexical 0.00" not in out and "matched 0." in out and "relevance 0." in out
+    assert main(["--vault", str(vault), "query", "--recent", "100000d"]) == 0
+    assert "score" not in capsys.readouterr().out
+
+
+def test_python_api_takes_min_score(vault):
+    from cortex.search.session import Question, Session
+
+    session = Session(vault)
+    session.open()
+    assert session.ask(Question("zzzqqq")).hits == []
+    assert session.ask(Question("zzzqqq", min_score=0.0)).hits
+    assert session.ask(Question("telemetry collector")).hits[0].path == NOTES["rust"][0]
