@@ -170,12 +170,14 @@ FEATURE_NAMES = (
 )
 
 
-# A view the learned layer may hold shows some sign of speaking to a model or giving
-# orders: an AI named, a role marker, "you must", rule and prompt words, an imperative
-# opening a sentence, or one of the intents. Without any, the embedding alone judges
-# style, and style is what fails on kinds of text never trained on (left out of
-# training, e-mails and technical notes were wrongly held 0.11 and 0.27 of the time
-# without this rule, 0.10 and 0.04 with it; attacks held, with the patterns, 0.85 either way).
+# A view the learned layer may hold speaks to a model: an AI addressed (not merely
+# mentioned, see _AI_MENTION), a role marker, or one of the intents. Imperatives, "you
+# must" and words like "reply" or "policy" are not enough: e-mails, tickets, docs and
+# tool output give people orders all day, and with them as the way in the embedding
+# judged style. Left out of training whole (with its planted twin), the working-day set
+# was wrongly held 0.072 with those in the rule, 0.000 without them and with mentions
+# not counted; the tldr pages (public docs, never trained on) 0.074 and 0.018; attacks
+# held, with the patterns, 0.857 and 0.856 over all folds (bench/bench_security.py).
 ADDRESS_FEATURES = ("role_marker", "ai_reference")
 
 
