@@ -6,7 +6,10 @@
    injection_dev.jsonl. Each fold trains the classifier on every source but one (plus
    half of the LongMemEval user turns, the example vault's notes and cortex's
    over-defence sentences), picks its threshold out of fold on that training data
-   alone, and tests on the source left out. Printed per fold and as the mean over folds:
+   alone, and tests on the source left out. A written set of cortex's and its planted
+   twin (the same carriers with an instruction added) leave training together. Public
+   sets found in $CORTEX_SECURITY_PUBLIC or ../shared/bench/security/public/ are test
+   folds only, never trained on (see load_public_eval). Printed per fold and as the mean over folds:
    share of attacks held and share of benign texts wrongly held, for the patterns alone,
    the classifier alone, and both; the other half of the LongMemEval turns is a further
    benign test in every fold.
@@ -15,18 +18,22 @@
    sentence, URL, Kubernetes Secret, PEM, JWT): share redacted; per kind of near-miss:
    share altered; side by side with detect-secrets' keyword + entropy plugins and all of
    its plugins where it is installed (`pip install .[bench]`).
-3. Agent memories: the shipped scanner (patterns + classifier, as `cortex run` uses it)
-   on two sets written for cortex that no training ever saw, bench/data/
+3. Held-out sets: the shipped scanner (patterns + classifier, as `cortex run` uses it)
+   on sets written for cortex that no training ever saw, bench/data/
    memories_benign_eval.jsonl (ordinary memories of every type: imperatives, notes about
    the assistant's own behaviour, accents and other languages) and bench/data/
-   memory_poisoning_eval.jsonl (instructions planted as notes, mails, tool output):
-   share wrongly held, share held, per kind.
+   memory_poisoning_eval.jsonl (instructions planted as notes, mails, tool output), and
+   bench/data/workday_benign_eval.jsonl (e-mails, meeting notes, tickets, docs, tool
+   output and web pages written by hand, full of imperatives to people) with
+   bench/data/workday_planted_eval.jsonl (the same kinds with an instruction for the
+   model planted): share wrongly held, share held, per kind.
 4. Time per observation of the classifier (amortised over a batch) and of a full scan.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -61,24 +68,52 @@ def _fmt(x: float) -> str:
     return "    -" if np.isnan(x) else f"{x:5.3f}"
 
 
+# cortex's written sets come in pairs: the planted texts are the clean ones with an
+# instruction added, so a fold that leaves one out leaves its twin out of training too
+# (else the carriers are trained on as attacks and the clean fold measures that leak).
+FAMILY = {"cortex_planted": "cortex_messages", "cortex_workday_planted": "cortex_workday"}
+
+
+def _family(source: str) -> str:
+    return FAMILY.get(source, source)
+
+
+def load_public_eval() -> list:
+    """Public sets used only as test folds, never trained on: ``*.jsonl`` rows of
+    {"text", "label": "attack"|"benign", "source"} in $CORTEX_SECURITY_PUBLIC or
+    ../shared/bench/security/public/ (absent: skipped). What they hold and their
+    licences: that folder's README."""
+    root = Path(os.environ.get("CORTEX_SECURITY_PUBLIC") or SHARED / "security" / "public")
+    out = []
+    for f in sorted(root.glob("*.jsonl")) if root.is_dir() else []:
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                r = json.loads(line)
+                out.append(T.Example(r["text"][:500], int(r["label"] == "attack"), r["source"]))
+    return out
+
+
 def bench_injection() -> None:
     started = time.perf_counter()
     injection = T.load_injection_rows(INJECTION)
     lme = T.load_lme_turns(LME)
     extra = T.cortex_examples([ROOT / "vault", ROOT / "mind"])
+    public = load_public_eval()
     # Technical text never trained on: the credential set's sentences (keys, hashes, URLs,
     # placeholders) are all benign as far as injection goes.
     tech = [json.loads(line) for line in SECRETS.read_text(encoding="utf-8").split("\n") if line.strip()]
     tech = [T.Example(r["text"], 0, "secrets_dev_texts") for r in tech]
-    examples = injection + lme + extra + tech
+    examples = injection + lme + extra + public + tech
     texts = [e.text for e in examples]
     m = T.build_matrix(examples, T.training_encoder())
     src = np.array(m.source)
+    fam = np.array([_family(s) for s in m.source])
     n_inj, n_lme = len(injection), len(lme)
     lme_idx = np.arange(n_inj, n_inj + n_lme)
     half = np.array([T.stable_fold(texts[i], 2) for i in lme_idx])
     lme_train, lme_test = lme_idx[half == 0], lme_idx[half == 1]
     extra_idx = np.arange(n_inj + n_lme, n_inj + n_lme + len(extra))
+    trainable = np.concatenate([np.arange(n_inj), lme_train, extra_idx])
     tech_idx = np.arange(len(examples) - len(tech), len(examples))
 
     patterns = default_patterns()
@@ -88,11 +123,14 @@ def bench_injection() -> None:
     print(f"{'held-out source':26s} {'n':>5s} {'thr':>5s} | {'attacks held':^23s} | {'benign wrongly held':^23s} | {'LME turns held':^11s} | tech")
     print(f"{'':26s} {'':5s} {'':5s} | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'pat':>5s} {'clf':>5s} {'both':>5s}     | {'clf':>5s} {'both':>5s} | {'both':>5s}")
     rows = []
-    # Every public source, and each of cortex's own written sets, left out in turn.
+    # Every public source, each of cortex's own written sets (with its twin), and the
+    # public sets kept for testing only, left out in turn.
     own = [s for s in sorted(set(e.source for e in extra)) if s != "vault_notes"]
-    for s in sorted(set(e.source for e in injection)) + own:
-        test = np.where(src[: n_inj] == s)[0] if s not in own else extra_idx[src[extra_idx] == s]
-        train = np.concatenate([np.where(src[:n_inj] != s)[0], lme_train, extra_idx[src[extra_idx] != s]])
+    held_only = sorted(set(e.source for e in public))
+    for s in sorted(set(e.source for e in injection)) + own + held_only:
+        test = np.where(src == s)[0]
+        test = test[np.isin(test, trainable) | (s in held_only)]
+        train = trainable[fam[trainable] != _family(s)]
         oof = T.out_of_fold(m, train, texts=texts)
         thr = T.pick_threshold(oof, m.y[train], max_benign_rate=MAX_BENIGN_RATE)
         w = T.fit(m, train)
@@ -109,15 +147,20 @@ def bench_injection() -> None:
             float(clf_lme.mean()), float((clf_lme | pat[lme_test]).mean()),
             float((clf_tech | pat[tech_idx]).mean()),
         )
-        rows.append(r)
-        print(f"{s:26s} {len(test):5d} {thr:5.3f} | {_fmt(r[0])} {_fmt(r[1])} {_fmt(r[2])}     | "
+        rows.append((s, r))
+        mark = " (test only)" if s in held_only else ""
+        print(f"{s + mark:26s} {len(test):5d} {thr:5.3f} | {_fmt(r[0])} {_fmt(r[1])} {_fmt(r[2])}     | "
               f"{_fmt(r[3])} {_fmt(r[4])} {_fmt(r[5])}     | {_fmt(r[6])} {_fmt(r[7])} | {_fmt(r[8])}")
-    a = np.array(rows, dtype=float)
-    mean = np.nanmean(a, axis=0)
-    print(f"{'mean over folds':26s} {'':5s} {'':5s} | {_fmt(mean[0])} {_fmt(mean[1])} {_fmt(mean[2])}     | "
-          f"{_fmt(mean[3])} {_fmt(mean[4])} {_fmt(mean[5])}     | {_fmt(mean[6])} {_fmt(mean[7])} | {_fmt(mean[8])}")
+    for label, chosen in (("mean over folds", [r for _, r in rows]),
+                          ("mean, public folds", [r for s, r in rows if not s.startswith("cortex_")]),
+                          ("mean, cortex's own folds", [r for s, r in rows if s.startswith("cortex_")])):
+        mean = np.nanmean(np.array(chosen, dtype=float), axis=0)
+        print(f"{label:26s} {'':5s} {'':5s} | {_fmt(mean[0])} {_fmt(mean[1])} {_fmt(mean[2])}     | "
+              f"{_fmt(mean[3])} {_fmt(mean[4])} {_fmt(mean[5])}     | {_fmt(mean[6])} {_fmt(mean[7])} | {_fmt(mean[8])}")
     print("(attack means over folds with attacks; benign means over folds with benign texts;"
           " targets for both: attacks >= 0.80, benign <= 0.02)")
+    print("(a written set's planted twin is left out with it; 'test only' sets are never trained on:"
+          f" {', '.join(held_only) or 'none found, see load_public_eval'})")
     print(f"(tech: the {len(tech)} sentences of secrets_dev.jsonl - keys, hashes, URLs, placeholders -"
           " as benign text no fold trained on)")
     # Benign overall in the pooled sense too, since two benign folds are large.
@@ -235,26 +278,28 @@ def bench_timing() -> None:
 def bench_memories() -> None:
     from cortex.security.training import load_text_rows
 
-    benign = load_text_rows(BENCH_DATA / "memories_benign_eval.jsonl", 0, "memories")
-    attacks = load_text_rows(BENCH_DATA / "memory_poisoning_eval.jsonl", 1, "poisoning")
     scanner = Scanner()
-    kinds = {json.loads(line)["text"]: json.loads(line)["kind"] for f in ("memories_benign_eval.jsonl", "memory_poisoning_eval.jsonl")
-             for line in (BENCH_DATA / f).read_text(encoding="utf-8").splitlines() if line.strip()}
-    print("Agent memories (held-out sets written for cortex; the shipped scanner, patterns + classifier)")
-    for name, examples, what in (("benign memories", benign, "wrongly held"), ("memory poisoning", attacks, "held")):
-        results = scanner.scan_many([e.text for e in examples])
-        layers = defaultdict(int)
-        by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for e, r in zip(examples, results):
-            by_kind[kinds[e.text]][1] += 1
-            if r.injection is not None:
-                layers[r.injection.layer] += 1
-                by_kind[kinds[e.text]][0] += 1
-        held = sum(layers.values())
-        print(f"  {name:17s} n={len(examples):4d}  {what} {held / len(examples):.3f}  "
-              f"(patterns {layers['pattern']}, classifier {layers['classifier']})")
-        worst = sorted(by_kind.items(), key=lambda kv: -kv[1][0] / kv[1][1] if what == "wrongly held" else kv[1][0] / kv[1][1])
-        print("    by kind: " + ", ".join(f"{k} {h}/{n}" for k, (h, n) in worst))
+    print("Held-out sets written for cortex that no training saw (the shipped scanner, patterns + classifier)")
+    for benign_file, attack_file in (("memories_benign_eval.jsonl", "memory_poisoning_eval.jsonl"),
+                                     ("workday_benign_eval.jsonl", "workday_planted_eval.jsonl")):
+        benign = load_text_rows(BENCH_DATA / benign_file, 0, benign_file)
+        attacks = load_text_rows(BENCH_DATA / attack_file, 1, attack_file)
+        kinds = {json.loads(line)["text"]: json.loads(line)["kind"] for f in (benign_file, attack_file)
+                 for line in (BENCH_DATA / f).read_text(encoding="utf-8").splitlines() if line.strip()}
+        for name, examples, what in ((benign_file, benign, "wrongly held"), (attack_file, attacks, "held")):
+            results = scanner.scan_many([e.text for e in examples])
+            layers = defaultdict(int)
+            by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for e, r in zip(examples, results):
+                by_kind[kinds[e.text]][1] += 1
+                if r.injection is not None:
+                    layers[r.injection.layer] += 1
+                    by_kind[kinds[e.text]][0] += 1
+            held = sum(layers.values())
+            print(f"  {name:28s} n={len(examples):4d}  {what} {held / len(examples):.3f}  "
+                  f"(patterns {layers['pattern']}, classifier {layers['classifier']})")
+            worst = sorted(by_kind.items(), key=lambda kv: -kv[1][0] / kv[1][1] if what == "wrongly held" else kv[1][0] / kv[1][1])
+            print("    by kind: " + ", ".join(f"{k} {h}/{n}" for k, (h, n) in worst))
     print()
 
 

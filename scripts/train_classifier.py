@@ -7,7 +7,8 @@ GPL-3.0 promptmap rows left out), the
 LongMemEval user turns in ../shared/bench/data/lme_oracle_docs.jsonl (cut to 500
 characters), the example vault's notes, cortex's own over-defence and technical sentences
 (cortex/security/benign_text.py), and the agent memories and memory poisoning written
-for cortex (cortex/data/training/). Features: the shipped static embedding of each view of
+for cortex (cortex/data/training/), and the e-mails, notes, tickets, docs, tool output and
+web pages of cortex/security/message_text.py and workday_text.py, clean and planted. Features: the shipped static embedding of each view of
 a text plus cheap features (cortex/security/classifier.py). Model: L2 logistic
 regression by Newton's method. Threshold: the lowest that holds at most 0.3% of benign
 texts in 5-fold out-of-fold predictions. Deterministic: same data, same bytes.
@@ -134,18 +135,25 @@ def write_card(args, table, summary, digest, weights) -> None:
         "  notifications and tool output that speak to \"you\" and give people orders (benign), and the same",
         "  texts with an instruction planted for the assistant reading them, in twelve styles (override,",
         "  system or role impersonation, exfiltration, tool-call coercion, hidden text): attacks.",
-        "- Held out from all training: `bench/data/memories_benign_eval.jsonl` and",
-        "  `bench/data/memory_poisoning_eval.jsonl`, which `bench/bench_security.py` scores.",
+        "- `cortex/security/workday_text.py` (written for cortex): a working day's e-mails (headers, threads,",
+        "  signatures), meeting notes, support tickets, README paragraphs, command-line output and web-page",
+        "  summaries, full of orders to people (benign), and the same with an instruction for the model planted",
+        "  at the start, middle or end (task hijack, output control, memory persistence, data sent out): attacks.",
+        "- Held out from all training: `bench/data/memories_benign_eval.jsonl`,",
+        "  `bench/data/memory_poisoning_eval.jsonl`, `bench/data/workday_benign_eval.jsonl` and",
+        "  `bench/data/workday_planted_eval.jsonl` (written by hand), which `bench/bench_security.py` scores,",
+        "  and public sets kept for testing only (tldr pages, greshake/llm-security; see the bench).",
         "",
         "Each source weighs by the square root of its size; attacks and benign weigh the same in total.",
         "",
-        "Intent features (`intent_*`: an override of earlier instructions, a model addressed, an exfiltration",
-        "request, a tool call coerced, secrecy asked, hidden text) describe what a text asks of a model rather",
-        "than its words. A view shows no sign of speaking to a model or giving orders (none of these, no AI",
-        "named, no role marker, no \"you must\", no rule or prompt words, no imperative opening a sentence):",
-        "the classifier does not hold it (`classifier.addressed`), since the embedding alone judges style.",
-        "Left out of training whole, cortex's e-mails and technical notes were wrongly held 0.11 and 0.27",
-        "without that rule, 0.08 and 0.03 with it (`bench/bench_security.py`).",
+        "Intent features (`intent_*`) describe what a text asks of a model rather than its words: an",
+        "override of earlier instructions, a model addressed, a user's data or secrets sent out, a named tool",
+        "called, secrecy asked, hidden text, a role to play, the model's instructions revealed, and a third",
+        "party dictating the answer or the memory (\"start your summary with\", \"tell the user that\",",
+        "\"save this as a permanent instruction\"). An AI mentioned (\"the AI assistant in the app\", \"the",
+        "model team\", \"Maya prefers that the assistant...\") is not an AI addressed. The classifier holds",
+        "only a view that speaks to a model: an AI addressed, a role marker or an intent",
+        "(`classifier.addressed`); imperatives and \"you\" alone are what every e-mail and README has.",
         "",
         f"Cheap features by weight: {feats}.",
         "",

@@ -43,46 +43,104 @@ _META = frozenset(
 _META_STEMS = ("filter", "restrict", "jailbr", "censor", "moral", "ethic")
 _ROLE = re.compile(r"(?:^|\n)\s*(?:system|assistant|user|human|ai)\s*:|\[(?:system|admin|inst)\b|<\|", re.I)
 _MARKUP = re.compile(r"!\[|\]\(|</?[a-zA-Z][^>]{0,20}>|\{\{|```|https?://|\[[A-Z_]{3,}\]")
+# An AI named as a thing the text is about ("the AI assistant in the app can draft
+# replies", "the model team", "our chatbot widget", "Maya prefers that the assistant
+# asks first"), not spoken to: such words do not count as an AI reference.
+_AI_MENTION = re.compile(
+    r"\b(?:the|our|their|its|this|your|an?)\s+(?:[a-z][\w-]*\s+)?(?:(?:ai|gpt|llm)\s+)?(?:assistant|model|chatbot|bot|agent|ai)s?"
+    r"(?:'s)?\s+(?:in|on|of|for|from|team|teams|feature|features|panel|widget|card|lets|can|may|helps|answers|drafts|suggests|"
+    r"settings|integration|button)\b"
+    # what a person prefers, wants or said of the assistant is a report about it
+    r"|\b(?:prefers?|wants?|likes?|asked|expects?|said|says|decided|agreed) (?:that )?(?:the|her|his|their|our) "
+    r"(?:ai )?(?:assistant|model|agent|bot)s?\b"
+)
 _MUST = re.compile(r"\byou\s+(?:must|will|should|shall|are\s+going\s+to|have\s+to|can|cannot|can't|are)\b")
 
 # Intent, not vocabulary: whom an instruction is for and what it asks, over the lowercase
 # view. Each fires on a kind of request an attack makes of the model reading the text.
 _AI_NOUN = r"(?:ai|assistant|model|llm|chatbot|agent|bot|gpt|chatgpt|claude|gemini|copilot|language model)"
+_SENSITIVE = (r"(?:password|passcode|credential|api[ _-]?key|keys?\b|tokens?\b|secret|ssh|\.env\b|cookie|session|"
+              r"conversation|chat history|history|inbox|e-?mails|messages|contacts|address book|calendar|memor(?:y|ies)|"
+              r"system prompt|instructions|personal|private|home address|phone number|card number|bank|account details|"
+              r"(?:the )?user'?s|their (?:data|files|details|information)|all (?:the )?(?:data|files|records))")
 _INTENT = {
     "override": re.compile(
         r"\b(?:ignore|disregard|forget|override|bypass|skip|drop)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|"
         r"preceding|all|any|your|original|system|existing)\b[^.\n]{0,30}\b(?:instruction|direction|rule|guideline|"
-        r"prompt|context|message|task|constraint|polic)"
+        r"prompt|context|task|constraint|polic)"
+        r"|\b(?:previous|prior|earlier|original|above) (?:instructions|guidelines|rules|directives) (?:no longer|do not|don't) apply"
+        r"|\b(?:(?:the )?user'?s (?:earlier |original |previous )?(?:request|question|task) is (?:obsolete|cancelled|void)"
+        r"|your (?:real|actual|true|new) (?:task|goal|instructions?|job) (?:is|are))"
     ),
     "addressed_to_ai": re.compile(
-        rf"(?:\b(?:dear|hey|hi|attention|note to|message for|instructions? for|directive for|if you are)\s+(?:the\s+|an?\s+)?"
-        rf"(?:\w+\s+)?{_AI_NOUN}\b|\b{_AI_NOUN}\s*(?:,|:)\s*(?:when|before|after|please|you|ignore|send|do|from now)"
+        rf"(?:\b(?:dear|hey|hi|attention|note to|note for|message to|message for|instructions? (?:for|to)|directive for|"
+        rf"if you are|to any|for any)\s+(?:the\s+|an?\s+|any\s+)?(?:\w+\s+)?{_AI_NOUN}\b"
+        rf"|\b{_AI_NOUN}\s*(?:,|:)\s*(?:when|before|after|please|you|ignore|send|do|from now|your)"
+        rf"|\b{_AI_NOUN}s? (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|reviewing) (?:this|these|the following)"
+        rf"|\b(?:automated|digital|virtual) (?:assistant|agent|tool)s?\b[^.\n]{{0,30}}\b(?:must|should|shall|will|please)"
         rf"|\b(?:you are|you're) no longer (?:a |an |the )?)"
     ),
     "exfiltration": re.compile(
-        r"\b(?:send|forward|email|e-mail|upload|post|transmit|leak|share|copy|exfiltrate|paste)\b[^.\n]{0,80}"
-        r"\b(?:to|at|into)\s+(?:\S+@\S+\.\w+|https?://|\d+\.\d+\.\d+\.\d+)"
+        # a user's data or secrets sent somewhere, or data appended to a link: not "send your comments to x@y"
+        rf"\b(?:send|forward|email|e-mail|upload|post|transmit|leak|share|copy|exfiltrate|paste|append|include)\b[^.\n]{{0,60}}"
+        rf"\b{_SENSITIVE}[^.\n]{{0,60}}\b(?:to|at|into|in)\s+(?:\S+@\S+\.\w+|https?://|\d+\.\d+\.\d+\.\d+|your (?:reply|answer|response|summary|output))"
+        r"|https?://\S*[?&/](?:q|data|d|info|u|user|name|msg|p)=(?:\s|$|\{|\[|<|\()"
     ),
     "tool_coercion": re.compile(
-        r"\b(?:call|run|invoke|execute|trigger|use)\b[^.\n]{0,30}\b(?:tool|function|command|plugin|api)\b"
-        r"|\b(?:call|invoke|run)\s+[a-z]+_[a-z_]+"
+        r"\b(?:call|invoke|execute|trigger|use|run)\s+(?:the\s+|your\s+)?[a-z]+_[a-z_]+(?:\s+(?:tool|function|action))?"
+        r"|\b(?:call|invoke|execute|trigger|use)\s+(?:the\s+|your\s+)?(?:\w+\s+)?(?:tool|function|plugin)\b[^.\n]{0,40}"
+        r"\b(?:to|and|with|on)\b"
+        r"|\busing your (?:\w+ )?(?:tool|browsing|plugin|functions?)\b"
     ),
     "secrecy": re.compile(
         r"\b(?:do not|don't|never|without)\s+(?:mention|tell|telling|inform|informing|reveal|revealing|notify|"
-        r"alert|say|saying|asking)\b[^.\n]{0,30}\b(?:user|anyone|them|human|owner|this)\b"
+        r"alert|say|saying|asking)\b[^.\n]{0,30}\b(?:user|anyone|human|owner|this instruction|these instructions)\b"
+        r"|\bkeep (?:this|it) (?:hidden|secret) from (?:the )?(?:user|human)"
     ),
     "hidden_text": re.compile(r"<!--|\bhidden (?:text|instruction)|white on white|font-size:\s*0|display:\s*none|\[//\]"),
+    # a role to play, or another model to become
+    "role_play": re.compile(
+        r"\b(?:pretend|act|behave|roleplay|role-play)\s+(?:to be|as if|as|like)\s+(?:you\s+(?:are|were)\s+)?(?:an?\s+|the\s+)?"
+        r"(?:\w+\s+){0,3}?(?:ai|assistant|model|bot|chatbot|gpt|character|persona|hacker|dan|version|entity)\b"
+        r"|\byou (?:are|will be|will act as|will play|must act as) (?:now )?(?:an?\s+|the\s+)?(?:\w+\s+){0,3}?"
+        r"(?:ai|assistant|model|bot|chatbot|character|persona|version|entity|role)\b"
+        r"|\b(?:stay|remain|break) (?:in|out of) character\b|\bfrom now on,? (?:you|your)\b"
+    ),
+    # the model's own instructions, or secrets it holds, revealed
+    "reveal_prompt": re.compile(
+        r"\b(?:reveal|print|repeat|show|output|display|leak|dump|list|recite|tell me)\b[^.\n]{0,30}"
+        r"\b(?:system prompt|initial prompt|hidden prompt|(?:your|the) (?:original |initial |hidden |secret )?"
+        r"(?:instructions|rules|prompt|configuration)|(?:api )?keys? and tokens|passwords? you)"
+    ),
+    # a third party dictates what the model answers, or what it remembers
+    "output_control": re.compile(
+        r"\b(?:start|begin|end|prefix|sign)\s+(?:your|every|each|all)\s+(?:\w+\s+)?(?:reply|replies|response|responses|"
+        r"answer|answers|summary|output|message)"
+        r"|\b(?:in|to) (?:your|every|each) (?:next |later )?(?:reply|response|answer|summary|output)\b"
+        r"|\b(?:tell|inform|convince|persuade|ask) the user (?:that|to)\b"
+        r"|\b(?:reply|respond|answer) (?:to the user )?(?:only )?(?:in|with) (?:french|german|spanish|chinese|a pirate|pirate|emoji)"
+        r"|\b(?:save|store|write|add|commit) (?:this|it|a)? ?(?:as )?(?:a |an )?(?:new |permanent )?(?:memory|instruction|rule)\b"
+        r"|\b(?:every|each|all) (?:later|future|subsequent) (?:questions?|requests?|conversations?|sessions?)"
+    ),
 }
 # Words each intent's every match contains one of: most views hold none, and a substring
 # test is a tenth of a regex search.
 _INTENT_NEEDS = {
-    "override": ("ignore", "disregard", "forget", "override", "bypass", "skip", "drop"),
-    "addressed_to_ai": ("dear", "hey", "hi", "attention", "note to", "message for", "for", "if you are", "no longer",
-                        "ai", "assistant", "model", "llm", "bot", "agent", "gpt", "claude", "gemini", "copilot"),
-    "exfiltration": ("send", "forward", "mail", "upload", "post", "transmit", "leak", "share", "copy", "exfiltrate", "paste"),
+    "override": ("ignore", "disregard", "forget", "override", "bypass", "skip", "drop", "apply", "obsolete", "cancelled",
+                 "void", "your real", "your actual", "your true", "your new"),
+    "addressed_to_ai": ("dear", "hey", "hi", "attention", "note", "message", "instruction", "for", "if you are", "to any",
+                        "no longer", "ai", "assistant", "model", "llm", "bot", "agent", "gpt", "claude", "gemini", "copilot",
+                        "automated", "digital", "virtual"),
+    "exfiltration": ("send", "forward", "mail", "upload", "post", "transmit", "leak", "share", "copy", "exfiltrate",
+                     "paste", "append", "include", "http"),
     "tool_coercion": ("call", "run", "invoke", "execute", "trigger", "use"),
-    "secrecy": ("not", "don't", "never", "without"),
+    "secrecy": ("not", "don't", "never", "without", "keep"),
     "hidden_text": ("<!--", "hidden", "white on white", "font-size", "display", "[//]"),
+    "role_play": ("pretend", "act", "behave", "role", "you are", "you will", "you must", "character", "from now on"),
+    "reveal_prompt": ("prompt", "instructions", "rules", "configuration", "keys", "password"),
+    "output_control": ("start", "begin", "end", "prefix", "sign", "in your", "to your", "in every", "to every", "in each",
+                       "to each", "the user", "reply", "respond", "answer", "memory", "instruction", "rule", "later",
+                       "future", "subsequent"),
 }
 
 # Word lists as sets over one lowercase pass, and C-level counts, keep the features
@@ -112,13 +170,15 @@ FEATURE_NAMES = (
 )
 
 
-# A view the learned layer may hold shows some sign of speaking to a model or giving
-# orders: an AI named, a role marker, "you must", rule and prompt words, an imperative
-# opening a sentence, or one of the intents. Without any, the embedding alone judges
-# style, and style is what fails on kinds of text never trained on (left out of
-# training, e-mails and technical notes were wrongly held 0.11 and 0.27 of the time
-# without this rule, 0.10 and 0.04 with it; attacks held, with the patterns, 0.85 either way).
-ADDRESS_FEATURES = ("role_marker", "ai_reference", "you_must", "meta_words", "imperative_starts")
+# A view the learned layer may hold speaks to a model: an AI addressed (not merely
+# mentioned, see _AI_MENTION), a role marker, or one of the intents. Imperatives, "you
+# must" and words like "reply" or "policy" are not enough: e-mails, tickets, docs and
+# tool output give people orders all day, and with them as the way in the embedding
+# judged style. Left out of training whole (with its planted twin), the working-day set
+# was wrongly held 0.072 with those in the rule, 0.000 without them and with mentions
+# not counted; the tldr pages (public docs, never trained on) 0.074 and 0.018; attacks
+# held, with the patterns, 0.857 and 0.856 over all folds (bench/bench_security.py).
+ADDRESS_FEATURES = ("role_marker", "ai_reference")
 
 
 def addressed(feats: np.ndarray) -> np.ndarray:
@@ -145,6 +205,8 @@ def cheap_features(view: str) -> list[float]:
             meta += 1
     if "language model" in low:
         ai += 1
+    if ai:
+        ai -= sum(1 for m in _AI_MENTION.finditer(low) for w in _WORDS.findall(m.group(0)) if w in _AI)
     starts = _SENTENCE_START.findall(low)
     imperative = sum(1 for w in starts if w in _IMPERATIVES) / max(len(starts), 1)
     upper = len(_UPPER.findall(view))

@@ -80,7 +80,8 @@ def cortex_examples(vault_roots: Iterable[Path]) -> list[Example]:
     agent memories of every type (accents, other languages, memories about the assistant
     itself), memory poisoning phrased as ordinary notes, mails and tool output, and
     e-mails, documents and tool output with and without an instruction planted for the
-    assistant (``message_text.py``)."""
+    assistant (``message_text.py``), and a working day's e-mails, meeting notes, tickets,
+    documentation, tool output and web pages, clean and planted (``workday_text.py``)."""
     from cortex.security.benign_text import over_defence_sentences, technical_sentences
 
     out = load_note_bodies(vault_roots)
@@ -92,6 +93,10 @@ def cortex_examples(vault_roots: Iterable[Path]) -> list[Example]:
 
     out += [Example(text, 0, "cortex_messages") for text in benign_messages()]
     out += [Example(text, 1, "cortex_planted") for text in planted_messages()]
+    from cortex.security.workday_text import workday_planted, workday_texts
+
+    out += [Example(text, 0, "cortex_workday") for _, text in workday_texts()]
+    out += [Example(text, 1, "cortex_workday_planted") for _, text in workday_planted()]
     return out
 
 
