@@ -15,7 +15,10 @@ bench_retrieval.py, and four kinds of query run against each:
 Every query is split by a hash of its id into a calibration half and a held-out half.
 On the calibration half the floor is swept and the highest one that costs the real
 questions at most `TOLERANCE` (LongMemEval R@10, SciFact nDCG@10) is reported beside the
-shipped `fusion.RELEVANCE_FLOOR`; the held-out half is then run through cortex's query
+shipped `fusion.RELEVANCE_FLOOR`; then, at the shipped floor, the answer gate
+(`fusion.answers`: a query is answered only when one result matches enough of it) is
+swept over its matched share and relevance, and the strictest one within `TOLERANCE` on
+both corpora is reported beside the shipped one; the held-out half is then run through cortex's query
 path with the floor off (`min_score=0`) and on (the default), and the share of each
 kind of unanswerable query that finds nothing is printed with the real questions'
 figures side by side.
@@ -99,7 +102,9 @@ def calibrate(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> tup
     for kind, q in queries:
         if held_out(kind, q["qid"]):
             continue
-        hits = [(ids[h.path], h.why["relevance"]) for h in ask(idx, q, 0.0)]
+        found = ask(idx, q, 0.0)
+        GATE_ROWS[name].append((kind, [(ids[h.path], dict(h.why)) for h in found], set(q.get("relevant_ids", ()))))
+        hits = [(ids[h.path], h.why["relevance"]) for h in found]
         if kind == "real":
             real.append((hits, set(q["relevant_ids"])))
         else:
@@ -114,6 +119,55 @@ def calibrate(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> tup
         shares = [sum(best < floor for best in negatives[k]) / max(1, len(negatives[k])) for k in KINDS]
         lines.append(f"| {floor:.2f} | {value:.3f} | " + " | ".join(f"{s:.2f}" for s in shares) + " |")
     return picked, lines
+
+
+GATE_ROWS: dict[str, list] = defaultdict(list)  # calibration half, floor off: (kind, [(id, why)], relevant)
+GATE_MATCHED = [round(0.05 * i, 2) for i in range(9)]
+GATE_RELEVANCE = [0.1, 0.15, 0.2, 0.25, 0.3]
+
+
+def gate_effect(name: str, matched: float, relevance: float) -> tuple[float, dict[str, float]]:
+    """On the calibration half, at the shipped floor: what the answer gate (matched,
+    relevance; the cosine escape as shipped) costs the real questions, and each kind's
+    share finding nothing."""
+    def answered(whys) -> bool:
+        return any(w.get("matched", 0.0) >= matched and w["relevance"] >= fusion.RELEVANCE_FLOOR
+                   and (w["relevance"] >= relevance or w.get("semantic", 0.0) >= fusion.ANSWER_COSINE) for w in whys)
+
+    base, gated, empty = [], [], defaultdict(list)
+    for kind, hits, relevant in GATE_ROWS[name]:
+        kept = [d for d, w in hits if w["relevance"] >= fusion.RELEVANCE_FLOOR]
+        if kind == "real":
+            base.append((kept, relevant))
+            gated.append((kept if answered([w for _, w in hits]) else [], relevant))
+        else:
+            empty[kind].append(not answered([w for _, w in hits]))
+    cost = real_metric(name, base) - real_metric(name, gated)
+    return cost, {k: sum(v) / max(1, len(v)) for k, v in empty.items()}
+
+
+def calibrate_gate(names: list[str]) -> list[str]:
+    best = None
+    for matched in GATE_MATCHED:
+        for relevance in GATE_RELEVANCE:
+            effects = {n: gate_effect(n, matched, relevance) for n in names}
+            if max(cost for cost, _ in effects.values()) > TOLERANCE:
+                continue
+            caught = sum(sum(shares.values()) for _, shares in effects.values())
+            if best is None or caught > best[0]:
+                best = (caught, matched, relevance)
+    lines = [f"answer gate on the calibration half, at the shipped floor (cost: {'/'.join(METRIC[n] for n in names)} "
+             f"lost; shares finding nothing)\n", "| matched, relevance | cost | " + " | ".join(KINDS) + " |",
+             "|---|---|" + "---|" * len(KINDS)]
+    shown = [(fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, "shipped")]
+    if best is not None:
+        shown.append((best[1], best[2], "picked"))
+    for matched, relevance, label in shown:
+        effects = {n: gate_effect(n, matched, relevance) for n in names}
+        cost = " / ".join(f"{effects[n][0]:.3f}" for n in names)
+        cells = " | ".join(" / ".join(f"{effects[n][1].get(k, 0.0):.2f}" for n in names) for k in KINDS)
+        lines.append(f"| {matched:.2f}, {relevance:.2f} ({label}) | {cost} | {cells} |")
+    return lines
 
 
 def report(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> list[str]:
@@ -136,7 +190,7 @@ def report(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> list[s
         rows = real[state]
         means = {k: sum(metrics(r, rel)[k] for r, rel in rows) / max(1, len(rows)) for k in keys}
         shares = [sum(empty[state][k]) / max(1, len(empty[state][k])) for k in KINDS]
-        label = "off (--min-score 0)" if state == "off" else f"on ({fusion.RELEVANCE_FLOOR})"
+        label = "off (--min-score 0)" if state == "off" else f"on ({fusion.RELEVANCE_FLOOR}, answer gate)"
         out.append(f"| {label} | " + " | ".join(f"{means[k]:.3f}" for k in keys) + " | "
                    + " | ".join(f"{s:.2f}" for s in shares) + " |")
     counts = {k: len(empty["on"][k]) for k in KINDS}
@@ -160,6 +214,8 @@ def main(argv: list[str]) -> int:
         print(f"\nhighest floor costing at most {TOLERANCE} {METRIC[name]} on the calibration half: {picked:.2f} "
               f"(shipped: fusion.RELEVANCE_FLOOR = {fusion.RELEVANCE_FLOOR})\n")
         print("\n".join(held), flush=True)
+    print()
+    print("\n".join(calibrate_gate(names)))
     return 0
 
 

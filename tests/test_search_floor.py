@@ -113,3 +113,17 @@ def test_python_api_takes_min_score(vault):
     assert session.ask(Question("zzzqqq")).hits == []
     assert session.ask(Question("zzzqqq", min_score=0.0)).hits
     assert session.ask(Question("telemetry collector")).hits[0].path == NOTES["rust"][0]
+
+
+def test_a_question_only_a_word_of_which_the_vault_knows_is_not_answered(vault):
+    """The answer gate (fusion.answers): a note sharing one word of a long question is not
+    an answer by default; a note speaking of most of it is; `--min-score` replaces the gate."""
+    question = "when does the municipal swimming pool reopen after the winter production maintenance"
+    done = cortex(vault, question, "--json", "--min-score", "0.01")
+    whys = [r["why"] for r in json.loads(done.stdout)["results"]]
+    assert done.returncode == 0 and any("matched" in w for w in whys)  # found by a word or two in common
+    assert max(w.get("matched", 0.0) for w in whys) < 0.2
+    done = cortex(vault, question, "--json")
+    assert done.returncode == 1 and json.loads(done.stdout)["count"] == 0
+    done = cortex(vault, "when do deploys to production happen", "--paths")
+    assert done.returncode == 0 and done.stdout.splitlines()[0] == NOTES["deploy"][0]

@@ -47,6 +47,30 @@ DEFAULT_WEIGHTS = FusionWeights()
 # against some note of a large corpus.
 RELEVANCE_FLOOR = 0.10
 
+# A query is answered only when one of its results speaks of a good part of it: at least
+# ANSWER_MATCHED of the query's idf-weighted terms (`why.matched`), and either a
+# relevance of ANSWER_RELEVANCE or a meaning close to the query's (cosine ANSWER_COSINE:
+# a paraphrase, or a tiny vault where idf says little). Otherwise nothing is returned,
+# however many notes share a word or two with it: a question the vault cannot answer
+# usually finds notes that each match one of its rarer words, a real question one note
+# matching several. Picked by bench/bench_floor.py on its calibration half with the
+# floor's rule (the strictest gate costing the real questions at most 0.005): on the
+# held-out half it turns 17-28 % of the everyday questions and 31-91 % of the other
+# corpus's questions, and 90-100 % of nonsense, into "nothing found", for 0.002 R@10.
+# Only where the lexical side judges (hybrid and lexical modes), and only by default:
+# `--min-score` replaces both rules.
+ANSWER_MATCHED = 0.2
+ANSWER_RELEVANCE = 0.15
+ANSWER_COSINE = 0.55
+
+
+def answers(results: Sequence[dict]) -> bool:
+    """Whether a query's results (their `why`) hold an answer (see ANSWER_MATCHED)."""
+    return any(w.get("matched", 0.0) >= ANSWER_MATCHED
+               and (w.get("relevance", 0.0) >= ANSWER_RELEVANCE or w.get("semantic", 0.0) >= ANSWER_COSINE)
+               for w in results)
+
+
 # `--semantic-only`, where relevance is the cosine itself: the floor is a cosine. Between
 # unrelated texts the shipped model's cosines sit mostly under 0.3, between a question and
 # its answer mostly above 0.5 (nonsense can pass it: the mode is for comparison).

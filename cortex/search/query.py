@@ -151,7 +151,8 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
            use_priors: bool = True, min_score: float | None = None) -> list[Hit]:
     """The best `limit` notes for `text` whose relevance reaches the floor (`min_score`,
     else the mode's default: `fusion.floor_for`), filtered, fused and ordered by memory
-    priors. Nothing over the floor is an empty list: the query found nothing."""
+    priors. Nothing over the floor is an empty list: the query found nothing; so is, by
+    default, a list none of whose notes answers the query (`fusion.answers`)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     now = now or datetime.now(timezone.utc)
@@ -236,6 +237,8 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
             why.update(pri)
             score = fusion.ranked(relevance, pri["prior"])
         ranked.append((score, path, why))
+    if min_score is None and mode != "semantic" and not fusion.answers([why for _, _, why in ranked]):
+        return []  # notes sharing a word or two with the query, none an answer
     ranked.sort(key=lambda item: -item[0])
     return [_hit(docs[path], score, why) for score, path, why in ranked[:limit]]
 
