@@ -186,7 +186,7 @@ def vault_status(vault: Vault) -> dict[str, Any]:
             "by_partition": {p: sum(v.values()) for p, v in partitions.items()},
             "by_type": partitions,
         },
-        "quarantine": len(vault.quarantine.entries()),
+        "quarantine": vault.quarantine.count(),
         "pending_reinforcements": {"notes": len(pending), "observations": sum(int(e.get("count", 0)) for e in pending.values())},
         "run_in_progress": state.pending is not None,
         "last_run": state.last_run,

@@ -143,6 +143,7 @@ class SearchIndex:
         self._embedder = None
         self.state: State | None = None
         self.lexical = None
+        self._loaded_stamp: tuple[int, int, int] | None = None  # state.json as this process last read or wrote it
         self.vectors = None
 
     # --- parts --------------------------------------------------------------------------
@@ -170,6 +171,7 @@ class SearchIndex:
 
     def load(self, *, vectors: bool = True) -> "SearchIndex":
         """Open the stored index; IndexUnavailable when it must be rebuilt."""
+        self._loaded_stamp = _stamp(self.directory / "state.json")
         state = State.read(self.directory / "state.json")
         if state.model != self.model_name:
             raise IndexUnavailable(f"search index was built with model {state.model}, not {self.model_name}")
@@ -259,6 +261,7 @@ class SearchIndex:
         VectorStore(self.directory, matrix, keys, head_dims).save()
         self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {}, head_dims=head_dims)
         self.state.write(self.directory / "state.json")
+        self._loaded_stamp = _stamp(self.directory / "state.json")
         self.lexical, self.vectors = lexical, VectorStore.load(self.directory, head_dims=head_dims)
         return UpdateReport(added=len(keys), notes=len(keys), rebuilt=True, seconds=time.perf_counter() - start)
 
@@ -425,10 +428,12 @@ class SearchIndex:
         report = UpdateReport()
         if c.found or c.dirs != self.state.dirs or c.head != self.state.head or c.dirty != self.state.dirty:
             with self._locked():
-                self.load(vectors=False)  # another process may have updated meanwhile
+                if _stamp(self.directory / "state.json") != self._loaded_stamp:
+                    self.load(vectors=False)  # another process updated meanwhile: its files, not ours
                 report = self.apply(c.found)
                 self.state.dirs, self.state.head, self.state.dirty = c.dirs, c.head, c.dirty
                 self.state.write(self.directory / "state.json")
+                self._loaded_stamp = _stamp(self.directory / "state.json")
         report.notes = self.lexical.doc_count()
         report.seconds = time.perf_counter() - start
         return report
@@ -488,6 +493,15 @@ class SearchIndex:
         lexical.write(fresh + restamped, deletes)
         report.notes = lexical.doc_count()
         return report
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """Which version of a file this is (a writer replaces it: a new inode)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _batches(items: Iterable, size: int) -> Iterator[list]:

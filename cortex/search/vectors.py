@@ -83,9 +83,9 @@ class VectorStore:
     def __len__(self) -> int:
         if self._rows is not None:
             return len(self._rows)
-        # without building the path index
-        return (len(self.keys) - self.keys.blank() - len(self.dead)
-                + len(self.delta_keys) - self.delta_keys.count(""))
+        # without building the path index; base rows are never free (a build writes
+        # notes only, a fold drops free rows), delta rows may be
+        return len(self.keys) - len(self.dead) + len(self.delta_keys) - self.delta_keys.count("")
 
     @classmethod
     def empty(cls, directory: Path, dim: int) -> "VectorStore":
@@ -290,11 +290,6 @@ class Keys:
         hit = self.data.find(b"\n" + needle)
         return None if hit < 0 else self.data.count(b"\n", 0, hit + 1)
 
-    def blank(self) -> int:
-        """How many rows are free (empty lines)."""
-        if not (self.data.startswith(b"\n") or b"\n\n" in self.data):
-            return 0
-        return int(np.count_nonzero(np.diff(self.starts) == 1))
 
 
 def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
