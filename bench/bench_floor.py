@@ -133,8 +133,8 @@ def gate_effect(name: str, matched: float, relevance: float, half: str = "calibr
     cosine escape as shipped) costs the real questions, and each kind's share finding
     nothing."""
     def answered(whys) -> bool:
-        return any(w.get("matched", 0.0) >= matched and w["relevance"] >= fusion.RELEVANCE_FLOOR
-                   and (w["relevance"] >= relevance or w.get("semantic", 0.0) >= fusion.ANSWER_COSINE) for w in whys)
+        over = [w for w in whys if w["relevance"] >= fusion.RELEVANCE_FLOOR]
+        return fusion.answers("hybrid", None, over, matched=matched, relevance=relevance)
 
     base, gated, empty = [], [], defaultdict(list)
     for kind, hits, relevant in GATE_ROWS[name, half]:

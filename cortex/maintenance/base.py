@@ -223,5 +223,5 @@ def later(a: str | None, b: str | None) -> str | None:
         return a
     try:
         return a if parse_time(a) >= parse_time(b) else b
-    except ValueError:
+    except (ValueError, TypeError):
         return a

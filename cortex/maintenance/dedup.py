@@ -129,14 +129,19 @@ def eligible(note: NoteInfo) -> bool:
             and bool(note.id) and bool(note.type) and bool(note.body))
 
 
-def _age(note: NoteInfo) -> tuple[str, str]:
+def _sortable(when) -> str | None:
+    """A timestamp in one sortable form; None when it cannot be read."""
     from cortex.timefmt import parse_time
 
     try:
-        created = format_time(parse_time(note.created))
+        return format_time(parse_time(when))
     except (ValueError, TypeError):
-        created = "9999"
-    return created, note.path
+        return None
+
+
+def _age(note: NoteInfo) -> tuple[str, str]:
+    """Creation, then path (an unreadable time sorts last)."""
+    return _sortable(note.created) or "9999", note.path
 
 
 @dataclass(frozen=True)
@@ -214,13 +219,7 @@ def plan_dedup(snapshot: Snapshot | Sequence[NoteInfo], embed: Callable[[list[No
 def _stated(note: NoteInfo) -> tuple[str, str]:
     """When a memory was last said — its last reinforcement, else its creation — then
     its path: a repeat of an older value makes that value the current one again."""
-    from cortex.timefmt import parse_time
-
-    try:
-        when = format_time(parse_time(later(note.last_reinforced, note.created)))
-    except (ValueError, TypeError):
-        when = _age(note)[0]
-    return when, note.path
+    return _sortable(later(note.last_reinforced, note.created)) or _age(note)[0], note.path
 
 
 @dataclass(frozen=True)

@@ -67,10 +67,16 @@ ANSWER_RELEVANCE = 0.15
 ANSWER_COSINE = 0.55
 
 
-def answers(results: Sequence[dict]) -> bool:
-    """Whether a query's results (their `why`) hold an answer (see ANSWER_MATCHED)."""
-    return any(w.get("matched", 0.0) >= ANSWER_MATCHED
-               and (w.get("relevance", 0.0) >= ANSWER_RELEVANCE or w.get("semantic", 0.0) >= ANSWER_COSINE)
+def answers(mode: str, min_score: float | None, results: Sequence[dict], *, matched: float = ANSWER_MATCHED,
+            relevance: float = ANSWER_RELEVANCE) -> bool:
+    """Whether a query's results (their `why`, over the floor) may be returned: by
+    default, in the modes with a lexical side, only when one of them is an answer (see
+    ANSWER_MATCHED; the bench sweeps `matched` and `relevance`); always when
+    `min_score` is given (the caller's floor replaces the rule)."""
+    if min_score is not None or mode == "semantic":
+        return True
+    return any(w.get("matched", 0.0) >= matched
+               and (w.get("relevance", 0.0) >= relevance or w.get("semantic", 0.0) >= ANSWER_COSINE)
                for w in results)
 
 

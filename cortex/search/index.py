@@ -14,6 +14,7 @@ index is simply rebuilt (`IndexUnavailable` says why).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -114,6 +115,27 @@ class State:
                                    "dirty": self.dirty}),
                        encoding="utf-8")
         os.replace(tmp, path)
+
+
+def _stale(stored: dict | None, now: tuple[int, int] | None) -> bool:
+    """Whether a note's (mtime, size) now, None if gone, differs from what the index
+    stored of it (None: not indexed)."""
+    if stored is None:
+        return now is not None
+    return now != (stored.get("mtime"), stored.get("size"))
+
+
+@dataclass
+class _Walk:
+    """What `SearchIndex._walk` found: notes that differ, folders seen, folders whose
+    untracked files git is asked for, the top folder's notes, and the folders whose
+    untracked notes are known afresh (not carried over)."""
+
+    found: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    asked: list[str] = field(default_factory=list)
+    top_notes: list[str] = field(default_factory=list)
+    relisted: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -314,100 +336,99 @@ class SearchIndex:
         vault for untracked files. Without them, changed folders are listed and compared
         with the index."""
         state, root = self.state, self.root
-        dirs_now: dict[str, int] = {}
-        changed_dirs: list[str] = []
-        for rel_dir, old in state.dirs.items():
-            try:
-                mtime = os.stat(root / rel_dir).st_mtime_ns
-            except OSError:
-                changed_dirs.append(rel_dir)  # gone: its notes are deleted
-                continue
-            dirs_now[rel_dir] = mtime
-            if mtime != old:
-                changed_dirs.append(rel_dir)
-        if freshness.TOP not in state.dirs:
-            changed_dirs.append(freshness.TOP)
-        full_sweep = probe is None
-        head, committed = None, set()
+        dirs_now, changed_dirs = self._folders_moved()
+        full_sweep, head, committed = probe is None, None, set()
         if probe is not None:
             probe.result()
             head = probe.head
-            if not probe.ok:
-                full_sweep = True
-            elif head != state.head:
-                found_commits = probe.committed_since(state.head) if state.head else None
-                if found_commits is None:
-                    full_sweep = True
-                else:
-                    committed = found_commits
+            if head == state.head:
+                since: set[str] | None = set()
+            else:  # what the commits since touched; None: unknown (no old HEAD, or history rewritten)
+                since = probe.committed_since(state.head) if probe.ok and state.head else None
+            full_sweep = not probe.ok or since is None
+            committed = since or set()
         if full_sweep:
             dirs_now = freshness.note_dirs(root)
             changed_dirs = sorted(set(dirs_now) | set(state.dirs))
-        found: dict[str, tuple[int, int] | None] = {}
-        seen_dirs: set[str] = set()
-        trusted = probe is not None and probe.ok and not full_sweep and state.dirty is not None
-        asked: list[str] = []  # changed folders whose untracked files git is asked for
-        top_notes: list[str] = []
-        top_listed = False
+        trusted = not full_sweep and state.dirty is not None
+        walk = self._walk(changed_dirs, dirs_now, trusted)
+        if probe is None or not probe.ok:
+            return Candidates(walk.found, dirs_now, head, None)
+        untracked = probe.untracked(walk.asked, walk.top_notes) if trusted else probe.untracked(everywhere=True)
+        dirty_now = set(probe.dirty) | (untracked or set())
+        if untracked is None:
+            # git could not say: these folders are compared note by note, and nothing is
+            # recorded as dirty, so that the next update asks git everywhere
+            for rel_dir in walk.asked:
+                self._compare_folder(rel_dir, walk.found)
+        elif trusted:
+            # untracked notes of folders nobody touched since: git was not asked again
+            dirty_now |= {p for p in state.dirty or () if p not in committed and os.path.lexists(root / p)
+                          and (p.rpartition("/")[0] or freshness.TOP) not in walk.relisted}
+        if not full_sweep:
+            # notes dirty now or last time (an edit undone, an untracked note deleted),
+            # committed since, or untracked in a changed folder: looked at one by one
+            extra = dirty_now | set(state.dirty or ()) | committed
+            for folder in {p.rpartition("/")[0] or freshness.TOP for p in extra} - set(dirs_now) - walk.seen:
+                with contextlib.suppress(OSError):  # a new folder, by git's word
+                    dirs_now[folder] = os.stat(root / folder).st_mtime_ns
+            for path in extra:
+                if freshness.is_note_path(path) and path not in walk.found:  # git leaves ignored files out
+                    now = freshness.stat_note(root, path)
+                    if _stale(self.lexical.stored(path), now):
+                        walk.found[path] = now
+        dirty = None if untracked is None else sorted(p for p in dirty_now if freshness.is_note_path(p))
+        return Candidates(walk.found, dirs_now, head, dirty)
+
+    def _folders_moved(self) -> tuple[dict[str, int], list[str]]:
+        """The known folders' mtimes now, and those that moved or went (the top folder
+        too when it was never seen)."""
+        dirs_now: dict[str, int] = {}
+        changed: list[str] = []
+        for rel_dir, old in self.state.dirs.items():
+            try:
+                dirs_now[rel_dir] = mtime = os.stat(self.root / rel_dir).st_mtime_ns
+            except OSError:
+                changed.append(rel_dir)  # gone: its notes are deleted
+                continue
+            if mtime != old:
+                changed.append(rel_dir)
+        if freshness.TOP not in self.state.dirs:
+            changed.append(freshness.TOP)
+        return dirs_now, changed
+
+    def _walk(self, changed_dirs: list[str], dirs_now: dict[str, int], trusted: bool) -> "_Walk":
+        """Each changed folder, and any new folder below one: compared note by note with
+        the index, or (`trusted`, a known folder other than the top) left for git to name
+        its untracked files. Records the folders' mtimes in `dirs_now`."""
+        root, known = self.root, self.state.dirs
+        walk = _Walk()
         while changed_dirs:
             rel_dir = changed_dirs.pop()
-            if rel_dir in seen_dirs:
+            if rel_dir in walk.seen:
                 continue
-            seen_dirs.add(rel_dir)
+            walk.seen.add(rel_dir)
             if not (root / rel_dir).is_dir():
                 dirs_now.pop(rel_dir, None)  # gone: its tracked notes are in git's status, the rest in `dirty`
                 if not trusted:
-                    found.update((path, None) for path in self.lexical.paths_in(rel_dir))
+                    walk.found.update((path, None) for path in self.lexical.paths_in(rel_dir))
                 continue
             dirs_now[rel_dir] = os.stat(root / rel_dir).st_mtime_ns
-            if trusted and rel_dir in state.dirs and rel_dir != freshness.TOP:
-                asked.append(rel_dir)
+            if trusted and rel_dir in known and rel_dir != freshness.TOP:
+                walk.asked.append(rel_dir)
             else:
-                listing = self._compare_folder(rel_dir, found)
+                listing = self._compare_folder(rel_dir, walk.found)
                 if rel_dir == freshness.TOP:
-                    top_notes, top_listed = list(listing), True
+                    walk.top_notes = list(listing)
+                    walk.relisted.add(rel_dir)
                 elif trusted:
-                    asked.append(rel_dir)  # a new folder: listed, and git says which of its notes are untracked
+                    walk.asked.append(rel_dir)  # a new folder: listed, and git says which of its notes are untracked
             new = [sub for sub in freshness.subfolders(root, rel_dir, os.scandir(root / rel_dir))
-                   if sub not in state.dirs and sub not in dirs_now]
+                   if sub not in known and sub not in dirs_now]
             ignored = freshness.git_ignored(root, [f"{sub}/" for sub in new])
             changed_dirs += [sub for sub in new if f"{sub}/" not in ignored]  # a new folder
-        dirty = None
-        if probe is not None and probe.ok:
-            untracked = probe.untracked(asked, top_notes) if trusted else probe.untracked(everywhere=True)
-            dirty_now = set(probe.dirty) | (untracked or set())
-            if untracked is None:
-                # git could not say: these folders are compared note by note, and nothing
-                # is recorded as dirty, so that the next update asks git everywhere
-                for rel_dir in asked:
-                    self._compare_folder(rel_dir, found)
-            else:
-                if trusted:
-                    # untracked notes of folders nobody touched since: git was not asked again
-                    asked_set = set(asked) | ({freshness.TOP} if top_listed else set())
-                    dirty_now |= {p for p in state.dirty or () if p not in committed and os.path.lexists(root / p)
-                                  and (p.rpartition("/")[0] or freshness.TOP) not in asked_set}
-                dirty = sorted(p for p in dirty_now if freshness.is_note_path(p))
-            if not full_sweep:
-                # notes dirty now or last time (an edit undone, an untracked note deleted),
-                # committed since, or untracked in a changed folder: looked at one by one
-                extra = dirty_now | set(state.dirty or ()) | committed
-                for folder in {p.rpartition("/")[0] or freshness.TOP for p in extra}:
-                    if folder not in dirs_now and folder not in seen_dirs:  # a new folder, by git's word
-                        try:
-                            dirs_now[folder] = os.stat(root / folder).st_mtime_ns
-                        except OSError:
-                            pass
-                for path in extra:
-                    if freshness.is_note_path(path) and path not in found:  # git leaves ignored files out
-                        now = freshness.stat_note(root, path)
-                        stored = self.lexical.stored(path)
-                        if stored is None:
-                            if now is not None:
-                                found[path] = now
-                        elif now != (stored.get("mtime"), stored.get("size")):
-                            found[path] = now
-        return Candidates(found, dirs_now, head, dirty)
+        walk.relisted.update(walk.asked)
+        return walk
 
     def _compare_folder(self, rel_dir: str, found: dict[str, tuple[int, int] | None]) -> dict[str, tuple[int, int]]:
         """List one folder's notes and add to `found` those that differ from the index
@@ -416,7 +437,7 @@ class SearchIndex:
         pending = dict(listing)
         for path, stored in self.lexical.paths_in(rel_dir).items():
             now = pending.pop(path, None)
-            if now != (stored.get("mtime"), stored.get("size")):
+            if _stale(stored, now):
                 found[path] = now
         found.update(pending)  # new notes in this folder
         return listing
