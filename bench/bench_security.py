@@ -276,32 +276,33 @@ def bench_timing() -> None:
 
 
 def bench_memories() -> None:
-    from cortex.security.training import load_text_rows
 
     scanner = Scanner()
     print("Held-out sets written for cortex that no training saw (the shipped scanner, patterns + classifier)")
-    for benign_file, attack_file in (("memories_benign_eval.jsonl", "memory_poisoning_eval.jsonl"),
-                                     ("workday_benign_eval.jsonl", "workday_planted_eval.jsonl")):
-        benign = load_text_rows(BENCH_DATA / benign_file, 0, benign_file)
-        attacks = load_text_rows(BENCH_DATA / attack_file, 1, attack_file)
-        kinds = {json.loads(line)["text"]: json.loads(line)["kind"] for f in (benign_file, attack_file)
-                 for line in (BENCH_DATA / f).read_text(encoding="utf-8").splitlines() if line.strip()}
-        for name, examples, what in ((benign_file, benign, "wrongly held"), (attack_file, attacks, "held")):
-            results = scanner.scan_many([e.text for e in examples])
-            layers = defaultdict(int)
-            by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-            for e, r in zip(examples, results):
-                by_kind[kinds[e.text]][1] += 1
-                if r.injection is not None:
-                    layers[r.injection.layer] += 1
-                    by_kind[kinds[e.text]][0] += 1
-            held = sum(layers.values())
-            print(f"  {name:28s} n={len(examples):4d}  {what} {held / len(examples):.3f}  "
-                  f"(patterns {layers['pattern']}, classifier {layers['classifier']})")
-            worst = sorted(by_kind.items(), key=lambda kv: -kv[1][0] / kv[1][1] if what == "wrongly held" else kv[1][0] / kv[1][1])
-            print("    by kind: " + ", ".join(f"{k} {h}/{n}" for k, (h, n) in worst))
+    for name, what in (("memories_benign_eval.jsonl", "wrongly held"), ("memory_poisoning_eval.jsonl", "held"),
+                       ("workday_benign_eval.jsonl", "wrongly held"), ("workday_planted_eval.jsonl", "held")):
+        _held_out_report(scanner, name, what)
     print()
 
+
+
+def _held_out_report(scanner, name: str, what: str) -> None:
+    """One hand-written held-out file (`{"text", "kind"}` rows) through the shipped
+    scanner: the share held, by layer and by kind (worst first)."""
+    rows = [json.loads(line) for line in (BENCH_DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    results = scanner.scan_many([r["text"] for r in rows])
+    layers: dict[str, int] = defaultdict(int)
+    by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row, result in zip(rows, results):
+        by_kind[row["kind"]][1] += 1
+        if result.injection is not None:
+            layers[result.injection.layer] += 1
+            by_kind[row["kind"]][0] += 1
+    print(f"  {name:28s} n={len(rows):4d}  {what} {sum(layers.values()) / len(rows):.3f}  "
+          f"(patterns {layers['pattern']}, classifier {layers['classifier']})")
+    sign = -1 if what == "wrongly held" else 1
+    worst = sorted(by_kind.items(), key=lambda kv: sign * kv[1][0] / kv[1][1])
+    print("    by kind: " + ", ".join(f"{k} {h}/{n}" for k, (h, n) in worst))
 
 def main() -> int:
     missing = [p for p in (INJECTION, SECRETS, LME) if not p.is_file()]
