@@ -15,27 +15,33 @@ from cortex.layout import PARTITIONS
 if TYPE_CHECKING:
     from cortex.vault import Vault
 
-def _note_counts(vault: Vault) -> list[tuple[str, str, int]]:
+def _note_counts(vault: Vault, index_state: dict | None) -> list[tuple[str, str, int]]:
     """(folder, declared type or "", notes) of the working tree's notes: HEAD's counts from
-    the HEAD cache, corrected by what ``git status`` names as added, changed or deleted
-    since (a person's note not yet committed counts too). Both follow the change, not the
-    vault: the cost does not grow with the number of notes."""
-    from cortex import gitcli
+    the HEAD cache, corrected by what git names as added, changed, deleted or untracked
+    (a person's note not yet committed counts too). Both follow the change, not the
+    vault: `git status -uno` names the tracked notes that changed, and the untracked ones
+    are the search index's last record of them, with git asked again only about the
+    folders that moved since (`freshness.untracked_now`); git's own search for untracked
+    files walks every folder of the vault, and happens only when there is no record."""
     from cortex.headcache import fields, folder_of, sync
     from cortex.layout import is_note_path
+    from cortex.search.freshness import GitProbe, untracked_now
 
+    probe = GitProbe.start(vault.root)  # runs while the HEAD cache is brought up to date
     cache = sync(vault.root)
     try:
         counts: Counter[tuple[str, str]] = Counter({(f, t or ""): n for f, t, n in cache.counts()})
-        done = gitcli.run_bytes(vault.root, "--no-optional-locks", "-c", "core.quotepath=off", "status",
-                                "--porcelain=v1", "-z", "-uall", "--no-renames", "--", *PARTITIONS)
-        changed = []
-        if done is not None and done.ok:
-            for entry in done.out.split(b"\0"):
-                if len(entry) > 3:
-                    changed.append(entry[3:].decode("utf-8", "surrogateescape"))
-        for rel in changed:
-            if not is_note_path(rel):
+        changed: set[str] = set()
+        if probe.result().ok:
+            dirs, dirty = (index_state or {}).get("dirs"), (index_state or {}).get("dirty")
+            untracked = None
+            if isinstance(dirs, dict) and isinstance(dirty, list):
+                untracked = untracked_now(vault.root, probe, dirs, dirty)
+            if untracked is None:
+                untracked = probe.untracked(everywhere=True) or set()
+            changed = probe.dirty | untracked
+        for rel in sorted(changed):
+            if not is_note_path(rel) or rel.partition("/")[0] not in PARTITIONS:
                 continue
             before = cache.declared_type(rel)
             if before is not None:
@@ -90,15 +96,22 @@ def _read_ref(git, ref: str) -> str | None:
     return None
 
 
-def index_status(root) -> dict[str, Any]:
-    """Whether the search index has seen the notes as they are: the HEAD and the folder
-    times it recorded at its last update, against the vault's now. A stale index is no
-    fault: the next query brings it up to date."""
+def _index_state(root) -> dict | None:
+    """What the search index recorded at its last update (`.cortex/search/state.json`)."""
     import json
 
     try:
         data = json.loads((root / ".cortex" / "search" / "state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def index_status(root, data: dict | None) -> dict[str, Any]:
+    """Whether the search index has seen the notes as they are: the HEAD and the folder
+    times it recorded at its last update (`data`), against the vault's now. A stale index
+    is no fault: the next query brings it up to date."""
+    if data is None:
         return {"state": "missing", "hint": "the next `cortex query` (or `cortex index`) builds it"}
     from cortex.search.records import FORMAT
 
@@ -151,12 +164,13 @@ def sync_status(root, state) -> dict[str, Any] | None:
 
 def vault_status(vault: Vault) -> dict[str, Any]:
     state = vault.load_state()
+    index_state = _index_state(vault.root)
     counts: Counter[tuple[str, str]] = Counter()  # (partition, type) of active notes
     types_of: dict[str, list[str]] = {}  # folder -> the types that live there
     archived = 0
     # The notes at HEAD, counted per folder and declared type in the HEAD cache, which
     # follows HEAD by diffs: the same cost in a vault of 200,000 notes as of 10,000.
-    for folder, declared, n in _note_counts(vault):
+    for folder, declared, n in _note_counts(vault, index_state):
         parts = folder.split("/")
         if parts[0] not in PARTITIONS or len(parts) < 2:
             continue  # a person's notes outside vault/ and mind/: no type to count by
@@ -191,6 +205,6 @@ def vault_status(vault: Vault) -> dict[str, Any]:
         "run_in_progress": state.pending is not None,
         "last_run": state.last_run,
         "jobs": {name: _job_view(record) for name, record in sorted(state.jobs.items())},
-        "index": index_status(vault.root),
+        "index": index_status(vault.root, index_state),
         "sync": sync_status(vault.root, state),
     }

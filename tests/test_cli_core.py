@@ -184,6 +184,36 @@ def test_status_counts_types_that_share_a_folder_by_their_own_type(vpath):
     assert s["notes"]["by_type"]["mind"] == {"goal_long": 1, "goal_short": 2, "goals": 1}
     assert s["notes"]["by_partition"]["mind"] == 4
 
+def test_status_counts_uncommitted_notes_from_the_index_record_and_the_folders_that_moved(vpath):
+    """`cortex status` asks git about untracked notes only in folders whose mtime moved
+    since the search index recorded them; the rest come from that record. Each way a
+    note can appear or go between two records is counted as a fresh walk would."""
+    def counts():
+        s = json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)
+        return s["notes"]["by_type"]["mind"], s["notes"]["by_type"]["vault"]
+
+    cortex("--vault", str(vpath), "write", "--type", "fact", "--body", "The cache is warm.")
+    cortex("--vault", str(vpath), "run")
+    (vpath / "mind/facts/by-hand.md").write_text("---\ntype: fact\n---\n\nThe queue drains at 02:00.\n")
+    assert counts()[0] == {"fact": 2}  # no record yet: git walks for untracked notes
+    for _ in range(2):  # a build, then an update that records by-hand.md as untracked
+        assert cortex("--vault", str(vpath), "index").returncode == 0
+    assert "mind/facts/by-hand.md" in json.loads((vpath / ".cortex/search/state.json").read_text())["dirty"]
+    assert counts()[0] == {"fact": 2}  # from the record: mind/facts did not move
+    (vpath / "vault/decisions").mkdir(exist_ok=True)
+    (vpath / "vault/decisions/new").mkdir()
+    (vpath / "vault/decisions/new/pg.md").write_text("---\ntype: decision\n---\n\nWe use PostgreSQL.\n")
+    (vpath / "mind/lessons").mkdir(exist_ok=True)
+    (vpath / "mind/lessons/l.md").write_text("---\ntype: lesson\n---\n\nSmall commits.\n")
+    assert counts() == ({"fact": 2, "lesson": 1}, {"decision": 1})  # a new folder below one that moved
+    (vpath / "mind/facts/by-hand.md").unlink()  # gone since the record: its folder moved
+    (vpath / "mind/facts/second.md").write_text("---\ntype: fact\n---\n\nBackups at 03:00.\n")
+    assert counts()[0] == {"fact": 2, "lesson": 1}
+    (vpath / "top.md").write_text("A note in the top folder, not counted by type.\n")
+    git(vpath, "add", "mind/facts/second.md")  # staged: a tracked change now
+    assert counts() == ({"fact": 2, "lesson": 1}, {"decision": 1})
+
+
 def _quarantine_some(vpath):
     (vpath / "observer/config.yml").write_text("trust:\n  default: quarantine\n  trusted_attributions: [owner]\n")
     append_lines(

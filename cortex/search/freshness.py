@@ -84,6 +84,45 @@ def scan_dir(root: Path, rel_dir: str) -> dict[str, tuple[int, int]]:
     return out
 
 
+def untracked_now(root: Path, probe: "GitProbe", dirs: dict[str, int], dirty: Iterable[str]) -> set[str] | None:
+    """The untracked files now, from an earlier record: `dirs` (each note folder's mtime
+    then) and `dirty` (what git then called changed or untracked). Creating, deleting or
+    renaming a file moves its folder's mtime, so a folder that did not move holds the
+    same untracked files as then; git is asked about the folders that moved and the new
+    folders below them only (it reads those alone), never walks the vault. None: git
+    could not say."""
+    moved = [TOP] if TOP not in dirs else []
+    for rel, mtime in dirs.items():
+        try:
+            if os.stat(root / rel).st_mtime_ns != mtime:
+                moved.append(rel)
+        except OSError:
+            moved.append(rel)  # gone: nothing untracked is left in it
+    asked: list[str] = []
+    top_notes: list[str] = []
+    relisted: set[str] = set()
+    while moved:
+        rel = moved.pop()
+        if rel in relisted:
+            continue
+        relisted.add(rel)
+        try:
+            entries = list(os.scandir(root / rel))
+        except OSError:
+            continue
+        if rel == TOP:  # a pattern for the top folder would make git walk every folder below it
+            top_notes = [e.name for e in entries if is_note_path(e.name) and not e.is_dir(follow_symlinks=False)]
+        else:
+            asked.append(rel)
+        new = [sub for sub in subfolders(root, rel, entries) if sub not in dirs]
+        ignored = git_ignored(root, [f"{sub}/" for sub in new])
+        moved += [sub for sub in new if f"{sub}/" not in ignored]
+    found = probe.untracked(asked, top_notes)
+    if found is None:
+        return None
+    return found | {p for p in dirty if (p.rpartition("/")[0] or TOP) not in relisted and os.path.lexists(root / p)}
+
+
 def stat_note(root: Path, path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(root / path, follow_symlinks=False)
