@@ -325,6 +325,30 @@ def test_untracked_notes_stay_watched_while_git_is_asked_only_about_changed_fold
     assert json.loads((vault / ".cortex/search/state.json").read_text())["dirty"] == []
 
 
+def test_folders_below_a_changed_folder_are_found_by_link_count_or_listing(vault):
+    """A folder that gained a note is not listed to find new subfolders when its link
+    count says it has none it did not have; a subfolder renamed (same count, a known one
+    gone) or added is still found, committed or not."""
+    (vault / "Projects" / "harbour").mkdir(parents=True)
+    (vault / "Projects" / "harbour" / "plan.md").write_text("Plan for the harbour festival\n", encoding="utf-8")
+    write_note(vault, "mind/facts/a.md", "The build server lives in the basement rack", type_="fact")
+    commit_all(vault)
+    fresh_index(vault)
+    fresh_index(vault)
+    write_note(vault, "mind/facts/b.md", "The backup runs at night", type_="fact")  # mind/facts moved, no subfolder
+    (vault / "Projects" / "harbour").rename(vault / "Projects" / "festival")  # same link count, a known folder gone
+    idx = fresh_index(vault)
+    assert paths(search(idx, "backup runs")) == ["mind/facts/b.md"]
+    assert paths(search(idx, "harbour festival")) == ["Projects/festival/plan.md"]
+    (vault / "Projects" / "festival" / "lantern").mkdir()  # a subfolder in a folder whose own mtime moved
+    (vault / "Projects" / "festival" / "lantern" / "route.md").write_text("The lantern parade route\n", encoding="utf-8")
+    idx = fresh_index(vault)
+    assert paths(search(idx, "lantern parade")) == ["Projects/festival/lantern/route.md"]
+    commit_all(vault, "the person's notes")
+    idx = fresh_index(vault)
+    assert paths(search(idx, "lantern parade")) == ["Projects/festival/lantern/route.md"]
+
+
 def test_edit_then_commit_between_queries(vault):
     write_note(vault, "vault/resources/r.md", "A guide to sourdough baking", type_="resource", category="entity")
     commit_all(vault)

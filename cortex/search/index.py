@@ -423,10 +423,7 @@ class SearchIndex:
                     walk.relisted.add(rel_dir)
                 elif trusted:
                     walk.asked.append(rel_dir)  # a new folder: listed, and git says which of its notes are untracked
-            new = [sub for sub in freshness.subfolders(root, rel_dir, os.scandir(root / rel_dir))
-                   if sub not in known and sub not in dirs_now]
-            ignored = freshness.git_ignored(root, [f"{sub}/" for sub in new])
-            changed_dirs += [sub for sub in new if f"{sub}/" not in ignored]  # a new folder
+            changed_dirs += freshness.new_subfolders(root, rel_dir, known.keys() | dirs_now.keys())
         walk.relisted.update(walk.asked)
         return walk
 
