@@ -6,12 +6,13 @@ targets are printed beside them):
   (interleaved, median of N): the difference is what cortex adds; target ≤ 80 ms. CPU
   time (the process and its children, from wait4) is printed beside wall time: on a
   shared machine it is the steadier figure;
-- the same through the template's full entry (`sh -c` + `git config cortex.python`) and
-  through the typer CLI (`cortex hook validate`), for comparison;
+- the template's full entry (`sh -c` + `git config cortex.python`, then `check --stage`:
+  the fixer and the validator, what a commit runs) and the typer CLI (`cortex hook
+  validate`), for comparison;
 - 1,000 staged notes validated in one process (the vault holds them all, so the
   vault-wide id check reads every note): target ≤ 1.5 s;
 - `cortex hook fix` over the same 1,000 valid notes (it must change nothing);
-- `pre-commit run cortex-validate` over them: what a person waits for (pre-commit
+- `pre-commit run cortex` (fix, then validate) over them: what a person waits for (pre-commit
   splits the files over the CPUs).
 
 Run: `.venv/bin/python bench/bench_hooks.py [--runs N] [--instructions]` (or `make bench`).
@@ -99,7 +100,7 @@ def template_entry() -> list[str]:
     import yaml
 
     hooks = yaml.safe_load(TEMPLATE.read_text())["repos"][0]["hooks"]
-    return shlex.split(next(h["entry"] for h in hooks if h["id"] == "cortex-validate"))
+    return shlex.split(next(h["entry"] for h in hooks if h["id"] == "cortex"))
 
 
 def main() -> None:
@@ -120,7 +121,7 @@ def main() -> None:
         cmds = {
             "python -c pass": [PY, "-c", "pass"],
             "python -m cortex.hooks validate (hook)": [PY, "-m", "cortex.hooks", "validate", one],
-            "template entry (sh + git config)": [*template_entry(), one],
+            "template entry (sh + git config, fix + validate)": [*template_entry(), one],
             "cortex hook validate (typer CLI)": [cortex_cli, "hook", "validate", one],
         }
         for cmd in cmds.values():  # warm the page cache and .pyc files
@@ -168,11 +169,11 @@ def main() -> None:
         if pre_commit.exists():
             (root / ".pre-commit-config.yaml").write_text(TEMPLATE.read_text())
             pc_env = {**env, "PRE_COMMIT_HOME": str(Path(tmp) / "pre-commit-home")}
-            cmd = [str(pre_commit), "run", "cortex-validate", "--files", *paths]
+            cmd = [str(pre_commit), "run", "cortex", "--files", *paths]
             measured(cmd, root, pc_env)
             p = [measured(cmd, root, pc_env) for _ in range(runs)]
             pw, pcpu = statistics.median(x[0] for x in p), statistics.median(x[1] for x in p)
-            print(f"  `pre-commit run cortex-validate` on the {len(paths)} notes: wall {pw:6.3f} s  CPU {pcpu:6.3f} s")
+            print(f"  `pre-commit run cortex` on the {len(paths)} notes: wall {pw:6.3f} s  CPU {pcpu:6.3f} s")
 
 
 if __name__ == "__main__":

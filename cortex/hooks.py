@@ -596,30 +596,58 @@ def render(report: Report, action: str, out=None, *, hook: bool = True) -> None:
         sys.stderr.write(f"cortex: {warnings} warning{'s' if warnings != 1 else ''} (not blocking)\n")
 
 
+# The ids of cortex's two halves in a pre-commit config: `SKIP=cortex-fix git commit` (pre-commit's
+# own switch) commits without completing, also when one `cortex` hook runs both halves.
+FIX_ID, VALIDATE_ID = "cortex-fix", "cortex-validate"
+
+
+def check(files: Sequence[str] = (), *, root: str | os.PathLike | None = None, stage: bool = False) -> dict[str, Report]:
+    """What a commit runs: the fixer, then the validator over what it staged, in one
+    process; either half is left out when `SKIP` names its id. pre-commit diffs the whole
+    working tree around every hook it runs (0.14 s at 200,000 notes): one hook costs one
+    diff and one Python start where two hooks cost two."""
+    skip = {part.strip() for part in os.environ.get("SKIP", "").split(",")}
+    reports: dict[str, Report] = {}
+    if FIX_ID not in skip:
+        reports["fix"] = fix(files, root=root, stage=stage)
+    if VALIDATE_ID not in skip:
+        reports["validate"] = validate(files, root=root)
+    return reports
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m cortex.hooks validate|fix [--all] [--stage] [--json] FILES...``"""
+    """``python -m cortex.hooks check|fix|validate [--all] [--stage] [--json] FILES...``"""
     from cortex.errors import CortexError
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] not in ("validate", "fix"):
-        sys.stderr.write("usage: python -m cortex.hooks validate|fix [--all] [--stage] [--json] [FILES...]\n")
+    if not args or args[0] not in ("check", "validate", "fix"):
+        sys.stderr.write("usage: python -m cortex.hooks check|fix|validate [--all] [--stage] [--json] [FILES...]\n")
         return 2
     action, rest = args[0], args[1:]
     flags = {a for a in rest if a in ("--all", "--json", "--stage")}
     files = [a for a in rest if a not in flags]
     try:
-        if action == "validate":
-            report = validate(files, all_notes="--all" in flags)
+        if action == "check":
+            reports = check(files, stage="--stage" in flags)
+        elif action == "validate":
+            reports = {"validate": validate(files, all_notes="--all" in flags)}
         else:
-            report = fix(files, stage="--stage" in flags)
+            reports = {"fix": fix(files, stage="--stage" in flags)}
     except CortexError as exc:
         sys.stderr.write(f"cortex: {exc.message}\n" + (f"  hint: {exc.hint}\n" if exc.hint else ""))
         return exc.exit_code
-    if "--json" in flags:
-        sys.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False, indent=2) + "\n")
-    else:
+    render_all(reports, as_json="--json" in flags, nested=action == "check")
+    return max((r.exit_code for r in reports.values()), default=0)
+
+
+def render_all(reports: dict[str, Report], *, as_json: bool, nested: bool) -> None:
+    """Each half's report, people's view or JSON (`nested`: one object per half)."""
+    if as_json:
+        data = {k: r.as_dict() for k, r in reports.items()} if nested else next(iter(reports.values())).as_dict()
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        return
+    for action, report in reports.items():
         render(report, action)
-    return report.exit_code
 
 
 if __name__ == "__main__":

@@ -133,7 +133,12 @@ def _ensure_lines(root: Path, rel: str, edit) -> list[str]:
     return [rel]
 
 
-HOOK_IDS = ("cortex-fix", "cortex-validate")
+HOOK_ID = "cortex"  # fix, then validate, in one hook (cortex/hooks.py `check`)
+LEGACY_HOOK_IDS = {"cortex-fix", "cortex-validate"}  # the pair vaults made before: still complete
+
+
+def _has_cortex_hooks(ids: set[str]) -> bool:
+    return HOOK_ID in ids or LEGACY_HOOK_IDS <= ids
 
 
 def _template_entry() -> tuple[str, str]:
@@ -151,7 +156,7 @@ def _hook_ids(data: object) -> set[str] | None:
 
 
 def _with_hooks(text: str) -> str | None:
-    """``text`` (a pre-commit config) with cortex's two `repo: local` hooks, or None when
+    """``text`` (a pre-commit config) with cortex's `repo: local` hook, or None when
     they cannot be added safely.
 
     Appended as text (comments, layout and line endings stay), indented like the file's
@@ -174,7 +179,7 @@ def _with_hooks(text: str) -> str | None:
     ids = _hook_ids(before)
     if ids is None:
         return None
-    if set(HOOK_IDS) <= ids:
+    if _has_cortex_hooks(ids):
         return text
     newline = "\r\n" if "\r\n" in text else "\n"
     first = re.search(r"^([ \t]*)- repo:", text, re.M)
@@ -192,7 +197,7 @@ def _with_hooks(text: str) -> str | None:
     except yaml.YAMLError:
         return None
     after_ids = _hook_ids(after)
-    if after_ids is None or not set(HOOK_IDS) <= after_ids:
+    if after_ids is None or not _has_cortex_hooks(after_ids):
         return None
     same = {k: v for k, v in after.items() if k != "repos"} == {k: v for k, v in before.items() if k != "repos"}
     return merged if same and after["repos"][: len(before["repos"])] == before["repos"] else None

@@ -3,8 +3,9 @@
 
 One vault per test module (and xdist worker), reset to its `init` commit before each
 test; HOME, git config and pre-commit's cache live in temp dirs. Validator messages are
-tested with `SKIP=cortex-fix` (pre-commit's own switch), so the fixer does not repair
-the note first; the fixer is tested through the full hook separately.
+tested with `SKIP=cortex-fix` (pre-commit's own switch, which the one `cortex` hook
+honours for its fixing half), so the fixer does not repair the note first; the fixer is
+tested through the full hook separately.
 """
 
 from __future__ import annotations
@@ -302,8 +303,8 @@ HEAVY = ("pygit2", "numpy", "whoosh", "model2vec", "jsonschema", "typer")
 @pytest.mark.parametrize(
     "call, allowed",
     [
-        ("from cortex.hooks import main; main(['validate', {f!r}]); main(['fix', {f!r}])", ()),
-        ("from cortex.cli import main; main(['hook', 'validate', {f!r}]); main(['hook', 'fix', {f!r}])", ("typer",)),
+        ("from cortex.hooks import main; main(['check', {f!r}]); main(['validate', {f!r}]); main(['fix', {f!r}])", ()),
+        ("from cortex.cli import main; main(['hook', 'check', {f!r}]); main(['hook', 'validate', {f!r}])", ("typer",)),
     ],
     ids=["python-m-cortex.hooks", "cortex-hook-cli"],
 )
@@ -360,7 +361,7 @@ def test_init_adds_the_hooks_to_a_persons_existing_pre_commit_config(tmp_path, h
     assert done.returncode == 0, done.stderr
     text = (repo.root / ".pre-commit-config.yaml").read_text()
     assert text.startswith(own.split("default_stages")[0]) and text.rstrip().endswith("default_stages: [pre-commit]")
-    assert repo.committed(".pre-commit-config.yaml") and "cortex-validate" in repo.git("show", "HEAD:.pre-commit-config.yaml").stdout
+    assert repo.committed(".pre-commit-config.yaml") and "id: cortex\n" in repo.git("show", "HEAD:.pre-commit-config.yaml").stdout
     repo.write("mind/facts/broken.md", note().replace(source_hash(BODY), "0" * 64))  # a new note's hash is its body's
     refused = repo.commit("a broken note", skip_fix=True)
     assert refused.returncode != 0 and "source_hash" in refused.output
@@ -374,7 +375,7 @@ def test_init_says_what_to_add_when_it_cannot_merge_the_config(tmp_path, hook_en
     (root / ".pre-commit-config.yaml").write_text(flow)
     done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(root)], env=hook_env, capture_output=True, text=True)
     assert done.returncode == 0
-    assert "has no cortex hooks" in done.stderr and "id: cortex-validate" in done.stderr
+    assert "has no cortex hooks" in done.stderr and "id: cortex\n" in done.stderr
     assert (root / ".pre-commit-config.yaml").read_text() == flow
 
 
@@ -395,8 +396,51 @@ def test_init_merges_any_config_and_commits_none_of_a_persons_edits(tmp_path, ho
     done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(repo.root)], env=hook_env, capture_output=True, text=True)
     assert done.returncode == 0 and "could not add them" not in done.stderr, done.stderr
     head = repo.git("show", "HEAD:.pre-commit-config.yaml").stdout
-    assert "cortex-validate" in head and "work in progress" not in head
+    assert "id: cortex\n" in head.replace("\r\n", "\n") and "work in progress" not in head
     working = path.read_bytes()
-    assert b"cortex-validate" in working and b"# work in progress" in working
+    assert b"id: cortex" in working and b"# work in progress" in working
     assert (b"\r\n" in working) == ("\r\n" in committed)  # line endings kept
     assert repo.git("status", "--porcelain").stdout == " M .pre-commit-config.yaml\n"
+
+
+def test_a_vault_with_the_two_hooks_of_before_keeps_them_and_they_still_work(repo, hook_env):
+    """Vaults made before the one `cortex` hook name `cortex-fix` and `cortex-validate`:
+    `cortex init` leaves that config alone (adding the new hook would run each half
+    twice), and both halves still complete and refuse."""
+    legacy = ("repos:\n  - repo: local\n    hooks:\n"
+              + "".join(f"      - id: cortex-{half}\n        name: cortex {half}\n"
+                        f"        entry: {sys.executable} -m cortex.hooks {half}{' --stage' if half == 'fix' else ''}\n"
+                        "        language: system\n        files: \\.md$\n        exclude: ^observer/|(^|/)\\.\n"
+                        for half in ("fix", "validate")))
+    repo.write(".pre-commit-config.yaml", legacy)
+    assert repo.commit("the hooks of before").returncode == 0
+    done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(repo.root)], env=hook_env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (repo.root / ".pre-commit-config.yaml").read_text() == legacy
+    repo.write("mind/facts/new.md", "---\ntype: fact\n---\n\nThe backup runs at 03:00.\n")
+    done = repo.commit("a note to complete")
+    assert done.returncode == 0, done.output
+    assert "cortex fix" in done.output and "cortex validate" in done.output
+    assert parse_note(repo.git("show", "HEAD:mind/facts/new.md").stdout).meta["id"]
+    repo.write("mind/facts/broken.md", note().replace(source_hash(BODY), "0" * 64))
+    refused = repo.commit("a broken note", skip_fix=True)
+    assert refused.returncode != 0 and "source_hash" in refused.output
+
+
+def test_one_hook_runs_both_halves_and_skip_names_either(repo):
+    """The `cortex` hook completes then checks in one process; `SKIP=cortex-fix` leaves
+    the completion out (the note is refused as it is), `SKIP=cortex-validate` the check."""
+    repo.write("mind/facts/new.md", "---\ntype: fact\n---\n\nThe queue drains nightly.\n")
+    done = repo.commit("completed and checked")
+    assert done.returncode == 0 and done.output.count("cortex (complete and check notes)") == 1, done.output
+    assert parse_note(repo.git("show", "HEAD:mind/facts/new.md").stdout).meta["id"]
+    repo.write("mind/facts/incomplete.md", "---\ntype: fact\n---\n\nThe cache is warmed at 06:00.\n")
+    refused = repo.commit("not completed", skip_fix=True)
+    assert refused.returncode != 0 and "mind/facts/incomplete.md" in refused.output
+    assert not repo.committed("mind/facts/incomplete.md")
+    repo.write("mind/facts/broken.md", note().replace(source_hash(BODY), "0" * 64))
+    env = {**repo.env, "SKIP": "cortex-validate"}
+    repo.git("add", "-A")
+    unchecked = repo.git("commit", "-m", "fixed, not checked", env=env, check=False)
+    assert unchecked.returncode == 0, unchecked.stdout + unchecked.stderr
+    assert parse_note(repo.git("show", "HEAD:mind/facts/incomplete.md").stdout).meta["id"]  # completed

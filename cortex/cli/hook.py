@@ -1,4 +1,4 @@
-"""The git hooks and the whole-vault check: ``cortex hook validate|fix|install``, the
+"""The git hooks and the whole-vault check: ``cortex hook check|validate|fix|install``, the
 agents' ``cortex hook session-start`` and ``cortex validate``. Thin: parse, call
 ``cortex.hooks``, render."""
 
@@ -35,6 +35,21 @@ def _finish(report, action: str, json_: bool, *, hook: bool = True) -> int:
     else:
         render(report, action, hook=hook)
     return report.exit_code
+
+
+@hook_app.command("check")
+def hook_check(
+    files: List[str] = typer.Argument(None, metavar="[FILES]...", help=FILES_HELP),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    stage: bool = typer.Option(False, "--stage", help="Inside a commit: stage what was completed, so the commit takes it."),
+) -> None:
+    """What a commit runs: `fix`, then `validate` over the completed notes, in one process.
+    `SKIP=cortex-fix` (or `cortex-validate`) leaves that half out, as pre-commit's SKIP does."""
+    from cortex.hooks import check, render_all
+
+    reports = check(files or [], root=_hook_root(), stage=stage)
+    render_all(reports, as_json=json_, nested=True)
+    raise typer.Exit(max((r.exit_code for r in reports.values()), default=0))
 
 
 @hook_app.command("validate")
