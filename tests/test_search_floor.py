@@ -127,3 +127,18 @@ def test_a_question_only_a_word_of_which_the_vault_knows_is_not_answered(vault):
     assert done.returncode == 1 and json.loads(done.stdout)["count"] == 0
     done = cortex(vault, "when do deploys to production happen", "--paths")
     assert done.returncode == 0 and done.stdout.splitlines()[0] == NOTES["deploy"][0]
+
+
+def test_in_a_vault_of_a_few_notes_a_partial_match_is_an_answer():
+    """idf cannot rank words in a vault of a handful of notes: there a note matching
+    enough of the query passes the gate on that alone; in a large vault the same
+    evidence (one word of two, low relevance, a middling cosine) is not an answer, and a
+    note matching too little of the query is none in either."""
+    from cortex.search import fusion
+
+    partial = {"lexical": 0.11, "semantic": 0.47, "matched": 0.23, "relevance": 0.13}
+    assert fusion.answers("hybrid", None, [partial], notes=1)
+    assert fusion.answers("lexical", None, [partial], notes=fusion.SMALL_VAULT - 1)
+    assert not fusion.answers("hybrid", None, [partial], notes=fusion.SMALL_VAULT)
+    assert not fusion.answers("hybrid", None, [{**partial, "matched": 0.1}], notes=1)
+    assert fusion.answers("hybrid", 0.0, [{**partial, "matched": 0.1}], notes=5000)  # --min-score: the caller's floor

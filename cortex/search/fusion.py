@@ -50,7 +50,11 @@ RELEVANCE_FLOOR = 0.10
 # A query is answered only when one of its results speaks of a good part of it: at least
 # ANSWER_MATCHED of the query's idf-weighted terms (`why.matched`), and either a
 # relevance of ANSWER_RELEVANCE or a meaning close to the query's (cosine ANSWER_COSINE:
-# a paraphrase, or a tiny vault where idf says little). Otherwise nothing is returned,
+# a paraphrase), or a vault of fewer than SMALL_VAULT notes: there idf cannot tell a
+# rare word from a common one (a word the only note holds weighs less than one no note
+# holds), so relevance says how many of the query's words no note has, not whether a
+# note answers it, and a note matching enough of the query is shown, as a search of a
+# handful of notes would show it (nonsense matches no word and still finds nothing). Otherwise nothing is returned,
 # however many notes share a word or two with it: a question the vault cannot answer
 # usually finds notes that each match one of its rarer words, a real question one note
 # matching several. bench/bench_floor.py sweeps it on its calibration half: the
@@ -65,18 +69,20 @@ RELEVANCE_FLOOR = 0.10
 ANSWER_MATCHED = 0.2
 ANSWER_RELEVANCE = 0.15
 ANSWER_COSINE = 0.55
+SMALL_VAULT = 50
 
 
-def answers(mode: str, min_score: float | None, results: Sequence[dict], *, matched: float = ANSWER_MATCHED,
-            relevance: float = ANSWER_RELEVANCE) -> bool:
-    """Whether a query's results (their `why`, over the floor) may be returned: by
-    default, in the modes with a lexical side, only when one of them is an answer (see
-    ANSWER_MATCHED; the bench sweeps `matched` and `relevance`); always when
-    `min_score` is given (the caller's floor replaces the rule)."""
+def answers(mode: str, min_score: float | None, results: Sequence[dict], *, notes: int | None = None,
+            matched: float = ANSWER_MATCHED, relevance: float = ANSWER_RELEVANCE) -> bool:
+    """Whether a query's results (their `why`, over the floor) in a vault of `notes`
+    notes may be returned: by default, in the modes with a lexical side, only when one
+    of them is an answer (see ANSWER_MATCHED; the bench sweeps `matched` and
+    `relevance`); always when `min_score` is given (the caller's floor replaces the rule)."""
     if min_score is not None or mode == "semantic":
         return True
+    small = notes is not None and notes < SMALL_VAULT
     return any(w.get("matched", 0.0) >= matched
-               and (w.get("relevance", 0.0) >= relevance or w.get("semantic", 0.0) >= ANSWER_COSINE)
+               and (small or w.get("relevance", 0.0) >= relevance or w.get("semantic", 0.0) >= ANSWER_COSINE)
                for w in results)
 
 

@@ -237,7 +237,7 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
             why.update(pri)
             score = fusion.ranked(relevance, pri["prior"])
         ranked.append((score, path, why))
-    if not fusion.answers(mode, min_score, [why for _, _, why in ranked]):
+    if not fusion.answers(mode, min_score, [why for _, _, why in ranked], notes=total):
         return []  # notes sharing a word or two with the query, none an answer
     ranked.sort(key=lambda item: -item[0])
     return [_hit(docs[path], score, why) for score, path, why in ranked[:limit]]
