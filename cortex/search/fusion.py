@@ -54,8 +54,8 @@ RELEVANCE_FLOOR = 0.10
 # rare word from a common one (a word the only note holds weighs less than one no note
 # holds), so relevance says how many of the query's words no note has, not whether a
 # note answers it, and a note matching enough of the query is shown, as a search of a
-# handful of notes would show it (nonsense matches no word and still finds nothing). Otherwise nothing is returned,
-# however many notes share a word or two with it: a question the vault cannot answer
+# handful of notes would show it (nonsense matches no word and still finds nothing).
+# Otherwise nothing is returned, however many notes share a word or two with it: a question the vault cannot answer
 # usually finds notes that each match one of its rarer words, a real question one note
 # matching several. bench/bench_floor.py sweeps it on its calibration half: the
 # strictest gate there within its tolerance (relevance 0.20 with the trained embedding
