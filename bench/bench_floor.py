@@ -16,9 +16,10 @@ Every query is split by a hash of its id into a calibration half and a held-out 
 On the calibration half the floor is swept and the highest one that costs the real
 questions at most `TOLERANCE` (LongMemEval R@10, SciFact nDCG@10) is reported beside the
 shipped `fusion.RELEVANCE_FLOOR`; then, at the shipped floor, the answer gate
-(`fusion.answers`: a query is answered only when one result matches enough of it) is
-swept over its matched share and relevance, and the strictest one within `TOLERANCE` on
-both corpora is reported beside the shipped one; the held-out half is then run through cortex's query
+(`fusion.answers`: a query is answered only when one result matches enough of it and is
+about it) is swept over its matched share, relevance and cosine (`meaning`), and the
+strictest one within `TOLERANCE` on both corpora is reported beside the shipped one and
+the gate on words alone; the held-out half is then run through cortex's query
 path with the floor off (`min_score=0`) and on (the default), and the share of each
 kind of unanswerable query that finds nothing is printed with the real questions'
 figures side by side.
@@ -46,7 +47,7 @@ from bench_retrieval import metrics  # noqa: E402
 
 from cortex.search import fusion  # noqa: E402
 from cortex.search.index import SearchIndex  # noqa: E402
-from cortex.search.query import search  # noqa: E402
+from cortex.search.query import meaning_lookup, search  # noqa: E402
 from cortex.search.records import NoteRecord  # noqa: E402
 
 NAMES = {"lme": "LongMemEval oracle", "scifact": "SciFact"}
@@ -103,8 +104,7 @@ def calibrate(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> tup
         if held_out(kind, q["qid"]):
             continue
         found = ask(idx, q, 0.0)
-        GATE_ROWS[name, "calibration"].append((kind, [(ids[h.path], dict(h.why)) for h in found],
-                                               set(q.get("relevant_ids", ()))))
+        GATE_ROWS[name, "calibration"].append((kind, gate_hits(idx, ids, q, found), set(q.get("relevant_ids", ()))))
         hits = [(ids[h.path], h.why["relevance"]) for h in found]
         if kind == "real":
             real.append((hits, set(q["relevant_ids"])))
@@ -122,28 +122,39 @@ def calibrate(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> tup
     return picked, lines
 
 
-# floor off, per corpus and half ("calibration", "held-out"): (kind, [(id, why)], relevant ids)
+# floor off, per corpus and half ("calibration", "held-out"): (kind, [(id, why, cosine)], relevant ids)
 GATE_ROWS: dict[tuple[str, str], list] = defaultdict(list)
 GATE_MATCHED = [round(0.05 * i, 2) for i in range(9)]
 GATE_RELEVANCE = [0.1, 0.15, 0.2, 0.25, 0.3]
+GATE_MEANING = [-1.0, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]  # -1: no cosine asked
 
 
-def gate_effect(name: str, matched: float, relevance: float, half: str = "calibration") -> tuple[float, dict[str, float]]:
-    """On one half, at the shipped floor: what the answer gate (matched, relevance; the
-    cosine escape as shipped) costs the real questions, and each kind's share finding
-    nothing."""
-    def answered(whys) -> bool:
-        over = [w for w in whys if w["relevance"] >= fusion.RELEVANCE_FLOOR]
-        return fusion.answers("hybrid", None, over, matched=matched, relevance=relevance)
+def gate_hits(idx, ids: dict, q: dict, hits) -> list[tuple[str, dict, float | None]]:
+    """(id, why, cosine with the question) of each result, the cosine as the gate reads it."""
+    ranked = [(h.score, h.path, dict(h.why)) for h in hits]
+    idx.ensure_vectors()
+    meaning_of = meaning_lookup(idx, idx.embedder.encode([q["question"]])[0], ranked)
+    return [(ids[path], why, meaning_of(i)) for i, (_, path, why) in enumerate(ranked)]
+
+
+def gate_effect(name: str, matched: float, relevance: float, meaning: float = fusion.ANSWER_MEANING,
+                half: str = "calibration") -> tuple[float, dict[str, float]]:
+    """On one half, at the shipped floor: what the answer gate (matched, relevance,
+    meaning; the cosine escape as shipped) costs the real questions, and each kind's
+    share finding nothing."""
+    def answered(hits) -> bool:
+        over = [(w, cos) for _, w, cos in hits if w["relevance"] >= fusion.RELEVANCE_FLOOR]
+        return fusion.answers("hybrid", None, [w for w, _ in over], meaning_of=lambda i: over[i][1],
+                              matched=matched, relevance=relevance, meaning=meaning)
 
     base, gated, empty = [], [], defaultdict(list)
     for kind, hits, relevant in GATE_ROWS[name, half]:
-        kept = [d for d, w in hits if w["relevance"] >= fusion.RELEVANCE_FLOOR]
+        kept = [d for d, w, _ in hits if w["relevance"] >= fusion.RELEVANCE_FLOOR]
         if kind == "real":
             base.append((kept, relevant))
-            gated.append((kept if answered([w for _, w in hits]) else [], relevant))
+            gated.append((kept if answered(hits) else [], relevant))
         else:
-            empty[kind].append(not answered([w for _, w in hits]))
+            empty[kind].append(not answered(hits))
     cost = real_metric(name, base) - real_metric(name, gated)
     return cost, {k: sum(v) / max(1, len(v)) for k, v in empty.items()}
 
@@ -152,24 +163,28 @@ def calibrate_gate(names: list[str]) -> list[str]:
     best = None
     for matched in GATE_MATCHED:
         for relevance in GATE_RELEVANCE:
-            effects = {n: gate_effect(n, matched, relevance) for n in names}
-            if max(cost for cost, _ in effects.values()) > TOLERANCE:
-                continue
-            caught = sum(sum(shares.values()) for _, shares in effects.values())
-            if best is None or caught > best[0]:
-                best = (caught, matched, relevance)
+            for meaning in GATE_MEANING:
+                effects = {n: gate_effect(n, matched, relevance, meaning) for n in names}
+                if max(cost for cost, _ in effects.values()) > TOLERANCE:
+                    continue
+                caught = sum(sum(shares.values()) for _, shares in effects.values())
+                if best is None or caught > best[0]:
+                    best = (caught, matched, relevance, meaning)
     lines = [f"answer gate at the shipped floor, picked on the calibration half, shown on both (cost: "
-             f"{' / '.join(METRIC[n] for n in names)} lost to the gate; shares finding nothing)\n",
-             "| matched, relevance | half | cost | " + " | ".join(KINDS) + " |", "|---|---|---|" + "---|" * len(KINDS)]
-    shown = [(fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, "shipped")]
+             f"{' / '.join(METRIC[n] for n in names)} lost to the gate; shares finding nothing; meaning -1: "
+             f"no cosine asked)\n",
+             "| matched, relevance, meaning | half | cost | " + " | ".join(KINDS) + " |",
+             "|---|---|---|" + "---|" * len(KINDS)]
+    shown = [(fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, -1.0, "words only"),
+             (fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, "shipped")]
     if best is not None:
-        shown.append((best[1], best[2], "picked"))
-    for matched, relevance, label in shown:
+        shown.append((*best[1:], "picked"))
+    for matched, relevance, meaning, label in shown:
         for half in ("calibration", "held-out"):
-            effects = {n: gate_effect(n, matched, relevance, half) for n in names}
+            effects = {n: gate_effect(n, matched, relevance, meaning, half) for n in names}
             cost = " / ".join(f"{effects[n][0]:.3f}" for n in names)
             cells = " | ".join(" / ".join(f"{effects[n][1].get(k, 0.0):.2f}" for n in names) for k in KINDS)
-            lines.append(f"| {matched:.2f}, {relevance:.2f} ({label}) | {half} | {cost} | {cells} |")
+            lines.append(f"| {matched:.2f}, {relevance:.2f}, {meaning:.2f} ({label}) | {half} | {cost} | {cells} |")
     return lines
 
 
@@ -183,8 +198,7 @@ def report(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> list[s
         for state, min_score in (("off", 0.0), ("on", None)):
             hits = ask(idx, q, min_score)
             if state == "off":
-                GATE_ROWS[name, "held-out"].append((kind, [(ids[h.path], dict(h.why)) for h in hits],
-                                                    set(q.get("relevant_ids", ()))))
+                GATE_ROWS[name, "held-out"].append((kind, gate_hits(idx, ids, q, hits), set(q.get("relevant_ids", ()))))
             if kind == "real":
                 real[state].append(([ids[h.path] for h in hits], set(q["relevant_ids"])))
             else:

@@ -142,3 +142,27 @@ def test_in_a_vault_of_a_few_notes_a_partial_match_is_an_answer():
     assert not fusion.answers("hybrid", None, [partial], notes=fusion.SMALL_VAULT)
     assert not fusion.answers("hybrid", None, [{**partial, "matched": 0.1}], notes=1)
     assert fusion.answers("hybrid", 0.0, [{**partial, "matched": 0.1}], notes=5000)  # --min-score: the caller's floor
+
+
+def test_the_note_that_answers_by_its_words_must_also_be_about_the_question():
+    """Where the embedding is at hand, a note matching the question's words is an answer
+    only if its cosine with the question reaches ANSWER_MEANING; the lookup is asked of
+    the results that answer by their words only, and not at all in lexical mode."""
+    from cortex.search import fusion
+
+    worded = {"lexical": 0.4, "matched": 0.6, "relevance": 0.37}
+    asked: list[int] = []
+
+    def meaning_of(cosines):
+        def lookup(i):
+            asked.append(i)
+            return cosines[i]
+        return lookup
+
+    weak = {"lexical": 0.05, "matched": 0.1, "relevance": 0.05}
+    assert not fusion.answers("hybrid", None, [weak, worded], notes=5000, meaning_of=meaning_of([0.9, 0.2]))
+    assert asked == [1]  # the weak result was never looked up
+    assert fusion.answers("hybrid", None, [weak, worded], notes=5000, meaning_of=meaning_of([0.9, fusion.ANSWER_MEANING]))
+    assert fusion.answers("lexical", None, [worded], notes=5000)  # no embedding: words alone
+    assert fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=lambda i: None)  # a note with no vector
+    assert fusion.answers("hybrid", None, [{**worded, "semantic": 0.6}], notes=5000, meaning_of=lambda i: 0.6)

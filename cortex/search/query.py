@@ -237,10 +237,30 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
             why.update(pri)
             score = fusion.ranked(relevance, pri["prior"])
         ranked.append((score, path, why))
-    if not fusion.answers(mode, min_score, [why for _, _, why in ranked], notes=total):
-        return []  # notes sharing a word or two with the query, none an answer
+    meaning_of = meaning_lookup(index, query_vec, ranked) if mode == "hybrid" else None
+    if not fusion.answers(mode, min_score, [why for _, _, why in ranked], notes=total, meaning_of=meaning_of):
+        return []  # notes sharing a word or two with the query, none an answer, or none about it
     ranked.sort(key=lambda item: -item[0])
     return [_hit(docs[path], score, why) for score, path, why in ranked[:limit]]
+
+
+def meaning_lookup(index, query_vec, ranked: Sequence[tuple]):
+    """For the answer gate: result i's cosine with the query, from the embedding side's
+    score when it ranked the note, else from the note's vector (one lookup, only for the
+    results the gate asks about); None where a note has no vector."""
+    def meaning_of(i: int) -> float | None:
+        _, path, why = ranked[i]
+        if "semantic" in why:
+            return why["semantic"]
+        vec = None if query_vec is None else index.vectors.vector(path)
+        if vec is None:
+            return None
+        import numpy as np
+
+        norms = float(np.linalg.norm(vec)) * float(np.linalg.norm(query_vec))
+        return float(np.dot(vec, query_vec)) / norms if norms else 0.0
+
+    return meaning_of
 
 
 def recent(index, since_ts: float | None, *, filters: Filters = Filters(), limit: int = 10,
