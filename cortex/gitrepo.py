@@ -21,6 +21,8 @@ import pygit2
 
 from cortex.errors import CortexError, LockBusy
 from cortex.gitlock import IndexLock
+
+MOVE_JOURNAL = "cortex-move"  # in .git: the move `move_tree` is making, "<old> <new>"
 from cortex.layout import link_on_path
 
 BLOB = pygit2.enums.FileMode.BLOB
@@ -152,10 +154,13 @@ class GitRepo:
         ``index.lock``: ``git read-tree -m -u`` on a copy of the index (git refuses to
         overwrite a person's uncommitted change), the index replaced, then HEAD moved by
         compare-and-swap. None when done; else ("changes", git's message) with nothing
-        changed, or ("moved", ...) when HEAD is no longer ``old``."""
+        changed, or ("moved", ...) when HEAD is no longer ``old``. A journal
+        (``.git/cortex-move``) names the move while it runs: killed after git wrote some
+        working files, it is finished by ``finish_move``."""
         import shutil
 
         from cortex import gitcli
+        from cortex.fsutil import atomic_write
 
         with self.locked():
             if self.head_oid() != old:
@@ -166,16 +171,111 @@ class GitRepo:
                 shutil.copyfile(index, tmp)
             else:
                 tmp.unlink(missing_ok=True)
+            journal = self.git_dir / MOVE_JOURNAL
+            atomic_write(journal, f"{old} {new}\n".encode())
             done = gitcli.run(self.root, "read-tree", "-m", "-u", old, new, env={"GIT_INDEX_FILE": str(tmp)})
-            if not done.ok:
+            if not done.ok:  # git checks every path before it writes one: nothing changed
                 tmp.unlink(missing_ok=True)
+                journal.unlink(missing_ok=True)
                 return ("changes", done.err.strip() or str(done.code))
             os.replace(tmp, index)  # a kill from here on leaves the index ahead: a rerun moves HEAD
             self._lock.note_ref_update()
             moved = gitcli.run(self.root, "update-ref", "-m", reason, "HEAD", new, old)
+            journal.unlink(missing_ok=True)
             if not moved.ok:
                 return ("moved", moved.err.strip())
         return None
+
+    def finish_move(self) -> bool:
+        """Finish a ``move_tree`` killed midway, named by its journal: while HEAD is still
+        its ``old`` and the index still holds old's entries for the paths the move
+        changes, every such path whose working file is still old's is written as new's,
+        the index takes new's entries for those paths (the rest of it, a person's staged
+        work included, stays), and HEAD moves. A working file that is neither old's nor
+        new's is a person's and stays as it is; a move whose paths were staged since is
+        dropped, and the next one says which files. True when a move was finished."""
+        import shutil
+
+        from cortex import gitcli
+
+        journal = self.git_dir / MOVE_JOURNAL
+        try:
+            old, new = journal.read_text(encoding="ascii").split()
+        except (OSError, ValueError):
+            return False
+        with self.locked():
+            if self.head_oid() != old:  # done, or HEAD moved on since: nothing to finish
+                journal.unlink(missing_ok=True)
+                return False
+            listed = gitcli.run_bytes(self.root, "diff", "--name-only", "-z", "--no-renames", old, new)
+            paths = [] if listed is None or listed.code != 0 else \
+                [p for p in listed.out.decode("utf-8", "surrogateescape").split("\0") if p]
+            before = {p: self._blob_at(old, p) for p in paths}
+            if not paths or self._staged_blobs(paths) != before:
+                journal.unlink(missing_ok=True)  # staged since (or unreadable): the person's to settle
+                return False
+            after = {p: self._entry_at(new, p) for p in paths}
+            working = self._working_blobs(paths)
+            stale = [p for p in paths if working.get(p, "?") == before[p]]
+            info = "".join(f"{mode:o} {blob}\t{p}\n" if blob else f"0 {'0' * 40}\t{p}\n"
+                           for p, (mode, blob) in after.items())
+            tmp = self.git_dir / "cortex-index.tmp"
+            index = self.git_dir / "index"
+            shutil.copyfile(index, tmp) if index.exists() else tmp.unlink(missing_ok=True)
+            done = gitcli.run(self.root, "update-index", "--index-info", input=info, env={"GIT_INDEX_FILE": str(tmp)})
+            if not done.ok:
+                tmp.unlink(missing_ok=True)
+                return False
+            os.replace(tmp, index)
+            self._lock.note_ref_update()
+            for p in stale:
+                if after[p][1] is None:
+                    (self.root / p).unlink(missing_ok=True)
+            written = [p for p in stale if after[p][1] is not None]
+            if written:
+                gitcli.run_bytes(self.root, "checkout-index", "-f", "-z", "--stdin",
+                                 input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in written))
+            gitcli.run(self.root, "update-ref", "-m", "cortex: an interrupted move finished", "HEAD", new, old)
+            journal.unlink(missing_ok=True)
+        return True
+
+    def _staged_blobs(self, paths: list[str]) -> dict[str, str | None]:
+        from cortex import gitcli
+
+        done = gitcli.run_bytes(self.root, "ls-files", "-s", "-z", "--", *[f":(literal){p}" for p in paths])
+        out: dict[str, str | None] = {p: None for p in paths}
+        for entry in (done.out.decode("utf-8", "surrogateescape").split("\0") if done and done.code == 0 else ()):
+            if "\t" in entry:
+                meta, path = entry.split("\t", 1)
+                out[path] = meta.split()[1]
+        return out
+
+    def _entry_at(self, commit: str, path: str) -> tuple[int, str | None]:
+        try:
+            entry = self.repo[commit].peel(pygit2.Tree)[path]
+        except (KeyError, ValueError):
+            return 0, None
+        return entry.filemode, str(entry.id)
+
+    def _blob_at(self, commit: str, path: str) -> str | None:
+        try:
+            return str(self.repo[commit].peel(pygit2.Tree)[path].id)
+        except (KeyError, ValueError):
+            return None
+
+    def _working_blobs(self, paths: list[str]) -> dict[str, str | None]:
+        """The blob id git gives each working file, its filters applied (None: no file;
+        absent from the result: git could not read it)."""
+        from cortex import gitcli
+
+        there = [p for p in paths if os.path.isfile(self.root / p) and not os.path.islink(self.root / p)]
+        out: dict[str, str | None] = {p: None for p in paths if not os.path.lexists(self.root / p)}
+        if there:
+            done = gitcli.run_bytes(self.root, "hash-object", "--stdin-paths",
+                                    input="\n".join(there).encode("utf-8", "surrogateescape") + b"\n")
+            if done is not None and done.code == 0:
+                out.update(zip(there, done.out.decode().split()))
+        return out
 
     # --- writing -------------------------------------------------------------------
 

@@ -170,8 +170,9 @@ def clone_vault(url: str, target: Path, branch: str | None = None):
 
 
 def recover_all(vault: Vault, now: datetime) -> list[str]:
-    """Finish a killed ``cortex run``, maintenance job or settle step first: their records
-    name commits by the first-parent history a merge extends."""
+    """Finish a killed sync's move of the working tree, then a killed ``cortex run``,
+    maintenance job or settle step: their records name commits by the first-parent
+    history a merge extends."""
     from cortex.cycle import recover
     from cortex.gitrepo import GitRepo
     from cortex.maintenance.base import JobContext
@@ -179,7 +180,9 @@ def recover_all(vault: Vault, now: datetime) -> list[str]:
     from cortex.model import RunReport
 
     done = []
-    repo = GitRepo(vault.root)
+    repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
+    if repo.finish_move():  # a sync killed while git wrote the working files
+        done.append("sync")
     state = vault.load_state()
     report = RunReport()
     recover(vault, repo, state, report, now)

@@ -4,6 +4,9 @@ leaves to a person, and that nothing is lost or doubled on the way."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 
 from sync_helpers import (active, cx, field, fsck, git, head_tree, make_fleet, notes, person_commit, sh, sync,
                           write)
@@ -308,3 +311,44 @@ def test_overlapping_folds_on_two_machines_count_each_repeat_once(tmp_path):
             into = folded[into]
         assert into == field(text, "id")
     cx(a, "validate", "--all")
+
+
+def test_a_sync_killed_while_git_wrote_the_working_files_is_finished_by_the_next(tmp_path):
+    """`git read-tree -u` writes the working files before cortex swaps in the index and
+    moves HEAD: killed between the two, the next sync must not take its own half-written
+    files for a person's changes. Simulated at that instant: the journal written, one of
+    the move's files written and one not, and a person's edit made since to a third. The
+    next `cortex sync` finishes the move (the missing file written, HEAD and index
+    moved), leaves the person's edit alone and syncs."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, "The staging database is rebuilt nightly at 02:00.")
+    cx(a, "run")
+    sync(a)
+    sync(b)
+    shared = next(p for p in git(b, "ls-files", "mind").split() if p.endswith(".md"))
+    for body in ("The queue drains in 5 seconds.", "Backups are kept for 30 days."):
+        write(b, body)
+    cx(b, "run")
+    (b / shared).write_text((b / shared).read_text() + "\nEdited on b.\n")
+    git(b, "commit", "-qam", "an edit on b", "--no-verify")
+    sync(b)
+    git(a, "fetch", "-q", "origin")
+    old, new = git(a, "rev-parse", "HEAD").strip(), git(a, "rev-parse", "origin/main").strip()
+    added = git(a, "diff", "--name-only", "--diff-filter=A", old, new).split()
+    assert len(added) == 2
+    (a / ".git" / "cortex-move").write_text(f"{old} {new}\n")
+    tmp_index = a / ".git" / "cortex-index.tmp"
+    shutil.copyfile(a / ".git" / "index", tmp_index)
+    subprocess.run(["git", "read-tree", "-m", "-u", old, new], cwd=a, check=True,
+                   env={**os.environ, "GIT_INDEX_FILE": str(tmp_index)})
+    (a / added[1]).unlink()  # killed before git wrote this one
+    person = (a / shared).read_text().replace("nightly", "every night") + "A person's line.\n"
+    (a / shared).write_text(person)  # since the kill: neither the old text nor the new
+    report = json.loads(cx(a, "sync", "--json").stdout)
+    assert "sync" in report["recovered"]
+    assert git(a, "rev-parse", "HEAD").strip() == new or git(a, "merge-base", "--is-ancestor", new, "HEAD") == ""
+    for path in added:
+        assert (a / path).read_text() == git(a, "show", f"{new}:{path}")
+    assert (a / shared).read_text() == person  # the person's edit, untouched
+    assert git(a, "status", "--porcelain", "--untracked-files=no").split() == ["M", shared]
+    assert not (a / ".git" / "cortex-move").exists()
