@@ -136,6 +136,15 @@ def commit_in_progress(git_dir: Path) -> dict | None:
     mark = _read_json(git_dir / COMMIT_MARK)
     if mark is None:
         return _git_at_work(git_dir.parent.resolve()) if git_dir.name == ".git" else None
+    return commit_recorded(git_dir, mark)
+
+
+def commit_recorded(git_dir: Path, mark: dict | None = None) -> dict | None:
+    """The person's ``git commit`` the guard recorded, while its process lives: from its
+    pre-commit hook on, when pre-commit may have set unstaged changes aside."""
+    mark = mark if mark is not None else _read_json(git_dir / COMMIT_MARK)
+    if mark is None:
+        return None
     if alive(int(mark.get("pid", 0)), mark.get("start")):
         return mark
     try:
@@ -143,6 +152,16 @@ def commit_in_progress(git_dir: Path) -> dict | None:
     except FileNotFoundError:
         pass
     return None
+
+
+def wait_for_file(path: Path, root: Path, timeout: float) -> None:
+    """Wait (at most ``timeout``) for ``path`` to be there again while a person's commit
+    is recorded in the repository at ``root``: pre-commit's stash rewrites the working
+    files meanwhile, so a tracked file can be missing for an instant."""
+    git_dir = git_dir_of(root)
+    deadline = time.monotonic() + timeout
+    while not path.exists() and commit_recorded(git_dir) is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 # --- cortex's side: the index lock -------------------------------------------------------

@@ -29,6 +29,17 @@ RUNTIME_PATHS = ("observer/observations.jsonl", "observer/state.json", "observer
                  "observer/skipped.jsonl", "observer/archive", "observer/cortex.lock", ".cortex")
 
 
+CONFIG_WAIT = 10.0  # seconds a missing config is waited for while a person's commit runs
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 class Vault:
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root).resolve()
@@ -66,14 +77,23 @@ class Vault:
     # `cortex schedule`) follows a person's edits.
     def _config(self, name: str, loader):
         path = self.root / "observer" / name
-        try:
-            st = path.stat()
-            stamp = (st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            stamp = None
+        stamp = _stamp(path)
         cached = self._config_cache.get(name)
         if cached is None or cached[0] != stamp:
-            cached = (stamp, loader(path))
+            # pre-commit's stash, in a person's commit, rewrites the working files: a
+            # config missing for that instant would make cortex run on the defaults
+            # (trust everyone), or fail between the check and the read.
+            from cortex.gitlock import wait_for_file
+
+            if stamp is None:
+                wait_for_file(path, self.root, CONFIG_WAIT)
+                stamp = _stamp(path)
+            try:
+                loaded = loader(path)
+            except FileNotFoundError:
+                wait_for_file(path, self.root, CONFIG_WAIT)
+                stamp, loaded = _stamp(path), loader(path)
+            cached = (stamp, loaded)
             self._config_cache[name] = cached
             self.__dict__.pop("scanner", None)
             self.__dict__.pop("observation_validator", None)

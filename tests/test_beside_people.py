@@ -238,3 +238,38 @@ def test_lines_written_to_a_rotated_buffer_advance_that_buffer_only(vault):
     assert {"Late line: the queue drains in 40 seconds.", "New buffer: the staging database is rebuilt nightly.",
             "New buffer: the cache keeps entries for six hours."} <= bodies
     assert json.loads((root / "observer" / "state.json").read_text())["retired"] == {}
+
+
+def test_a_config_set_aside_by_a_persons_commit_is_waited_for_not_replaced_by_defaults(person_vault):
+    """pre-commit's stash rewrites the working files while a person's commit runs: a
+    tracked `observer/config.yml` can be missing for that instant. `cortex run` started
+    then waits for it (the guard has recorded the commit) instead of running on the
+    defaults, which trust everyone: here the vault quarantines what `web-scraper` says."""
+    from cortex.gitlock import COMMIT_MARK, _start_time
+
+    root = person_vault
+    config = root / "observer" / "config.yml"
+    config.write_text(config.read_text() + "\ntrust:\n  default: quarantine\n  trusted_attributions: [owner]\n")
+    git(root, "add", "observer/config.yml")
+    git(root, "commit", "-qm", "quarantine what others say", "--no-verify")
+    with open(root / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(observation(attribution="web-scraper", body="The docs moved to docs.example.org.")) + "\n")
+    committer = subprocess.Popen(["sleep", "30"])  # the person's `git commit`, as the guard records it
+    try:
+        (root / ".git" / COMMIT_MARK).write_text(json.dumps({"pid": committer.pid, "start": _start_time(committer.pid),
+                                                               "command": "git commit"}))
+        kept = config.read_bytes()
+        config.unlink()  # pre-commit's stash, mid-rewrite
+        run = subprocess.Popen([str(VENV_BIN / "cortex"), "--vault", str(root), "run", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.8)
+        assert run.poll() is None  # waiting, not running on the defaults
+        config.write_bytes(kept)
+        time.sleep(0.2)
+    finally:
+        committer.kill()
+        committer.wait()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    report = json.loads(out)
+    assert report["quarantined"] == {"untrusted": 1} and report["memorized"] == 0
