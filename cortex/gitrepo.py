@@ -125,15 +125,9 @@ class GitRepo:
         after ``update-index``; paths come with their working files, so the stat data
         is right) and replaces ``.git/index`` atomically."""
         assert self._lock is not None, "the index is written only under index.lock"
-        import shutil
         import subprocess
 
-        tmp = self.git_dir / "cortex-index.tmp"
-        index = self.git_dir / "index"
-        if index.exists():
-            shutil.copyfile(index, tmp)
-        else:
-            tmp.unlink(missing_ok=True)
+        tmp, index = self._scratch_index()
         env = {**os.environ, "GIT_INDEX_FILE": str(tmp), "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root)}
         for args in updates:
             stdin = None
@@ -149,6 +143,18 @@ class GitRepo:
                                   "nothing was lost: the next cortex command writes the index again")
         os.replace(tmp, index)
 
+    def _scratch_index(self) -> tuple[Path, Path]:
+        """(a copy of the index to change, the index it replaces once changed): git's own
+        commands write the copy, ``os.replace`` swaps it in whole."""
+        import shutil
+
+        tmp, index = self.git_dir / "cortex-index.tmp", self.git_dir / "index"
+        if index.exists():
+            shutil.copyfile(index, tmp)
+        else:
+            tmp.unlink(missing_ok=True)
+        return tmp, index
+
     def move_tree(self, old: str, new: str, reason: str) -> tuple[str, str] | None:
         """Working tree, index and HEAD from commit ``old`` to ``new`` as one step under
         ``index.lock``: ``git read-tree -m -u`` on a copy of the index (git refuses to
@@ -157,7 +163,6 @@ class GitRepo:
         changed, or ("moved", ...) when HEAD is no longer ``old``. A journal
         (``.git/cortex-move``) names the move while it runs: killed after git wrote some
         working files, it is finished by ``finish_move``."""
-        import shutil
 
         from cortex import gitcli
         from cortex.fsutil import atomic_write
@@ -165,12 +170,7 @@ class GitRepo:
         with self.locked():
             if self.head_oid() != old:
                 return ("moved", "HEAD moved")
-            tmp = self.git_dir / "cortex-index.tmp"
-            index = self.git_dir / "index"
-            if index.exists():
-                shutil.copyfile(index, tmp)
-            else:
-                tmp.unlink(missing_ok=True)
+            tmp, index = self._scratch_index()
             journal = self.git_dir / MOVE_JOURNAL
             atomic_write(journal, f"{old} {new}\n".encode())
             done = gitcli.run(self.root, "read-tree", "-m", "-u", old, new, env={"GIT_INDEX_FILE": str(tmp)})
@@ -194,7 +194,6 @@ class GitRepo:
         work included, stays), and HEAD moves. A working file that is neither old's nor
         new's is a person's and stays as it is; a move whose paths were staged since is
         dropped, and the next one says which files. True when a move was finished."""
-        import shutil
 
         from cortex import gitcli
 
@@ -210,7 +209,7 @@ class GitRepo:
             listed = gitcli.run_bytes(self.root, "diff", "--name-only", "-z", "--no-renames", old, new)
             paths = [] if listed is None or listed.code != 0 else \
                 [p for p in listed.out.decode("utf-8", "surrogateescape").split("\0") if p]
-            before = {p: self._blob_at(old, p) for p in paths}
+            before = {p: self._entry_at(old, p)[1] for p in paths}
             if not paths or self._staged_blobs(paths) != before:
                 journal.unlink(missing_ok=True)  # staged since (or unreadable): the person's to settle
                 return False
@@ -219,9 +218,7 @@ class GitRepo:
             stale = [p for p in paths if working.get(p, "?") == before[p]]
             info = "".join(f"{mode:o} {blob}\t{p}\n" if blob else f"0 {'0' * 40}\t{p}\n"
                            for p, (mode, blob) in after.items())
-            tmp = self.git_dir / "cortex-index.tmp"
-            index = self.git_dir / "index"
-            shutil.copyfile(index, tmp) if index.exists() else tmp.unlink(missing_ok=True)
+            tmp, index = self._scratch_index()
             done = gitcli.run(self.root, "update-index", "--index-info", input=info, env={"GIT_INDEX_FILE": str(tmp)})
             if not done.ok:
                 tmp.unlink(missing_ok=True)
@@ -256,12 +253,6 @@ class GitRepo:
         except (KeyError, ValueError):
             return 0, None
         return entry.filemode, str(entry.id)
-
-    def _blob_at(self, commit: str, path: str) -> str | None:
-        try:
-            return str(self.repo[commit].peel(pygit2.Tree)[path].id)
-        except (KeyError, ValueError):
-            return None
 
     def _working_blobs(self, paths: list[str]) -> dict[str, str | None]:
         """The blob id git gives each working file, its filters applied (None: no file;
