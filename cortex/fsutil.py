@@ -14,6 +14,16 @@ from typing import Any, Iterator
 from cortex.errors import LockBusy
 
 
+def version(path: Path) -> tuple[int, int, int] | None:
+    """Which version of a file this is: (inode, mtime_ns, size), a file replaced whole
+    getting a new inode; None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write to a temp file in the same folder, fsync, rename over ``path``: readers (and
     a process killed meanwhile) see old or new, never half."""

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Iterator
 from cortex import buffer
 from cortex.config import Calibration, Settings, load_calibration, load_settings
 from cortex.errors import BatchRefused, CortexError, InvalidObservation
-from cortex.fsutil import file_lock
+from cortex.fsutil import file_lock, version
 from cortex.model import RunReport
 from cortex.quarantine import SECURITY_REASONS, Quarantine
 from cortex.state import State
@@ -30,14 +30,6 @@ RUNTIME_PATHS = ("observer/observations.jsonl", "observer/state.json", "observer
 
 
 CONFIG_WAIT = 10.0  # seconds a missing config is waited for while a person's commit runs
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_mtime_ns, st.st_size)
 
 
 class Vault:
@@ -77,7 +69,7 @@ class Vault:
     # `cortex schedule`) follows a person's edits.
     def _config(self, name: str, loader):
         path = self.root / "observer" / name
-        stamp = _stamp(path)
+        stamp = version(path)
         cached = self._config_cache.get(name)
         if cached is None or cached[0] != stamp:
             # pre-commit's stash, in a person's commit, rewrites the working files: a
@@ -87,12 +79,12 @@ class Vault:
 
             if stamp is None:
                 wait_for_file(path, self.root, CONFIG_WAIT)
-                stamp = _stamp(path)
+                stamp = version(path)
             try:
                 loaded = loader(path)
             except FileNotFoundError:
                 wait_for_file(path, self.root, CONFIG_WAIT)
-                stamp, loaded = _stamp(path), loader(path)
+                stamp, loaded = version(path), loader(path)
             cached = (stamp, loaded)
             self._config_cache[name] = cached
             self.__dict__.pop("scanner", None)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from cortex.fsutil import version
 from cortex.layout import UnreadableNote, read_note_bytes
 from cortex.search import freshness
 from cortex.search.backend import IndexDamaged, LexicalBackend
@@ -193,7 +194,7 @@ class SearchIndex:
 
     def load(self, *, vectors: bool = True) -> "SearchIndex":
         """Open the stored index; IndexUnavailable when it must be rebuilt."""
-        self._loaded_stamp = _stamp(self.directory / "state.json")
+        self._loaded_stamp = version(self.directory / "state.json")
         state = State.read(self.directory / "state.json")
         if state.model != self.model_name:
             raise IndexUnavailable(f"search index was built with model {state.model}, not {self.model_name}")
@@ -283,7 +284,7 @@ class SearchIndex:
         VectorStore(self.directory, matrix, keys, head_dims).save()
         self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {}, head_dims=head_dims)
         self.state.write(self.directory / "state.json")
-        self._loaded_stamp = _stamp(self.directory / "state.json")
+        self._loaded_stamp = version(self.directory / "state.json")
         self.lexical, self.vectors = lexical, VectorStore.load(self.directory, head_dims=head_dims)
         return UpdateReport(added=len(keys), notes=len(keys), rebuilt=True, seconds=time.perf_counter() - start)
 
@@ -446,12 +447,12 @@ class SearchIndex:
         report = UpdateReport()
         if c.found or c.dirs != self.state.dirs or c.head != self.state.head or c.dirty != self.state.dirty:
             with self._locked():
-                if _stamp(self.directory / "state.json") != self._loaded_stamp:
+                if version(self.directory / "state.json") != self._loaded_stamp:
                     self.load(vectors=False)  # another process updated meanwhile: its files, not ours
                 report = self.apply(c.found)
                 self.state.dirs, self.state.head, self.state.dirty = c.dirs, c.head, c.dirty
                 self.state.write(self.directory / "state.json")
-                self._loaded_stamp = _stamp(self.directory / "state.json")
+                self._loaded_stamp = version(self.directory / "state.json")
         report.notes = self.lexical.doc_count()
         report.seconds = time.perf_counter() - start
         return report
@@ -511,15 +512,6 @@ class SearchIndex:
         lexical.write(fresh + restamped, deletes)
         report.notes = lexical.doc_count()
         return report
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """Which version of a file this is (a writer replaces it: a new inode)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _batches(items: Iterable, size: int) -> Iterator[list]:

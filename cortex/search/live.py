@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from cortex.fsutil import version
 from cortex.search.session import Answer, Question, Session
 
 FULL_CHECK_EVERY = 30.0  # seconds between `git status` sweeps that catch in-place edits
@@ -111,16 +112,9 @@ class LiveIndex:
     # --- freshness ----------------------------------------------------------------------
 
     def _mark(self) -> None:
-        self._state_stamp = self._stamp()
+        self._state_stamp = version(self.index.directory / "state.json")
         self._signature = self._changes_signature()
         self._last_full = time.monotonic()
-
-    def _stamp(self) -> tuple | None:
-        try:
-            st = os.stat(self.index.directory / "state.json")
-        except OSError:
-            return None
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def _changes_signature(self) -> tuple:
         """Cheap signs that notes changed: folder mtimes, git's index and HEAD log."""
@@ -140,7 +134,7 @@ class LiveIndex:
 
     def refresh_if_changed(self) -> bool:
         with self.lock:
-            changed = self._changes_signature() != self._signature or self._stamp() != self._state_stamp
+            changed = self._changes_signature() != self._signature or version(self.index.directory / "state.json") != self._state_stamp
         if changed or time.monotonic() - self._last_full >= FULL_CHECK_EVERY:
             self.refresh()
             return True
@@ -153,7 +147,7 @@ class LiveIndex:
         probe = GitProbe.start(self.root).result()
         with self.lock:
             try:
-                if self._stamp() != self._state_stamp:
+                if version(self.index.directory / "state.json") != self._state_stamp:
                     # Another process (`cortex query`, `cortex index --rebuild`) rewrote the index on
                     # disk: reopen it whole, even when no note changed, so no searcher outlives its files.
                     self.index.load(vectors=True)
