@@ -34,6 +34,7 @@ from typing import Iterator
 from cortex.errors import LockBusy
 
 OWNER = "cortex-lock.json"
+OWN_LOCK_PREFIX = "cortex-index.lock."  # the lock as made, before it is linked into place
 GUARD_LOCK = "cortex-guard.lock"
 COMMIT_MARK = "cortex-commit.json"
 GUARD_MARK = "cortex: guard"  # in the hook script, so install can recognise its own
@@ -199,15 +200,32 @@ class IndexLock:
             if mark is not None:
                 what = mark.get("command") or "git commit"
                 return f"a person's `{what}` is in progress (pid {mark.get('pid')})"
-            _write_json(self.owner, {"pid": os.getpid(), "start": _start_time(os.getpid())})
+            # The lock is made as a file of cortex's own, recorded with its inode, then
+            # linked into place (as exclusive as O_EXCL): killed at any instant, a lock
+            # that is there is provably this process's, so the next command removes it.
+            me = {"pid": os.getpid(), "start": _start_time(os.getpid())}
+            own = self.git_dir / f"{OWN_LOCK_PREFIX}{os.getpid()}"
+            fd = os.open(own, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            ino = os.fstat(fd).st_ino
+            os.close(fd)
+            _write_json(self.owner, {**me, "ino": ino})
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                os.link(own, self.path)
             except FileExistsError:
                 self.owner.unlink(missing_ok=True)
                 return f"{self.path} exists (another git command holds the index)"
-            self.ino = os.fstat(fd).st_ino
-            os.close(fd)
-            _write_json(self.owner, {"pid": os.getpid(), "start": _start_time(os.getpid()), "ino": self.ino})
+            except OSError:  # a file system without hard links: create it in place
+                try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    self.owner.unlink(missing_ok=True)
+                    return f"{self.path} exists (another git command holds the index)"
+                ino = os.fstat(fd).st_ino
+                os.close(fd)
+                _write_json(self.owner, {**me, "ino": ino})
+            finally:
+                own.unlink(missing_ok=True)
+            self.ino = ino
             return None
 
     def note_ref_update(self) -> None:
@@ -244,6 +262,7 @@ class IndexLock:
                         self.removed.append(str(lock.relative_to(self.git_dir.parent)))
                 except FileNotFoundError:
                     pass
+        (self.git_dir / f"{OWN_LOCK_PREFIX}{record.get('pid')}").unlink(missing_ok=True)
         self.owner.unlink(missing_ok=True)
 
 
