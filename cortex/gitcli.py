@@ -80,12 +80,12 @@ def run_bytes(root: Path | None, *args: str, input: bytes | None = None, timeout
     return Raw(proc.returncode, proc.stdout, proc.stderr)
 
 
-def start(root: Path, *args: str) -> subprocess.Popen | None:
+def start(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen | None:
     """``git -C root args`` started, its stdout a pipe, for the caller to read later (the
     search index's freshness probe runs beside the index load); None without git."""
     try:
         return subprocess.Popen(["git", "-C", str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL, env={**os.environ, **_ENV})
+                                stdin=subprocess.DEVNULL, env={**os.environ, **_ENV, **(env or {})})
     except OSError:
         return None
 

@@ -16,6 +16,7 @@ from cortex.cli import agents  # noqa: E402,F401
 from cortex.cli import maintain  # noqa: E402,F401
 from cortex.cli import sync  # noqa: E402,F401
 from cortex.cli import memory  # noqa: E402,F401
+from cortex.cli import watch  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,8 +18,11 @@ Where the vault is not a git repository, every note is stat'ed instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -152,6 +155,53 @@ def stat_note(root: Path, path: str) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
+WATCH_SOCKET = Path(".git") / "cortex-watch" / "sock"  # `cortex watch` runs (cortex/watcher.py)
+PROBE_INDEX = Path(".cortex") / "probe-index"
+PROBE_INDEX_KEEP = 600.0  # seconds an outdated copy stays, for a probe still reading it
+
+
+def watched_index(root: Path) -> tuple[dict[str, str], list[str]] | None:
+    """When ``cortex watch`` runs: the environment and git options for a ``git status``
+    that asks the watcher what changed instead of stat-ing every tracked file.
+
+    git keeps the watcher's token in the index, and cortex must not write the person's
+    index (nor name the watcher in their config: ``cortex/watcher.py`` says why), so the
+    probe runs on cortex's own copy of it, one per version of ``.git/index``: a commit, a
+    ``git add``, a checkout makes a new copy, whose first probe stats every file once
+    and records the token; the probes after it stat only what changed. A copy is
+    consistent on its own (git replaces its index by a rename, and the copy is named by
+    the version it was read from), so concurrent probes need no lock."""
+    if not (root / WATCH_SOCKET).exists():
+        return None
+    from cortex.fsmonitor import command
+
+    folder = root / PROBE_INDEX
+    try:
+        with open(root / ".git" / "index", "rb") as fh:
+            st = os.fstat(fh.fileno())
+            copy = folder / f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}"
+            if not copy.exists():
+                folder.mkdir(parents=True, exist_ok=True)
+                tmp = folder / f".{copy.name}.{os.getpid()}.tmp"
+                with open(tmp, "wb") as out:
+                    shutil.copyfileobj(fh, out, 1 << 20)
+                os.replace(tmp, copy)
+                _forget_old_copies(folder, copy.name)
+    except OSError:
+        return None  # no index yet, or .cortex not writable: git's own way
+    return ({"GIT_INDEX_FILE": str(copy)},
+            ["-c", f"core.fsmonitor={command()}", "-c", "core.fsmonitorHookVersion=2"])
+
+
+def _forget_old_copies(folder: Path, keep: str) -> None:
+    cutoff = time.time() - PROBE_INDEX_KEEP
+    for entry in os.scandir(folder):
+        if entry.name != keep and not entry.name.endswith(".lock"):
+            with contextlib.suppress(OSError):
+                if entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+
+
 @dataclass
 class GitProbe:
     """`git status` of the note folders, running in the background once started."""
@@ -164,16 +214,20 @@ class GitProbe:
 
     @classmethod
     def start(cls, root: Path) -> "GitProbe":
-        # --no-optional-locks: `git status` would otherwise refresh and rewrite the index
-        # under index.lock, and a person's `git commit` at that moment would fail.
         probe = cls(root)
         if not (root / ".git").exists():
             return probe
         from cortex import gitcli
 
+        watched = watched_index(root)
+        # --no-optional-locks: `git status` would otherwise refresh and rewrite the index
+        # under index.lock, and a person's `git commit` at that moment would fail. With
+        # the watcher, git writes cortex's own copy instead (the watcher's token in it).
+        args = watched[1] if watched else ["--no-optional-locks"]
         # None without git on PATH: a full stat sweep instead
-        probe.proc = gitcli.start(root, "--no-optional-locks", "-c", "core.quotepath=off", "status", "--porcelain=v2",
-                                  "--branch", "-z", "-uno", "--no-renames", "--ignored=no", "--", *PATHSPEC)
+        probe.proc = gitcli.start(root, *args, "-c", "core.quotepath=off", "status", "--porcelain=v2",
+                                  "--branch", "-z", "-uno", "--no-renames", "--ignored=no", "--", *PATHSPEC,
+                                  env=watched[0] if watched else None)
         return probe
 
     def result(self) -> "GitProbe":

@@ -1,0 +1,68 @@
+"""``cortex watch``: the file watcher that spares git a stat of every note (large vaults)."""
+
+from __future__ import annotations
+
+import typer
+
+from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
+
+
+def watch_status(root) -> dict:
+    from cortex import watcher
+
+    pid = watcher.running(root)
+    return {"running": bool(pid), "pid": pid if pid and pid > 0 else None,
+            "daemon": watcher.daemon_status(root) if pid else None,
+            "log": str(watcher.state_dir(root) / "log")}
+
+
+@app.command("watch")
+def watch(
+    background: bool = typer.Option(False, "--background", "-b", help="Start the watcher detached and return once it answers."),
+    stop: bool = typer.Option(False, "--stop", help="Stop the running watcher (cortex's checks then stat every note again)."),
+    status: bool = typer.Option(False, "--status", help="Say whether a watcher runs, and what it has seen."),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Watch the vault's files, so that cortex's checks stat only the changed notes (Linux; large vaults).
+
+    Before a query, and in `cortex status`, cortex asks git which notes changed, and git
+    stats every tracked file to find notes edited in place: 0.14 s at 200,000 notes.
+    While the watcher runs, cortex's own git calls ask it instead (git's fsmonitor
+    protocol, on cortex's copy of the index). The person's git is never pointed at it:
+    nothing in .git/config changes. Without an option the watcher runs in the foreground
+    until Ctrl-C; `--background` for a login script or a systemd user unit. Exit 0, or
+    1 with what to do."""
+    from cortex import watcher
+
+    if sum((background, stop, status)) > 1:
+        raise typer.BadParameter("give one of --background, --stop, --status")
+    vault = open_vault()
+    root = vault.root
+    if status:
+        view = watch_status(root)
+        if json_:
+            emit_json(view)
+        elif view["running"]:
+            daemon = view["daemon"] or {}
+            info(f"watching {root} (pid {view['pid']}): {daemon.get('folders', '?')} folders, "
+                 f"{daemon.get('changes', '?')} changes seen, {daemon.get('overflows', 0)} overflows")
+            if daemon.get("blind"):
+                info(f"  every answer is 'everything': {daemon['blind']}")
+        else:
+            info(f"not watching {root}: cortex's checks stat every note (`cortex watch --background` to start)")
+        raise typer.Exit(0)
+    if stop:
+        pid = watcher.stop(root)
+        if json_:
+            emit_json({"stopped": pid})
+        else:
+            info(f"stopped the watcher (pid {pid})" if pid else "no watcher was running")
+        raise typer.Exit(0)
+    if background:
+        pid = watcher.start_background(root)
+        if json_:
+            emit_json(watch_status(root))
+        else:
+            info(f"watching {root} (pid {pid}); `cortex watch --stop` stops it")
+        raise typer.Exit(0)
+    watcher.serve(root, on_ready=lambda: info(f"watching {root}; Ctrl-C stops"))

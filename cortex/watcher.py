@@ -1,0 +1,525 @@
+"""``cortex watch``: a file watcher, so that cortex's checks need not stat every note.
+
+Every freshness check — the search index's update before a query, ``cortex status`` —
+asks ``git status`` which tracked notes changed, and git stats every tracked file to find
+the ones edited in place (an edit does not change its folder's mtime): 0.14 s at 200,000
+notes, the one cost that still grew with the vault. git's remedy is ``core.fsmonitor``: a
+hook that names the files changed since the last call, so that git stats only those.
+git brings a watcher of its own on macOS and Windows, not on Linux; this is one for
+Linux (inotify, standard library only).
+
+**cortex's own git calls use it; the person's git never does.** The watcher is named to
+git with ``-c core.fsmonitor=<hook>`` on cortex's probe alone, run on cortex's own copy of
+the index (``cortex/search/freshness.py``), and never set in the repository's config:
+before git 2.44, ``git diff-index <tree>`` under an fsmonitor reports files the monitor
+calls unchanged as deleted — pre-commit stashes unstaged work with exactly that command,
+and re-applying the stash then deletes the person's files (reproduced here with git
+2.39: a vault's whole working tree gone after one ``git commit -a``).
+
+How it fits together:
+
+- **The daemon** (``Watcher.run``) watches every folder of the working tree (not ``.git``
+  nor cortex's own ``.cortex``) and numbers each change in a journal, in the order the
+  kernel reports them. A folder created or moved in is watched, then named whole
+  (``dir/``): whatever was written into it before its watch existed is covered.
+- **The hook** (``cortex/fsmonitor.py``) asks over a unix socket in the git directory:
+  "what changed since token T". A token is ``cortex:<daemon>:<n>``; one from another
+  daemon (restarted, or none) gets "everything".
+- **No event is missed by timing.** Before answering, the daemon creates a cookie file in
+  a folder it watches and waits to read that cookie's own event: the kernel queues events
+  in order, so every change made before the question has then been journalled.
+- **When in doubt, everything.** A kernel queue overflow, a watch the kernel refused (the
+  ``max_user_watches`` limit), a token older than the journal keeps: the answer is ``/``
+  and git stats every file — as correct as without a watcher, and as slow.
+- **One daemon per vault**: an exclusive ``flock`` on ``.git/cortex-watch/lock``, held for
+  the daemon's life and released by the kernel however it ends, so a kill -9 leaves no
+  lock to clean and the socket it left is provably stale.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from cortex.errors import CortexError
+
+# inotify(7)
+IN_MODIFY = 0x00000002
+IN_ATTRIB = 0x00000004
+IN_CLOSE_WRITE = 0x00000008
+IN_MOVED_FROM = 0x00000040
+IN_MOVED_TO = 0x00000080
+IN_CREATE = 0x00000100
+IN_DELETE = 0x00000200
+IN_DELETE_SELF = 0x00000400
+IN_MOVE_SELF = 0x00000800
+IN_Q_OVERFLOW = 0x00004000
+IN_IGNORED = 0x00008000
+IN_ONLYDIR = 0x01000000
+IN_DONT_FOLLOW = 0x02000000
+IN_EXCL_UNLINK = 0x04000000
+IN_ISDIR = 0x40000000
+IN_NONBLOCK = os.O_NONBLOCK
+IN_CLOEXEC = os.O_CLOEXEC
+
+TREE_EVENTS = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
+               | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+_EVENT = struct.Struct("iIII")
+
+SKIPPED = frozenset({".git", ".cortex"})  # never tracked: git's own directory, cortex's caches
+STATE_DIR = "cortex-watch"  # in the git directory: lock, sock, pid, log, cookies
+COOKIE = "cookie-"
+JOURNAL_LIMIT = 200_000  # changes kept; a token older than the oldest kept gets "everything"
+
+
+class Inotify:
+    """The kernel's inotify, through libc (no dependency)."""
+
+    def __init__(self) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self.fd = self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if self.fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"inotify_init1: {os.strerror(err)}")
+
+    def add(self, path: bytes, mask: int) -> int:
+        wd = self._libc.inotify_add_watch(self.fd, path, mask)
+        if wd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), os.fsdecode(path))
+        return wd
+
+    def remove(self, wd: int) -> None:
+        self._libc.inotify_rm_watch(self.fd, wd)  # already gone (the folder deleted) is fine
+
+    def read(self) -> list[tuple[int, int, bytes]]:
+        """The events queued now: (watch, mask, name)."""
+        try:
+            data = os.read(self.fd, 1 << 20)
+        except BlockingIOError:
+            return []
+        events, pos = [], 0
+        while pos + _EVENT.size <= len(data):
+            wd, mask, _cookie, size = _EVENT.unpack_from(data, pos)
+            pos += _EVENT.size
+            events.append((wd, mask, data[pos:pos + size].rstrip(b"\0")))
+            pos += size
+        return events
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class Journal:
+    """The paths changed, numbered in the order they were reported.
+
+    ``since(n)`` is every path changed after change ``n``, or None for "anything may have
+    changed" — when ``n`` is older than what is kept (``floor``)."""
+
+    def __init__(self, limit: int = JOURNAL_LIMIT) -> None:
+        self.seq = 0
+        self.floor = 0
+        self.limit = limit
+        self._entries: deque[tuple[int, bytes]] = deque()
+
+    def add(self, path: bytes) -> None:
+        self.seq += 1
+        self._entries.append((self.seq, path))
+        if len(self._entries) > self.limit:
+            for _ in range(self.limit // 2):
+                self.floor = self._entries.popleft()[0]
+
+    def everything(self) -> None:
+        """From here on, a question about any earlier moment is answered "everything"."""
+        self.seq += 1
+        self.floor = self.seq
+        self._entries.clear()
+
+    def since(self, n: int) -> list[bytes] | None:
+        if n < self.floor or n > self.seq:
+            return None
+        out: dict[bytes, None] = {}
+        for seq, path in reversed(self._entries):
+            if seq <= n:
+                break
+            out[path] = None
+        return list(reversed(out))
+
+
+@dataclass
+class _Question:
+    conn: socket.socket
+    buf: bytes = b""
+    token: str | None = None
+
+
+class Watcher:
+    """The daemon: inotify on the working tree, the journal, the socket git's hook asks."""
+
+    def __init__(self, root: Path, git_dir: Path, *, journal_limit: int = JOURNAL_LIMIT) -> None:
+        self.root = root
+        self.state = git_dir / STATE_DIR
+        self.instance = f"{os.getpid()}.{time.time_ns()}"
+        self.journal = Journal(journal_limit)
+        self.inotify = Inotify()
+        self.paths: dict[int, bytes] = {}  # watch → folder, relative to root ("" for root)
+        self.blind = ""  # why every answer is "everything" (a watch the kernel refused)
+        self._cookies = 0
+        self._waiting: dict[bytes, _Question] = {}  # cookie name → question it answers
+        self._stop = False
+        self.overflows = 0
+        self.answered = {"paths": 0, "everything": 0}  # git's questions, by kind of answer
+
+    # -- watches ----------------------------------------------------------------------
+
+    def watch_tree(self, rel: bytes) -> None:
+        """Watch ``rel`` and every folder below it (a folder already watched keeps its watch)."""
+        stack = [rel]
+        while stack:
+            folder = stack.pop()
+            absolute = os.path.join(os.fsencode(self.root), folder) if folder else os.fsencode(self.root)
+            try:
+                wd = self.inotify.add(absolute, TREE_EVENTS)
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                    continue  # gone already: its parent's event names it
+                if exc.errno == errno.ENOSPC:
+                    self.blind = ("the kernel's limit on watched folders was reached "
+                                  "(raise fs.inotify.max_user_watches)")
+                    return
+                raise
+            self.paths[wd] = folder
+            try:
+                with os.scandir(absolute) as entries:
+                    for entry in entries:
+                        if entry.name not in SKIPPED_B and entry.is_dir(follow_symlinks=False):
+                            stack.append(os.path.join(folder, entry.name) if folder else entry.name)
+            except OSError:
+                continue
+
+    def _unwatch_tree(self, rel: bytes) -> None:
+        prefix = rel + b"/"
+        for wd, folder in list(self.paths.items()):
+            if folder == rel or folder.startswith(prefix):
+                del self.paths[wd]
+                self.inotify.remove(wd)
+
+    # -- events -----------------------------------------------------------------------
+
+    def handle(self, events: list[tuple[int, int, bytes]]) -> None:
+        for wd, mask, name in events:
+            if mask & IN_Q_OVERFLOW:  # the kernel dropped events: nobody knows what changed
+                self.overflows += 1
+                self.journal.everything()
+                self.watch_tree(b"")  # and folders made meanwhile may lack a watch
+                continue
+            if wd == self._cookie_wd:
+                if mask & IN_CREATE and name.startswith(COOKIE_B):
+                    self._cookie_seen(name)
+                continue
+            folder = self.paths.get(wd)
+            if folder is None:
+                continue
+            if mask & IN_IGNORED:  # the folder is gone; its parent named it
+                del self.paths[wd]
+                continue
+            if not name:
+                if mask & (IN_DELETE_SELF | IN_MOVE_SELF) and folder == b"":
+                    self.journal.everything()  # the working tree itself went away
+                continue
+            if folder == b"" and name in SKIPPED_B:
+                continue
+            path = os.path.join(folder, name) if folder else name
+            if mask & IN_ISDIR:
+                if mask & (IN_CREATE | IN_MOVED_TO):
+                    self.watch_tree(path)
+                elif mask & (IN_DELETE | IN_MOVED_FROM):
+                    self._unwatch_tree(path)
+                elif not mask & (IN_ATTRIB | IN_MODIFY):
+                    continue
+                self.journal.add(path + b"/")
+            else:
+                self.journal.add(path)
+
+    # -- questions --------------------------------------------------------------------
+
+    def _ask(self, question: _Question) -> None:
+        """Sync on a cookie, then answer: every event before the question is read first."""
+        self._cookies += 1
+        name = f"{COOKIE}{os.getpid()}-{self._cookies}".encode()
+        self._waiting[name] = question
+        fd = os.open(os.path.join(os.fsencode(self.state), name), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+
+    def _cookie_seen(self, name: bytes) -> None:
+        try:
+            os.unlink(os.path.join(os.fsencode(self.state), name))
+        except FileNotFoundError:
+            pass
+        question = self._waiting.pop(name, None)
+        if question is not None:
+            self._answer(question)
+
+    def answer_for(self, token: str) -> bytes:
+        """The hook's reply body for ``token``: new token, NUL, then the changed paths."""
+        _, _, rest = token.partition("cortex:")
+        instance, _, seq = rest.rpartition(":")
+        paths = None
+        if not self.blind and instance == self.instance and seq.isdigit():
+            paths = self.journal.since(int(seq))
+        body = f"cortex:{self.instance}:{self.journal.seq}".encode() + b"\0"
+        if paths is None:
+            self.answered["everything"] += 1
+            return body + b"/\0"
+        self.answered["paths"] += 1
+        return body + b"".join(p + b"\0" for p in paths)
+
+    def status(self) -> dict:
+        return {"pid": os.getpid(), "instance": self.instance, "folders": len(self.paths),
+                "changes": self.journal.seq, "everything_since": self.journal.floor,
+                "overflows": self.overflows, "blind": self.blind or None, "answered": dict(self.answered)}
+
+    def _answer(self, question: _Question) -> None:
+        self._reply(question.conn, self.answer_for(question.token or ""))
+
+    def _reply(self, conn: socket.socket, body: bytes) -> None:
+        try:
+            conn.setblocking(True)
+            conn.sendall(f"{len(body)}\n".encode() + body)
+        except OSError:
+            pass  # the hook went away (git killed): nothing to answer
+        finally:
+            self._close(conn)
+
+    def _close(self, conn: socket.socket) -> None:
+        try:
+            self._selector.unregister(conn)
+        except (KeyError, ValueError):
+            pass
+        conn.close()
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self, listener: socket.socket, on_ready=None) -> None:
+        self._cookie_wd = self.inotify.add(os.fsencode(self.state), IN_CREATE | IN_ONLYDIR)
+        self.watch_tree(b"")
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.inotify.fd, selectors.EVENT_READ, "inotify")
+        listener.setblocking(False)
+        self._selector.register(listener, selectors.EVENT_READ, "listener")
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+        if on_ready:
+            on_ready()
+        while not self._stop:
+            for key, _ in self._selector.select(timeout=1.0):
+                if key.data == "inotify":
+                    self.handle(self.inotify.read())
+                elif key.data == "listener":
+                    self._accept(listener)
+                else:
+                    self._read_question(key.data)
+
+    def _on_signal(self, signum, frame) -> None:
+        self._stop = True
+
+    def _accept(self, listener: socket.socket) -> None:
+        try:
+            conn, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        conn.setblocking(False)
+        self._selector.register(conn, selectors.EVENT_READ, _Question(conn))
+
+    def _read_question(self, question: _Question) -> None:
+        try:
+            chunk = question.conn.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._close(question.conn)
+            return
+        question.buf += chunk
+        if b"\n" not in question.buf:
+            if len(question.buf) > 4096:
+                self._close(question.conn)
+            return
+        line = question.buf.split(b"\n", 1)[0].decode("utf-8", "replace")
+        version, _, token = line.partition(" ")
+        self._selector.unregister(question.conn)
+        if version == "status":
+            question.token = None
+            self._reply(question.conn, json.dumps(self.status()).encode())
+            return
+        if version != "2":
+            question.conn.close()
+            return
+        question.token = token
+        self._ask(question)
+
+
+SKIPPED_B = frozenset(os.fsencode(name) for name in SKIPPED)
+COOKIE_B = COOKIE.encode()
+
+
+# -- the daemon's life, and git's configuration ----------------------------------------
+
+def state_dir(root: Path) -> Path:
+    from cortex.gitcli import git_dir
+
+    return git_dir(root) / STATE_DIR
+
+
+def _locked(state: Path) -> int | None:
+    """The running daemon's pid, or None: the lock is taken exactly while one runs."""
+    try:
+        fd = os.open(state / "lock", os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return int((state / "pid").read_text().strip())
+            except (OSError, ValueError):
+                return -1  # starting: the lock is taken, the pid not written yet
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def running(root: Path) -> int | None:
+    return _locked(state_dir(root))
+
+
+def serve(root: Path, on_ready=None) -> None:
+    """Run the daemon in this process until SIGTERM / SIGINT."""
+    if not sys.platform.startswith("linux"):
+        raise CortexError("cortex watch uses Linux's inotify",
+                          "on macOS and Windows git brings its own watcher: `git config core.fsmonitor true`")
+    from cortex import gitcli
+
+    git_dir = gitcli.git_dir(root)
+    state = git_dir / STATE_DIR
+    state.mkdir(exist_ok=True)
+    lock = os.open(state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock)
+        raise CortexError(f"a watcher already runs for {root} (pid {_locked(state)})",
+                          "`cortex watch --status` says more; `cortex watch --stop` stops it") from None
+    # Ours now: whatever socket, pid or cookie files are here were left by a daemon that ended.
+    for leftover in state.iterdir():
+        if leftover.name == "sock" or leftover.name.startswith(COOKIE):
+            leftover.unlink(missing_ok=True)
+    (state / "pid").write_text(f"{os.getpid()}\n")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    cwd = os.getcwd()
+    try:
+        os.chdir(state)  # bind a relative name: no limit on the vault's path length
+        listener.bind("sock")
+    finally:
+        os.chdir(cwd)
+    listener.listen(64)
+    watcher = Watcher(root, git_dir)
+    try:
+        watcher.run(listener, on_ready)
+    finally:
+        listener.close()
+        (state / "sock").unlink(missing_ok=True)
+        (state / "pid").unlink(missing_ok=True)
+        watcher.inotify.close()
+        os.close(lock)
+
+
+def start_background(root: Path, timeout: float = 60.0) -> int:
+    """Start the daemon detached from this terminal; return its pid once it answers."""
+    import subprocess
+
+    state = state_dir(root)
+    state.mkdir(exist_ok=True)
+    pid = _locked(state)
+    if pid:
+        return pid
+    with open(state / "log", "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "cortex", "--vault", str(root), "watch"],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                close_fds=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = (state / "log").read_text(errors="replace").strip().splitlines()[-3:]
+            raise CortexError("the watcher stopped as it started: " + " / ".join(tail),
+                              f"the whole log is {state / 'log'}")
+        if answers(root):
+            return proc.pid
+        time.sleep(0.02)
+    raise CortexError(f"the watcher did not answer within {timeout:.0f}s", f"see {state / 'log'}")
+
+
+def _question(root: Path, line: bytes) -> bytes | None:
+    """The daemon's reply body to one line, or None when none answers."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(5.0)
+    cwd = os.getcwd()
+    try:
+        os.chdir(state_dir(root))  # a relative socket name, as the hook does
+        sock.connect("sock")
+        sock.sendall(line)
+        data = b""
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+    except OSError:
+        return None
+    finally:
+        os.chdir(cwd)
+        sock.close()
+    head, _, body = data.partition(b"\n")
+    return body if head.isdigit() and int(head) == len(body) else None
+
+
+def answers(root: Path) -> bool:
+    """Whether a watcher answers the hook's question now."""
+    return _question(root, b"2 cortex:ping:0\n") is not None
+
+
+def daemon_status(root: Path) -> dict | None:
+    """What the running watcher says of itself (folders watched, changes, overflows)."""
+    body = _question(root, b"status\n")
+    return json.loads(body) if body else None
+
+
+def stop(root: Path, timeout: float = 10.0) -> int | None:
+    """Stop the running daemon (SIGTERM, then wait for its lock); its pid, or None."""
+    state = state_dir(root)
+    pid = _locked(state)
+    if not pid or pid < 0:
+        return None
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + timeout
+    while _locked(state) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if _locked(state):
+        raise CortexError(f"the watcher (pid {pid}) did not stop within {timeout:.0f}s", f"kill {pid}")
+    return pid

@@ -1,0 +1,268 @@
+"""`cortex watch`: cortex's freshness probe asks the watcher which files changed
+instead of letting git stat every tracked note.
+
+The contract is that the probe with the watcher says exactly what git without it says.
+Every test checks that against git itself, through real file operations of the kinds
+people and editors make, with the watcher killed, or paused until the kernel's queue
+overflows. And the person's git never uses the watcher: before git 2.44 a commit through
+pre-commit under an fsmonitor could delete their files (cortex/watcher.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cortex, git
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+
+
+def git_dirty(root: Path) -> set[str]:
+    """What git itself calls changed (tracked: edited, deleted, staged), no watcher."""
+    out = subprocess.run(["git", "--no-optional-locks", "-c", "core.quotepath=off", "status", "--porcelain=v1", "-z",
+                          "-uno", "--no-renames", "--", ".", ":(exclude)observer"],
+                         cwd=root, capture_output=True, check=True).stdout.decode()
+    return {entry[3:] for entry in out.split("\0") if entry}
+
+
+def probe_dirty(root: Path) -> set[str]:
+    from cortex.search.freshness import GitProbe
+
+    probe = GitProbe.start(root).result()
+    assert probe.ok
+    return probe.dirty
+
+
+def agree(root: Path) -> set[str]:
+    """The probe's word, asserted equal to git's own."""
+    seen = probe_dirty(root)
+    assert seen == git_dirty(root)
+    return seen
+
+
+def daemon(root: Path) -> dict:
+    done = cortex("--vault", str(root), "watch", "--status", "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def answered_with_paths(root: Path) -> int:
+    return daemon(root)["daemon"]["answered"]["paths"]
+
+
+@pytest.fixture
+def watched(vault):
+    root = vault.root
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "vault", "--no-verify", check=False)
+    done = cortex("--vault", str(root), "watch", "--background")
+    assert done.returncode == 0, done.stderr
+    yield root
+    pid = root / ".git" / "cortex-watch" / "pid"
+    if pid.exists():
+        try:
+            os.kill(int(pid.read_text()), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+def test_journal_answers_since_a_change_and_everything_before_what_it_keeps():
+    from cortex.watcher import Journal
+
+    journal = Journal(limit=4)
+    assert journal.since(0) == []
+    for name in (b"a", b"b", b"a", b"c"):
+        journal.add(name)
+    assert journal.since(0) == [b"b", b"a", b"c"]  # each once, in the order last changed
+    assert journal.since(2) == [b"a", b"c"]
+    assert journal.since(4) == []
+    assert journal.since(5) is None  # a change not made yet: not a token this journal gave
+    journal.add(b"d")  # over the limit: the older half dropped
+    assert journal.since(1) is None and journal.since(2) == [b"a", b"c", b"d"]
+    journal.everything()
+    assert journal.since(5) is None and journal.since(journal.seq) == []
+
+
+def test_the_probe_with_the_watcher_says_what_git_says_through_random_edits(watched):
+    root = watched
+    rng = random.Random(7)
+    notes = root / "vault" / "projects"
+    notes.mkdir(parents=True, exist_ok=True)
+    files = []
+    for i in range(40):
+        path = notes / f"note-{i}.md"
+        path.write_text(f"note {i}\n")
+        files.append(path)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "notes", "--no-verify")
+    agree(root)
+    folders = [notes]
+    before = answered_with_paths(root)
+    for step in range(300):
+        action = rng.choice(["edit", "same-size", "append", "new", "mkdir", "rename", "rename-dir", "delete",
+                             "rmdir", "chmod", "touch", "stage", "commit"])
+        folders = [f for f in folders if f.is_dir()]
+        live = [f for f in files if f.is_file()]
+        target = rng.choice(live) if live else None
+        if action in ("edit", "same-size", "append", "chmod", "touch", "delete", "rename", "stage") and target is None:
+            action = "new"
+        if action == "edit":
+            target.write_text(f"rewritten at step {step}\n")
+        elif action == "same-size":  # the same length in place: only the content differs
+            text = target.read_bytes()
+            target.write_bytes(bytes(reversed(text[:-1])) + b"\n")
+        elif action == "append":
+            with open(target, "a") as fh:
+                fh.write("more\n")
+        elif action == "new":
+            path = rng.choice(folders) / f"new-{step}.md"
+            path.write_text(f"new at {step}\n")
+            files.append(path)
+        elif action == "mkdir":
+            folder = rng.choice(folders) / f"dir-{step}" / "inner"
+            folder.mkdir(parents=True)
+            for k in range(3):  # written at once: before the watcher can watch the new folder
+                (folder / f"f{k}.md").write_text(f"{step} {k}\n")
+                files.append(folder / f"f{k}.md")
+            folders.append(folder)
+        elif action == "rename":
+            moved = target.with_name(f"moved-{step}.md")
+            target.rename(moved)
+            files.append(moved)
+        elif action == "rename-dir" and len(folders) > 1:
+            folder = rng.choice(folders[1:])
+            moved = folder.with_name(f"{folder.name}-r{step}")
+            folder.rename(moved)
+            files += [moved / f.name for f in files if f.parent == folder]
+            folders.append(moved)
+        elif action == "delete":
+            target.unlink()
+        elif action == "rmdir" and len(folders) > 1:
+            shutil.rmtree(rng.choice(folders[1:]))
+        elif action == "chmod":
+            target.chmod(0o755 if not os.access(target, os.X_OK) else 0o644)
+        elif action == "touch":
+            os.utime(target)
+        elif action == "stage":  # the index changes, the working tree does not
+            git(root, "add", "--", str(target.relative_to(root)))
+        elif action == "commit":
+            git(root, "add", "-A")
+            git(root, "commit", "-qm", f"step {step}", "--no-verify", check=False)
+        if step % 3 == 0:
+            agree(root)
+    agree(root)
+    view = daemon(root)["daemon"]
+    assert view["changes"] > 100 and view["overflows"] == 0 and not view["blind"]
+    assert view["answered"]["paths"] - before > 30  # git asked the watcher, and was told what changed
+
+
+def test_a_note_edited_in_place_is_found_by_the_next_query(watched):
+    root = watched
+    note = root / "Projects" / "Harbour" / "cranes.md"  # a person's note, as Obsidian writes it
+    note.parent.mkdir(parents=True)
+    note.write_text("The harbour cranes are serviced in March. #ops\n")
+    git(root, "add", "-A")
+    done = subprocess.run(["git", "commit", "-m", "cranes"], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr  # through the real pre-commit hook
+    assert cortex("--vault", str(root), "index").returncode == 0
+    assert cortex("--vault", str(root), "query", "Okonkwo").returncode == 1
+    before = answered_with_paths(root)
+    note.write_text("The harbour cranes are serviced by Okonkwo in May. #ops\n")  # in place: no folder moved
+    found = cortex("--vault", str(root), "query", "who services the harbour cranes Okonkwo", "--json")
+    assert found.returncode == 0, found.stderr
+    assert "Okonkwo" in found.stdout
+    assert answered_with_paths(root) > before
+
+
+def test_the_persons_git_never_uses_the_watcher_and_their_work_survives_a_commit(watched):
+    root = watched
+    (root / "Projects").mkdir()
+    for i in range(20):
+        (root / "Projects" / f"{i}.md").write_text(f"Plan {i}.\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "plans", "--no-verify")
+    assert cortex("--vault", str(root), "index").returncode == 0  # the probe, with the watcher
+    (root / "Projects" / "3.md").write_text("Plan 3, half written")  # unstaged: pre-commit stashes it
+    (root / "Projects" / "4.md").write_text("Plan 4, done.\n")
+    git(root, "add", "Projects/4.md")
+    done = subprocess.run(["git", "commit", "-m", "plan 4"], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(root, "config", "--get", "core.fsmonitor", check=False) == ""
+    assert b"FSMN" not in (root / ".git" / "index").read_bytes()  # no watcher token in the person's index
+    assert all((root / "Projects" / f"{i}.md").exists() for i in range(20))
+    assert (root / "Projects" / "3.md").read_text() == "Plan 3, half written"
+    assert git_dirty(root) == {"Projects/3.md"} == probe_dirty(root)
+
+
+def test_a_killed_watcher_leaves_the_probe_right_and_the_next_one_starts(watched):
+    root = watched
+    note = root / "vault" / "plan.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("one\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "plan", "--no-verify")
+    agree(root)
+    pid = daemon(root)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while daemon(root)["running"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (root / ".git" / "cortex-watch" / "sock").exists()  # left behind by the kill
+    note.write_text("two\n")  # no watcher saw this: the hook must answer "everything"
+    assert agree(root) == {"vault/plan.md"}
+    done = cortex("--vault", str(root), "watch", "--background")
+    assert done.returncode == 0, done.stderr
+    assert daemon(root)["pid"] not in (None, pid)
+    git(root, "commit", "-qam", "two", "--no-verify")
+    agree(root)
+    note.write_text("three, longer\n")
+    assert agree(root) == {"vault/plan.md"}
+    done = cortex("--vault", str(root), "watch", "--stop")
+    assert done.returncode == 0 and "stopped the watcher" in done.stderr
+    assert not daemon(root)["running"] and not (root / ".git" / "cortex-watch" / "sock").exists()
+    note.write_text("four\n")
+    assert agree(root) == {"vault/plan.md"}  # no watcher: git's own way
+
+
+def test_a_paused_watcher_whose_queue_overflows_answers_everything(watched):
+    root = watched
+    note = root / "vault" / "plan.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("before\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "plan", "--no-verify")
+    bulk = root / "vault" / "bulk"
+    bulk.mkdir()
+    agree(root)  # the watcher has seen the folder, and watches it
+    pid = daemon(root)["pid"]
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for i in range(limit // 2 + 100):  # each file: create, modify, close-write
+            (bulk / f"{i}.md").write_text("x\n")
+        note.write_text("after, in place\n")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert agree(root) == {"vault/plan.md"}
+    assert daemon(root)["daemon"]["overflows"] >= 1
+
+
+def test_one_watcher_per_vault_and_a_clear_word_when_none_runs(watched):
+    root = watched
+    again = cortex("--vault", str(root), "watch")  # a second one, in the foreground
+    assert again.returncode == 1 and "already runs" in again.stderr
+    assert cortex("--vault", str(root), "watch", "--stop").returncode == 0
+    done = cortex("--vault", str(root), "watch", "--status")
+    assert done.returncode == 0 and "not watching" in done.stderr
+    stopped = cortex("--vault", str(root), "watch", "--stop")
+    assert stopped.returncode == 0 and "no watcher was running" in stopped.stderr
