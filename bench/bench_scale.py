@@ -17,6 +17,8 @@ median of `--repeat` runs, next to `python -c pass` measured in the same run:
 - `cortex run` of 1,000 new observations, next to `git add` + `git commit` of 1,000 new
   files in the same vault;
 - `cortex maintain --force --only dedup` (a near-duplicate merge over the whole vault);
+- with `cortex watch` running (`--no-watch` leaves these out): `cortex index` with nothing
+  to do, after one note written, after one note committed; `cortex status`; cold queries;
 - the full index build (timed when the vault is built) and `.git`'s size, loose objects.
 
 Then each one-note cost's ratio between the largest and the smallest vault (target
@@ -50,7 +52,9 @@ VERSION = "scale-v1"
 PY = sys.executable
 _SCRIPT = Path(PY).parent / "cortex"
 CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "cortex"]
-ONE_NOTE = ("hook", "commit", "commit_cortex", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid", "query_lexical")
+ONE_NOTE = ("hook", "commit", "commit_cortex", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid",
+            "query_lexical", "index_idle_w", "index_edit_w", "index_one_w", "status_w", "query_hybrid_w",
+            "query_lexical_w")
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
 
@@ -218,6 +222,40 @@ def measure(vault: Path, repeat: int) -> dict:
     return out
 
 
+def measure_watched(vault: Path, repeat: int) -> dict:
+    """The freshness-bound rows again while `cortex watch` runs (cortex's probe asks the
+    watcher instead of git stat-ing every note). A commit gives git a new index, whose
+    first probe stats every note once: `index_one_w` is measured after a commit, as the
+    row without the watcher is; `index_edit_w` after a note written and not committed
+    (a person's edit in Obsidian)."""
+    out: dict[str, float] = {}
+    sh(vault, *CORTEX, "watch", "--background")
+    try:
+        sh(vault, *CORTEX, "index")
+        sh(vault, *CORTEX, "status", "--json")  # the first probe of this index version
+        out["index_idle_w"] = median([timed(vault, *CORTEX, "index") for _ in range(repeat)])
+        out["status_w"] = median([timed(vault, *CORTEX, "status", "--json") for _ in range(repeat)])
+        out["query_hybrid_w"] = median([timed(vault, *CORTEX, "query", "how are station files cached", "--json",
+                                              check=False) for _ in range(repeat)])
+        out["query_lexical_w"] = median([timed(vault, *CORTEX, "query", "how are station files cached",
+                                               "--lexical-only", "--json", check=False) for _ in range(repeat)])
+        edit, one = [], []
+        for _ in range(repeat):
+            new_note(vault)
+            edit.append(timed(vault, *CORTEX, "index"))
+        sh(vault, "git", "add", "-A", "--", "vault", "mind")
+        sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: watched notes")
+        for _ in range(repeat):
+            rel = new_note(vault)
+            sh(vault, "git", "add", rel)
+            sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: watched index one")
+            one.append(timed(vault, *CORTEX, "index"))
+        out["index_edit_w"], out["index_one_w"] = median(edit), median(one)
+    finally:
+        sh(vault, *CORTEX, "watch", "--stop")
+    return out
+
+
 def restore(vault: Path, head: str) -> None:
     """Back to the vault as built: the measurements' commits dropped, caches kept."""
     sh(vault, "git", "reset", "-q", "--hard", head)
@@ -231,6 +269,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,50000", help="Vault sizes, comma-separated (200000 when asked).")
     parser.add_argument("--repeat", type=int, default=5, help="Runs per figure (the median is printed).")
     parser.add_argument("--rebuild", action="store_true", help="Build the cached vaults again.")
+    parser.add_argument("--no-watch", action="store_true", help="Leave out the rows measured with `cortex watch` running.")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results = {}
@@ -240,6 +279,9 @@ def main() -> int:
         current_hooks(vault)
         try:
             results[size] = {**measure(vault, args.repeat), **info}
+            if not args.no_watch:
+                restore(vault, info["head"])
+                results[size].update(measure_watched(vault, args.repeat))
         finally:
             restore(vault, info["head"])
     rows = [
@@ -250,6 +292,11 @@ def main() -> int:
         ("cold query, hybrid", "query_hybrid", "s"), ("cold query, lexical", "query_lexical", "s"),
         ("cortex status", "status", "s"), ("cortex maintain, nothing due", "maintain_idle", "s"),
         ("cortex run, 1,000 observations", "run_1000", "s"), ("git add + commit, 1,000 files", "git_1000", "s"),
+        ("with cortex watch: index, nothing to do", "index_idle_w", "s"),
+        ("  index after one note written", "index_edit_w", "s"),
+        ("  index after one note committed", "index_one_w", "s"),
+        ("  cortex status", "status_w", "s"), ("  cold query, hybrid", "query_hybrid_w", "s"),
+        ("  cold query, lexical", "query_lexical_w", "s"),
         ("maintain --force --only dedup", "dedup", "s"), ("full index build", "index_build_seconds", "s"),
         (".git size after (MB)", "git_mb", "MB"), ("loose objects after", "loose_objects", ""),
         ("vault build (write, add, commit, gc)", "build_seconds", "s"),
@@ -259,6 +306,8 @@ def main() -> int:
           + (f"{'ratio':>9}{'÷ python':>10}" if len(sizes) > 1 else ""))
     for label, key, _unit in rows:
         values = [results[s].get(key) for s in sizes]
+        if all(v is None for v in values):
+            continue
         cells = "".join(f"{v:>12.3f}" if isinstance(v, float) else f"{v!s:>12}" for v in values)
         ratio = ""
         if len(sizes) > 1 and key in ONE_NOTE and values[0]:

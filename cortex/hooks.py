@@ -541,6 +541,7 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
 
     if git("config", "--local", "cortex.python", sys.executable).returncode == 0:
         said.append(f"hooks run cortex with {sys.executable} (git config cortex.python)")
+    _guard_fsmonitor(git, said)
     hook = git("rev-parse", "--git-path", "hooks/pre-commit").stdout.strip()
     hook_path = root / hook if hook else root / ".git" / "hooks" / "pre-commit"
     if not force and hook_path.exists() and PRE_COMMIT_MARK in hook_path.read_text(errors="replace"):
@@ -558,6 +559,40 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
         problems.append(f"`pre-commit install` failed: {(done.stderr or done.stdout).strip()}; fix it, then `cortex hook install`")
     _install_guard(hook_path.parent, said, problems)
     return said, problems
+
+
+FSMONITOR_SAFE = (2, 44)
+
+
+def _git_version(git) -> tuple[int, int]:
+    words = git("version").stdout.split()  # "git version 2.39.5"
+    try:
+        major, minor = words[2].split(".")[:2]
+        return int(major), int(minor)
+    except (IndexError, ValueError):
+        return (0, 0)
+
+
+def _guard_fsmonitor(git, warnings: list[str]) -> None:
+    """Turn git's file-system monitor off in this vault where it would delete files.
+
+    Before git 2.44, ``git diff-index <tree>`` under ``core.fsmonitor`` reports every file
+    the monitor calls unchanged as deleted. pre-commit saves unstaged work with exactly
+    that command and puts it back after the hooks: the saved "deletions" are applied,
+    and the person's files are gone (reproduced here with git 2.39 in a vault; Apple's
+    git is 2.39). cortex installs pre-commit in the vault, so it sets
+    ``core.fsmonitor=false`` in the vault's own config where the monitor is on (often
+    from a global setting) and git is older, and says so."""
+    value = git("config", "--get", "core.fsmonitor").stdout.strip()
+    if not value or value.lower() in ("false", "no", "off", "0"):
+        return
+    version = _git_version(git)
+    if version >= FSMONITOR_SAFE:
+        return
+    if git("config", "--local", "core.fsmonitor", "false").returncode == 0:
+        warnings.append(f"warning: core.fsmonitor turned off in this vault (it was {value!r}): with git "
+                    f"{version[0]}.{version[1]} (before 2.44) a commit through pre-commit under a file "
+                    f"monitor can delete files; upgrade git, then `git config --local --unset core.fsmonitor`")
 
 
 def _install_guard(hooks_dir: Path, said: list[str], problems: list[str]) -> None:

@@ -284,6 +284,6 @@ def _install_hooks(root: Path) -> None:
     from cortex.mergedriver import ensure_driver
 
     ensure_driver(root)  # .git/config never travels: each clone defines the driver itself
-    _done, problems = install(root)
-    for line in problems:
+    done, problems = install(root)
+    for line in [d for d in done if d.startswith("warning:")] + problems:
         sys.stderr.write(f"cortex: {line}\n")

@@ -273,3 +273,37 @@ def test_a_config_set_aside_by_a_persons_commit_is_waited_for_not_replaced_by_de
     assert run.returncode == 0, err
     report = json.loads(out)
     assert report["quarantined"] == {"untrusted": 1} and report["memorized"] == 0
+
+
+def test_a_file_monitor_that_would_delete_files_under_pre_commit_is_turned_off(tmp_path):
+    """Before git 2.44, pre-commit's stash under `core.fsmonitor` can apply "deletions" of
+    every file the monitor called unchanged (a git bug that depends on stack contents:
+    seen here in about one commit in six). cortex installs pre-commit, so it turns the
+    person's monitor off in the vault where git is that old, and says why."""
+    git(tmp_path, "config", "--global", "core.fsmonitor", "true")  # as a person sets it for big repositories
+    root = tmp_path / "vault"
+    done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(root)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    major, minor = (int(x) for x in git(tmp_path, "version").split()[2].split(".")[:2])
+    local = git(root, "config", "--local", "--get", "core.fsmonitor", check=False).strip()
+    if (major, minor) < (2, 44):
+        assert local == "false"
+        assert "core.fsmonitor turned off in this vault" in done.stderr and "2.44" in done.stderr
+    else:
+        assert local == ""  # a git that has the fix keeps the person's monitor
+    again = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(root), "hook", "install"], capture_output=True,
+                           text=True)
+    assert again.returncode == 0, again.stderr  # said once, then nothing more to do
+    assert "turned off" not in again.stderr
+    (root / "plans").mkdir()
+    for i in range(10):
+        (root / "plans" / f"{i}.md").write_text(f"Plan {i}.\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "plans")
+    (root / "plans" / "3.md").write_text("Plan 3, half written")  # unstaged: pre-commit stashes it
+    (root / "plans" / "4.md").write_text("Plan 4, done.\n")
+    git(root, "add", "plans/4.md")
+    git(root, "commit", "-qm", "plan 4")
+    assert sorted(p.name for p in (root / "plans").iterdir()) == sorted(f"{i}.md" for i in range(10))
+    assert (root / "plans" / "3.md").read_text() == "Plan 3, half written"
+    assert (root / ".gitignore").exists()
