@@ -606,6 +606,27 @@ def test_vector_keys_find_a_row_by_its_whole_path_without_splitting():
     assert Keys.of([]).row("x") is None and len(Keys.of([])) == 0
 
 
+def test_a_saved_store_finds_rows_by_binary_search_and_ignores_a_lookup_of_another_base(tmp_path):
+    import numpy as np
+
+    from cortex.search import vectors as V
+
+    paths = ["vault/b.md", "vault/a.md", "mind/Zürich notes.md", "vault/a.md.md", "a", "vault/a.m"]
+    matrix = np.eye(len(paths), 8, dtype=np.float32)
+    V.VectorStore(tmp_path, matrix, paths).save()
+    store = V.VectorStore.load(tmp_path)
+    assert store.keys._order is not None  # the lookup file was written with the base, and used
+    for i, path in enumerate(paths):
+        assert store.row_of(path) == i and store.keys.row(path) == i and store.keys[i] == path
+    assert all(store.keys.row(p) is None for p in ("vault", "vault/a", "zzz", "", "0", "vault/a.md\nvault/b.md"))
+    stale = (tmp_path / V.ORDER).read_bytes()
+    V.VectorStore(tmp_path, matrix[::-1].copy(), paths[::-1]).save()  # another base, the same paths reversed
+    (tmp_path / V.ORDER).write_bytes(stale)  # as if killed between the keys file and its lookup
+    store = V.VectorStore.load(tmp_path)
+    assert store.keys._order is None  # not the keys file's own: the byte search instead
+    assert [store.keys.row(p) for p in paths] == list(range(len(paths)))[::-1]
+
+
 def test_large_vector_store_prefilters_and_agrees_with_exact(tmp_path):
     import numpy as np
 

@@ -259,7 +259,8 @@ class SearchIndex:
         start = time.perf_counter()
         embedder = self.embedder  # first: a model that cannot load must not cost the old index
         backend = lexical_backend()
-        for name in ("state.json", backend.FOLDER, "vectors.npy", "vector_keys.txt", "vectors_head.npy"):
+        for name in ("state.json", backend.FOLDER, "vectors.npy", "vector_keys.txt", "vector_keys.order.npy",
+                     "vectors_head.npy"):
             target = self.directory / name
             if target.is_dir():
                 shutil.rmtree(target)

@@ -2,8 +2,10 @@
 
 Stored as `vectors.npy` (float32, memory-mapped for queries) and `vector_keys.txt` (the
 path of each row; an empty line is a free row), read as bytes and never split: a row's
-path is found by a byte search and a row's key by its line offsets (`Keys`), so opening
-the store and updating one row do not build a list and a map of every path. An update does not rewrite them: new and
+path is found by a binary search over `vector_keys.order.npy` (the rows in path order and
+each line's offset, written with the base; without it, a byte search) and a row's key by
+its line offsets (`Keys`), so opening the store and looking up or updating one row do not
+build a list and a map of every path. An update does not rewrite them: new and
 changed rows go to a small `vectors_delta.npz`, with the base rows they supersede or
 delete (tombstones), so one new note costs the same in a vault of any size. Once the
 delta passes a tenth of the base, the next save folds it in (a full rewrite, under new
@@ -25,6 +27,7 @@ import numpy as np
 MATRIX = "vectors.npy"
 HEAD = "vectors_head.npy"
 KEYS = "vector_keys.txt"
+ORDER = "vector_keys.order.npy"  # the keys file's token, its rows in path order, its line starts
 DELTA = "vectors_delta.npz"
 EXACT_LIMIT = 20_000  # up to this many rows every query is exact
 HEAD_CANDIDATES = 1000
@@ -94,7 +97,7 @@ class VectorStore:
     @classmethod
     def load(cls, directory: Path, *, head_dims: int = 0) -> "VectorStore":
         matrix = np.load(directory / MATRIX, mmap_mode="r")
-        keys = Keys((directory / KEYS).read_bytes())
+        keys = Keys((directory / KEYS).read_bytes(), _order(directory))
         if matrix.ndim != 2 or matrix.dtype != np.float32 or len(keys) != matrix.shape[0]:
             raise ValueError(f"vector store in {directory} is inconsistent ({matrix.shape} vs {len(keys)} keys)")
         head = None
@@ -131,6 +134,8 @@ class VectorStore:
             np.savez(buf, base=np.array(self._base_token, dtype=np.int64), matrix=self.delta,
                      keys=np.array(self.delta_keys, dtype=str), dead=np.array(sorted(self.dead), dtype=np.int64))
             atomic_write(self.directory / DELTA, buf.getvalue())
+            if self.keys._order is None and len(self.keys):  # a base saved before the lookup file existed
+                self._write_order()
             return
         if changed:
             self._fold()
@@ -163,6 +168,23 @@ class VectorStore:
             (self.directory / HEAD).unlink(missing_ok=True)
         os.replace(tmp_matrix, self.directory / MATRIX)
         os.replace(tmp_keys, self.directory / KEYS)
+        self._write_order()
+
+    def _write_order(self) -> None:
+        """The lookup file for the keys file just written: its token first, so that a
+        file left from another base (a kill between the two writes) is never used."""
+        keys, token = self.keys, _token(self.directory)
+        if token is None:
+            return
+        starts = keys.starts
+        data = keys.data
+        order = sorted(range(len(keys)), key=lambda i: data[starts[i]: starts[i + 1] - 1])
+        table = np.concatenate([np.array([*token, len(keys)], dtype=np.int64), np.array(order, dtype=np.int64),
+                                starts.astype(np.int64)])
+        tmp = self.directory / (ORDER + ".tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, table)
+        os.replace(tmp, self.directory / ORDER)
 
     # --- changes ----------------------------------------------------------------------
 
@@ -246,15 +268,21 @@ class VectorStore:
 
 class Keys:
     """The base rows' paths: the keys file's bytes, one path per line, never split into a
-    list. `row(path)` is a byte search (memchr speed, ~1 ms in 200,000 rows) and a count
-    of the lines before the hit; `keys[i]` reads line i by offsets, found on first use."""
+    list. `row(path)` is a binary search over the rows in path order when the lookup file
+    is there (~30 µs in 200,000 rows), else a byte search and a count of the lines before
+    the hit (~2 ms); `keys[i]` reads line i by offsets."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, order: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         if data and not data.endswith(b"\n"):
             raise ValueError("vector keys file is cut short")
         self.data = data
-        self._n = data.count(b"\n")
+        self._order: np.ndarray | None = None
         self._starts: np.ndarray | None = None
+        if order is not None and len(order[1]) and order[1][-1] == len(data):
+            self._order, self._starts = order
+            self._n = len(self._order)
+        else:
+            self._n = data.count(b"\n")
 
     @classmethod
     def of(cls, keys: Iterable[str]) -> "Keys":
@@ -285,11 +313,46 @@ class Keys:
         needle = path.encode("utf-8") + b"\n"
         if not path or b"\n" in needle[:-1]:
             return None
+        if self._order is not None:
+            return self._search(needle[:-1])
         if self.data.startswith(needle):
             return 0
         hit = self.data.find(b"\n" + needle)
         return None if hit < 0 else self.data.count(b"\n", 0, hit + 1)
 
+
+
+    def _search(self, needle: bytes) -> int | None:
+        order, starts, data = self._order, self._starts, self.data
+        lo, hi = 0, self._n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            row = int(order[mid])
+            if data[int(starts[row]): int(starts[row + 1]) - 1] < needle:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self._n:
+            row = int(order[lo])
+            if data[int(starts[row]): int(starts[row + 1]) - 1] == needle:
+                return row
+        return None
+
+
+def _order(directory: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows in path order and the line starts, when the lookup file belongs to the
+    keys file there now (its token), else None (the byte search)."""
+    try:
+        table = np.load(directory / ORDER, mmap_mode="r")
+    except (OSError, ValueError):
+        return None
+    token = _token(directory)
+    if token is None or table.ndim != 1 or table.shape[0] < 4 or table[:3].tolist() != token:
+        return None
+    n = int(table[3])
+    if table.shape[0] != 4 + 2 * n + 1:
+        return None
+    return table[4: 4 + n], table[4 + n:]
 
 
 def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
