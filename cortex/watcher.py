@@ -238,7 +238,8 @@ class Watcher:
                 continue
             if not name:
                 if mask & (IN_DELETE_SELF | IN_MOVE_SELF) and folder == b"":
-                    self.journal.everything()  # the working tree itself went away
+                    self.journal.everything()  # the working tree itself was removed or moved:
+                    self._stop = True  # nothing left to watch under this name
                 continue
             if folder == b"" and name in SKIPPED_B:
                 continue

@@ -266,3 +266,23 @@ def test_one_watcher_per_vault_and_a_clear_word_when_none_runs(watched):
     assert done.returncode == 0 and "not watching" in done.stderr
     stopped = cortex("--vault", str(root), "watch", "--stop")
     assert stopped.returncode == 0 and "no watcher was running" in stopped.stderr
+
+
+def test_the_watcher_ends_when_its_vault_is_moved_away(watched, tmp_path):
+    pid = daemon(watched)["pid"]
+    watched.rename(tmp_path / "elsewhere")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+        try:
+            with open(f"/proc/{pid}/stat") as fh:  # ended, not yet reaped by init
+                if fh.read().split()[2] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+    else:
+        raise AssertionError("the watcher still runs for a vault that is gone")

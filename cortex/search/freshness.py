@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -155,42 +154,55 @@ def stat_note(root: Path, path: str) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
+STATUS = ("-c", "core.quotepath=off", "status", "--porcelain=v2", "--branch", "-z", "-uno", "--no-renames",
+          "--ignored=no", "--", *PATHSPEC)
 WATCH_SOCKET = Path(".git") / "cortex-watch" / "sock"  # `cortex watch` runs (cortex/watcher.py)
 PROBE_INDEX = Path(".cortex") / "probe-index"
-PROBE_INDEX_KEEP = 600.0  # seconds an outdated copy stays, for a probe still reading it
+PROBE_INDEX_KEEP = 5.0  # seconds an outdated copy stays, for a probe about to open it (git reads it whole at once)
 
 
-def watched_index(root: Path) -> tuple[dict[str, str], list[str]] | None:
+def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
     """When ``cortex watch`` runs: the environment and git options for a ``git status``
-    that asks the watcher what changed instead of stat-ing every tracked file.
+    that asks the watcher what changed instead of stat-ing every tracked file, and
+    whether that index copy is there yet (else it is to be made: see below).
 
     git keeps the watcher's token in the index, and cortex must not write the person's
     index (nor name the watcher in their config: ``cortex/watcher.py`` says why), so the
-    probe runs on cortex's own copy of it, one per version of ``.git/index``: a commit, a
-    ``git add``, a checkout makes a new copy, whose first probe stats every file once
-    and records the token; the probes after it stat only what changed. A copy is
-    consistent on its own (git replaces its index by a rename, and the copy is named by
-    the version it was read from), so concurrent probes need no lock."""
+    probe runs on cortex's own copy of it, one per version of ``.git/index``. A commit, a
+    ``git add``, a checkout makes a new version, whose copy holds no token yet: its first
+    status stats every file and records one. That is the probe's own cost with or
+    without a watcher, so a probe that finds no copy asks git the usual way, and once it
+    has its answer (``GitProbe.result``) a detached process copies the index and seeds
+    the copy; the probes after it stat only what changed. A copy is named by the version
+    it was read from and written whole under that name, so concurrent probes need no
+    lock (a copy read from a version newer than its name is never asked for again)."""
     if not (root / WATCH_SOCKET).exists():
         return None
     from cortex.fsmonitor import command
 
-    folder = root / PROBE_INDEX
     try:
-        with open(root / ".git" / "index", "rb") as fh:
-            st = os.fstat(fh.fileno())
-            copy = folder / f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}"
-            if not copy.exists():
-                folder.mkdir(parents=True, exist_ok=True)
-                tmp = folder / f".{copy.name}.{os.getpid()}.tmp"
-                with open(tmp, "wb") as out:
-                    shutil.copyfileobj(fh, out, 1 << 20)
-                os.replace(tmp, copy)
-                _forget_old_copies(folder, copy.name)
+        st = os.stat(root / ".git" / "index")
     except OSError:
-        return None  # no index yet, or .cortex not writable: git's own way
+        return None  # no index yet: git's own way
+    copy = root / PROBE_INDEX / f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}"
     return ({"GIT_INDEX_FILE": str(copy)},
-            ["-c", f"core.fsmonitor={command()}", "-c", "core.fsmonitorHookVersion=2"])
+            ["-c", f"core.fsmonitor={command()}", "-c", "core.fsmonitorHookVersion=2"], copy.exists())
+
+
+def _seed(root: Path, env: dict[str, str], args: list[str]) -> None:
+    """Copy the index under the copy's name and let git's first status on it record the
+    watcher's token, detached: it may outlive this process."""
+    copy = Path(env["GIT_INDEX_FILE"])
+    try:
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        _forget_old_copies(copy.parent, copy.name)
+    except OSError:
+        return
+    script = 'cp -- "$1" "$2.$$.tmp" && mv -f -- "$2.$$.tmp" "$2" && shift 2 && exec git "$@"'
+    with contextlib.suppress(OSError):
+        subprocess.Popen(["sh", "-c", script, "seed", str(root / ".git" / "index"), str(copy), "-C", str(root),
+                          *args, *STATUS], env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def _forget_old_copies(folder: Path, keep: str) -> None:
@@ -211,6 +223,7 @@ class GitProbe:
     head: str | None = None
     dirty: set[str] = field(default_factory=set)
     ok: bool = False
+    seed: tuple[dict[str, str], list[str]] | None = None  # a new index copy to seed (watched_index)
 
     @classmethod
     def start(cls, root: Path) -> "GitProbe":
@@ -220,20 +233,23 @@ class GitProbe:
         from cortex import gitcli
 
         watched = watched_index(root)
+        if watched and not watched[2]:  # no copy of this index yet: asked the usual way, seeded after
+            probe.seed, watched = watched[:2], None
         # --no-optional-locks: `git status` would otherwise refresh and rewrite the index
         # under index.lock, and a person's `git commit` at that moment would fail. With
         # the watcher, git writes cortex's own copy instead (the watcher's token in it).
         args = watched[1] if watched else ["--no-optional-locks"]
         # None without git on PATH: a full stat sweep instead
-        probe.proc = gitcli.start(root, *args, "-c", "core.quotepath=off", "status", "--porcelain=v2",
-                                  "--branch", "-z", "-uno", "--no-renames", "--ignored=no", "--", *PATHSPEC,
-                                  env=watched[0] if watched else None)
+        probe.proc = gitcli.start(root, *args, *STATUS, env=watched[0] if watched else None)
         return probe
 
     def result(self) -> "GitProbe":
         if self.proc is None or self.ok:
             return self
         out, _ = self.proc.communicate()
+        if self.seed is not None:
+            _seed(self.root, *self.seed)
+            self.seed = None
         if self.proc.returncode != 0:
             return self
         for entry in out.decode("utf-8", errors="surrogateescape").split("\0"):
