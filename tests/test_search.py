@@ -591,6 +591,33 @@ def test_vector_updates_go_to_a_delta_then_fold_into_the_base(tmp_path, monkeypa
     assert "late" not in V.VectorStore.load(tmp_path).rows and len(V.VectorStore.load(tmp_path)) == len(truth)
 
 
+def test_a_vector_delta_in_the_format_before_is_read_and_replaced(tmp_path):
+    import numpy as np
+
+    from cortex.search import vectors as V
+
+    base = np.eye(4, 8, dtype=np.float32)
+    V.VectorStore(tmp_path, base, ["a", "b", "c", "d"]).save()
+    store = V.VectorStore.load(tmp_path)
+    new_b = np.full(8, 0.5, dtype=np.float32)
+    store.apply([("b", new_b), ("e", base[0])], deletes=["c"])
+    store.save()
+    _, matrix, keys, dead = V._read_delta(tmp_path)
+    # the same delta as an earlier cortex wrote it, and no other
+    np.savez(tmp_path / V.OLD_DELTA, base=np.array(V._token(tmp_path), dtype=np.int64), matrix=matrix,
+             keys=np.array(keys, dtype=str), dead=np.array(sorted(dead), dtype=np.int64))
+    (tmp_path / V.DELTA).unlink()
+    old = V.VectorStore.load(tmp_path)
+    assert set(old.rows) == {"a", "b", "d", "e"} and np.allclose(old.vector("b"), new_b)
+    old.apply([("f", base[1])])
+    old.save()
+    assert (tmp_path / V.DELTA).exists() and not (tmp_path / V.OLD_DELTA).exists()
+    assert set(V.VectorStore.load(tmp_path).rows) == {"a", "b", "d", "e", "f"}
+    (tmp_path / V.DELTA).write_bytes((tmp_path / V.DELTA).read_bytes()[:-3])  # cut short
+    with pytest.raises(ValueError, match="unreadable"):
+        V.VectorStore.load(tmp_path)
+
+
 def test_vector_keys_find_a_row_by_its_whole_path_without_splitting():
     from cortex.search.vectors import Keys
 
