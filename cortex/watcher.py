@@ -410,6 +410,33 @@ def running(root: Path) -> int | None:
     return _locked(state_dir(root))
 
 
+# File systems whose changes may come from another machine (or a VM's host), which
+# inotify never reports: a watcher there would call a changed note unchanged.
+REMOTE = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "virtiofs", "afs", "ceph", "glusterfs", "lustre", "gpfs")
+
+
+def _remote_file_system(root: Path, mountinfo: str | None = None) -> str | None:
+    """The type of the file system holding ``root`` when it is a remote one (or FUSE,
+    as sshfs is), from /proc/self/mountinfo; None when local or unknown."""
+    if mountinfo is None:
+        try:
+            mountinfo = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+    target, best, kind = os.path.realpath(root), "", None
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 5:
+            continue
+        point = fields[4].replace("\\040", " ")
+        if (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+            best, kind = point, right.split()[0]
+    if kind and (kind in REMOTE or kind.startswith("fuse")):
+        return kind
+    return None
+
+
 def serve(root: Path, on_ready=None) -> None:
     """Run the daemon in this process until SIGTERM / SIGINT."""
     if not sys.platform.startswith("linux"):
@@ -419,7 +446,11 @@ def serve(root: Path, on_ready=None) -> None:
 
     git_dir = gitcli.git_dir(root)
     state = git_dir / STATE_DIR
-    state.mkdir(exist_ok=True)
+    state.mkdir(mode=0o700, exist_ok=True)  # the socket names the vault's changed files: the owner's alone
+    remote = _remote_file_system(root)
+    if remote:
+        raise CortexError(f"{root} is on a {remote} file system: inotify sees only this machine's own changes there",
+                          "run cortex without a watcher on this vault (git then stats every note)")
     lock = os.open(state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -456,7 +487,7 @@ def start_background(root: Path, timeout: float = 60.0) -> int:
     import subprocess
 
     state = state_dir(root)
-    state.mkdir(exist_ok=True)
+    state.mkdir(mode=0o700, exist_ok=True)
     pid = _locked(state)
     if pid:
         return pid

@@ -286,3 +286,21 @@ def test_the_watcher_ends_when_its_vault_is_moved_away(watched, tmp_path):
             break
     else:
         raise AssertionError("the watcher still runs for a vault that is gone")
+
+
+def test_no_watcher_on_a_file_system_whose_changes_come_from_elsewhere():
+    from cortex.watcher import _remote_file_system
+
+    mounts = "\n".join([
+        "27 1 253:0 / / rw,relatime - ext4 /dev/vda rw",
+        "40 27 0:41 / /mnt/team rw,relatime - nfs4 server:/export/team rw,vers=4.2",
+        "41 40 253:1 / /mnt/team/local rw,relatime - xfs /dev/vdb rw",
+        "42 27 0:50 / /home/ada/remote\\040notes rw - fuse.sshfs ada@host:/notes rw",
+        "43 27 0:51 / /media/share rw - 9p hostshare rw",
+    ])
+    assert _remote_file_system(Path("/home/ada/vault"), mounts) is None
+    assert _remote_file_system(Path("/mnt/team/vault"), mounts) == "nfs4"
+    assert _remote_file_system(Path("/mnt/team/local/vault"), mounts) is None  # the nearer mount decides
+    assert _remote_file_system(Path("/mnt/teamwork/vault"), mounts) is None  # a prefix of a name is no parent
+    assert _remote_file_system(Path("/home/ada/remote notes/vault"), mounts) == "fuse.sshfs"
+    assert _remote_file_system(Path("/media/share"), mounts) == "9p"
