@@ -241,7 +241,7 @@ class Watcher:
                     self.journal.everything()  # the working tree itself was removed or moved:
                     self._stop = True  # nothing left to watch under this name
                 continue
-            if folder == b"" and name in SKIPPED_B:
+            if name in SKIPPED_B:  # git's own folder (a nested repository's too), cortex's caches
                 continue
             path = os.path.join(folder, name) if folder else name
             if mask & IN_ISDIR:
@@ -261,9 +261,14 @@ class Watcher:
         """Sync on a cookie, then answer: every event before the question is read first."""
         self._cookies += 1
         name = f"{COOKIE}{os.getpid()}-{self._cookies}".encode()
-        self._waiting[name] = question
-        fd = os.open(os.path.join(os.fsencode(self.state), name), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(os.path.join(os.fsencode(self.state), name), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:  # the state folder removed under the daemon: no sync, so no promise
+            self.blind = "the watcher's folder in .git was removed (restart: `cortex watch --stop`, then start it)"
+            self._answer(question)
+            return
         os.close(fd)
+        self._waiting[name] = question
 
     def _cookie_seen(self, name: bytes) -> None:
         try:
