@@ -207,4 +207,13 @@ def vault_status(vault: Vault) -> dict[str, Any]:
         "jobs": {name: _job_view(record) for name, record in sorted(state.jobs.items())},
         "index": index_status(vault.root, index_state),
         "sync": sync_status(vault.root, state),
+        "watch": _watch_status(vault.root),
     }
+
+
+def _watch_status(root) -> dict[str, Any]:
+    """Whether `cortex watch` runs for this vault (its lock is held exactly while it does)."""
+    from cortex.watcher import running
+
+    pid = running(root)
+    return {"running": bool(pid), "pid": pid if pid and pid > 0 else None}

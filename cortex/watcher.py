@@ -38,22 +38,22 @@ How it fits together:
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import json
 import os
-import selectors
 import signal
-import socket
 import struct
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cortex.errors import CortexError
+
+if TYPE_CHECKING:  # the daemon's own modules: `cortex status` asks only whether one runs
+    import socket
 
 # inotify(7)
 IN_MODIFY = 0x00000002
@@ -88,17 +88,20 @@ class Inotify:
     """The kernel's inotify, through libc (no dependency)."""
 
     def __init__(self) -> None:
+        import ctypes
+
+        self._ctypes = ctypes
         self._libc = ctypes.CDLL(None, use_errno=True)
         self._libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         self.fd = self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         if self.fd < 0:
-            err = ctypes.get_errno()
+            err = self._ctypes.get_errno()
             raise OSError(err, f"inotify_init1: {os.strerror(err)}")
 
     def add(self, path: bytes, mask: int) -> int:
         wd = self._libc.inotify_add_watch(self.fd, path, mask)
         if wd < 0:
-            err = ctypes.get_errno()
+            err = self._ctypes.get_errno()
             raise OSError(err, os.strerror(err), os.fsdecode(path))
         return wd
 
@@ -159,11 +162,13 @@ class Journal:
         return list(reversed(out))
 
 
-@dataclass
 class _Question:
-    conn: socket.socket
-    buf: bytes = b""
-    token: str | None = None
+    """One connection's question, read in pieces."""
+
+    __slots__ = ("conn", "buf", "token")
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn, self.buf, self.token = conn, b"", None
 
 
 class Watcher:
@@ -320,6 +325,8 @@ class Watcher:
     # -- the loop ---------------------------------------------------------------------
 
     def run(self, listener: socket.socket, on_ready=None) -> None:
+        import selectors
+
         self._cookie_wd = self.inotify.add(os.fsencode(self.state), IN_CREATE | IN_ONLYDIR)
         self.watch_tree(b"")
         self._selector = selectors.DefaultSelector()
@@ -348,7 +355,7 @@ class Watcher:
         except (BlockingIOError, InterruptedError):
             return
         conn.setblocking(False)
-        self._selector.register(conn, selectors.EVENT_READ, _Question(conn))
+        self._selector.register(conn, 1, _Question(conn))  # selectors.EVENT_READ
 
     def _read_question(self, question: _Question) -> None:
         try:
@@ -386,7 +393,9 @@ COOKIE_B = COOKIE.encode()
 # -- the daemon's life, and git's configuration ----------------------------------------
 
 def state_dir(root: Path) -> Path:
-    from cortex.gitcli import git_dir
+    if (root / ".git").is_dir():
+        return root / ".git" / STATE_DIR
+    from cortex.gitcli import git_dir  # a linked worktree: git says where its git directory is
 
     return git_dir(root) / STATE_DIR
 
@@ -468,6 +477,8 @@ def serve(root: Path, on_ready=None) -> None:
         if leftover.name == "sock" or leftover.name.startswith(COOKIE):
             leftover.unlink(missing_ok=True)
     (state / "pid").write_text(f"{os.getpid()}\n")
+    import socket
+
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     cwd = os.getcwd()
     try:
@@ -514,6 +525,8 @@ def start_background(root: Path, timeout: float = 60.0) -> int:
 
 def _question(root: Path, line: bytes) -> bytes | None:
     """The daemon's reply body to one line, or None when none answers."""
+    import socket
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(5.0)
     cwd = os.getcwd()

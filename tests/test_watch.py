@@ -261,7 +261,12 @@ def test_one_watcher_per_vault_and_a_clear_word_when_none_runs(watched):
     root = watched
     again = cortex("--vault", str(root), "watch")  # a second one, in the foreground
     assert again.returncode == 1 and "already runs" in again.stderr
+    started = cortex("--vault", str(root), "watch", "--background")
+    assert started.returncode == 0 and "already watching" in started.stderr
+    status = json.loads(cortex("--vault", str(root), "status", "--json").stdout)
+    assert status["watch"] == {"running": True, "pid": daemon(root)["pid"]}
     assert cortex("--vault", str(root), "watch", "--stop").returncode == 0
+    assert json.loads(cortex("--vault", str(root), "status", "--json").stdout)["watch"]["running"] is False
     done = cortex("--vault", str(root), "watch", "--status")
     assert done.returncode == 0 and "not watching" in done.stderr
     stopped = cortex("--vault", str(root), "watch", "--stop")

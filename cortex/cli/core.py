@@ -268,6 +268,9 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     if sy:
         print(f"sync         {sy['ahead']} ahead, {sy['behind']} behind {sy['upstream']} (as of the last fetch; "
               f"last `cortex sync` {sy['last_sync'] or 'never'})")
+    watch = s.get("watch") or {}
+    print("watch        " + (f"running (pid {watch['pid']}): checks stat only the changed notes" if watch.get("running")
+                             else "not running (`cortex watch --background` for large vaults, Linux)"))
     if s["run_in_progress"]:
         print("note: a run was interrupted; the next `cortex run` completes it")
 

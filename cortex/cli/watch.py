@@ -59,10 +59,11 @@ def watch(
             info(f"stopped the watcher (pid {pid})" if pid else "no watcher was running")
         raise typer.Exit(0)
     if background:
+        already = watcher.running(root)
         pid = watcher.start_background(root)
         if json_:
             emit_json(watch_status(root))
         else:
-            info(f"watching {root} (pid {pid}); `cortex watch --stop` stops it")
+            info(f"{'already watching' if already else 'watching'} {root} (pid {pid}); `cortex watch --stop` stops it")
         raise typer.Exit(0)
     watcher.serve(root, on_ready=lambda: info(f"watching {root}; Ctrl-C stops"))
