@@ -204,13 +204,18 @@ def test_the_persons_git_never_uses_the_watcher_and_their_work_survives_a_commit
     assert git_dirty(root) == {"Projects/3.md"} == probe_dirty(root)
 
 
-def test_a_killed_watcher_leaves_the_probe_right_and_the_next_one_starts(watched):
-    root = watched
+def committed_note(root: Path, text: str) -> Path:
     note = root / "vault" / "plan.md"
     note.parent.mkdir(exist_ok=True)
-    note.write_text("one\n")
+    note.write_text(text)
     git(root, "add", "-A")
     git(root, "commit", "-qm", "plan", "--no-verify")
+    return note
+
+
+def test_a_killed_watcher_leaves_the_probe_right_and_the_next_one_starts(watched):
+    root = watched
+    note = committed_note(root, "one\n")
     agree(root)
     pid = daemon(root)["pid"]
     os.kill(pid, signal.SIGKILL)
@@ -236,11 +241,7 @@ def test_a_killed_watcher_leaves_the_probe_right_and_the_next_one_starts(watched
 
 def test_a_paused_watcher_whose_queue_overflows_answers_everything(watched):
     root = watched
-    note = root / "vault" / "plan.md"
-    note.parent.mkdir(exist_ok=True)
-    note.write_text("before\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "plan", "--no-verify")
+    note = committed_note(root, "before\n")
     bulk = root / "vault" / "bulk"
     bulk.mkdir()
     agree(root)  # the watcher has seen the folder, and watches it
