@@ -142,6 +142,9 @@ class GitRepo:
                 raise CortexError(f"git update-index failed: {done.stderr.decode(errors='replace').strip()}",
                                   "nothing was lost: the next cortex command writes the index again")
         os.replace(tmp, index)
+        from cortex.search.freshness import seed_probe_copy
+
+        seed_probe_copy(self.root)  # one stat when no watcher runs
 
     def _scratch_index(self) -> tuple[Path, Path]:
         """(a copy of the index to change, the index it replaces once changed): git's own

@@ -189,6 +189,15 @@ def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
             ["-c", f"core.fsmonitor={command()}", "-c", "core.fsmonitorHookVersion=2"], copy.exists())
 
 
+def seed_probe_copy(root: Path) -> None:
+    """After cortex's own commit (``GitRepo._write_index``): when a watcher runs, make and
+    seed the new index's copy now, detached, so that the next probe — an agent's query
+    right after its ``cortex run`` — already stats only what changed."""
+    watched = watched_index(root)
+    if watched and not watched[2]:
+        _seed(root, *watched[:2])
+
+
 def _seed(root: Path, env: dict[str, str], args: list[str]) -> None:
     """Copy the index under the copy's name and let git's first status on it record the
     watcher's token, detached: it may outlive this process."""
