@@ -508,9 +508,9 @@ def start_background(root: Path, timeout: float = 60.0) -> int:
     if pid:
         return pid
     with open(state / "log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "cortex", "--vault", str(root), "watch"],
+        proc = subprocess.Popen([sys.executable, "-m", "cortex", "--vault", str(root.resolve()), "watch"],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                close_fds=True)
+                                close_fds=True, cwd="/")  # a daemon pins no folder of the person's
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
