@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from conftest import VENV_BIN
+
 HEAVY = ("pygit2", "numpy", "whoosh", "model2vec", "tokenizers", "safetensors")
 
 PROBE = r"""
@@ -94,3 +96,20 @@ def test_a_refused_write_imports_no_git_or_numerics(vault):
     assert code == 1
     assert not vault.buffer_path.exists() or vault.buffer_path.read_text() == ""
     assert heavy_in(modules) == []
+
+
+def test_each_call_builds_only_its_own_command_and_help_still_lists_them_all():
+    from cortex.cli import _narrowed, app
+
+    everything = {c.callback.__name__ for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    narrow = _narrowed(["--vault", "query", "query", "zzz"])  # a vault folder named like a command
+    assert [c.callback.__name__ for c in narrow.registered_commands] == ["query"] and not narrow.registered_groups
+    hook = _narrowed(["-C", "/v", "hook", "validate", "a.md"])
+    assert not hook.registered_commands and [g.name for g in hook.registered_groups] == ["hook"]
+    for whole in (["--help"], ["--vault", "/v"], ["nosuch", "x"], ["--version"]):
+        assert _narrowed(whole) is app
+    assert {c.callback.__name__ for c in app.registered_commands} | {g.name for g in app.registered_groups} == everything
+    listed = subprocess.run([str(VENV_BIN / "cortex"), "--help"], capture_output=True, text=True).stdout
+    assert all(name in listed for name in ("init", "query", "watch", "sync", "hook", "quarantine"))
+    unknown = subprocess.run([str(VENV_BIN / "cortex"), "nosuch"], capture_output=True, text=True)
+    assert unknown.returncode == 2 and "No such command 'nosuch'" in unknown.stderr
