@@ -93,9 +93,10 @@ def test_journal_answers_since_a_change_and_everything_before_what_it_keeps():
     assert journal.since(5) is None and journal.since(journal.seq) == []
 
 
-def test_the_probe_with_the_watcher_says_what_git_says_through_random_edits(watched):
+@pytest.mark.parametrize("seed", [7, 3, 99])
+def test_the_probe_with_the_watcher_says_what_git_says_through_random_edits(watched, seed):
     root = watched
-    rng = random.Random(7)
+    rng = random.Random(seed)
     notes = root / "vault" / "projects"
     notes.mkdir(parents=True, exist_ok=True)
     files = []
@@ -163,7 +164,7 @@ def test_the_probe_with_the_watcher_says_what_git_says_through_random_edits(watc
     agree(root)
     view = daemon(root)["daemon"]
     assert view["changes"] > 100 and view["overflows"] == 0 and not view["blind"]
-    assert view["answered"]["paths"] - before > 30  # git asked the watcher, and was told what changed
+    assert view["answered"]["paths"] - before > 10  # git asked the watcher, and was told what changed
 
 
 def test_a_note_edited_in_place_is_found_by_the_next_query(watched):

@@ -168,23 +168,23 @@ def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
 
     git keeps the watcher's token in the index, and cortex must not write the person's
     index (nor name the watcher in their config: ``cortex/watcher.py`` says why), so the
-    probe runs on cortex's own copy of it, one per version of ``.git/index``. A commit, a
-    ``git add``, a checkout makes a new version, whose copy holds no token yet: its first
+    probe runs on cortex's own copy of it, one per version of ``.git/index`` (named by the
+    index's checksum). A commit, a ``git add``, a checkout makes a new version, whose
+    copy holds no token yet: its first
     status stats every file and records one. That is the probe's own cost with or
     without a watcher, so a probe that finds no copy asks git the usual way, and once it
     has its answer (``GitProbe.result``) a detached process copies the index and seeds
-    the copy; the probes after it stat only what changed. A copy is named by the version
-    it was read from and written whole under that name, so concurrent probes need no
-    lock (a copy read from a version newer than its name is never asked for again)."""
+    the copy; the probes after it stat only what changed. A copy is written whole under
+    its name, and kept only when its checksum is that name, so concurrent probes need no
+    lock."""
     if not (root / WATCH_SOCKET).exists():
         return None
     from cortex.fsmonitor import command
 
-    try:
-        st = os.stat(root / ".git" / "index")
-    except OSError:
-        return None  # no index yet: git's own way
-    copy = root / PROBE_INDEX / f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}"
+    version = index_version(root / ".git" / "index")
+    if version is None:
+        return None  # no index yet, or one without a checksum (index.skipHash): git's own way
+    copy = root / PROBE_INDEX / version
     return ({"GIT_INDEX_FILE": str(copy)},
             ["-c", f"core.fsmonitor={command()}", "-c", "core.fsmonitorHookVersion=2"], copy.exists())
 
@@ -198,6 +198,19 @@ def seed_probe_copy(root: Path) -> None:
         _seed(root, *watched[:2])
 
 
+def index_version(path: Path) -> str | None:
+    """Which version of git's index this is: its trailing checksum (of all its content),
+    so that two versions never share a name — an inode, an mtime and a size can (inode
+    numbers are reused, mtimes are coarse, and a `git add` may keep the size)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(-20, os.SEEK_END)
+            tail = fh.read(20)
+    except OSError:
+        return None
+    return tail.hex() if len(tail) == 20 and any(tail) else None
+
+
 def _seed(root: Path, env: dict[str, str], args: list[str]) -> None:
     """Copy the index under the copy's name and let git's first status on it record the
     watcher's token, detached: it may outlive this process."""
@@ -207,10 +220,16 @@ def _seed(root: Path, env: dict[str, str], args: list[str]) -> None:
         _forget_old_copies(copy.parent, copy.name)
     except OSError:
         return
-    script = 'cp -- "$1" "$2.$$.tmp" && mv -f -- "$2.$$.tmp" "$2" && shift 2 && exec git "$@"'
+    # `cp -p`: the copy keeps the index's mtime, by which git tells racily clean entries (a
+    # file changed in the same clock tick as the index was written, at the same size)
+    # from clean ones; a copy with a later mtime would make git trust their stat data.
+    # The copy is kept only when it is the version it is named after: the index may have
+    # been replaced since its name was read.
+    script = ('tmp="$2.$$.tmp"; cp -p -- "$1" "$tmp" && [ "$(tail -c 20 "$tmp" | od -An -v -tx1 | tr -d " \n")" = "$3" ]'
+              ' && mv -f -- "$tmp" "$2" && shift 3 && exec git "$@"; rm -f -- "$tmp"')
     with contextlib.suppress(OSError):
-        subprocess.Popen(["sh", "-c", script, "seed", str(root / ".git" / "index"), str(copy), "-C", str(root),
-                          *args, *STATUS], env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+        subprocess.Popen(["sh", "-c", script, "seed", str(root / ".git" / "index"), str(copy), copy.name,
+                          "-C", str(root), *args, *STATUS], env={**os.environ, **env}, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
