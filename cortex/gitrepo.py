@@ -21,9 +21,9 @@ import pygit2
 
 from cortex.errors import CortexError, LockBusy
 from cortex.gitlock import IndexLock
+from cortex.layout import link_on_path
 
 MOVE_JOURNAL = "cortex-move"  # in .git: the move `move_tree` is making, "<old> <new>"
-from cortex.layout import link_on_path
 
 BLOB = pygit2.enums.FileMode.BLOB
 TREE = pygit2.enums.FileMode.TREE
@@ -142,9 +142,6 @@ class GitRepo:
                 raise CortexError(f"git update-index failed: {done.stderr.decode(errors='replace').strip()}",
                                   "nothing was lost: the next cortex command writes the index again")
         os.replace(tmp, index)
-        from cortex.search.freshness import seed_probe_copy
-
-        seed_probe_copy(self.root)  # one stat when no watcher runs
 
     def _scratch_index(self) -> tuple[Path, Path]:
         """(a copy of the index to change, the index it replaces once changed): git's own

@@ -31,6 +31,9 @@ How it fits together:
 - **When in doubt, everything.** A kernel queue overflow, a watch the kernel refused (the
   ``max_user_watches`` limit), a token older than the journal keeps: the answer is ``/``
   and git stats every file — as correct as without a watcher, and as slow.
+- **A new index version is seeded by the daemon**: it watches ``.git`` for git's index
+  being replaced (by anyone) and, once the index is quiet for ``SEED_QUIET``, makes the
+  probe's copy of it and lets git record a token in it (``freshness.seed_probe_copy``).
 - **One daemon per vault**: an exclusive ``flock`` on ``.git/cortex-watch/lock``, held for
   the daemon's life and released by the kernel however it ends, so a kill -9 leaves no
   lock to clean and the socket it left is provably stale.
@@ -81,6 +84,7 @@ _EVENT = struct.Struct("iIII")
 SKIPPED = frozenset({".git", ".cortex"})  # never tracked: git's own directory, cortex's caches
 STATE_DIR = "cortex-watch"  # in the git directory: lock, sock, pid, log, cookies
 COOKIE = "cookie-"
+SEED_QUIET = 0.2  # seconds git's index stays unchanged before its probe copy is seeded
 JOURNAL_LIMIT = 200_000  # changes kept; a token older than the oldest kept gets "everything"
 
 
@@ -183,6 +187,8 @@ class Watcher:
         self.paths: dict[int, bytes] = {}  # watch → folder, relative to root ("" for root)
         self.blind = ""  # why every answer is "everything" (a watch the kernel refused)
         self._cookies = 0
+        self._cookie_wd = self._index_wd = -1
+        self._index_changed: float | None = None
         self._waiting: dict[bytes, _Question] = {}  # cookie name → question it answers
         self._stop = False
         self.overflows = 0
@@ -234,6 +240,10 @@ class Watcher:
             if wd == self._cookie_wd:
                 if mask & IN_CREATE and name.startswith(COOKIE_B):
                     self._cookie_seen(name)
+                continue
+            if wd == self._index_wd:
+                if name == b"index":
+                    self._index_changed = time.monotonic()
                 continue
             folder = self.paths.get(wd)
             if folder is None:
@@ -328,6 +338,10 @@ class Watcher:
         import selectors
 
         self._cookie_wd = self.inotify.add(os.fsencode(self.state), IN_CREATE | IN_ONLYDIR)
+        # git's index, replaced whole by whoever writes it (a person's git, cortex): a new
+        # version gets its probe copy seeded once writes settle (`_seed_when_quiet`)
+        self._index_wd = self.inotify.add(os.fsencode(self.state.parent), IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR)
+        self._index_changed: float | None = time.monotonic()  # and the version there now
         self.watch_tree(b"")
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.inotify.fd, selectors.EVENT_READ, "inotify")
@@ -338,13 +352,25 @@ class Watcher:
         if on_ready:
             on_ready()
         while not self._stop:
-            for key, _ in self._selector.select(timeout=1.0):
+            self._seed_when_quiet()
+            for key, _ in self._selector.select(timeout=SEED_QUIET if self._index_changed else 1.0):
                 if key.data == "inotify":
                     self.handle(self.inotify.read())
                 elif key.data == "listener":
                     self._accept(listener)
                 else:
                     self._read_question(key.data)
+
+    def _seed_when_quiet(self) -> None:
+        """Once git's index has not changed for SEED_QUIET seconds: make and seed the
+        probe's copy of the version there now (``freshness.seed_probe_copy``, detached),
+        so that the first query after any commit or ``git add`` already asks the watcher."""
+        if self._index_changed is None or time.monotonic() - self._index_changed < SEED_QUIET:
+            return
+        self._index_changed = None
+        from cortex.search.freshness import seed_probe_copy
+
+        seed_probe_copy(self.root)
 
     def _on_signal(self, signum, frame) -> None:
         self._stop = True

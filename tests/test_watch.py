@@ -313,24 +313,36 @@ def test_no_watcher_on_a_file_system_whose_changes_come_from_elsewhere():
     assert _remote_file_system(Path("/media/share"), mounts) == "9p"
 
 
-def test_after_cortex_runs_commit_the_next_probe_already_asks_the_watcher(watched):
+def seeded_then_asked(root: Path) -> set[str]:
+    """The watcher seeds the probe's copy of the index there now (detached, once the
+    index stops changing); then the next probe asks it and is told paths."""
     from cortex.search.freshness import watched_index
 
+    deadline = time.monotonic() + 20
+    while not watched_index(root)[2] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    copy = Path(watched_index(root)[0]["GIT_INDEX_FILE"])
+    while b"FSMN" not in copy.read_bytes() and time.monotonic() < deadline:  # the seed's status wrote the token
+        time.sleep(0.05)
+    before = daemon(root)["daemon"]["answered"]
+    seen = agree(root)
+    after = daemon(root)["daemon"]["answered"]
+    assert after["paths"] > before["paths"] and after["everything"] == before["everything"]
+    return seen
+
+
+def test_after_any_commit_the_next_probe_already_asks_the_watcher(watched):
     root = watched
     agree(root)
     obs = {"timestamp": "2026-02-16T15:23:14.527Z", "bucket": "explicit", "type": "fact", "attribution": "owner",
            "body": "The harbour cranes are serviced every March.", "session_id": "cli"}
     with open(root / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(obs) + "\n")
-    done = cortex("--vault", str(root), "run")
+    done = cortex("--vault", str(root), "run")  # cortex's own commit
     assert done.returncode == 0, done.stderr
-    deadline = time.monotonic() + 20
-    while not watched_index(root)[2] and time.monotonic() < deadline:  # seeded, detached, after the commit
-        time.sleep(0.05)
-    copy = Path(watched_index(root)[0]["GIT_INDEX_FILE"])
-    while b"FSMN" not in copy.read_bytes() and time.monotonic() < deadline:  # the seed's status wrote the token
-        time.sleep(0.05)
-    before = daemon(root)["daemon"]["answered"]
-    assert agree(root) == set()
-    after = daemon(root)["daemon"]["answered"]
-    assert after["paths"] > before["paths"] and after["everything"] == before["everything"]
+    assert seeded_then_asked(root) == set()
+    (root / "Tide gauge.md").write_text("The tide gauge is calibrated every April.\n")
+    git(root, "add", "Tide gauge.md")
+    git(root, "commit", "-qm", "gauge")  # a person's, through the hook
+    (root / "Tide gauge.md").write_text("The tide gauge is calibrated by Ilse.\n")
+    assert seeded_then_asked(root) == {"Tide gauge.md"}

@@ -170,13 +170,12 @@ def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
     index (nor name the watcher in their config: ``cortex/watcher.py`` says why), so the
     probe runs on cortex's own copy of it, one per version of ``.git/index`` (named by the
     index's checksum). A commit, a ``git add``, a checkout makes a new version, whose
-    copy holds no token yet: its first
-    status stats every file and records one. That is the probe's own cost with or
-    without a watcher, so a probe that finds no copy asks git the usual way, and once it
-    has its answer (``GitProbe.result``) a detached process copies the index and seeds
-    the copy; the probes after it stat only what changed. A copy is written whole under
-    its name, and kept only when its checksum is that name, so concurrent probes need no
-    lock."""
+    copy holds no token yet: its first status stats every file and records one. The
+    watcher itself makes and seeds that copy, detached, once the index stops changing
+    (whoever changed it); a probe that comes before asks git the usual way and, once
+    answered, seeds it (when changes come faster than the watcher's pause). A copy is
+    written whole under its name, and kept only when its checksum is that name, so
+    concurrent probes need no lock."""
     if not (root / WATCH_SOCKET).exists():
         return None
     from cortex.fsmonitor import command
@@ -190,9 +189,8 @@ def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
 
 
 def seed_probe_copy(root: Path) -> None:
-    """After cortex's own commit (``GitRepo._write_index``): when a watcher runs, make and
-    seed the new index's copy now, detached, so that the next probe — an agent's query
-    right after its ``cortex run`` — already stats only what changed."""
+    """Make and seed the copy of the index there now, detached, unless it exists: the
+    watcher calls this once the index stops changing (``Watcher._seed_when_quiet``)."""
     watched = watched_index(root)
     if watched and not watched[2]:
         _seed(root, *watched[:2])
@@ -275,8 +273,9 @@ class GitProbe:
         if self.proc is None or self.ok:
             return self
         out, _ = self.proc.communicate()
-        if self.seed is not None:
-            _seed(self.root, *self.seed)
+        if self.seed is not None:  # unless the watcher's own seed (once the index settled) made it meanwhile
+            if not Path(self.seed[0]["GIT_INDEX_FILE"]).exists():
+                _seed(self.root, *self.seed)
             self.seed = None
         if self.proc.returncode != 0:
             return self
