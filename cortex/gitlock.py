@@ -210,19 +210,18 @@ class IndexLock:
             os.close(fd)
             _write_json(self.owner, {**me, "ino": ino})
             try:
-                os.link(own, self.path)
+                try:
+                    os.link(own, self.path)
+                except FileExistsError:
+                    raise
+                except OSError:  # a file system without hard links: create it in place
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                    ino = os.fstat(fd).st_ino
+                    os.close(fd)
+                    _write_json(self.owner, {**me, "ino": ino})
             except FileExistsError:
                 self.owner.unlink(missing_ok=True)
                 return f"{self.path} exists (another git command holds the index)"
-            except OSError:  # a file system without hard links: create it in place
-                try:
-                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-                except FileExistsError:
-                    self.owner.unlink(missing_ok=True)
-                    return f"{self.path} exists (another git command holds the index)"
-                ino = os.fstat(fd).st_ino
-                os.close(fd)
-                _write_json(self.owner, {**me, "ino": ino})
             finally:
                 own.unlink(missing_ok=True)
             self.ino = ino

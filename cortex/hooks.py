@@ -591,8 +591,8 @@ def _guard_fsmonitor(git, warnings: list[str]) -> None:
         return
     if git("config", "--local", "core.fsmonitor", "false").returncode == 0:
         warnings.append(f"warning: core.fsmonitor turned off in this vault (it was {value!r}): with git "
-                    f"{version[0]}.{version[1]} (before 2.44) a commit through pre-commit under a file "
-                    f"monitor can delete files; upgrade git, then `git config --local --unset core.fsmonitor`")
+                        f"{version[0]}.{version[1]} (before 2.44) a commit through pre-commit under a file "
+                        f"monitor can delete files; upgrade git, then `git config --local --unset core.fsmonitor`")
 
 
 def _install_guard(hooks_dir: Path, said: list[str], problems: list[str]) -> None:

@@ -192,9 +192,13 @@ class SearchIndex:
                                            cache=self.root / ".cortex" / "taxonomy.json")
         return self._taxonomy
 
+    def state_version(self) -> tuple[int, int, int] | None:
+        """Which version of the index on disk this is (every writer replaces state.json)."""
+        return version(self.directory / "state.json")
+
     def load(self, *, vectors: bool = True) -> "SearchIndex":
         """Open the stored index; IndexUnavailable when it must be rebuilt."""
-        self._loaded_stamp = version(self.directory / "state.json")
+        self._loaded_stamp = self.state_version()
         state = State.read(self.directory / "state.json")
         if state.model != self.model_name:
             raise IndexUnavailable(f"search index was built with model {state.model}, not {self.model_name}")
@@ -285,7 +289,7 @@ class SearchIndex:
         VectorStore(self.directory, matrix, keys, head_dims).save()
         self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {}, head_dims=head_dims)
         self.state.write(self.directory / "state.json")
-        self._loaded_stamp = version(self.directory / "state.json")
+        self._loaded_stamp = self.state_version()
         self.lexical, self.vectors = lexical, VectorStore.load(self.directory, head_dims=head_dims)
         return UpdateReport(added=len(keys), notes=len(keys), rebuilt=True, seconds=time.perf_counter() - start)
 
@@ -448,12 +452,12 @@ class SearchIndex:
         report = UpdateReport()
         if c.found or c.dirs != self.state.dirs or c.head != self.state.head or c.dirty != self.state.dirty:
             with self._locked():
-                if version(self.directory / "state.json") != self._loaded_stamp:
+                if self.state_version() != self._loaded_stamp:
                     self.load(vectors=False)  # another process updated meanwhile: its files, not ours
                 report = self.apply(c.found)
                 self.state.dirs, self.state.head, self.state.dirty = c.dirs, c.head, c.dirty
                 self.state.write(self.directory / "state.json")
-                self._loaded_stamp = version(self.directory / "state.json")
+                self._loaded_stamp = self.state_version()
         report.notes = self.lexical.doc_count()
         report.seconds = time.perf_counter() - start
         return report

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from cortex.fsutil import version
 from cortex.search.session import Answer, Question, Session
 
 FULL_CHECK_EVERY = 30.0  # seconds between `git status` sweeps that catch in-place edits
@@ -112,7 +111,7 @@ class LiveIndex:
     # --- freshness ----------------------------------------------------------------------
 
     def _mark(self) -> None:
-        self._state_stamp = version(self.index.directory / "state.json")
+        self._state_stamp = self.index.state_version()
         self._signature = self._changes_signature()
         self._last_full = time.monotonic()
 
@@ -134,7 +133,7 @@ class LiveIndex:
 
     def refresh_if_changed(self) -> bool:
         with self.lock:
-            changed = self._changes_signature() != self._signature or version(self.index.directory / "state.json") != self._state_stamp
+            changed = self._changes_signature() != self._signature or self.index.state_version() != self._state_stamp
         if changed or time.monotonic() - self._last_full >= FULL_CHECK_EVERY:
             self.refresh()
             return True
@@ -147,7 +146,7 @@ class LiveIndex:
         probe = GitProbe.start(self.root).result()
         with self.lock:
             try:
-                if version(self.index.directory / "state.json") != self._state_stamp:
+                if self.index.state_version() != self._state_stamp:
                     # Another process (`cortex query`, `cortex index --rebuild`) rewrote the index on
                     # disk: reopen it whole, even when no note changed, so no searcher outlives its files.
                     self.index.load(vectors=True)

@@ -97,7 +97,8 @@ class VectorStore:
     @classmethod
     def load(cls, directory: Path, *, head_dims: int = 0) -> "VectorStore":
         matrix = np.load(directory / MATRIX, mmap_mode="r")
-        keys = Keys((directory / KEYS).read_bytes(), _order(directory))
+        token = _token(directory)
+        keys = Keys((directory / KEYS).read_bytes(), _order(directory, token))
         if matrix.ndim != 2 or matrix.dtype != np.float32 or len(keys) != matrix.shape[0]:
             raise ValueError(f"vector store in {directory} is inconsistent ({matrix.shape} vs {len(keys)} keys)")
         head = None
@@ -106,7 +107,7 @@ class VectorStore:
             if head.shape != (matrix.shape[0], head_dims):
                 head = None
         store = cls(directory, matrix, keys, head_dims, head)
-        store._base_token = _token(directory)
+        store._base_token = token
         try:
             delta = _read_delta(directory)
         except FileNotFoundError:
@@ -174,11 +175,9 @@ class VectorStore:
         keys, token = self.keys, _token(self.directory)
         if token is None:
             return
-        starts = keys.starts
-        data = keys.data
-        order = sorted(range(len(keys)), key=lambda i: data[starts[i]: starts[i + 1] - 1])
+        order = sorted(range(len(keys)), key=keys.line)
         table = np.concatenate([np.array([*token, len(keys)], dtype=np.int64), np.array(order, dtype=np.int64),
-                                starts.astype(np.int64)])
+                                keys.starts.astype(np.int64)])
         tmp = self.directory / (ORDER + ".tmp")
         with open(tmp, "wb") as fh:
             np.save(fh, table)
@@ -300,9 +299,12 @@ class Keys:
     def __getitem__(self, i: int) -> str:
         if not -self._n <= i < self._n:
             raise IndexError(i)
-        i %= self._n
+        return self.line(i % self._n).decode("utf-8")
+
+    def line(self, i: int) -> bytes:
+        """Row ``i``'s path as stored (0 <= i < len)."""
         starts = self.starts
-        return self.data[starts[i]: starts[i + 1] - 1].decode("utf-8")
+        return self.data[int(starts[i]): int(starts[i + 1]) - 1]
 
     def __iter__(self):
         return iter(self.data.decode("utf-8").split("\n")[:-1])
@@ -321,20 +323,14 @@ class Keys:
 
 
     def _search(self, needle: bytes) -> int | None:
-        order, starts, data = self._order, self._starts, self.data
-        lo, hi = 0, self._n
+        order, lo, hi = self._order, 0, self._n
         while lo < hi:
             mid = (lo + hi) // 2
-            row = int(order[mid])
-            if data[int(starts[row]): int(starts[row + 1]) - 1] < needle:
+            if self.line(int(order[mid])) < needle:
                 lo = mid + 1
             else:
                 hi = mid
-        if lo < self._n:
-            row = int(order[lo])
-            if data[int(starts[row]): int(starts[row + 1]) - 1] == needle:
-                return row
-        return None
+        return int(order[lo]) if lo < self._n and self.line(int(order[lo])) == needle else None
 
 
 def _read_delta(directory: Path) -> tuple[list[int], np.ndarray, list[str], set[int]]:
@@ -356,14 +352,13 @@ def _read_delta(directory: Path) -> tuple[list[int], np.ndarray, list[str], set[
     return list(meta["base"]), matrix, [str(k) for k in meta["keys"]], {int(r) for r in meta["dead"]}
 
 
-def _order(directory: Path) -> tuple[np.ndarray, np.ndarray] | None:
+def _order(directory: Path, token: list[int] | None) -> tuple[np.ndarray, np.ndarray] | None:
     """The rows in path order and the line starts, when the lookup file belongs to the
-    keys file there now (its token), else None (the byte search)."""
+    keys file of ``token`` (the one there now), else None (the byte search)."""
     try:
         table = np.load(directory / ORDER, mmap_mode="r")
     except (OSError, ValueError):
         return None
-    token = _token(directory)
     if token is None or table.ndim != 1 or table.shape[0] < 4 or table[:3].tolist() != token:
         return None
     n = int(table[3])
