@@ -4,7 +4,7 @@
 source hash) and a count per folder and type, with the commit it describes. Whoever needs
 it first after HEAD moved — a person's commit, ``cortex run``, a maintenance job, a
 ``git pull`` — brings it up to date by diffing the old HEAD's tree against the new one
-(``git diff-tree``, which skips unchanged folders) and reading only the blobs that
+(``git diff`` of the two trees, which skips unchanged folders) and reading only the blobs that
 changed (``git cat-file --batch``): a one-note commit costs the same in a vault of
 200,000 notes as in one of 10,000. A missing, unreadable or foreign cache, or an old
 HEAD that no longer exists, is rebuilt from ``git ls-tree`` of HEAD: the cache is never
@@ -190,8 +190,12 @@ class HeadCache:
         return changes
 
     def _diff(self, old: str, new: str | None) -> list[tuple[str, str | None]] | None:
-        """(path, new blob or None) between two commits; None when the old one is gone."""
-        out = _git(self.root, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new or ZERO_TREE)
+        """(path, new blob or None) between two commits; None when the old one is gone.
+        ``git diff`` of two trees, not ``git diff-tree``: the plumbing command reads the
+        whole index first (for attributes a raw diff never uses: 21 ms at 200,000 notes,
+        most of a one-note catch-up); the porcelain one reads none for two trees."""
+        out = _git(self.root, "diff", "--raw", "-z", "--no-renames", "--no-abbrev", "--no-ext-diff", "--no-textconv",
+                   old, new or ZERO_TREE)
         return None if out is None else list(_raw_changes(out))
 
     def _apply(self, db: sqlite3.Connection, changes: list[tuple[str, str | None]]) -> None:
