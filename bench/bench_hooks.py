@@ -35,7 +35,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from cortex.notes import NoteDraft, make_title, note_filename, render_note, source_hash, uuid7
+from cortex.notes import NoteDraft, make_title, note_path, render_note, source_hash, uuid7
 from cortex.taxonomy import DEFAULT_TYPES
 
 PY = sys.executable
@@ -61,7 +61,7 @@ def build_vault(root: Path, n: int) -> list[str]:
             body=body, bucket="explicit", attribution="owner", confidence=0.9, importance=0.6,
             entities=(("Ledgerline", "project"),), tags=(rng.choice(WORDS), "bench"),
         )
-        rel = f"{spec.partition}/{spec.folder}/{note_filename(when.date().isoformat(), digest)}"
+        rel = note_path(spec.directory, when.date().isoformat(), digest)
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_note(draft), encoding="utf-8")

@@ -32,14 +32,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cortex.notes import NoteDraft, make_title, note_filename, render_note, source_hash, uuid7  # noqa: E402
+from cortex.notes import NoteDraft, make_title, note_path, render_note, source_hash, uuid7  # noqa: E402
 from cortex.taxonomy import DEFAULT_TAXONOMY  # noqa: E402
 from cortex.timefmt import format_time  # noqa: E402
 
 CACHE = Path(os.environ.get("CORTEX_BENCH_MAINTAIN_CACHE", "/tmp/cortex-bench-maintain"))
 NOTES = 50_000
 SEED = 4242
-VERSION = "maintain-v2"
+VERSION = "maintain-v3"  # v3: notes filed by month
 NOW = "2026-03-01T12:00:00.000Z"
 _SCRIPT = Path(sys.executable).parent / "cortex"
 CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cortex"]
@@ -113,10 +113,10 @@ def build(path: Path) -> None:
                 max(created, datetime(2026, 3, 1, tzinfo=timezone.utc) - timedelta(seconds=rnd.randint(0, 60 * 86400)))),
             extra=extra,
         )
-        rel = f"{spec.directory}/{note_filename(stamp[:10], h)}"
+        rel = note_path(spec.directory, stamp[:10], h)
         n = 2
         while rel in taken:
-            rel = f"{spec.directory}/{note_filename(stamp[:10], h, n)}"
+            rel = note_path(spec.directory, stamp[:10], h, n)
             n += 1
         taken.add(rel)
         target = path / rel

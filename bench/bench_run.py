@@ -38,14 +38,14 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from cortex.notes import NoteDraft, make_title, note_filename, render_note, source_hash, uuid7
+from cortex.notes import NoteDraft, make_title, note_path, render_note, source_hash, uuid7
 from cortex.taxonomy import load_taxonomy
 
 CACHE = Path(os.environ.get("CORTEX_BENCH_CACHE", "/tmp/cortex-bench"))
 SETTLE_S = 5.0  # --settle: seconds a fresh vault copy rests before either side is timed
 VAULT_NOTES = 50_000
 SEED = 1729
-CACHE_VERSION = "run-v1"
+CACHE_VERSION = "run-v2"  # v2: notes filed by month
 _SCRIPT = Path(sys.executable).parent / "cortex"  # the installed console script: the real CLI
 CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cortex"]
 
@@ -121,7 +121,7 @@ def vault_note(i: int, types: list[str], taxonomy) -> tuple[str, str, str]:
         entities=tuple(entities_for(rnd)), tags=(rnd.choice(("ops", "billing", "pwa", "ci", "data")),),
         last_reinforced=created,
     )
-    path = f"{spec.directory}/{note_filename(created[:10], h)}"
+    path = note_path(spec.directory, created[:10], h)
     return path, render_note(draft), body
 
 

@@ -44,11 +44,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_run import vault_note  # noqa: E402
-from cortex.notes import NoteDraft, make_title, note_filename, render_note, source_hash, uuid7  # noqa: E402
+from cortex.notes import NoteDraft, make_title, note_path, render_note, source_hash, uuid7  # noqa: E402
 from cortex.taxonomy import DEFAULT_TAXONOMY  # noqa: E402
 
 CACHE = Path(os.environ.get("CORTEX_BENCH_SCALE_CACHE", "/tmp/cortex-bench-scale"))
-VERSION = "scale-v1"
+VERSION = "scale-v2"  # v2: notes filed by month
 PY = sys.executable
 _SCRIPT = Path(PY).parent / "cortex"
 CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "cortex"]
@@ -140,7 +140,7 @@ def new_note(vault: Path, kind: str = "lesson") -> str:
     draft = NoteDraft(id=uuid7(time.time_ns() // 1_000_000, os.urandom(10)), type=kind, category=spec.category, created=created, source_hash=h,
                       title=make_title(body), body=body, bucket="explicit", attribution="bench", confidence=0.9,
                       importance=0.8, entities=(("Tidewatch", "project"),), tags=("ops",), last_reinforced=created)
-    rel = f"{spec.directory}/{note_filename(created[:10], h)}"
+    rel = note_path(spec.directory, created[:10], h)
     (vault / rel).parent.mkdir(parents=True, exist_ok=True)
     (vault / rel).write_text(render_note(draft), encoding="utf-8")
     return rel

@@ -50,7 +50,7 @@ from cortex.notes import (
 )
 from cortex.taxonomy import Taxonomy, TypeSpec
 from cortex.timefmt import format_time
-from cortex.validate import TAG_RE, expected_directory
+from cortex.validate import TAG_RE
 
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
@@ -68,7 +68,7 @@ UNKNOWN = object()  # ``previous`` not looked up yet (a git read the fixer spare
 
 def folder_type(taxonomy: Taxonomy, path: str) -> TypeSpec | None:
     """The type a note's folder implies: the only one, or the slowest-decaying one."""
-    specs = taxonomy.types_for_directory(expected_directory(path))
+    specs = taxonomy.types_of_note(path)
     order = {name: i for i, name in enumerate(taxonomy.types)}
     return min(specs, key=lambda s: (s.decay, order[s.name])) if specs else None
 

@@ -73,6 +73,16 @@ def note_filename(date_iso: str, hash_hex: str, n: int = 1) -> str:
     return f"{date_iso}-{hash_hex[:8]}{suffix}.md"
 
 
+def note_path(directory: str, date_iso: str, hash_hex: str, n: int = 1) -> str:
+    """Where cortex files a new note: in a folder per month of its type's folder
+    (``mind/facts/2026-03/2026-03-14-1a2b3c4d.md``). A commit rewrites git's tree of every
+    folder it touches, whole: in a flat folder of 40,000 notes that is a 2 MB tree per
+    one-note commit, and every later diff of two commits compares it; a month holds a few
+    hundred. Notes anywhere below the type's folder are that type's (a person's own, an
+    older vault's flat ones)."""
+    return f"{directory}/{date_iso[:7]}/{note_filename(date_iso, hash_hex, n)}"
+
+
 # --- rendering --------------------------------------------------------------------
 
 def quote(text: str) -> str:

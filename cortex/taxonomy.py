@@ -88,6 +88,20 @@ class Taxonomy:
             directory = f"mind/{parts[2]}"
         return [s for s in self.types.values() if s.directory == directory]
 
+    def types_of_note(self, path: str) -> list[TypeSpec]:
+        """Types whose folder holds the note at ``path`` (at any depth below it)."""
+        return [s for s in self.types.values() if s.directory == type_folder(path)]
+
+
+def type_folder(path: str) -> str:
+    """The ``partition/folder`` a note's path files it under, at any depth (cortex files
+    its notes by month below it): ``mind/facts/x.md``, ``mind/facts/2026-03/x.md`` and
+    ``mind/archive/facts/2026-03/x.md`` → ``mind/facts``; ``notes/x.md`` → ``notes``."""
+    parts = path.strip("/").split("/")
+    if len(parts) >= 4 and parts[0] == "mind" and parts[1] == ARCHIVE:
+        return f"mind/{parts[2]}"
+    return "/".join(parts[:2]) if len(parts) >= 3 else parts[0]
+
 
 DEFAULT_TAXONOMY = Taxonomy({spec.name: spec for spec in DEFAULT_TYPES})
 

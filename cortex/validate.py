@@ -18,7 +18,7 @@ from cortex.layout import in_partition
 from cortex.timefmt import jsonable
 from cortex.notes import REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, parse_note, source_hash
 from cortex.schema_lite import compile_schema
-from cortex.taxonomy import ARCHIVE, Taxonomy
+from cortex.taxonomy import Taxonomy, type_folder
 
 TAG_RE = re.compile(r"[a-z0-9_-]+(/[a-z0-9_-]+)*")
 CONFLICT_RE = re.compile(r"^(<{7}|>{7})(?: |\r?$)", re.M)
@@ -38,14 +38,6 @@ class Problem:
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "line": self.line, "severity": self.severity, "what": self.what, "fix": self.fix}
-
-
-def expected_directory(path: str) -> str:
-    """``mind/archive/facts/x.md`` → ``mind/facts``; ``vault/decisions/x.md`` → ``vault/decisions``."""
-    parts = path.strip("/").split("/")
-    if len(parts) >= 4 and parts[0] == "mind" and parts[1] == ARCHIVE:
-        return f"mind/{parts[2]}"
-    return "/".join(parts[:2]) if len(parts) >= 3 else parts[0]
 
 
 class NoteValidator:
@@ -111,7 +103,7 @@ class NoteValidator:
             return problems
         if not cortex_note:
             return problems + self._safety_problems(path, text, note)
-        implied = bool(self.taxonomy.types_for_directory(expected_directory(path)))
+        implied = bool(self.taxonomy.types_of_note(path))
         if not note.frontmatter and not note.meta:
             if implied:
                 add(1, "no frontmatter", f"run `cortex hook fix {path}` (a commit does it by itself): this folder implies the type")
@@ -173,7 +165,7 @@ class NoteValidator:
         if spec is not None:
             if meta.get("category") is not None and meta.get("category") != spec.category:
                 add(line_of("category"), f"category {meta.get('category')!r} does not match type {spec.name} ({spec.category})", f"set `category: {spec.category}`")
-            directory = expected_directory(path)
+            directory = type_folder(path)
             if directory != spec.directory:
                 add(1, f"a {spec.name} note belongs in {spec.directory}/, not {directory}/", f"move it to {spec.directory}/ or change its type")
 

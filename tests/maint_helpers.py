@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 from conftest import git
 from cortex.gitrepo import GitRepo
-from cortex.notes import NoteDraft, make_title, parse_note, render_note, source_hash, uuid7
+from cortex.notes import NoteDraft, make_title, note_path, parse_note, render_note, source_hash, uuid7
 from cortex.timefmt import format_time, parse_time
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
@@ -22,7 +22,8 @@ def make_note(vault, type_: str, body: str, *, created: datetime = T0, importanc
               last_reinforced: datetime | None = None) -> str:
     """Write and commit one note; return its vault-relative path."""
     h = source_hash(body)
-    path = f"{folder or FOLDERS[type_]}/{name or created.date().isoformat() + '-' + h[:8]}.md"
+    folder = folder or FOLDERS[type_]
+    path = f"{folder}/{name}.md" if name else note_path(folder, created.date().isoformat(), h)  # filed as cortex files it
     draft = NoteDraft(
         id=uuid7(int(created.timestamp() * 1000)), type=type_, category=CATEGORY.get(type_, "concept"),
         created=format_time(created), source_hash=h, title=make_title(body), body=body, bucket="explicit",

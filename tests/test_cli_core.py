@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 
 import pytest
 
@@ -143,7 +144,7 @@ def test_run_json_report_shape_and_stderr_summary(vpath):
 def test_run_dry_run_prints_the_plan(vpath):
     append_lines(type("V", (), {"buffer_path": vpath / "observer/observations.jsonl"}), observation())
     result = cortex("--vault", str(vpath), "run", "--dry-run")
-    assert result.returncode == 0 and result.stdout.startswith("new        mind/facts/2026-02-16-")
+    assert result.returncode == 0 and result.stdout.startswith("new        mind/facts/2026-02/2026-02-16-")
     assert "dry run" in result.stderr
     assert git(vpath, "log", "--format=%s") == "init: cortex vault\n"
     # --json: the report a real run prints, with what it would do under `plan`
@@ -170,7 +171,7 @@ def test_status_json(vpath):
     cortex("--vault", str(vpath), "write", "--type", "fact", "--body", "The queue is drained nightly.")
     cortex("--vault", str(vpath), "run")
     index = json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)["index"]
-    assert index["state"] == "stale" and index["head_moved"] and index["changed_folders"] == ["mind/facts"]
+    assert index["state"] == "stale" and index["head_moved"] and index["changed_folders"] == [f"mind/facts/{time.strftime('%Y-%m', time.gmtime())}"]
 
 
 

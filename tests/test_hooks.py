@@ -105,11 +105,12 @@ def repo(made_vault, hook_env) -> Repo:
     return r
 
 
-def test_valid_note_commits(repo):
-    repo.write("mind/facts/staging.md", note())
+@pytest.mark.parametrize("rel", ["mind/facts/staging.md", "mind/facts/2026-02/staging.md"])
+def test_valid_note_commits(repo, rel):
+    repo.write(rel, note())
     done = repo.commit()
     assert done.returncode == 0, done.output
-    assert repo.committed("mind/facts/staging.md")
+    assert repo.committed(rel)
     assert "Passed" in done.output
 
 
@@ -134,6 +135,7 @@ INVALID = {
     "unknown-type": ("mind/facts/a.md", note(type_="gadget"), "type 'gadget' is not in the taxonomy"),
     "category-mismatch": ("mind/facts/a.md", note(category="entity"), "category 'entity' does not match type fact"),
     "folder-mismatch": ("vault/decisions/a.md", note(), "a fact note belongs in mind/facts/, not vault/decisions/"),
+    "folder-mismatch-by-month": ("vault/decisions/2026-03/a.md", note(), "a fact note belongs in mind/facts/, not vault/decisions/"),
     "hash-mismatch": ("mind/facts/a.md", _edit_body(note(), BODY + " Or so I heard."), "source_hash does not match the body"),
     "malformed-tag": ("mind/facts/a.md", note(tags=("Bad Tag",)), "tag 'Bad Tag' is malformed"),
     "no-frontmatter": ("vault/inbox/a.md", "Just a thought.\n", "no frontmatter"),

@@ -128,6 +128,18 @@ def test_goals_folder_implies_the_slowest_decaying_goal():
     assert folder_type(DEFAULT_TAXONOMY, "vault/elsewhere/x.md") is None
 
 
+def test_a_folder_below_a_type_folder_is_that_type():
+    """cortex files its notes by month (`mind/facts/2026-03/`); a person's own subfolders
+    (`vault/decisions/2025/q1/`) mean the same: the type folder is the first two levels."""
+    assert folder_type(DEFAULT_TAXONOMY, "mind/facts/2026-03/x.md").name == "fact"
+    assert folder_type(DEFAULT_TAXONOMY, "mind/archive/goals/2026-03/x.md").name == "goal_long"
+    assert folder_type(DEFAULT_TAXONOMY, "vault/decisions/2025/q1/x.md").name == "decision"
+    assert folder_type(DEFAULT_TAXONOMY, "vault/elsewhere/2026-03/x.md") is None
+    out = fix("vault/decisions/2025/q1/x.md", "We keep money as integer cents.\n")
+    assert parse_note(out).meta["type"] == "decision"
+    assert validator().check("vault/decisions/2025/q1/x.md", out) == []
+
+
 def test_explicit_type_wins_over_the_folder():
     out = fix("mind/goals/x.md", "---\ntype: goal_short\n---\nShip it by Friday.\n")
     assert parse_note(out).meta["type"] == "goal_short"

@@ -123,7 +123,7 @@ async def scenario(root: Path, errlog) -> None:
             assert top["path"] in [r["path"] for r in lately]
 
             # an id the server never handed out is found too (in the files, not the index)
-            fact_path = next((root / "mind" / "facts").glob("2*.md"))
+            fact_path = next((root / "mind" / "facts").rglob("2*.md"))
             fact_id = next(line for line in fact_path.read_text().splitlines() if line.startswith("id:"))
             fact_id = fact_id.split(":", 1)[1].strip().strip('"')
             fact = unfence(await call(session, "get_note", {"id_or_path": fact_id}))[0]
@@ -223,7 +223,7 @@ async def write_then_leave(root: Path, errlog) -> None:
 def test_a_pending_run_is_done_when_the_client_leaves(vault, tmp_path):
     with open(tmp_path / "server.log", "w") as errlog:
         anyio.run(write_then_leave, vault, errlog)
-    decisions = list((vault / "vault" / "decisions").glob("*.md"))
+    decisions = list((vault / "vault" / "decisions").rglob("*.md"))
     assert len(decisions) == 1 and DECISION in decisions[0].read_text()
 
 
@@ -243,7 +243,7 @@ def test_a_backlog_from_before_the_server_started_is_processed(vault, tmp_path):
                   "--importance", "0.9").returncode == 0
     with open(tmp_path / "server.log", "w") as errlog:
         anyio.run(connect_and_leave, vault, errlog)
-    decisions = list((vault / "vault" / "decisions").glob("*.md"))
+    decisions = list((vault / "vault" / "decisions").rglob("*.md"))
     assert len(decisions) == 1 and DECISION in decisions[0].read_text()
 
 def test_mcp_outside_a_vault_says_what_to_do(tmp_path):

@@ -282,7 +282,7 @@ def test_cortex_notes_carry_a_readable_name_and_the_brief_stays_out_of_searches(
     assert vault.cortex("write", "--type", "fact", "--body", body, "--author", "claude-code").returncode == 0
     done = vault.cortex("run")
     assert done.returncode == 0, done.stderr
-    [written] = [p for p in (root / "mind" / "facts").glob("*.md")]
+    [written] = [p for p in (root / "mind" / "facts").rglob("*.md")]
     assert parse_note(written.read_text()).meta["aliases"] == [body]  # what Obsidian lists and completes
     done = vault.cortex("brief", "--since", "1d", "--write")
     assert done.returncode == 0, done.stderr

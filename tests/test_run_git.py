@@ -30,7 +30,7 @@ def test_one_commit_per_run_with_the_documented_message(vault):
     assert report.commits == 1 and commit_count(vault) == before + 1
     message = git(vault.root, "log", "-1", "--format=%B")
     assert message.startswith("observe: 3 memories (1 reinforced)\n\n")
-    assert "mind/facts/2026-02-16-" in message and "Fact number 0 about the build cache. (owner)" in message
+    assert "mind/facts/2026-02/2026-02-16-" in message and "Fact number 0 about the build cache. (owner)" in message
     assert git(vault.root, "log", "-1", "--format=%an <%ae>").strip() == "cortex <cortex@localhost>"
 
 
@@ -186,7 +186,7 @@ def test_recovery_from_a_crash_at_each_step_is_exactly_once(vault, monkeypatch, 
         with pytest.raises(Crash):
             vault.run(now=NOW, commit_per="note")
     report = vault.run(now=NOW, commit_per="note")
-    assert sorted(p.rsplit("-", 1)[0] for p in notes(vault)) == ["mind/facts/2026-02-16"] * 3
+    assert sorted(p.rsplit("-", 1)[0] for p in notes(vault)) == ["mind/facts/2026-02/2026-02-16"] * 3
     state = vault.load_state()
     assert sum(e["count"] for e in state.reinforcements.values()) == 1
     assert [e.reason for e in vault.quarantine.entries()] == ["parse"]

@@ -353,7 +353,7 @@ def test_custom_type_and_routing_override(vault):
         "  opinion: {partition: vault, folder: positions}\n"
     )
     run(vault, observation(type="meeting", body="Weekly sync moved to Thursdays."), observation(type="opinion", body="Tabs are fine."))
-    assert sorted(p.rsplit("/", 1)[0] for p in notes(vault)) == ["vault/meetings", "vault/positions"]
+    assert sorted(p.rsplit("/", 2)[0] for p in notes(vault)) == ["vault/meetings", "vault/positions"]
 
 
 @pytest.mark.parametrize("bad", ["../escape", "Meetings", "a/b"])
@@ -370,12 +370,13 @@ def test_taxonomy_names_cannot_escape_their_partition(vault, bad):
 
 def test_file_name_is_date_and_hash(vault):
     run(vault, observation())
-    assert notes(vault) == [f"mind/facts/2026-02-16-{source_hash(observation()['body'])[:8]}.md"]
+    assert notes(vault) == [f"mind/facts/2026-02/2026-02-16-{source_hash(observation()['body'])[:8]}.md"]
 
 
 def test_file_name_collision_gets_a_suffix(vault):
     body = observation()["body"]
-    taken = vault.root / "mind" / "facts" / f"2026-02-16-{source_hash(body)[:8]}.md"
+    taken = vault.root / "mind" / "facts" / "2026-02" / f"2026-02-16-{source_hash(body)[:8]}.md"
+    taken.parent.mkdir()
     taken.write_text("a person's own note that happens to have this name\n")
     run(vault, observation())
     assert (taken.parent / f"2026-02-16-{source_hash(body)[:8]}-2.md").exists()

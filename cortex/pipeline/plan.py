@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 from cortex.model import Line
 from cortex.model import Plan, PlannedNote, Reinforcement, Rejection, Scored
-from cortex.notes import make_title, note_filename, source_hash
+from cortex.notes import make_title, note_path, source_hash
 from cortex.pipeline import parse, schema, score, security
 from cortex.pipeline.context import Context
 from cortex.pipeline.render import render_parsed
@@ -187,7 +187,7 @@ def _free_path(directory: str, s: Scored, hash_hex: str, view: VaultView, taken_
     day = s.obs.timestamp.strftime("%Y-%m-%d")
     n = 1
     while True:
-        path = f"{directory}/{note_filename(day, hash_hex, n)}"
+        path = note_path(directory, day, hash_hex, n)
         if path not in taken_here and not view.path_taken(path):
             return path
         n += 1

@@ -115,8 +115,7 @@ def where(path: str, taxonomy: Taxonomy) -> tuple[str, bool, list]:
     parts = path.split("/")
     partition = parts[0] if parts[0] in ("mind", "vault") else ""
     archived = len(parts) > 2 and parts[0] == "mind" and parts[1] == ARCHIVE
-    directory = "/".join(parts[:-1])
-    return partition, archived, taxonomy.types_for_directory(directory) if directory else []
+    return partition, archived, taxonomy.types_of_note(path) if len(parts) > 1 else []
 
 
 def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Taxonomy, **stat: Any) -> NoteRecord:
