@@ -33,7 +33,8 @@ How it fits together:
   and git stats every file — as correct as without a watcher, and as slow.
 - **A new index version is seeded by the daemon**: it watches ``.git`` for git's index
   being replaced (by anyone) and, once the index is quiet for ``SEED_QUIET``, makes the
-  probe's copy of it and lets git record a token in it (``freshness.seed_probe_copy``).
+  probe's copy of it and lets git record a token in it (``freshness.seed_probe_copy``;
+  a probe that comes first seeds it itself).
 - **One daemon per vault**: an exclusive ``flock`` on ``.git/cortex-watch/lock``, held for
   the daemon's life and released by the kernel however it ends, so a kill -9 leaves no
   lock to clean and the socket it left is provably stale.

@@ -331,6 +331,36 @@ def seeded_then_asked(root: Path) -> set[str]:
     return seen
 
 
+def test_the_first_probe_of_a_new_index_version_is_itself_the_seed(vault):
+    """The probe that finds no copy of the index's version makes it: one status, whose
+    answer is git's own and which leaves the copy seeded (the watcher's token in it)
+    under its name, and the person's index as it was — not a status the usual way with
+    a second one seeding beside it (two stat sweeps of the vault on two cores at once).
+    A socket that answers nothing stands in for the daemon, so no seed of its own races
+    the probe: the hook then says "everything", and git stats every file."""
+    from cortex.search.freshness import watched_index
+
+    root = vault.root
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "vault", "--no-verify", check=False)
+    (root / "Tide gauge.md").write_text("The tide gauge is calibrated every April.\n")
+    git(root, "add", "Tide gauge.md")
+    git(root, "commit", "-qm", "gauge", "--no-verify")
+    (root / ".git" / "cortex-watch").mkdir()
+    (root / ".git" / "cortex-watch" / "sock").write_text("")
+    (root / "Tide gauge.md").write_text("The tide gauge is calibrated by Ilse.\n")
+    person_index = (root / ".git" / "index").read_bytes()
+    env, _, ready = watched_index(root)
+    copy = Path(env["GIT_INDEX_FILE"])
+    assert not ready and not copy.exists()
+    assert agree(root) == {"Tide gauge.md"}
+    assert watched_index(root)[2] and b"FSMN" in copy.read_bytes()  # seeded by that one status
+    assert not [p.name for p in copy.parent.iterdir() if p.name.endswith(".tmp")]
+    assert (root / ".git" / "index").read_bytes() == person_index
+    git(root, "add", "Tide gauge.md")  # the edit staged: a new index version, seeded by the next probe
+    assert agree(root) == {"Tide gauge.md"} and watched_index(root)[2]
+
+
 def test_after_any_commit_the_next_probe_already_asks_the_watcher(watched):
     root = watched
     agree(root)

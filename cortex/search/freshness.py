@@ -164,18 +164,13 @@ PROBE_INDEX_KEEP = 5.0  # seconds an outdated copy stays, for a probe about to o
 def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
     """When ``cortex watch`` runs: the environment and git options for a ``git status``
     that asks the watcher what changed instead of stat-ing every tracked file, and
-    whether that index copy is there yet (else it is to be made: see below).
+    whether that index copy is there yet (else it is to be made: see ``seeding``).
 
     git keeps the watcher's token in the index, and cortex must not write the person's
     index (nor name the watcher in their config: ``cortex/watcher.py`` says why), so the
     probe runs on cortex's own copy of it, one per version of ``.git/index`` (named by the
     index's checksum). A commit, a ``git add``, a checkout makes a new version, whose
-    copy holds no token yet: its first status stats every file and records one. The
-    watcher itself makes and seeds that copy, detached, once the index stops changing
-    (whoever changed it); a probe that comes before asks git the usual way and, once
-    answered, seeds it (when changes come faster than the watcher's pause). A copy is
-    written whole under its name, and kept only when its checksum is that name, so
-    concurrent probes need no lock."""
+    copy holds no token yet: its first status stats every file and records one."""
     if not (root / WATCH_SOCKET).exists():
         return None
     from cortex.fsmonitor import command
@@ -189,11 +184,14 @@ def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
 
 
 def seed_probe_copy(root: Path) -> None:
-    """Make and seed the copy of the index there now, detached, unless it exists: the
-    watcher calls this once the index stops changing (``Watcher._seed_when_quiet``)."""
+    """Make and seed the copy of the index there now, detached, unless it exists or is
+    being made: the watcher calls this once the index stops changing
+    (``Watcher._seed_when_quiet``), so that the first query after a commit finds it."""
     watched = watched_index(root)
-    if watched and not watched[2]:
-        _seed(root, *watched[:2])
+    if watched and not watched[2] and not _seeding(Path(watched[0]["GIT_INDEX_FILE"])):
+        from cortex import gitcli
+
+        gitcli.start_script(_SEED, *_seed_args(root, *watched[:2]), detached=True)
 
 
 def index_version(path: Path) -> str | None:
@@ -209,26 +207,46 @@ def index_version(path: Path) -> str | None:
     return tail.hex() if len(tail) == 20 and any(tail) else None
 
 
-def _seed(root: Path, env: dict[str, str], args: list[str]) -> None:
-    """Copy the index under the copy's name and let git's first status on it record the
-    watcher's token, detached: it may outlive this process."""
+# The seed, as one shell command: copy the index (`cp -p`: the copy keeps the index's
+# mtime, by which git tells racily clean entries — a file changed in the same clock tick
+# as the index was written, at the same size — from clean ones); if the copy is the
+# version it is named after (the index may have been replaced since its name was read),
+# run the watched status on it, which stats every file once and writes the watcher's
+# token into it, and only then give it its name, so that a copy under its name is always
+# seeded. A copy of another version: git's status the usual way, on no copy. Either way
+# the status's output is the command's: the probe that finds no copy is itself the seed,
+# and the first query after a commit pays one stat sweep, not two at once.
+_SEED = """
+index="$1"; copy="$2"; version="$3"; root="$4"; c1="$5"; o1="$6"; c2="$7"; o2="$8"; shift 8
+tmp="$copy.$$.tmp"
+if cp -p -- "$index" "$tmp" && [ "$(tail -c 20 "$tmp" | od -An -v -tx1 | tr -d ' \n')" = "$version" ]; then
+    GIT_INDEX_FILE="$tmp" git -C "$root" "$c1" "$o1" "$c2" "$o2" "$@"; rc=$?
+    if [ $rc -eq 0 ]; then mv -f -- "$tmp" "$copy"; else rm -f -- "$tmp"; fi
+    exit $rc
+fi
+rm -f -- "$tmp"
+exec git -C "$root" --no-optional-locks "$@"
+"""
+
+
+def _seed_args(root: Path, env: dict[str, str], args: list[str]) -> list[str]:
+    """The arguments of ``_SEED`` for the copy named in ``env``: the index, the copy, its
+    version, the vault, the watched options (four: ``watched_index``), git's status."""
     copy = Path(env["GIT_INDEX_FILE"])
-    try:
+    with contextlib.suppress(OSError):
         copy.parent.mkdir(parents=True, exist_ok=True)
         _forget_old_copies(copy.parent, copy.name)
-    except OSError:
-        return
-    # `cp -p`: the copy keeps the index's mtime, by which git tells racily clean entries (a
-    # file changed in the same clock tick as the index was written, at the same size)
-    # from clean ones; a copy with a later mtime would make git trust their stat data.
-    # The copy is kept only when it is the version it is named after: the index may have
-    # been replaced since its name was read.
-    script = ('tmp="$2.$$.tmp"; cp -p -- "$1" "$tmp" && [ "$(tail -c 20 "$tmp" | od -An -v -tx1 | tr -d " \n")" = "$3" ]'
-              ' && mv -f -- "$tmp" "$2" && shift 3 && exec git "$@"; rm -f -- "$tmp"')
+    return [str(root / ".git" / "index"), str(copy), copy.name, str(root), *args, *STATUS]
+
+
+def _seeding(copy: Path) -> bool:
+    """Whether a seed of ``copy`` is under way (its temporary copy is there, and recent)."""
+    cutoff = time.time() - PROBE_INDEX_KEEP
     with contextlib.suppress(OSError):
-        subprocess.Popen(["sh", "-c", script, "seed", str(root / ".git" / "index"), str(copy), copy.name,
-                          "-C", str(root), *args, *STATUS], env={**os.environ, **env}, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        for entry in os.scandir(copy.parent):
+            if entry.name.startswith(copy.name + ".") and entry.name.endswith(".tmp") and entry.stat().st_mtime >= cutoff:
+                return True
+    return False
 
 
 def _forget_old_copies(folder: Path, keep: str) -> None:
@@ -249,7 +267,6 @@ class GitProbe:
     head: str | None = None
     dirty: set[str] = field(default_factory=set)
     ok: bool = False
-    seed: tuple[dict[str, str], list[str]] | None = None  # a new index copy to seed (watched_index)
 
     @classmethod
     def start(cls, root: Path) -> "GitProbe":
@@ -259,8 +276,11 @@ class GitProbe:
         from cortex import gitcli
 
         watched = watched_index(root)
-        if watched and not watched[2]:  # no copy of this index yet: asked the usual way, seeded after
-            probe.seed, watched = watched[:2], None
+        if watched and not watched[2]:  # no copy of this index yet
+            if not _seeding(Path(watched[0]["GIT_INDEX_FILE"])):  # this probe makes it
+                probe.proc = gitcli.start_script(_SEED, *_seed_args(root, *watched[:2]))
+                return probe
+            watched = None  # the watcher is making it: asked the usual way meanwhile
         # --no-optional-locks: `git status` would otherwise refresh and rewrite the index
         # under index.lock, and a person's `git commit` at that moment would fail. With
         # the watcher, git writes cortex's own copy instead (the watcher's token in it).
@@ -273,10 +293,6 @@ class GitProbe:
         if self.proc is None or self.ok:
             return self
         out, _ = self.proc.communicate()
-        if self.seed is not None:  # unless the watcher's own seed (once the index settled) made it meanwhile
-            if not Path(self.seed[0]["GIT_INDEX_FILE"]).exists():
-                _seed(self.root, *self.seed)
-            self.seed = None
         if self.proc.returncode != 0:
             return self
         for entry in out.decode("utf-8", errors="surrogateescape").split("\0"):
