@@ -93,12 +93,14 @@ def start(root: Path, *args: str, env: dict[str, str] | None = None) -> subproce
 def start_script(script: str, *args: str, detached: bool = False) -> subprocess.Popen | None:
     """``sh -c script`` with ``args`` as $1…, for a few git commands that must run as one
     (the watched probe's seed: ``cortex/search/freshness.py``), with git's environment;
-    its stdout a pipe, or, ``detached``, nowhere, in a session of its own that may outlive
-    this process. None where it cannot start."""
+    its stdout a pipe, or, ``detached``, nowhere, at the lowest priority (background
+    work yields the cores to the commands people wait for), in a session of its own that
+    may outlive this process. None where it cannot start."""
     try:
         return subprocess.Popen(["sh", "-c", script, "cortex", *args], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL if detached else subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env={**os.environ, **_ENV}, start_new_session=detached)
+                                env={**os.environ, **_ENV}, start_new_session=detached,
+                                preexec_fn=(lambda: os.nice(19)) if detached else None)
     except OSError:
         return None
 

@@ -33,8 +33,8 @@ How it fits together:
   and git stats every file — as correct as without a watcher, and as slow.
 - **A new index version is seeded by the daemon**: it watches ``.git`` for git's index
   being replaced (by anyone) and, once the index is quiet for ``SEED_QUIET``, makes the
-  probe's copy of it and lets git record a token in it (``freshness.seed_probe_copy``;
-  a probe that comes first seeds it itself).
+  probe's copy of it and lets git record a token in it (``freshness.seed_probe_copy``),
+  never while a probe that found no copy stats every file itself, nor just after.
 - **One daemon per vault**: an exclusive ``flock`` on ``.git/cortex-watch/lock``, held for
   the daemon's life and released by the kernel however it ends, so a kill -9 leaves no
   lock to clean and the socket it left is provably stale.
@@ -85,7 +85,8 @@ _EVENT = struct.Struct("iIII")
 SKIPPED = frozenset({".git", ".cortex"})  # never tracked: git's own directory, cortex's caches
 STATE_DIR = "cortex-watch"  # in the git directory: lock, sock, pid, log, cookies
 COOKIE = "cookie-"
-SEED_QUIET = 0.2  # seconds git's index stays unchanged before its probe copy is seeded
+SEED_QUIET = 1.0  # seconds git's index stays unchanged before its probe copy is seeded (a commit through pre-commit rewrites it several times)
+SEED_RETRY = 0.02  # seconds before trying again when a probe held the seed off
 JOURNAL_LIMIT = 200_000  # changes kept; a token older than the oldest kept gets "everything"
 
 
@@ -189,7 +190,7 @@ class Watcher:
         self.blind = ""  # why every answer is "everything" (a watch the kernel refused)
         self._cookies = 0
         self._cookie_wd = self._index_wd = -1
-        self._index_changed: float | None = None
+        self._seed_at: float | None = None  # when to seed the probe's copy of git's index
         self._waiting: dict[bytes, _Question] = {}  # cookie name → question it answers
         self._stop = False
         self.overflows = 0
@@ -244,7 +245,7 @@ class Watcher:
                 continue
             if wd == self._index_wd:
                 if name == b"index":
-                    self._index_changed = time.monotonic()
+                    self._seed_at = time.monotonic() + SEED_QUIET
                 continue
             folder = self.paths.get(wd)
             if folder is None:
@@ -342,7 +343,7 @@ class Watcher:
         # git's index, replaced whole by whoever writes it (a person's git, cortex): a new
         # version gets its probe copy seeded once writes settle (`_seed_when_quiet`)
         self._index_wd = self.inotify.add(os.fsencode(self.state.parent), IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR)
-        self._index_changed: float | None = time.monotonic()  # and the version there now
+        self._seed_at = time.monotonic()  # the version there now
         self.watch_tree(b"")
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.inotify.fd, selectors.EVENT_READ, "inotify")
@@ -354,7 +355,8 @@ class Watcher:
             on_ready()
         while not self._stop:
             self._seed_when_quiet()
-            for key, _ in self._selector.select(timeout=SEED_QUIET if self._index_changed else 1.0):
+            wait = 1.0 if self._seed_at is None else max(0.0, self._seed_at - time.monotonic())
+            for key, _ in self._selector.select(timeout=wait):
                 if key.data == "inotify":
                     self.handle(self.inotify.read())
                 elif key.data == "listener":
@@ -366,12 +368,14 @@ class Watcher:
         """Once git's index has not changed for SEED_QUIET seconds: make and seed the
         probe's copy of the version there now (``freshness.seed_probe_copy``, detached),
         so that the first query after any commit or ``git add`` already asks the watcher."""
-        if self._index_changed is None or time.monotonic() - self._index_changed < SEED_QUIET:
+        if self._seed_at is None or time.monotonic() < self._seed_at:
             return
-        self._index_changed = None
         from cortex.search.freshness import seed_probe_copy
 
-        seed_probe_copy(self.root)
+        if seed_probe_copy(self.root):
+            self._seed_at = None
+        else:  # a probe stats every file now: soon after it
+            self._seed_at = time.monotonic() + SEED_RETRY
 
     def _on_signal(self, signum, frame) -> None:
         self._stop = True

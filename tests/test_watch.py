@@ -159,6 +159,8 @@ def test_the_probe_with_the_watcher_says_what_git_says_through_random_edits(watc
         elif action == "commit":
             git(root, "add", "-A")
             git(root, "commit", "-qm", f"step {step}", "--no-verify", check=False)
+        if action in ("stage", "commit") and rng.random() < 0.2:
+            wait_seeded(root)  # else the probes ask git the usual way until the index is quiet
         if step % 3 == 0:
             agree(root)
     agree(root)
@@ -177,6 +179,7 @@ def test_a_note_edited_in_place_is_found_by_the_next_query(watched):
     assert done.returncode == 0, done.stdout + done.stderr  # through the real pre-commit hook
     assert cortex("--vault", str(root), "index").returncode == 0
     assert cortex("--vault", str(root), "query", "Okonkwo").returncode == 1
+    wait_seeded(root)  # once the vault is quiet after the commit
     before = answered_with_paths(root)
     note.write_text("The harbour cranes are serviced by Okonkwo in May. #ops\n")  # in place: no folder moved
     found = cortex("--vault", str(root), "query", "who services the harbour cranes Okonkwo", "--json")
@@ -313,17 +316,23 @@ def test_no_watcher_on_a_file_system_whose_changes_come_from_elsewhere():
     assert _remote_file_system(Path("/media/share"), mounts) == "9p"
 
 
-def seeded_then_asked(root: Path) -> set[str]:
-    """The watcher seeds the probe's copy of the index there now (detached, once the
-    index stops changing); then the next probe asks it and is told paths."""
+def wait_seeded(root: Path) -> Path:
+    """Until the watcher has seeded the probe's copy of the index there now (detached,
+    once the index stops changing and no probe stats every file)."""
     from cortex.search.freshness import watched_index
 
     deadline = time.monotonic() + 20
     while not watched_index(root)[2] and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.02)
     copy = Path(watched_index(root)[0]["GIT_INDEX_FILE"])
-    while b"FSMN" not in copy.read_bytes() and time.monotonic() < deadline:  # the seed's status wrote the token
-        time.sleep(0.05)
+    assert copy.exists() and b"FSMN" in copy.read_bytes()  # named only once seeded
+    return copy
+
+
+def seeded_then_asked(root: Path) -> set[str]:
+    """The watcher seeds the probe's copy of the index there now (detached, once the
+    index stops changing); then the next probe asks it and is told paths."""
+    wait_seeded(root)
     before = daemon(root)["daemon"]["answered"]
     seen = agree(root)
     after = daemon(root)["daemon"]["answered"]
@@ -331,14 +340,13 @@ def seeded_then_asked(root: Path) -> set[str]:
     return seen
 
 
-def test_the_first_probe_of_a_new_index_version_is_itself_the_seed(vault):
-    """The probe that finds no copy of the index's version makes it: one status, whose
-    answer is git's own and which leaves the copy seeded (the watcher's token in it)
-    under its name, and the person's index as it was — not a status the usual way with
-    a second one seeding beside it (two stat sweeps of the vault on two cores at once).
-    A socket that answers nothing stands in for the daemon, so no seed of its own races
-    the probe: the hook then says "everything", and git stats every file."""
-    from cortex.search.freshness import watched_index
+def test_a_probe_that_finds_no_copy_holds_the_seed_off_until_it_is_answered(vault):
+    """A probe that finds no copy of the index's version asks git the usual way; while
+    it runs (every file stat'ed), and a moment after, the watcher's seed of that copy
+    waits — beside a command it slows that command — and then starts. The seed names the copy
+    only once seeded, and never writes the person's index. A socket that answers
+    nothing stands in for the daemon (its hook then says "everything")."""
+    from cortex.search.freshness import SEED_GRACE, GitProbe, seed_probe_copy, watched_index
 
     root = vault.root
     git(root, "add", "-A")
@@ -350,15 +358,20 @@ def test_the_first_probe_of_a_new_index_version_is_itself_the_seed(vault):
     (root / ".git" / "cortex-watch" / "sock").write_text("")
     (root / "Tide gauge.md").write_text("The tide gauge is calibrated by Ilse.\n")
     person_index = (root / ".git" / "index").read_bytes()
-    env, _, ready = watched_index(root)
-    copy = Path(env["GIT_INDEX_FILE"])
-    assert not ready and not copy.exists()
-    assert agree(root) == {"Tide gauge.md"}
-    assert watched_index(root)[2] and b"FSMN" in copy.read_bytes()  # seeded by that one status
+    copy = Path(watched_index(root)[0]["GIT_INDEX_FILE"])
+    probe = GitProbe.start(root)
+    assert seed_probe_copy(root) is False and not copy.exists()  # held off
+    assert probe.result().dirty == git_dirty(root) == {"Tide gauge.md"}
+    assert seed_probe_copy(root) is False  # the rest of the probe's command runs first
+    time.sleep(SEED_GRACE)
+    assert seed_probe_copy(root) is True  # started, detached
+    deadline = time.monotonic() + 20
+    while not copy.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert b"FSMN" in copy.read_bytes()  # under its name only once seeded
     assert not [p.name for p in copy.parent.iterdir() if p.name.endswith(".tmp")]
     assert (root / ".git" / "index").read_bytes() == person_index
-    git(root, "add", "Tide gauge.md")  # the edit staged: a new index version, seeded by the next probe
-    assert agree(root) == {"Tide gauge.md"} and watched_index(root)[2]
+    assert agree(root) == {"Tide gauge.md"}  # asked on the copy now
 
 
 def test_after_any_commit_the_next_probe_already_asks_the_watcher(watched):
