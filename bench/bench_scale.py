@@ -224,15 +224,16 @@ def measure(vault: Path, repeat: int) -> dict:
 
 def measure_watched(vault: Path, repeat: int) -> dict:
     """The freshness-bound rows again while `cortex watch` runs (cortex's probe asks the
-    watcher instead of git stat-ing every note). A commit gives git a new index, whose
-    first probe stats every note once: `index_one_w` is measured after a commit, as the
-    row without the watcher is; `index_edit_w` after a note written and not committed
-    (a person's edit in Obsidian)."""
+    watcher instead of git stat-ing every note), once the watcher has seeded its copy of
+    the index. A commit gives git a new index, which the watcher seeds once the vault is
+    quiet: `index_one_w` is measured right after a commit, as the row without the
+    watcher is (that probe asks git the usual way); `index_edit_w` after a note written
+    and not committed (a person's edit in Obsidian)."""
     out: dict[str, float] = {}
     sh(vault, *CORTEX, "watch", "--background")
     try:
         sh(vault, *CORTEX, "index")
-        sh(vault, *CORTEX, "status", "--json")  # the first probe of this index version
+        wait_seeded(vault)
         out["index_idle_w"] = median([timed(vault, *CORTEX, "index") for _ in range(repeat)])
         out["status_w"] = median([timed(vault, *CORTEX, "status", "--json") for _ in range(repeat)])
         out["query_hybrid_w"] = median([timed(vault, *CORTEX, "query", "how are station files cached", "--json",
@@ -254,6 +255,18 @@ def measure_watched(vault: Path, repeat: int) -> dict:
     finally:
         sh(vault, *CORTEX, "watch", "--stop")
     return out
+
+
+def wait_seeded(vault: Path) -> None:
+    """Until the watcher has seeded the probe's copy of the index (once the vault has
+    been quiet for a second: docs/scale.md); until then probes ask git the usual way."""
+    from cortex.search.freshness import watched_index
+
+    deadline = time.monotonic() + 120
+    while not watched_index(vault)[2]:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the watcher did not seed its index copy in {vault} within 120 s")
+        time.sleep(0.1)
 
 
 def restore(vault: Path, head: str) -> None:
