@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 SHIPPED_MODEL = Path(__file__).resolve().parent / "data" / "model"
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when a config names none
 BATCH = 256
+SHORT_TEXT = 4096  # characters a call may hold for the Python WordPiece (cortex/wordpiece.py)
 
 _cache: dict[str, "Embedder"] = {}
 _lock = threading.Lock()
@@ -47,7 +48,11 @@ def get_model(path: str | os.PathLike | None = None) -> "Embedder":
 class Embedder:
     """Encodes texts as L2-normalised float32 rows, exactly as model2vec's `encode` does."""
 
-    def __init__(self, vectors, tokenizer, config: dict, *, weights=None, mapping=None, name: str = ""):
+    def __init__(self, vectors, tokenizer, config: dict, *, weights=None, mapping=None, name: str = "",
+                 wordpiece=None):
+        """``tokenizer``: a tokenizers ``Tokenizer``, or a function that loads one when
+        first needed; ``wordpiece``: the same tokenizer in Python for short ASCII texts
+        (``cortex/wordpiece.py``), where the model's tokenizer is BERT's WordPiece."""
         self.name = name
         self.vectors = vectors
         self.weights = weights
@@ -56,13 +61,28 @@ class Embedder:
         self.dim: int = int(vectors.shape[1])
         self.max_length: int | None = config.get("max_length", DEFAULT_MAX_LENGTH)
         self._tokenizer = tokenizer
-        self._tokenizer.no_padding()
-        if self.max_length is None:
-            self._tokenizer.no_truncation()
-        else:
-            self._tokenizer.enable_truncation(self.max_length)
-        self._unk_id = _unk_token_id(tokenizer)
+        self._tokenizer_ready = False
+        self._wordpiece = wordpiece
+        self._unk_id: int | None = wordpiece.unk_id if wordpiece is not None else None
         self._char_cap: int | None = None
+        if wordpiece is None:
+            self.tokenizer  # noqa: B018 (loaded now: every text needs it)
+
+    @property
+    def tokenizer(self):
+        """The tokenizers library's tokenizer, loaded and set up on first use."""
+        if not self._tokenizer_ready:
+            if not hasattr(self._tokenizer, "encode_batch"):
+                self._tokenizer = self._tokenizer()
+            self._tokenizer.no_padding()
+            if self.max_length is None:
+                self._tokenizer.no_truncation()
+            else:
+                self._tokenizer.enable_truncation(self.max_length)
+            if self._wordpiece is None:
+                self._unk_id = _unk_token_id(self._tokenizer)
+            self._tokenizer_ready = True
+        return self._tokenizer
 
     @property
     def char_cap(self) -> int | None:
@@ -72,7 +92,8 @@ class Embedder:
         if self._char_cap is None and self.max_length is not None:
             import numpy as np
 
-            lengths = np.fromiter((len(t) for t in self._tokenizer.get_vocab()), dtype=np.int64)
+            vocab = self._wordpiece.vocab if self._wordpiece is not None else self.tokenizer.get_vocab()
+            lengths = np.fromiter((len(t) for t in vocab), dtype=np.int64)
             self._char_cap = self.max_length * int(np.median(lengths)) if lengths.size else 0
         return self._char_cap
 
@@ -80,11 +101,24 @@ class Embedder:
         if self.max_length is not None and any(len(text) > self.max_length for text in texts):
             cap = self.char_cap  # at least max_length: a token is at least one character
             texts = [text[:cap] for text in texts]
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        rows = self._short_ascii(texts)
+        if rows is None:
+            rows = [enc.ids for enc in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
         unk = self._unk_id
-        if unk is None:
-            return [enc.ids for enc in encodings]
-        return [[i for i in enc.ids if i != unk] for enc in encodings]
+        return rows if unk is None else [[i for i in row if i != unk] for row in rows]
+
+    def _short_ascii(self, texts: Sequence[str]) -> list[list[int]] | None:
+        """The texts' ids from the Python WordPiece, when there is one and the texts are
+        few, short and ASCII (a query); None: the tokenizers library's turn."""
+        if self._wordpiece is None or sum(map(len, texts)) > SHORT_TEXT:
+            return None
+        rows = []
+        for text in texts:
+            ids = self._wordpiece.ids(text)
+            if ids is None:
+                return None
+            rows.append(ids if self.max_length is None else ids[: self.max_length])
+        return rows
 
     def encode(self, texts: Sequence[str]) -> "numpy.ndarray":
         """Float32 array (len(texts), dim); rows L2-normalised; a text with no known token is a zero row."""
@@ -137,7 +171,8 @@ def _load(spec: str) -> Embedder:
 
 def _load_folder(folder: Path) -> Embedder:
     from safetensors import safe_open
-    from tokenizers import Tokenizer
+
+    from cortex.wordpiece import AsciiWordPiece
 
     tensors = folder / "model.safetensors"
     tokenizer_file = folder / "tokenizer.json"
@@ -152,10 +187,26 @@ def _load_folder(folder: Path) -> Embedder:
             vectors = fh.get_tensor("embeddings")
             weights = fh.get_tensor("weights") if "weights" in names else None
             mapping = fh.get_tensor("mapping") if "mapping" in names else None
-        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        text = tokenizer_file.read_text(encoding="utf-8")
+        wordpiece = AsciiWordPiece.from_tokenizer_json(json.loads(text))
+        tokenizer = _tokenizer_from(text, folder)
+    except ModelError:
+        raise
     except Exception as exc:  # safetensors and tokenizers raise their own, unexported error types
         raise ModelError(f"cannot read the model in {folder}: {exc}") from exc
-    return Embedder(vectors, tokenizer, config, weights=weights, mapping=mapping, name=str(folder))
+    return Embedder(vectors, tokenizer, config, weights=weights, mapping=mapping, name=str(folder), wordpiece=wordpiece)
+
+
+def _tokenizer_from(text: str, folder: Path):
+    """A function that builds the tokenizers library's tokenizer from tokenizer.json's text."""
+    def load():
+        from tokenizers import Tokenizer
+
+        try:
+            return Tokenizer.from_str(text)
+        except Exception as exc:  # tokenizers raises its own, unexported error type
+            raise ModelError(f"cannot read the tokenizer in {folder}: {exc}") from exc
+    return load
 
 
 def _load_hub(repo_id: str) -> Embedder:

@@ -68,3 +68,63 @@ def test_shipped_artefacts_match_the_checksums_their_cards_record():
             assert recorded, f"{card.name} records no sha256 for {name}"
             actual = hashlib.sha256((card.parent / name).read_bytes()).hexdigest()
             assert recorded.group(1) == actual, f"{name}: {card.name} says {recorded.group(1)}, file is {actual}"
+
+
+def _ascii_texts() -> list[str]:
+    """Texts of every kind a query or a note holds, in ASCII: the repository's own prose,
+    edge cases of BERT's normaliser and WordPiece, and random strings over all of ASCII
+    (control characters, punctuation runs, words past 100 characters)."""
+    import random
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    lines = [line for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+             for line in path.read_text(encoding="utf-8").splitlines() if line.isascii()]
+    edge = ["don't", "e-mail", "U.S.A.", "C++ & C#", "snake_case_word", "CamelCaseWord", "1,000.50 EUR", "a\x0bb\x0cc",
+            "tab\tnew\nline\rreturn", "x" * 100, "y" * 101, "unbelievably-unhelpful", "ZZZQQQXX", "  ", "\x00\x7f",
+            "how are station files cached", "[unk] is lowercase", "##hash ##tags", "`code` ~tilde~ {brace}"]
+    rng = random.Random(5)
+    noise = ["".join(chr(rng.randrange(128)) for _ in range(rng.randrange(1, 200))) for _ in range(300)]
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyzABC0123456789") for _ in range(rng.randrange(1, 130)))
+             for _ in range(300)]
+    return lines + edge + noise + words
+
+
+def test_the_python_wordpiece_gives_the_tokenizers_librarys_ids():
+    """The query path's WordPiece (cortex/wordpiece.py) is the tokenizers library's
+    tokenizer on ASCII text, id for id; other text it leaves to the library."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    from cortex.wordpiece import AsciiWordPiece
+
+    text = (SHIPPED_MODEL / "tokenizer.json").read_text(encoding="utf-8")
+    wordpiece = AsciiWordPiece.from_tokenizer_json(json.loads(text))
+    library = Tokenizer.from_str(text)
+    library.no_truncation()
+    texts = _ascii_texts()
+    assert len(texts) > 1000
+    for sample in texts:
+        assert wordpiece.ids(sample) == library.encode(sample, add_special_tokens=False).ids, repr(sample)
+    assert wordpiece.ids("édition spéciale") is None and wordpiece.ids("zzz ☃") is None  # not ASCII
+    assert wordpiece.ids("a [UNK] b") is None  # an added token, matched before normalising
+    cased = json.loads(text)
+    cased["normalizer"]["lowercase"] = False
+    assert AsciiWordPiece.from_tokenizer_json(cased) is None  # only the tokenizer it knows exactly
+
+
+def test_a_query_embeds_the_same_through_either_tokenizer():
+    from cortex.embed import Embedder, _load_folder
+
+    fast = _load_folder(SHIPPED_MODEL)
+    library = Embedder(fast.vectors, fast.tokenizer, fast.config, weights=fast.weights, mapping=fast.mapping)
+    for text in ["how are station files cached", "Maya prefers small pull requests!", "zzzqqq", "x" * 3000, "a b " * 900]:
+        np.testing.assert_array_equal(fast.encode([text]), library.encode([text]))
+
+
+def test_a_cold_query_embeds_without_the_tokenizers_library():
+    code = ("import sys; from cortex.embed import get_model; get_model().encode(['how are station files cached']);"
+            "print('tokenizers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
