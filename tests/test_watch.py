@@ -389,3 +389,21 @@ def test_after_any_commit_the_next_probe_already_asks_the_watcher(watched):
     git(root, "commit", "-qm", "gauge")  # a person's, through the hook
     (root / "Tide gauge.md").write_text("The tide gauge is calibrated by Ilse.\n")
     assert seeded_then_asked(root) == {"Tide gauge.md"}
+
+
+def test_a_seeds_temporary_copy_is_removed_only_once_its_seed_is_gone(tmp_path):
+    """A temporary copy keeps the index's mtime (`cp -p`), which says nothing of the
+    seed's age: it goes when the process named in it is gone, never while it runs (a
+    seed whose copy vanished under it would name an empty index as seeded)."""
+    from cortex.search.freshness import _forget_old_copies
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid is free now
+    running = tmp_path / f"aaaa.{os.getpid()}.tmp"
+    dead = tmp_path / f"bbbb.{gone.pid}.tmp"
+    old_copy, kept = tmp_path / "cccc", tmp_path / "dddd"
+    for path in (running, dead, old_copy, kept):
+        path.write_bytes(b"index")
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
+    _forget_old_copies(tmp_path, "dddd")
+    assert running.exists() and kept.exists() and not dead.exists() and not old_copy.exists()

@@ -190,18 +190,15 @@ def seed_probe_copy(root: Path) -> bool:
     (``Watcher._seed_when_quiet``), so that the first query after a commit finds it.
     False (ask again later) while a probe that found no copy runs, and for
     ``SEED_GRACE`` after one answered (the rest of its command runs): the seed stats
-    every file and copies the index twice, and beside a command it slows that command
+    every file, reads and writes the whole index, and beside a command it slows it
     (at 200,000 notes, a `cortex index` right after a commit took 0.57–0.83 s with a
     seed starting once its probe answered, 0.43–0.45 s with none). So a command is
     never slower with the watcher than without it."""
     watched = watched_index(root)
-    if not watched or watched[2] or _seeding(Path(watched[0]["GIT_INDEX_FILE"])):
+    if not watched or watched[2]:
         return True
-    folder = Path(watched[0]["GIT_INDEX_FILE"]).parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / UNSEEDED_PROBES, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
+    fd = _probes_lock(Path(watched[0]["GIT_INDEX_FILE"]).parent)
+    if fd is None:
         return True
     try:
         try:
@@ -262,40 +259,54 @@ def _seed_args(root: Path, env: dict[str, str], args: list[str]) -> list[str]:
             *STATUS]
 
 
+def _probes_lock(folder: Path) -> int | None:
+    """The lock file by which probes hold the seed off (``UNSEEDED_PROBES``), open."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return os.open(folder / UNSEEDED_PROBES, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+
+
 def _hold_off_seeds(folder: Path) -> int | None:
     """A shared lock that keeps the watcher from seeding while this probe stats every
     file (``seed_probe_copy``); released by closing it, or by the kernel however the
     process ends."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / UNSEEDED_PROBES, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a seed starts (the exclusive lock is held that briefly)
-    except OSError:
-        os.close(fd)
-        return None
+    fd = _probes_lock(folder)
+    if fd is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a seed starts (the exclusive lock is held that briefly)
+        except OSError:
+            os.close(fd)
+            fd = None
     return fd
 
 
-def _seeding(copy: Path) -> bool:
-    """Whether a seed of ``copy`` is under way (its temporary copy is there, and recent)."""
-    cutoff = time.time() - PROBE_INDEX_KEEP
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(copy.parent):
-            if entry.name.startswith(copy.name + ".") and entry.name.endswith(".tmp") and entry.stat().st_mtime >= cutoff:
-                return True
-    return False
-
-
 def _forget_old_copies(folder: Path, keep: str) -> None:
+    """Copies of other versions, after PROBE_INDEX_KEEP; a seed's temporary copy once the
+    seed that writes it is gone (its name holds its process id; its mtime is the index's,
+    which says nothing of the seed's age)."""
     cutoff = time.time() - PROBE_INDEX_KEEP
     for entry in os.scandir(folder):
-        if entry.name != keep and not entry.name.endswith(".lock") and entry.name != UNSEEDED_PROBES:
-            with contextlib.suppress(OSError):
-                if entry.stat().st_mtime < cutoff:
+        name = entry.name
+        if name == keep or name == UNSEEDED_PROBES or name.endswith(".lock"):
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            if name.endswith(".tmp"):
+                if not _running(int(name[:-len(".tmp")].rpartition(".")[2])):
                     os.unlink(entry.path)
+            elif entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass
@@ -330,13 +341,10 @@ class GitProbe:
 
     def result(self) -> "GitProbe":
         if self.proc is None or self.ok:
+            self._let_seed()
             return self
         out, _ = self.proc.communicate()
-        if self.unseeded is not None:  # the watcher may seed once the rest of this command is done
-            with contextlib.suppress(OSError):
-                os.utime(self.unseeded)
-            os.close(self.unseeded)
-            self.unseeded = None
+        self._let_seed()
         if self.proc.returncode != 0:
             return self
         for entry in out.decode("utf-8", errors="surrogateescape").split("\0"):
@@ -351,6 +359,15 @@ class GitProbe:
                 self.dirty.add(entry[2:])
         self.ok = True
         return self
+
+    def _let_seed(self) -> None:
+        """Release the hold on the watcher's seed: it may start once the rest of this
+        command is done (``SEED_GRACE``)."""
+        if self.unseeded is not None:
+            with contextlib.suppress(OSError):
+                os.utime(self.unseeded)
+            os.close(self.unseeded)
+            self.unseeded = None
 
     def untracked(self, folders: Iterable[str] = (), files: Iterable[str] = (), *,
                   everywhere: bool = False) -> set[str] | None:
