@@ -293,20 +293,12 @@ def _forget_old_copies(folder: Path, keep: str) -> None:
             continue
         with contextlib.suppress(OSError, ValueError):
             if name.endswith(".tmp"):
-                if not _running(int(name[:-len(".tmp")].rpartition(".")[2])):
+                from cortex.gitlock import alive
+
+                if not alive(int(name[:-len(".tmp")].rpartition(".")[2]), None):
                     os.unlink(entry.path)
             elif entry.stat().st_mtime < cutoff:
                 os.unlink(entry.path)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
