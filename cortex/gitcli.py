@@ -90,19 +90,18 @@ def start(root: Path, *args: str, env: dict[str, str] | None = None) -> subproce
         return None
 
 
-def start_script(script: str, *args: str, detached: bool = False) -> subprocess.Popen | None:
-    """``sh -c script`` with ``args`` as $1…, for a few git commands that must run as one
-    (the watched probe's seed: ``cortex/search/freshness.py``), with git's environment;
-    its stdout a pipe, or, ``detached``, nowhere, at the lowest priority (background
-    work yields the cores to the commands people wait for), in a session of its own that
-    may outlive this process. None where it cannot start."""
+def start_script(script: str, *args: str) -> None:
+    """``sh -c script`` with ``args`` as $1…, detached: a few git commands that must run
+    as one (the watched probe's seed: ``cortex/search/freshness.py``), with git's
+    environment, at the lowest priority (background work yields the cores to the
+    commands people wait for), in a session of its own that may outlive this process.
+    Nothing happens where it cannot start."""
     try:
-        return subprocess.Popen(["sh", "-c", script, "cortex", *args], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL if detached else subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env={**os.environ, **_ENV}, start_new_session=detached,
-                                preexec_fn=(lambda: os.nice(19)) if detached else None)
+        subprocess.Popen(["sh", "-c", script, "cortex", *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env={**os.environ, **_ENV}, start_new_session=True,
+                         preexec_fn=lambda: os.nice(19))
     except OSError:
-        return None
+        pass
 
 
 def out(root: Path, *args: str) -> str:

@@ -424,11 +424,9 @@ COOKIE_B = COOKIE.encode()
 # -- the daemon's life, and git's configuration ----------------------------------------
 
 def state_dir(root: Path) -> Path:
-    if (root / ".git").is_dir():
-        return root / ".git" / STATE_DIR
-    from cortex.gitcli import git_dir  # a linked worktree: git says where its git directory is
+    from cortex.gitlock import git_dir_of
 
-    return git_dir(root) / STATE_DIR
+    return git_dir_of(root) / STATE_DIR
 
 
 def _locked(state: Path) -> int | None:
@@ -487,10 +485,8 @@ def serve(root: Path, on_ready=None) -> None:
     if not sys.platform.startswith("linux"):
         raise CortexError("cortex watch uses Linux's inotify",
                           "on macOS and Windows git brings its own watcher: `git config core.fsmonitor true`")
-    from cortex import gitcli
-
-    git_dir = gitcli.git_dir(root)
-    state = git_dir / STATE_DIR
+    state = state_dir(root)
+    git_dir = state.parent
     state.mkdir(mode=0o700, exist_ok=True)  # the socket names the vault's changed files: the owner's alone
     remote = _remote_file_system(root)
     if remote:

@@ -209,7 +209,7 @@ def seed_probe_copy(root: Path) -> bool:
             return False
         from cortex import gitcli
 
-        gitcli.start_script(_SEED, *_seed_args(root, *watched[:2]), detached=True)
+        gitcli.start_script(_SEED, *_seed_args(root, *watched[:2]))
         return True
     finally:
         os.close(fd)

@@ -320,8 +320,6 @@ class Keys:
         hit = self.data.find(b"\n" + needle)
         return None if hit < 0 else self.data.count(b"\n", 0, hit + 1)
 
-
-
     def _search(self, needle: bytes) -> int | None:
         order, lo, hi = self._order, 0, self._n
         while lo < hi:
