@@ -82,15 +82,13 @@ class Taxonomy:
         return {spec.directory for spec in self.types.values()}
 
     def types_for_directory(self, directory: str) -> list[TypeSpec]:
-        """Types whose notes live in ``partition/folder`` (archive paths map to their folder)."""
-        parts = directory.split("/")
-        if len(parts) == 3 and parts[0] == "mind" and parts[1] == ARCHIVE:
-            directory = f"mind/{parts[2]}"
+        """Types whose notes live in ``partition/folder``."""
         return [s for s in self.types.values() if s.directory == directory]
 
     def types_of_note(self, path: str) -> list[TypeSpec]:
-        """Types whose folder holds the note at ``path`` (at any depth below it)."""
-        return [s for s in self.types.values() if s.directory == type_folder(path)]
+        """Types whose folder holds the note at ``path`` (at any depth below it, or in the
+        archive's copy of it)."""
+        return self.types_for_directory(type_folder(path))
 
 
 def type_folder(path: str) -> str:
