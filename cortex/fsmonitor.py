@@ -48,13 +48,20 @@ def git_dir() -> str:
     return text[len("gitdir:"):].strip() if text.startswith("gitdir:") else ".git"
 
 
-def ask(token: str) -> bytes:
-    """The watcher's answer for ``token``: ``<length>\\n`` then that many bytes."""
+def ask(token: str, where: str | None = None) -> bytes:
+    """The watcher's answer for ``token`` (its body: the length prefix checked), asked
+    from the working tree git runs the hook in, or of the git directory ``where`` (cortex's
+    own probe: ``freshness.watcher_changes``)."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(TIMEOUT)
+    folder = -1
     try:
-        os.chdir(git_dir())
-        sock.connect(SOCKET)
+        if where is None:
+            os.chdir(git_dir())
+            sock.connect(SOCKET)
+        else:  # no chdir in a process that goes on: a socket's path is limited to ~100 bytes,
+            folder = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # a folder's fd is not
+            sock.connect(f"/proc/self/fd/{folder}/{SOCKET}")
         sock.sendall(f"2 {token}\n".encode("utf-8", "surrogateescape"))
         data = bytearray()
         while True:
@@ -66,6 +73,8 @@ def ask(token: str) -> bytes:
         return NO_WATCHER
     finally:
         sock.close()
+        if folder >= 0:
+            os.close(folder)
     head, sep, body = bytes(data).partition(b"\n")
     if not sep or not head.isdigit() or int(head) != len(body):
         return NO_WATCHER

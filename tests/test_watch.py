@@ -407,3 +407,131 @@ def test_a_seeds_temporary_copy_is_removed_only_once_its_seed_is_gone(tmp_path):
         os.utime(path, (time.time() - 3600, time.time() - 3600))
     _forget_old_copies(tmp_path, "dddd")
     assert running.exists() and kept.exists() and not dead.exists() and not old_copy.exists()
+
+
+# --- the search index asks the watcher itself -------------------------------------------
+
+
+def indexed(root: Path) -> dict[str, str]:
+    """Each indexed note's content hash."""
+    from cortex.search.index import SearchIndex
+
+    index = SearchIndex(root)
+    index.load(vectors=False)
+    try:
+        return {f["path"]: f["hash"] for f in index.lexical.searcher.all_stored_fields()}
+    finally:
+        index.close()
+
+
+def on_disk(root: Path) -> dict[str, str]:
+    """Each note's content hash, as a rebuild would index it. (Not its mtime: git, when no
+    watcher runs, says nothing of a file touched with its content unchanged.)"""
+    from cortex.search.index import walk_notes
+    from cortex.search.records import content_hash
+
+    return {path: content_hash((root / path).read_bytes()) for path in walk_notes(root)}
+
+
+def update(root: Path) -> bool:
+    """One incremental update as `cortex index` makes it; whether the watcher answered
+    (no git status ran)."""
+    from cortex.search.freshness import GitProbe, search_token
+    from cortex.search.index import SearchIndex
+
+    probe = GitProbe.start(root, since=search_token(root))
+    index = SearchIndex(root)
+    index.load(vectors=False)
+    try:
+        index.refresh(probe)
+    finally:
+        index.close()
+    return probe.changes is not None and probe.proc is None
+
+
+@pytest.mark.parametrize("seed", [5, 41])
+def test_the_search_index_asks_the_watcher_and_follows_every_change_even_right_after_commits(watched, seed):
+    """With the watcher's token recorded, an update asks the watcher what changed and runs
+    no git status, so a commit's new index costs nothing; through random edits, commits,
+    resets, a stop and a restart of the watcher, the index always holds exactly the notes
+    on disk, each at its size and mtime."""
+    root = watched
+    rng = random.Random(seed)
+    notes = root / "vault" / "projects"
+    notes.mkdir(parents=True, exist_ok=True)
+    for i in range(30):
+        (notes / f"note-{i}.md").write_text(f"note {i}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "notes", "--no-verify")
+    assert cortex("--vault", str(root), "index").returncode == 0  # built: no token yet
+    assert not update(root)  # the first update takes a token, with git's word
+    assert indexed(root) == on_disk(root)
+    asked, stopped_at = 0, rng.randrange(60, 90)
+    for step in range(150):
+        files = [p for p in root.rglob("*.md") if ".git" not in p.parts and "observer" not in p.parts]
+        folders = sorted({p.parent for p in files if p.parent != root} | {notes})
+        action = rng.choice(["edit", "same-size", "new", "new", "mkdir", "rename", "rename-dir", "delete", "rmdir",
+                             "touch", "commit", "commit", "revert", "reset"])
+        target = rng.choice(files) if files else None
+        if target is None or action == "new":
+            (rng.choice(folders) / f"new-{step}.md").write_text(f"new at {step}\n")
+        elif action == "edit":
+            target.write_text(f"rewritten at step {step}\n")
+        elif action == "same-size":  # the same length in place: only the content and mtime move
+            text = target.read_bytes()
+            target.write_bytes(bytes(reversed(text[:-1])) + b"\n")
+        elif action == "mkdir":
+            folder = rng.choice(folders) / f"dir-{step}" / "inner"
+            folder.mkdir(parents=True)
+            for k in range(3):  # written at once, before the watcher can watch the new folder
+                (folder / f"f{k}.md").write_text(f"{step} {k}\n")
+        elif action == "rename":
+            target.rename(target.with_name(f"moved-{step}.md"))
+        elif action == "rename-dir" and len(folders) > 1:
+            folder = rng.choice(folders[1:])
+            folder.rename(folder.with_name(f"{folder.name}-r{step}"))
+        elif action == "delete":
+            target.unlink()
+        elif action == "rmdir" and len(folders) > 1:
+            shutil.rmtree(rng.choice(folders[1:]))
+        elif action == "touch":
+            os.utime(target)
+        elif action == "commit":
+            git(root, "add", "-A")
+            git(root, "commit", "-qm", f"step {step}", "--no-verify", check=False)
+        elif action == "revert":  # git rewrites files to what the index holds
+            git(root, "checkout", "--", ".", check=False)
+        elif action == "reset":
+            git(root, "reset", "-q", "--hard", "HEAD", check=False)
+        if step == stopped_at:
+            assert cortex("--vault", str(root), "watch", "--stop").returncode == 0
+        if step == stopped_at + 25:
+            assert cortex("--vault", str(root), "watch", "--background").returncode == 0
+        if rng.random() < 0.4:
+            asked += update(root)
+            assert indexed(root) == on_disk(root), f"step {step} ({action})"
+    update(root)
+    assert indexed(root) == on_disk(root)
+    assert asked >= 20  # most updates while the watcher ran asked it alone
+
+
+def test_what_the_watcher_names_that_git_would_not_list_stays_out_of_the_index(watched):
+    root = watched
+    (root / ".gitignore").write_text("drafts/\n*.private.md\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "ignore", "--no-verify")
+    assert cortex("--vault", str(root), "index").returncode == 0
+    update(root)
+    assert update(root)  # the watcher answers from here on
+    (root / "drafts").mkdir()
+    (root / "drafts" / "idea.md").write_text("An idea.\n")
+    (root / "diary.private.md").write_text("Private.\n")
+    nested = root / "Projects" / "tool"
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    (nested / "README.md").write_text("Another repository's readme.\n")
+    (root / "Projects" / "kiosk.md").write_text("The kiosk runs Debian.\n")
+    assert update(root)
+    paths = set(indexed(root))
+    assert "Projects/kiosk.md" in paths
+    assert not {"drafts/idea.md", "diary.private.md", "Projects/tool/README.md"} & paths

@@ -32,9 +32,9 @@ def _session(model: Optional[str]):
         # ~60 ms of start-up and buy nothing.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     root = _vault_root()
-    from cortex.search.freshness import GitProbe
+    from cortex.search.freshness import GitProbe, search_token
 
-    probe = GitProbe.start(root)
+    probe = GitProbe.start(root, since=search_token(root))
     from cortex.search.session import Session
 
     return Session(root, model=model or os.environ.get(MODEL_ENV) or None, say=lambda m: info(f"cortex: {m}")), probe

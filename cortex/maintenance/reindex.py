@@ -23,10 +23,10 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
         return result
     if dry_run:
         return result
-    from cortex.search.freshness import GitProbe
+    from cortex.search.freshness import GitProbe, search_token
     from cortex.search.index import IndexUnavailable, SearchIndex
 
-    probe = GitProbe.start(root)
+    probe = GitProbe.start(root, since=search_token(root))
     index = SearchIndex(root, model=os.environ.get(MODEL_ENV) or None, taxonomy=ctx.taxonomy)
     try:
         try:

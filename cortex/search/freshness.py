@@ -13,6 +13,12 @@ Three signals, each cheap, together complete:
 * HEAD: when it moved since the last check, `git diff --name-only old new` lists what
   the commits touched (an edit made and committed between two queries).
 
+While ``cortex watch`` runs, a caller that kept the watcher's token from its last check
+(the search index does) asks the watcher instead: every path changed since that token,
+and no git at all (``GitProbe.start(root, since=token)``; ``watcher_changes``). Its
+answer does not depend on git's index, so it holds right after a commit too, where a
+``git status`` — even the watched one, on a new index version — stats every file.
+
 Where the vault is not a git repository, every note is stat'ed instead.
 """
 
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import subprocess
 import time
@@ -74,11 +81,12 @@ def new_subfolders(root: Path, rel_dir: str, known: dict[str, int] | set[str], e
     return [sub for sub in new if f"{sub}/" not in ignored]
 
 
-def note_dirs(root: Path) -> dict[str, int]:
+def note_dirs(root: Path, top: str = TOP) -> dict[str, int]:
     """Every folder that may hold notes (the top included) with its mtime_ns; folders
-    ``.gitignore`` excludes are left out (asked of git once per level)."""
+    ``.gitignore`` excludes are left out (asked of git once per level). ``top``: from
+    that folder down only."""
     out: dict[str, int] = {}
-    level = [TOP]
+    level = [top]
     while level:
         found: list[str] = []
         for rel in level:
@@ -145,6 +153,23 @@ def untracked_now(root: Path, probe: "GitProbe", dirs: dict[str, int], dirty: It
     if found is None:
         return None
     return found | {p for p in dirty if (p.rpartition("/")[0] or TOP) not in relisted and os.path.lexists(root / p)}
+
+
+def left_out(root: Path, paths: list[str]) -> set[str]:
+    """Those of ``paths`` git would not list as the vault's (``.gitignore`` excludes them, or
+    they lie in a nested repository), as ``note_dirs`` leaves their folders out."""
+    out = set(git_ignored(root, paths)) if paths else set()
+    nested: dict[str, bool] = {}
+    for path in paths:
+        folder = path.rstrip("/").rpartition("/")[0]
+        while folder:
+            if folder not in nested:
+                nested[folder] = os.path.lexists(root / folder / ".git")
+            if nested[folder]:
+                out.add(path)
+                break
+            folder = folder.rpartition("/")[0]
+    return out
 
 
 def stat_note(root: Path, path: str) -> tuple[int, int] | None:
@@ -301,9 +326,77 @@ def _forget_old_copies(folder: Path, keep: str) -> None:
                 os.unlink(entry.path)
 
 
+def watcher_changes(root: Path, since: str) -> tuple[str, list[str] | None] | None:
+    """The running watcher's word: its token now, and every path changed after ``since``
+    (a folder ends in ``/``: anything below it may have changed), or None for the paths
+    when it cannot say (another watcher's token, a journal that no longer reaches back
+    so far, events the kernel dropped). None when no watcher answers. A token asked for
+    before a check covers what changes during it: the watcher journals every event
+    before it answers (``cortex/watcher.py``)."""
+    from cortex.fsmonitor import NO_WATCHER, ask
+    from cortex.gitlock import git_dir_of
+
+    try:
+        body = ask(since, str(git_dir_of(root)))
+    except OSError:  # an unreadable .git file
+        return None
+    if body == NO_WATCHER:
+        return None
+    token, _, rest = body.partition(b"\0")
+    entries = rest.split(b"\0")[:-1]  # each path ends in a NUL
+    if entries == [b"/"]:
+        return token.decode(), None
+    return token.decode(), [e.decode("utf-8", errors="surrogateescape") for e in entries]
+
+
+def head_oid(root: Path) -> str | None:
+    """HEAD's commit, read from git's files as git writes them (a loose or a packed
+    ref), without starting git; None where that does not say (an unborn branch, a ref
+    store of another kind)."""
+    from cortex.gitlock import git_dir_of
+
+    try:
+        git_dir = git_dir_of(root)
+        common = git_dir
+        with contextlib.suppress(FileNotFoundError):  # a linked worktree keeps its refs in the main one
+            common = (git_dir / (git_dir / "commondir").read_text().strip()).resolve()
+        head = (git_dir / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head if len(head) in (40, 64) else None
+        ref = head[len("ref: "):]
+        with contextlib.suppress(FileNotFoundError):
+            oid = (common / ref).read_text().strip()
+            return oid if len(oid) in (40, 64) else None
+        with open(common / "packed-refs", encoding="utf-8") as fh:
+            for line in fh:
+                oid, _, name = line.rstrip("\n").partition(" ")
+                if name == ref:
+                    return oid
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+SEARCH_STATE = Path(".cortex") / "search" / "state.json"  # cortex/search/index.py State
+
+
+def search_token(root: Path) -> str:
+    """The watcher's token the search index recorded at its last update ("" if none), read
+    before the index loads, so that its probe starts first: ``GitProbe.start(root,
+    since=search_token(root))``."""
+    if not (root / WATCH_SOCKET).exists():
+        return ""
+    try:
+        token = json.loads((root / SEARCH_STATE).read_text(encoding="utf-8")).get("watch")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return token if isinstance(token, str) else ""
+
+
 @dataclass
 class GitProbe:
-    """`git status` of the note folders, running in the background once started."""
+    """`git status` of the note folders, running in the background once started; or,
+    while ``cortex watch`` runs and the caller knows its token, the watcher's word."""
 
     root: Path
     proc: subprocess.Popen | None = None
@@ -311,12 +404,23 @@ class GitProbe:
     dirty: set[str] = field(default_factory=set)
     ok: bool = False
     unseeded: int | None = None  # the shared lock held while a probe that found no index copy runs
+    token: str | None = None  # the watcher's token as this probe started (None: no watcher asked)
+    changes: list[str] | None = None  # every path changed since the caller's token, by the watcher's word (no git run)
 
     @classmethod
-    def start(cls, root: Path) -> "GitProbe":
+    def start(cls, root: Path, since: str | None = None) -> "GitProbe":
+        """Start the check. ``since``: the watcher's token of the caller's last check ("" if
+        it has none yet), so that a running watcher is asked first; None: git alone."""
         probe = cls(root)
         if not (root / ".git").exists():
             return probe
+        if since is not None and (root / WATCH_SOCKET).exists():
+            word = watcher_changes(root, since or "cortex:none:0")
+            if word is not None:
+                probe.token, probe.changes = word
+                if probe.changes is not None:
+                    probe.head, probe.ok = head_oid(root), True
+                    return probe
         from cortex import gitcli
 
         watched = watched_index(root)

@@ -32,6 +32,7 @@ from cortex.search.backend import IndexDamaged, LexicalBackend
 from cortex.search.records import FORMAT, NoteRecord, record_from_file
 
 BATCH = 1024
+DIRTY_KEPT = 2_000  # notes the watcher saw change, kept for git's next check (a small state file); beyond: unknown, as after a build
 Progress = Callable[[int, int], None]
 
 
@@ -93,6 +94,8 @@ class State:
     # notes git called modified or untracked at the last update; None (a fresh build, an
     # older state file): unknown, so changed folders are listed once more
     dirty: list[str] | None = None
+    # the watcher's token as the last update began (freshness.watcher_changes); None: none ran
+    watch: str | None = None
 
     @classmethod
     def read(cls, path: Path) -> "State":
@@ -100,7 +103,8 @@ class State:
             data = json.loads(path.read_text(encoding="utf-8"))
             state = cls(model=data["model"], dim=int(data["dim"]), head=data.get("head"),
                         dirs={str(k): int(v) for k, v in data.get("dirs", {}).items()}, format=int(data["format"]),
-                        head_dims=int(data.get("head_dims", 0)), dirty=None if data.get("dirty") is None else [str(p) for p in data["dirty"]])
+                        head_dims=int(data.get("head_dims", 0)), dirty=None if data.get("dirty") is None else [str(p) for p in data["dirty"]],
+                        watch=data.get("watch") if isinstance(data.get("watch"), str) else None)
         except FileNotFoundError:
             raise IndexUnavailable("no search index yet") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -113,7 +117,7 @@ class State:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"format": self.format, "model": self.model, "dim": self.dim,
                                    "head": self.head, "dirs": self.dirs, "head_dims": self.head_dims,
-                                   "dirty": self.dirty}),
+                                   "dirty": self.dirty, "watch": self.watch}),
                        encoding="utf-8")
         os.replace(tmp, path)
 
@@ -148,6 +152,7 @@ class Candidates:
     dirs: dict[str, int]
     head: str | None
     dirty: list[str] | None
+    watch: str | None = None  # the watcher's token as the check began
 
 
 def walk_notes(root: Path) -> Iterator[str]:
@@ -341,6 +346,8 @@ class SearchIndex:
         in a 40,000-note folder costs neither 40,000 stored-field reads nor a walk of the
         vault for untracked files. Without them, changed folders are listed and compared
         with the index."""
+        if probe is not None and probe.changes is not None:
+            return self._watched(probe)
         state, root = self.state, self.root
         dirs_now, changed_dirs = self._folders_moved()
         full_sweep, head, committed = probe is None, None, set()
@@ -359,7 +366,7 @@ class SearchIndex:
         trusted = not full_sweep and state.dirty is not None
         walk = self._walk(changed_dirs, dirs_now, trusted)
         if probe is None or not probe.ok:
-            return Candidates(walk.found, dirs_now, head, None)
+            return Candidates(walk.found, dirs_now, head, None)  # no token: git's word is needed next time
         untracked = probe.untracked(walk.asked, walk.top_notes) if trusted else probe.untracked(everywhere=True)
         dirty_now = set(probe.dirty) | (untracked or set())
         if untracked is None:
@@ -384,7 +391,57 @@ class SearchIndex:
                     if _stale(self.lexical.stored(path), now):
                         walk.found[path] = now
         dirty = None if untracked is None else sorted(p for p in dirty_now if freshness.is_note_path(p))
-        return Candidates(walk.found, dirs_now, head, dirty)
+        return Candidates(walk.found, dirs_now, head, dirty, probe.token)
+
+    def _watched(self, probe: freshness.GitProbe) -> Candidates:
+        """The watcher named every path changed since the last update (its token then):
+        those alone are looked at, and a folder it names whole (made, moved in or out,
+        removed) is compared note by note. No git status, so no stat of every note, and
+        the same right after a commit as at any other time.
+
+        What git would be asked next time, when no watcher runs, stays answerable: every
+        note looked at here joins the dirty list (one of them may differ from git's index
+        now); the folder mtimes stay as recorded, so the folders that moved are listed."""
+        state, root = self.state, self.root
+        found: dict[str, tuple[int, int] | None] = {}
+        touched: set[str] = set()
+        new: list[str] = []
+        for path in probe.changes or ():
+            if path.endswith("/"):
+                touched |= self._compare_below(path[:-1], found)
+            elif freshness.is_note_path(path):
+                touched.add(path)
+                stored, now = self.lexical.stored(path), freshness.stat_note(root, path)
+                if _stale(stored, now):
+                    found[path] = now
+                    if stored is None:
+                        new.append(path)
+        for path in freshness.left_out(root, new):  # what git would not list either
+            found.pop(path, None)
+            touched.discard(path)
+        dirty = None
+        if state.dirty is not None and len(touched) + len(state.dirty) <= DIRTY_KEPT:
+            dirty = sorted(touched.union(state.dirty))
+        # a new token where no note changed is not worth a write (the last one still answers,
+        # with paths that are no notes — an editor's settings — which cost nothing to pass over)
+        token = probe.token if touched else state.watch
+        return Candidates(found, state.dirs, probe.head or state.head, dirty, token)
+
+    def _compare_below(self, rel_dir: str, found: dict[str, tuple[int, int] | None]) -> set[str]:
+        """A folder and everything below it compared with the index (what differs added to
+        `found`); the notes seen, on either side."""
+        listing: dict[str, tuple[int, int]] = {}
+        if (self.root / rel_dir).is_dir() and not freshness.left_out(self.root, [rel_dir + "/"]):
+            for folder in freshness.note_dirs(self.root, rel_dir):
+                listing.update(freshness.scan_dir(self.root, folder))
+        indexed = self.lexical.paths_below(rel_dir)
+        seen = set(indexed) | set(listing)
+        for path, stored in indexed.items():
+            now = listing.pop(path, None)
+            if _stale(stored, now):
+                found[path] = now
+        found.update(listing)
+        return seen
 
     def _folders_moved(self) -> tuple[dict[str, int], list[str]]:
         """The known folders' mtimes now, and those that moved or went (the top folder
@@ -450,12 +507,14 @@ class SearchIndex:
         start = time.perf_counter()
         c = self.candidates(probe)
         report = UpdateReport()
-        if c.found or c.dirs != self.state.dirs or c.head != self.state.head or c.dirty != self.state.dirty:
+        if c.found or c.dirs != self.state.dirs or c.head != self.state.head or c.dirty != self.state.dirty \
+                or c.watch != self.state.watch:
             with self._locked():
                 if self.state_version() != self._loaded_stamp:
                     self.load(vectors=False)  # another process updated meanwhile: its files, not ours
                 report = self.apply(c.found)
                 self.state.dirs, self.state.head, self.state.dirty = c.dirs, c.head, c.dirty
+                self.state.watch = c.watch
                 self.state.write(self.directory / "state.json")
                 self._loaded_stamp = self.state_version()
         report.notes = self.lexical.doc_count()

@@ -455,6 +455,14 @@ class LexicalIndex:
         s = self.searcher
         return {f["path"]: f for f in (s.stored_fields(d) for d in s.docs_for_query(Term("dir", folder)))}
 
+    def paths_below(self, folder: str) -> dict[str, dict]:
+        """Stored fields of every indexed note in `folder` or any folder below it."""
+        from whoosh.query import Or, Prefix, Term
+
+        s = self.searcher
+        query = Or([Term("dir", folder), Prefix("dir", folder + "/")])
+        return {f["path"]: f for f in (s.stored_fields(d) for d in query.docs(s))}
+
     # --- writing --------------------------------------------------------------------
 
     @contextmanager

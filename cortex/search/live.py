@@ -83,9 +83,9 @@ class LiveIndex:
 
     def load(self) -> None:
         """Open (or rebuild) the index, bring it up to date, and warm every part a query touches."""
-        from cortex.search.freshness import GitProbe
+        from cortex.search.freshness import GitProbe, search_token
 
-        probe = GitProbe.start(self.root)
+        probe = GitProbe.start(self.root, since=search_token(self.root))
         with self.lock:
             if not self.session.open(vectors=True).rebuilt:
                 self.session.refresh(probe)
@@ -141,9 +141,9 @@ class LiveIndex:
 
     def refresh(self) -> None:
         """Bring the loaded index up to date (git runs before the lock, so queries go on)."""
-        from cortex.search.freshness import GitProbe
+        from cortex.search.freshness import GitProbe, search_token
 
-        probe = GitProbe.start(self.root).result()
+        probe = GitProbe.start(self.root, since=search_token(self.root)).result()
         with self.lock:
             try:
                 if self.index.state_version() != self._state_stamp:
