@@ -35,6 +35,9 @@ How it fits together:
   being replaced (by anyone) and, once the index is quiet for ``SEED_QUIET``, makes the
   probe's copy of it and lets git record a token in it (``freshness.seed_probe_copy``),
   never while a probe that found no copy stats every file itself, nor just after.
+- **The search index asks it directly**, not through git (``freshness.watcher_changes``):
+  with the token of its last update, it is told every path changed since, whatever git's
+  index did meanwhile, so the first query after a commit stats only what changed.
 - **One daemon per vault**: an exclusive ``flock`` on ``.git/cortex-watch/lock``, held for
   the daemon's life and released by the kernel however it ends, so a kill -9 leaves no
   lock to clean and the socket it left is provably stale.
