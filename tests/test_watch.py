@@ -535,3 +535,24 @@ def test_what_the_watcher_names_that_git_would_not_list_stays_out_of_the_index(w
     paths = set(indexed(root))
     assert "Projects/kiosk.md" in paths
     assert not {"drafts/idea.md", "diary.private.md", "Projects/tool/README.md"} & paths
+
+
+def test_a_pull_from_another_machine_reaches_the_index_through_the_watcher(watched, tmp_path):
+    root = watched
+    remote, other = tmp_path / "remote.git", tmp_path / "other"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(root, "remote", "add", "origin", str(remote))
+    git(root, "push", "-q", "origin", "HEAD:refs/heads/main")
+    git(root, "branch", "-q", "--set-upstream-to", "origin/main")
+    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(other))
+    assert cortex("--vault", str(root), "index").returncode == 0
+    update(root)
+    assert update(root)
+    (other / "vault" / "kiosk.md").write_text("The lobby kiosk runs Debian 12.\n")
+    git(other, "add", "-A")
+    git(other, "-c", "user.name=B", "-c", "user.email=b@example.org", "commit", "-qm", "kiosk", "--no-verify")
+    git(other, "push", "-q", "origin", "HEAD:main")
+    git(root, "pull", "-q", "--no-rebase", "--no-edit")
+    assert (root / "vault" / "kiosk.md").exists()
+    assert update(root)  # the watcher's word alone
+    assert indexed(root) == on_disk(root) and "vault/kiosk.md" in indexed(root)
