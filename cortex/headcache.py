@@ -236,6 +236,12 @@ class HeadCache:
         row = self._connect().execute("SELECT coalesce(type, '') FROM notes WHERE path = ?", (path,)).fetchone()
         return row[0] if row else None
 
+    def paths_below(self, folder: str) -> list[str]:
+        """HEAD's notes in ``folder`` or below it (a range of the path key, not a scan)."""
+        rows = self._connect().execute("SELECT path FROM notes WHERE path >= ? AND path < ?",
+                                       (folder + "/", folder + "0"))  # "0" follows "/"
+        return [r[0] for r in rows]
+
     def has_path(self, path: str) -> bool:
         return self._connect().execute("SELECT 1 FROM notes WHERE path = ?", (path,)).fetchone() is not None
 

@@ -7,7 +7,7 @@ HEAD cache (`cortex/headcache.py`), so the cost does not grow with the vault.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, TYPE_CHECKING
+from typing import Any, NamedTuple, TYPE_CHECKING
 
 from cortex import buffer
 from cortex.layout import PARTITIONS
@@ -27,12 +27,23 @@ def _note_counts(vault: Vault, index_state: dict | None) -> list[tuple[str, str,
     from cortex.layout import is_note_path
     from cortex.search.freshness import GitProbe, untracked_now
 
-    probe = GitProbe.start(vault.root)  # runs while the HEAD cache is brought up to date
+    watched = _watched_changes(vault.root, index_state)
+    probe = None if watched is not None else GitProbe.start(vault.root)  # runs while the HEAD cache syncs
     cache = sync(vault.root)
     try:
         counts: Counter[tuple[str, str]] = Counter({(f, t or ""): n for f, t, n in cache.counts()})
         changed: set[str] = set()
-        if probe.result().ok:
+        if watched is not None:
+            changed = watched.notes
+            for folder in watched.folders:  # named whole by the watcher: all it held, all it holds
+                changed.update(cache.paths_below(folder))
+                changed.update(_notes_below(vault.root, folder))
+            from cortex.search.freshness import left_out
+
+            new = [rel for rel in changed if is_note_path(rel) and rel.partition("/")[0] in PARTITIONS
+                   and not cache.has_path(rel) and (vault.root / rel).exists()]
+            changed.difference_update(left_out(vault.root, new))  # git would not list them either
+        elif probe.result().ok:
             dirs, dirty = (index_state or {}).get("dirs"), (index_state or {}).get("dirty")
             untracked = None
             if isinstance(dirs, dict) and isinstance(dirty, list):
@@ -57,6 +68,49 @@ def _note_counts(vault: Vault, index_state: dict | None) -> list[tuple[str, str,
         return [(f, t, n) for (f, t), n in sorted(counts.items()) if n > 0]
     finally:
         cache.close()
+
+
+class _Watched(NamedTuple):
+    notes: set[str]
+    folders: list[str]
+
+
+def _watched_changes(root, index_state: dict | None) -> _Watched | None:
+    """The notes that may differ from HEAD, without a git status, while ``cortex watch``
+    runs: those the search index's last update found differing from the HEAD it recorded
+    (``dirty``), whatever the watcher names since that update's token, and, when HEAD
+    moved since, what the commits between changed (a diff of two trees). More than differ,
+    perhaps — each is counted as HEAD has it and as the file is — never fewer. None (ask
+    git) when any of them cannot say."""
+    from cortex.search.freshness import changed_between, head_oid, watcher_changes
+
+    state = index_state or {}
+    dirty, token, head = state.get("dirty"), state.get("watch"), state.get("head")
+    now = head_oid(root)
+    if not isinstance(dirty, list) or not isinstance(token, str) or not isinstance(head, str) or not now:
+        return None
+    word = watcher_changes(root, token)
+    if word is None or word[1] is None:
+        return None
+    committed = changed_between(root, head, now)
+    if committed is None:
+        return None
+    notes = committed.union(str(p) for p in dirty)
+    folders = []
+    for path in word[1]:
+        if path.endswith("/"):
+            folders.append(path[:-1])
+        else:
+            notes.add(path)
+    return _Watched(notes, folders)
+
+
+def _notes_below(root, folder: str) -> set[str]:
+    from cortex.search.freshness import note_dirs, scan_dir
+
+    if not (root / folder).is_dir():
+        return set()
+    return {path for rel in note_dirs(root, folder) for path in scan_dir(root, rel)}
 
 
 def _count_lines(path, start: int) -> int:

@@ -433,6 +433,39 @@ def on_disk(root: Path) -> dict[str, str]:
     return {path: content_hash((root / path).read_bytes()) for path in walk_notes(root)}
 
 
+def differing_from_head(root: Path) -> list[str]:
+    """The notes git itself finds different from HEAD: changed, staged, deleted, untracked."""
+    from cortex.layout import is_note_path
+
+    tracked = git(root, "-c", "core.quotepath=off", "diff", "--name-only", "-z", "--no-renames", "HEAD", "--",
+                  ".", ":(exclude)observer").split("\0")
+    untracked = git(root, "-c", "core.quotepath=off", "ls-files", "--others", "--exclude-standard", "-z", "--",
+                    ".", ":(exclude)observer").split("\0")
+    return sorted(p for p in tracked + untracked if p and is_note_path(p))
+
+
+def counted(root: Path) -> tuple[bool, list]:
+    """`cortex status`'s note counts, and whether the watcher's word gave them (no git)."""
+    from cortex.status import _index_state, _note_counts, _watched_changes
+    from cortex.vault import Vault
+
+    state = _index_state(root)
+    return _watched_changes(root, state) is not None, _note_counts(Vault(root), state)
+
+
+def counted_on_disk(root: Path) -> list:
+    """The same counts, from every note file there is."""
+    from collections import Counter
+
+    from cortex.headcache import fields, folder_of
+    from cortex.layout import PARTITIONS
+    from cortex.search.index import walk_notes
+
+    counts = Counter((folder_of(p), fields((root / p).read_bytes()[:4096])[1] or "")
+                     for p in walk_notes(root) if p.partition("/")[0] in PARTITIONS)
+    return sorted((f, t, n) for (f, t), n in counts.items())
+
+
 def update(root: Path) -> bool:
     """One incremental update as `cortex index` makes it; whether the watcher answered
     (no git status ran)."""
@@ -466,7 +499,7 @@ def test_the_search_index_asks_the_watcher_and_follows_every_change_even_right_a
     assert cortex("--vault", str(root), "index").returncode == 0  # built: no token yet
     assert not update(root)  # the first update takes a token, with git's word
     assert indexed(root) == on_disk(root)
-    asked, stopped_at = 0, rng.randrange(60, 90)
+    asked, watched_counts, stopped_at = 0, 0, rng.randrange(60, 90)
     for step in range(150):
         files = [p for p in root.rglob("*.md") if ".git" not in p.parts and "observer" not in p.parts]
         folders = sorted({p.parent for p in files if p.parent != root} | {notes})
@@ -508,11 +541,18 @@ def test_the_search_index_asks_the_watcher_and_follows_every_change_even_right_a
         if step == stopped_at + 25:
             assert cortex("--vault", str(root), "watch", "--background").returncode == 0
         if rng.random() < 0.4:
-            asked += update(root)
+            by_watcher, counts = counted(root)  # before the update: the watcher's word since the last one
+            watched_counts += by_watcher
+            assert counts == counted_on_disk(root), f"step {step} ({action}): status"
+            if update(root):
+                asked += 1
+                dirty = json.loads((root / ".cortex" / "search" / "state.json").read_text())["dirty"]
+                assert dirty == differing_from_head(root), f"step {step} ({action}): dirty"
             assert indexed(root) == on_disk(root), f"step {step} ({action})"
     update(root)
     assert indexed(root) == on_disk(root)
     assert asked >= 20  # most updates while the watcher ran asked it alone
+    assert watched_counts >= 10  # and so did `cortex status`
 
 
 def test_what_the_watcher_names_that_git_would_not_list_stays_out_of_the_index(watched):

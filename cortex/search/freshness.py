@@ -172,6 +172,48 @@ def left_out(root: Path, paths: list[str]) -> set[str]:
     return out
 
 
+def uncommitted(root: Path, head: str, paths: Iterable[str]) -> set[str] | None:
+    """Those of ``paths`` whose file differs from commit ``head`` (changed, new, or
+    deleted), judged by git's object id of the file's bytes against the blob ``head``
+    holds there, from one ``git cat-file`` that reads only the trees on each path (not
+    the index, which grows with the vault). A clean filter (``core.autocrlf``) makes a
+    file look changed: too many, never too few. None: git could not say."""
+    import hashlib
+
+    paths = sorted(paths)
+    if not paths:
+        return set()
+    asked = [p for p in paths if "\n" not in p]
+    from cortex import gitcli
+
+    done = gitcli.run_bytes(root, "cat-file", "--batch-check=%(objectname)",
+                            input="".join(f"{head}:{p}\n" for p in asked).encode("utf-8", "surrogateescape"))
+    if done is None or done.code != 0:
+        return None
+    lines = done.out.decode("utf-8", "surrogateescape").splitlines()
+    if len(lines) != len(asked):
+        return None
+    algorithm = hashlib.sha256 if len(head) == 64 else hashlib.sha1
+    out = set(paths) - set(asked)
+    for path, line in zip(asked, lines):
+        blob = line if len(line) == len(head) and " " not in line else None  # "<head>:<path> missing"
+        try:
+            if os.path.islink(root / path):
+                data = os.readlink(root / path).encode("utf-8", "surrogateescape")
+            else:
+                data = (root / path).read_bytes()
+        except FileNotFoundError:
+            if blob is not None:
+                out.add(path)
+            continue
+        except OSError:  # a folder now, unreadable: not what HEAD holds
+            out.add(path)
+            continue
+        if blob != algorithm(b"blob %d\0" % len(data) + data).hexdigest():
+            out.add(path)
+    return out
+
+
 def stat_note(root: Path, path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(root / path, follow_symlinks=False)
@@ -487,14 +529,19 @@ class GitProbe:
         """Note paths that commits between `old_head` and HEAD touched (None: unknown)."""
         if not self.ok or self.head is None:
             return None
-        if old_head == self.head:
-            return set()
-        from cortex import gitcli
+        return changed_between(self.root, old_head, self.head)
 
-        proc = gitcli.run_bytes(self.root, "-c", "core.quotepath=off", "diff", "--name-only", "-z",
-                                "--no-renames", old_head, self.head, "--", *PATHSPEC)
-        if proc is None:
-            return None
-        if proc.code != 0:  # old head gone (history rewritten): look everywhere
-            return None
-        return {p for p in proc.out.decode("utf-8", errors="surrogateescape").split("\0") if p}
+
+def changed_between(root: Path, old: str, new: str) -> set[str] | None:
+    """Paths (not under observer/) that differ between commits ``old`` and ``new``: a diff
+    of their trees, which skips the folders they share. None: unknown (``old`` gone, as
+    after a history rewrite)."""
+    if old == new:
+        return set()
+    from cortex import gitcli
+
+    proc = gitcli.run_bytes(root, "-c", "core.quotepath=off", "diff", "--name-only", "-z", "--no-renames", old, new,
+                            "--", *PATHSPEC)
+    if proc is None or proc.code != 0:
+        return None
+    return {p for p in proc.out.decode("utf-8", errors="surrogateescape").split("\0") if p}

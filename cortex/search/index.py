@@ -32,7 +32,6 @@ from cortex.search.backend import IndexDamaged, LexicalBackend
 from cortex.search.records import FORMAT, NoteRecord, record_from_file
 
 BATCH = 1024
-DIRTY_KEPT = 2_000  # notes the watcher saw change, kept for git's next check (a small state file); beyond: unknown, as after a build
 Progress = Callable[[int, int], None]
 
 
@@ -419,13 +418,29 @@ class SearchIndex:
         for path in freshness.left_out(root, new):  # what git would not list either
             found.pop(path, None)
             touched.discard(path)
-        dirty = None
-        if state.dirty is not None and len(touched) + len(state.dirty) <= DIRTY_KEPT:
-            dirty = sorted(touched.union(state.dirty))
+        head = probe.head or state.head
+        dirty = self._uncommitted(probe, head, touched)
         # a new token where no note changed is not worth a write (the last one still answers,
         # with paths that are no notes — an editor's settings — which cost nothing to pass over)
-        token = probe.token if touched else state.watch
-        return Candidates(found, state.dirs, probe.head or state.head, dirty, token)
+        token = probe.token if touched or head != state.head else state.watch
+        return Candidates(found, state.dirs, head, dirty, token)
+
+    def _uncommitted(self, probe: freshness.GitProbe, head: str | None, touched: set[str]) -> list[str] | None:
+        """The notes that differ from HEAD now, kept without a git status: of those that
+        could — last time's, the ones the watcher named, and what commits since changed —
+        the ones whose content is not HEAD's. Git's next check reads them again when no
+        watcher runs, and ``cortex status`` counts them. None: unknown (git's way next)."""
+        state = self.state
+        if state.dirty is None or head is None:
+            return None
+        asked = touched.union(state.dirty)
+        if head != state.head:
+            since = probe.committed_since(state.head) if state.head else None
+            if since is None:
+                return None
+            asked |= {p for p in since if freshness.is_note_path(p)}
+        differ = freshness.uncommitted(self.root, head, asked)
+        return None if differ is None else sorted(differ)
 
     def _compare_below(self, rel_dir: str, found: dict[str, tuple[int, int] | None]) -> set[str]:
         """A folder and everything below it compared with the index (what differs added to
