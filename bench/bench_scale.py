@@ -54,7 +54,7 @@ _SCRIPT = Path(PY).parent / "cortex"
 CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "cortex"]
 ONE_NOTE = ("hook", "commit", "commit_cortex", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid",
             "query_lexical", "index_idle_w", "index_edit_w", "index_one_w", "status_w", "query_hybrid_w",
-            "query_lexical_w")
+            "query_lexical_w", "status_one_w", "query_one_w")
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
 
@@ -226,9 +226,10 @@ def measure_watched(vault: Path, repeat: int) -> dict:
     """The freshness-bound rows again while `cortex watch` runs (cortex's probe asks the
     watcher instead of git stat-ing every note), once the watcher has seeded its copy of
     the index. A commit gives git a new index, which the watcher seeds once the vault is
-    quiet: `index_one_w` is measured right after a commit, as the row without the
-    watcher is (that probe asks git the usual way); `index_edit_w` after a note written
-    and not committed (a person's edit in Obsidian)."""
+    quiet: `index_one_w`, `status_one_w` and `query_one_w` are measured right after a
+    commit, as the rows without the watcher are (the search index and `cortex status` ask
+    the watcher itself, which no commit affects: docs/scale.md); `index_edit_w` after a
+    note written and not committed (a person's edit in Obsidian)."""
     out: dict[str, float] = {}
     sh(vault, *CORTEX, "watch", "--background")
     try:
@@ -252,6 +253,17 @@ def measure_watched(vault: Path, repeat: int) -> dict:
             sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: watched index one")
             one.append(timed(vault, *CORTEX, "index"))
         out["index_edit_w"], out["index_one_w"] = median(edit), median(one)
+        status, query = [], []
+        for _ in range(repeat):
+            rel = new_note(vault)
+            sh(vault, "git", "add", rel)
+            sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: watched status one")
+            status.append(timed(vault, *CORTEX, "status", "--json"))
+            rel = new_note(vault)
+            sh(vault, "git", "add", rel)
+            sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: watched query one")
+            query.append(timed(vault, *CORTEX, "query", "how are station files cached", "--json", check=False))
+        out["status_one_w"], out["query_one_w"] = median(status), median(query)
     finally:
         sh(vault, *CORTEX, "watch", "--stop")
     return out
@@ -310,6 +322,8 @@ def main() -> int:
         ("  index after one note committed", "index_one_w", "s"),
         ("  cortex status", "status_w", "s"), ("  cold query, hybrid", "query_hybrid_w", "s"),
         ("  cold query, lexical", "query_lexical_w", "s"),
+        ("  cortex status after one note committed", "status_one_w", "s"),
+        ("  cold query after one note committed", "query_one_w", "s"),
         ("maintain --force --only dedup", "dedup", "s"), ("full index build", "index_build_seconds", "s"),
         (".git size after (MB)", "git_mb", "MB"), ("loose objects after", "loose_objects", ""),
         ("vault build (write, add, commit, gc)", "build_seconds", "s"),
