@@ -571,9 +571,12 @@ def test_what_the_watcher_names_that_git_would_not_list_stays_out_of_the_index(w
     git(nested, "init", "-q")
     (nested / "README.md").write_text("Another repository's readme.\n")
     (root / "Projects" / "kiosk.md").write_text("The kiosk runs Debian.\n")
+    (root / "team.private.md").write_text("Shared on purpose.\n")  # matches a pattern, but git tracks it:
+    git(root, "add", "-f", "team.private.md")
+    git(root, "commit", "-qm", "forced", "--no-verify")
     assert update(root)
     paths = set(indexed(root))
-    assert "Projects/kiosk.md" in paths
+    assert {"Projects/kiosk.md", "team.private.md"} <= paths
     assert not {"drafts/idea.md", "diary.private.md", "Projects/tool/README.md"} & paths
 
 

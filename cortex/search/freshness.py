@@ -156,9 +156,13 @@ def untracked_now(root: Path, probe: "GitProbe", dirs: dict[str, int], dirty: It
 
 
 def left_out(root: Path, paths: list[str]) -> set[str]:
-    """Those of ``paths`` git would not list as the vault's (``.gitignore`` excludes them, or
-    they lie in a nested repository), as ``note_dirs`` leaves their folders out."""
+    """Those of ``paths`` git would not list as the vault's (``.gitignore`` excludes them and
+    HEAD does not hold them, or they lie in a nested repository), as ``note_dirs`` leaves
+    their folders out."""
     out = set(git_ignored(root, paths)) if paths else set()
+    files = [p for p in out if not p.endswith("/")]
+    if files and (head := head_oid(root)):
+        out -= {p for p, blob in (blobs_at(root, head, files) or {}).items() if blob}  # tracked all the same
     nested: dict[str, bool] = {}
     for path in paths:
         folder = path.rstrip("/").rpartition("/")[0]
@@ -172,31 +176,40 @@ def left_out(root: Path, paths: list[str]) -> set[str]:
     return out
 
 
-def uncommitted(root: Path, head: str, paths: Iterable[str]) -> set[str] | None:
-    """Those of ``paths`` whose file differs from commit ``head`` (changed, new, or
-    deleted), judged by git's object id of the file's bytes against the blob ``head``
-    holds there, from one ``git cat-file`` that reads only the trees on each path (not
-    the index, which grows with the vault). A clean filter (``core.autocrlf``) makes a
-    file look changed: too many, never too few. None: git could not say."""
-    import hashlib
-
-    paths = sorted(paths)
-    if not paths:
-        return set()
+def blobs_at(root: Path, commit: str, paths: Iterable[str]) -> dict[str, str | None] | None:
+    """Each path's blob id in ``commit`` (None where it holds none there), from one ``git
+    cat-file --batch-check``, which reads only the trees on each path — not the index,
+    which grows with the vault. None: git could not say."""
     asked = [p for p in paths if "\n" not in p]
+    if not asked:
+        return {}
     from cortex import gitcli
 
     done = gitcli.run_bytes(root, "cat-file", "--batch-check=%(objectname)",
-                            input="".join(f"{head}:{p}\n" for p in asked).encode("utf-8", "surrogateescape"))
+                            input="".join(f"{commit}:{p}\n" for p in asked).encode("utf-8", "surrogateescape"))
     if done is None or done.code != 0:
         return None
     lines = done.out.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) != len(asked):
         return None
+    # a missing path answers "<commit>:<path> missing"
+    return {p: line if len(line) == len(commit) and " " not in line else None for p, line in zip(asked, lines)}
+
+
+def uncommitted(root: Path, head: str, paths: Iterable[str]) -> set[str] | None:
+    """Those of ``paths`` whose file differs from commit ``head`` (changed, new, or
+    deleted): git's object id of the file's bytes against the blob ``head`` holds there
+    (``blobs_at``). A clean filter (``core.autocrlf``) makes a file look changed: too
+    many, never too few. None: git could not say."""
+    import hashlib
+
+    paths = set(paths)
+    blobs = blobs_at(root, head, paths)
+    if blobs is None:
+        return None
     algorithm = hashlib.sha256 if len(head) == 64 else hashlib.sha1
-    out = set(paths) - set(asked)
-    for path, line in zip(asked, lines):
-        blob = line if len(line) == len(head) and " " not in line else None  # "<head>:<path> missing"
+    out = paths - set(blobs)  # a path git cannot be asked about
+    for path, blob in blobs.items():
         try:
             if os.path.islink(root / path):
                 data = os.readlink(root / path).encode("utf-8", "surrogateescape")
