@@ -490,6 +490,11 @@ class GitProbe:
         probe.proc = gitcli.start(root, *args, *STATUS, env=watched[0] if watched else None)
         return probe
 
+    @property
+    def answered(self) -> bool:
+        """Whether the answer is in without waiting (the watcher's word; no git running)."""
+        return self.proc is None and self.changes is not None
+
     def result(self) -> "GitProbe":
         if self.proc is None or self.ok:
             self._let_seed()

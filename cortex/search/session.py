@@ -108,16 +108,21 @@ class Session:
 
     def ask(self, question: Question, probe=None, *, count_hidden: bool = False) -> Answer:
         """Answer from the loaded index. With `probe`, freshness is checked after the
-        first answer and the question asked again only if notes changed. A damaged
-        index is rebuilt and the question asked again. `count_hidden`: for an empty
-        answer, also count the archived notes that would have answered."""
+        first answer (git's status runs meanwhile) and the question asked again only if
+        notes changed; before it when the probe's answer is in already (the watcher's).
+        A damaged index is rebuilt and the question asked again. `count_hidden`: for an
+        empty answer, also count the archived notes that would have answered."""
         report = UpdateReport()
         try:
-            hits = self._answer(question)
-            if probe is not None:
+            if probe is not None and probe.answered:  # the watcher's word, in already: update, then answer once
                 report = self.refresh(probe)
-                if report.touched:
-                    hits = self._answer(question)
+                hits = self._answer(question)
+            else:
+                hits = self._answer(question)
+                if probe is not None:
+                    report = self.refresh(probe)
+                    if report.touched:
+                        hits = self._answer(question)
         except Exception as exc:
             report = self.recover(exc)
             hits = self._answer(question)
