@@ -599,3 +599,36 @@ def test_a_pull_from_another_machine_reaches_the_index_through_the_watcher(watch
     assert (root / "vault" / "kiosk.md").exists()
     assert update(root)  # the watcher's word alone
     assert indexed(root) == on_disk(root) and "vault/kiosk.md" in indexed(root)
+
+
+def test_cortex_own_commits_and_a_deleted_index_are_followed_through_the_watcher(watched):
+    """`cortex run` and `cortex forget` write and move notes and commit them with pygit2;
+    maintenance moves them to the archive; the index, asked through the watcher alone,
+    follows each, and is rebuilt when deleted."""
+    root = watched
+    assert cortex("--vault", str(root), "index").returncode == 0
+    update(root)
+    observations = [{"timestamp": "2026-02-16T15:23:14.527Z", "bucket": "explicit", "type": "fact",
+                     "attribution": "owner", "session_id": "cli", "body": body}
+                    for body in ("The harbour cranes are serviced every March.",
+                                 "The tide gauge is calibrated by Ilse every April.",
+                                 "The ferry timetable changes on the first of May.")]
+    with open(root / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(obs) + "\n" for obs in observations)
+    assert cortex("--vault", str(root), "run").returncode == 0
+    assert update(root)
+    assert indexed(root) == on_disk(root) and len(on_disk(root)) >= 3
+    cranes = next(p for p in on_disk(root) if "cranes" in (root / p).read_text())
+    done = cortex("--vault", str(root), "forget", cranes, "--reason", "the cranes were sold")
+    assert done.returncode == 0, done.stderr
+    assert cortex("--vault", str(root), "maintain", "--force").returncode == 0
+    assert update(root)
+    state = json.loads((root / ".cortex" / "search" / "state.json").read_text())
+    assert indexed(root) == on_disk(root) and cranes not in indexed(root)
+    assert state["dirty"] == differing_from_head(root) == []
+    shutil.rmtree(root / ".cortex" / "search")
+    assert cortex("--vault", str(root), "index").returncode == 0  # rebuilt: no token yet
+    assert not update(root)  # the first update takes one, with git's word
+    (root / "vault" / "kiosk.md").write_text("The lobby kiosk runs Debian 12.\n")
+    assert update(root)
+    assert indexed(root) == on_disk(root)
