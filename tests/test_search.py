@@ -771,3 +771,14 @@ def test_nothing_found_mentions_archived_notes_only_when_one_would_match(vault, 
     commit_all(vault)
     assert main([*v, "ledger reconciliation"]) == 1
     assert "1 archived memory would match: add --archived" in capsys.readouterr().err
+
+
+def test_a_query_in_a_vault_with_no_notes_yet_finds_nothing(tmp_path):
+    from tests.conftest import cortex
+
+    assert cortex("init", str(tmp_path / "v")).returncode == 0
+    for args in (["query", "staging database"], ["query", "staging database", "--semantic-only"],
+                 ["query", "staging database", "--json"], ["query", "--recent", "7d"]):
+        done = cortex("--vault", str(tmp_path / "v"), *args)
+        assert done.returncode == 1, (args, done.stderr)  # nothing found, not a crash
+        assert "a bug" not in done.stderr

@@ -365,6 +365,8 @@ class LexicalIndex:
         from whoosh.scoring import bm25
 
         searcher = self.searcher
+        if not searcher.doc_count_all():  # an empty vault: no idf to take (Whoosh's log(0) would raise)
+            return LexicalHits(hits=[], ceiling=0.0)
         lengths, decode = self._field_lengths()
         weighting = searcher.weighting
         b = getattr(weighting, "_field_B", {}).get("text", getattr(weighting, "B", 0.75))
