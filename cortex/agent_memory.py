@@ -263,6 +263,8 @@ def _hit_record(rank: int, hit, *, scored: bool = True) -> dict:
               "tags": hit.tags, "entities": hit.entities, "text": hit.snippet}
     if not scored:  # the temporal view orders by time: its "score" is a timestamp
         del record["score"]
+    if getattr(hit, "via", None):  # reached by the second hop: from which result, through which entity
+        record["via"] = hit.via
     return record
 
 

@@ -415,7 +415,7 @@ def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
 
 
 JSON_KEYS = {"rank", "path", "id", "title", "type", "category", "partition", "archived", "tags", "entities",
-             "attribution", "created", "snippet", "score", "why"}
+             "attribution", "created", "snippet", "score", "why", "via"}
 
 
 def test_json_shape_is_stable(mixed, capsys):
@@ -782,3 +782,42 @@ def test_a_query_in_a_vault_with_no_notes_yet_finds_nothing(tmp_path):
         done = cortex("--vault", str(tmp_path / "v"), *args)
         assert done.returncode == 1, (args, done.stderr)  # nothing found, not a crash
         assert "a bug" not in done.stderr
+
+
+def test_a_second_hop_follows_the_best_results_entities_to_the_notes_that_name_them(tmp_path):
+    """A question that joins two memories: the first names the project, the second says
+    what the project runs. The second comes back through the entity, below the first,
+    saying so; a note that shares one word of the name is not reached, nor one the
+    filters exclude; nonsense still finds nothing."""
+    from tests.conftest import cortex
+
+    root = tmp_path / "v"
+    assert cortex("init", str(root)).returncode == 0
+
+    def obs(body, day, kind="fact", entities=()):
+        return json.dumps({"timestamp": f"2026-03-0{day}T12:00:00.000Z", "session_id": "cli", "type": kind,
+                           "bucket": "explicit", "attribution": "owner", "importance": 0.8, "body": body,
+                           "entities": [{"name": n, "type": "project"} for n in entities]})
+
+    lines = [obs("Priya Raman leads the Harbour Kiosk project.", 1, entities=["Priya Raman", "Harbour Kiosk"]),
+             obs("The Harbour Kiosk runs Debian 12 on a Raspberry Pi 5.", 2),
+             obs("The Harbour Master office closes at six.", 3),
+             obs("Decided: the Harbour Kiosk gets a touch screen next spring.", 4, kind="decision"),
+             obs("The staging database is rebuilt every night at 02:00.", 5)]
+    (root / "observer" / "observations.jsonl").write_text("\n".join(lines) + "\n")
+    assert cortex("--vault", str(root), "run").returncode == 0
+
+    def ask(*args):
+        done = cortex("--vault", str(root), "query", "which operating system does Priya's project run on", "--json",
+                      *args)
+        assert done.returncode == 0, done.stderr
+        return [(r["snippet"], r["via"]) for r in json.loads(done.stdout)["results"]]
+
+    results = ask()
+    assert results[0] == ("Priya Raman leads the Harbour Kiosk project.", None)
+    reached = {snippet: via for snippet, via in results[1:] if via}
+    assert reached["The Harbour Kiosk runs Debian 12 on a Raspberry Pi 5."]["entity"] == "Harbour Kiosk"
+    assert "Decided: the Harbour Kiosk gets a touch screen next spring." in reached
+    assert not any("Harbour Master" in snippet for snippet, _ in results)  # one word of the name is not the name
+    assert not any("touch screen" in snippet for snippet, _ in ask("--type", "fact"))
+    assert cortex("--vault", str(root), "query", "qwxzv plorb").returncode == 1

@@ -17,6 +17,12 @@ from cortex.search.records import LIST_SEP
 MODES = ("hybrid", "lexical", "semantic")
 ARCHIVE_PREFIX = "mind/archive/"
 FIRST_K = 100  # candidates per side; widened when filters reject too many
+# The second hop (docs/query.md, "How a query ranks"): the best results' entities lead to
+# the other notes that name them, each at a share of the relevance of the note it was
+# reached from, so it ranks below that note and takes a place only a weak direct match held.
+HOP_FROM = 3  # results whose entities are followed
+HOP_SHARE = 0.5  # of the relevance of the note a hop starts from
+HOP_NOTES = 5  # notes reached per entity, at most
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,7 @@ class Hit:
     snippet: str
     score: float
     why: dict = field(default_factory=dict)
+    via: dict | None = None  # reached by the second hop: {"path": the result it came from, "entity": the name they share}
 
     def as_dict(self, rank: int) -> dict:
         return {"rank": rank, **asdict(self)}
@@ -134,7 +141,7 @@ def _priors(doc: dict, taxonomy, now: datetime) -> dict:
             "prior": round(fusion.prior(eff, conf, rec), 4)}
 
 
-def _hit(doc: dict, score: float, why: dict) -> Hit:
+def _hit(doc: dict, score: float, why: dict, via: dict | None = None) -> Hit:
     title = doc.get("title") or doc.get("snippet", "")[:80]
     return Hit(
         path=doc["path"], id=doc.get("id", ""), title=title, type=doc.get("type", ""),
@@ -142,13 +149,13 @@ def _hit(doc: dict, score: float, why: dict) -> Hit:
         tags=_items(doc.get("tags")),
         entities=_items(doc.get("entities")),
         attribution=doc.get("attribution", ""), created=doc.get("created", ""), snippet=doc.get("snippet", ""),
-        score=round(score, 6), why=why,
+        score=round(score, 6), why=why, via=via,
     )
 
 
 def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, mode: str = "hybrid",
            now: datetime | None = None, weights: fusion.FusionWeights = fusion.DEFAULT_WEIGHTS,
-           use_priors: bool = True, min_score: float | None = None) -> list[Hit]:
+           use_priors: bool = True, min_score: float | None = None, hops: bool = True) -> list[Hit]:
     """The best `limit` notes for `text` whose relevance reaches the floor (`min_score`,
     else the mode's default: `fusion.floor_for`), filtered, fused and ordered by memory
     priors. Nothing over the floor is an empty list: the query found nothing; so is, by
@@ -241,7 +248,46 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     if not fusion.answers(mode, min_score, [why for _, _, why in ranked], notes=total, meaning_of=meaning_of):
         return []  # notes sharing a word or two with the query, none an answer, or none about it
     ranked.sort(key=lambda item: -item[0])
-    return [_hit(docs[path], score, why) for score, path, why in ranked[:limit]]
+    via: dict[str, dict] = {}
+    if hops:
+        ranked += _second_hop(lexical, ranked, docs, filters, taxonomy, now, via)
+        ranked.sort(key=lambda item: -item[0])
+    return [_hit(docs[path], score, why, via.get(path)) for score, path, why in ranked[:limit]]
+
+
+def _second_hop(lexical, ranked: list, docs: dict, filters: Filters, taxonomy, now: datetime,
+                via: dict[str, dict]) -> list[tuple[float, str, dict]]:
+    """The notes that name an entity of one of the best results (by its words: the name's
+    every term), each at ``HOP_SHARE`` of that result's relevance — a question that joins
+    two memories ("what does the project Priya leads run on") finds the second through
+    the name the first gives it. Recorded in ``via``. Not held to the floor: the note it
+    comes from passed it and the answer gate, and it ranks below that note."""
+    seen = {path for _, path, _ in ranked}
+    out = []
+    for _, path, why in ranked[:HOP_FROM]:
+        relevance = why["relevance"] * HOP_SHARE
+        for name in _items(docs[path].get("entities")):
+            reached = 0
+            for other, _, matched in lexical.search_evidence(name, HOP_NOTES * 4).hits:
+                if reached >= HOP_NOTES:
+                    break
+                if other in seen or matched < 0.999:  # the whole name, not one of its words
+                    continue
+                doc = lexical.stored(other)
+                if doc is None or not matches(doc, filters):
+                    continue
+                seen.add(other)
+                reached += 1
+                docs[other] = doc
+                hop_why = {"relevance": round(relevance, 4), "hop": HOP_SHARE}
+                score = relevance
+                if taxonomy is not None:
+                    pri = _priors(doc, taxonomy, now)
+                    hop_why.update(pri)
+                    score = fusion.ranked(relevance, pri["prior"])
+                via[other] = {"path": path, "entity": name}
+                out.append((score, other, hop_why))
+    return out
 
 
 def meaning_lookup(index, query_vec, ranked: Sequence[tuple]):
