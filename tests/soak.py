@@ -152,6 +152,19 @@ def cortex_loop(root: Path, stop: threading.Event, counts: Counts, rnd: random.R
             counts.problems.append(f"cortex {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-400:]}")
 
 
+def reader(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random) -> None:
+    """An agent asking as it works (with ``--watch``: through the watcher): a query finds
+    or finds nothing, status answers; never an error."""
+    while not stop.is_set():
+        args = rnd.choice([("query", "which soak worker finished its batch", "--json"), ("status", "--json"),
+                           ("index",)])
+        done = cortex(root, *args)
+        counts.cortex[f"cortex {args[0]} exit {done.returncode}"] += 1
+        if done.returncode not in ((0, 1) if args[0] == "query" else (0,)):
+            counts.problems.append(f"cortex {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-400:]}")
+        time.sleep(rnd.uniform(0.05, 0.3))
+
+
 def note_bodies(root: Path) -> set[str]:
     paths = git(root, "ls-tree", "-r", "--name-only", "HEAD").stdout.split()
     bodies = set()
@@ -162,10 +175,14 @@ def note_bodies(root: Path) -> set[str]:
     return bodies
 
 
-def soak(root: Path, seconds: float, seed: int = 0) -> Counts:
-    """Run the soak on a fresh vault at ``root``; returns the counts (problems included)."""
+def soak(root: Path, seconds: float, seed: int = 0, watch: bool = False) -> Counts:
+    """Run the soak on a fresh vault at ``root``; returns the counts (problems included).
+    ``watch``: with ``cortex watch`` running and an agent querying beside the rest."""
     init = subprocess.run([str(BIN / "cortex"), "init", str(root)], capture_output=True, text=True)
     assert init.returncode == 0, init.stderr
+    if watch:
+        started = cortex(root, "watch", "--background")
+        assert started.returncode == 0, started.stderr
     config = root / "observer" / "config.yml"
     config.write_text(config.read_text() + "\nlock_timeout: 2\n")  # give way to the person sooner
     counts = Counts()
@@ -174,6 +191,8 @@ def soak(root: Path, seconds: float, seed: int = 0) -> Counts:
     stop = threading.Event()
     workers = [threading.Thread(target=agent, args=(root, stop, counts, random.Random(seed + 2))),
                threading.Thread(target=cortex_loop, args=(root, stop, counts, rnd))]
+    if watch:
+        workers.append(threading.Thread(target=reader, args=(root, stop, counts, random.Random(seed + 3))))
     for worker in workers:
         worker.start()
     deadline = time.monotonic() + seconds
@@ -194,8 +213,46 @@ def soak(root: Path, seconds: float, seed: int = 0) -> Counts:
         done = cortex(root, "run", "--json")
         if done.returncode == 0 and json.loads(done.stdout)["read"] == 0:
             break
-    verify(root, person, counts)
+    try:
+        verify(root, person, counts)
+        if watch:
+            verify_index(root, counts)
+    finally:
+        if watch:
+            seen = cortex(root, "watch", "--status", "--json")
+            answered = json.loads(seen.stdout).get("daemon", {}).get("answered", {}) if seen.returncode == 0 else {}
+            counts.cortex["watcher answers with paths"] = answered.get("paths", 0)
+            cortex(root, "watch", "--stop")
     return counts
+
+
+def verify_index(root: Path, counts: Counts) -> None:
+    """After it all, the search index holds every note as it is on disk, and the notes
+    it records as differing from HEAD are those git finds."""
+    done = cortex(root, "index")
+    if done.returncode != 0:
+        counts.problems.append(f"cortex index exited {done.returncode}: {done.stderr.strip()[-400:]}")
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from cortex.layout import is_note_path
+    from cortex.search.index import SearchIndex, walk_notes
+    from cortex.search.records import content_hash
+
+    index = SearchIndex(root)
+    index.load(vectors=False)
+    try:
+        indexed = {f["path"]: f["hash"] for f in index.lexical.searcher.all_stored_fields()}
+        dirty = index.state.dirty
+    finally:
+        index.close()
+    on_disk = {p: content_hash((root / p).read_bytes()) for p in walk_notes(root)}
+    if indexed != on_disk:
+        wrong = sorted(set(indexed.items()) ^ set(on_disk.items()))[:5]
+        counts.problems.append(f"the search index differs from the notes on disk: {wrong}")
+    differ = {p for p in git(root, "diff", "--name-only", "HEAD").stdout.splitlines()
+              + git(root, "ls-files", "--others", "--exclude-standard").stdout.splitlines() if is_note_path(p)}
+    if dirty is not None and set(dirty) != differ:
+        counts.problems.append(f"the index's dirty list {sorted(dirty)[:5]} is not git's {sorted(differ)[:5]}")
 
 
 def verify(root: Path, person: Person, counts: Counts) -> None:
@@ -239,6 +296,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_SECONDS", 120)))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--watch", action="store_true", help="With `cortex watch` running and an agent querying.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
@@ -248,7 +306,7 @@ def main() -> int:
                           GIT_COMMITTER_NAME="Test Person", GIT_COMMITTER_EMAIL="person@example.com",
                           PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
         started = time.monotonic()
-        counts = soak(Path(tmp) / "vault", args.seconds, args.seed)
+        counts = soak(Path(tmp) / "vault", args.seconds, args.seed, watch=args.watch)
         print(f"soak: {time.monotonic() - started:.0f} s, {counts.observations} observations")
         for what, n in sorted({**counts.person, **counts.cortex}.items()):
             print(f"  {n:6d}  {what}")

@@ -15,3 +15,10 @@ def test_a_person_beside_cortex_loses_nothing(tmp_path):
     assert counts.problems == []
     assert sum(n for what, n in counts.person.items() if what.startswith("git commit")) >= 1
     assert sum(counts.cortex.values()) >= 1 and counts.observations >= 20
+
+
+def test_with_the_watcher_and_an_agent_querying_the_index_follows_it_all(tmp_path):
+    counts = soak(tmp_path / "vault", seconds=20, seed=5, watch=True)
+    assert counts.problems == []
+    assert sum(n for what, n in counts.cortex.items() if what.startswith(("cortex query", "cortex status"))) >= 5
+    assert counts.cortex["watcher answers with paths"] >= 5  # asked through the watcher, not git
