@@ -139,6 +139,15 @@ def wikilink(name: str) -> str:
     return f"[[{clean}]]"
 
 
+# [[target]], [[target#heading]], [[target^block]], [[target|shown text]]
+WIKILINK_RE = re.compile(r"\[\[([^\]\[|#^]+)(?:[#^][^\]\[|]*)?(?:\|[^\]\[]*)?\]\]")
+
+
+def wikilinks(text: str) -> list[str]:
+    """The targets of the Obsidian links in ``text``, whitespace collapsed."""
+    return [" ".join(m.group(1).split()) for m in WIKILINK_RE.finditer(text)]
+
+
 @dataclass(frozen=True)
 class NoteDraft:
     """Everything needed to render a note cortex writes."""

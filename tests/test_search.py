@@ -821,3 +821,13 @@ def test_a_second_hop_follows_the_best_results_entities_to_the_notes_that_name_t
     assert not any("Harbour Master" in snippet for snippet, _ in results)  # one word of the name is not the name
     assert not any("touch screen" in snippet for snippet, _ in ask("--type", "fact"))
     assert cortex("--vault", str(root), "query", "qwxzv plorb").returncode == 1
+
+    # a person's notes, linked as in Obsidian: the link names the entity
+    (root / "Projects").mkdir()
+    (root / "Projects" / "Rollouts.md").write_text("Marta Okafor owns the [[Tide Gauge|gauge]] rollout this spring.\n")
+    (root / "Tide Gauge.md").write_text("The tide gauge reports the water level every ten minutes over LoRa.\n")
+    done = cortex("--vault", str(root), "query", "what does Marta Okafor own", "--json")
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)["results"]
+    assert results[0]["path"] == "Projects/Rollouts.md" and results[0]["via"] is None
+    assert {"path": "Projects/Rollouts.md", "entity": "Tide Gauge"} in [r["via"] for r in results]

@@ -14,7 +14,6 @@ Derived and untracked: rebuilt only when HEAD's notes changed.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TYPE_CHECKING
@@ -22,7 +21,7 @@ from typing import Any, TYPE_CHECKING
 from cortex.fsutil import atomic_write
 from cortex.maintenance.base import JobContext, JobResult
 from cortex.maintenance.snapshot import Snapshot
-from cortex.notes import REDACTED, wikilink
+from cortex.notes import REDACTED, wikilink, wikilinks
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 JOB = "graph"
 VERSION = 1
 EDGE_KINDS = ("attributed_to", "mentions", "links_to", "tagged", "merged_into")
-WIKILINK_RE = re.compile(r"\[\[([^\]\[|#^]+)(?:[#^][^\]\[|]*)?(?:\|[^\]\[]*)?\]\]")
 
 
 @dataclass
@@ -62,10 +60,6 @@ def entity_key(name: str) -> str:
 
 
 _MERMAID = str.maketrans({'"': "#quot;", "<": "#lt;", ">": "#gt;", "&": "#amp;", "\n": " "})
-
-
-def wikilinks(text: str) -> list[str]:
-    return [" ".join(m.group(1).split()) for m in WIKILINK_RE.finditer(text)]
 
 
 def build_graph(snapshot: Snapshot) -> Graph:

@@ -141,6 +141,24 @@ def _priors(doc: dict, taxonomy, now: datetime) -> dict:
             "prior": round(fusion.prior(eff, conf, rec), 4)}
 
 
+def _names_in(root, path: str, doc: dict) -> list[str]:
+    """A note's entities and the targets of its links (a target's file name, as Obsidian
+    shows it), each once."""
+    from cortex.layout import UnreadableNote, read_note_bytes
+    from cortex.notes import REDACTED, wikilinks
+
+    names = _items(doc.get("entities"))
+    try:
+        text = read_note_bytes(root, path).decode("utf-8", errors="replace")
+    except (OSError, UnreadableNote):
+        text = ""
+    for target in wikilinks(text):
+        name = target.rsplit("/", 1)[-1].removesuffix(".md").strip()
+        if name:
+            names.append(name)
+    return list(dict.fromkeys(n for n in names if REDACTED not in n))  # a redacted name names nothing
+
+
 def _hit(doc: dict, score: float, why: dict, via: dict | None = None) -> Hit:
     title = doc.get("title") or doc.get("snippet", "")[:80]
     return Hit(
@@ -250,23 +268,25 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     ranked.sort(key=lambda item: -item[0])
     via: dict[str, dict] = {}
     if hops:
-        ranked += _second_hop(lexical, ranked, docs, filters, taxonomy, now, via)
+        ranked += _second_hop(index, ranked, docs, filters, taxonomy, now, via)
         ranked.sort(key=lambda item: -item[0])
     return [_hit(docs[path], score, why, via.get(path)) for score, path, why in ranked[:limit]]
 
 
-def _second_hop(lexical, ranked: list, docs: dict, filters: Filters, taxonomy, now: datetime,
+def _second_hop(index, ranked: list, docs: dict, filters: Filters, taxonomy, now: datetime,
                 via: dict[str, dict]) -> list[tuple[float, str, dict]]:
-    """The notes that name an entity of one of the best results (by its words: the name's
-    every term), each at ``HOP_SHARE`` of that result's relevance — a question that joins
-    two memories ("what does the project Priya leads run on") finds the second through
-    the name the first gives it. Recorded in ``via``. Not held to the floor: the note it
-    comes from passed it and the answer gate, and it ranks below that note."""
+    """The notes that name an entity of one of the best results — one of its ``entities``
+    or a ``[[link]]`` in it, as a person links in Obsidian — by the name's every word,
+    each at ``HOP_SHARE`` of that result's relevance: a question that joins two memories
+    ("what does the project Priya leads run on") finds the second through the name the
+    first gives it. Recorded in ``via``. Not held to the floor: the note it comes from
+    passed it and the answer gate, and it ranks below that note."""
+    lexical = index.lexical
     seen = {path for _, path, _ in ranked}
     out = []
     for _, path, why in ranked[:HOP_FROM]:
         relevance = why["relevance"] * HOP_SHARE
-        for name in _items(docs[path].get("entities")):
+        for name in _names_in(index.root, path, docs[path]):
             reached = 0
             for other, _, matched in lexical.search_evidence(name, HOP_NOTES * 4).hits:
                 if reached >= HOP_NOTES:
