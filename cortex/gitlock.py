@@ -275,6 +275,28 @@ def git_dir_of(root: Path) -> Path:
     return dot
 
 
+def head_oid(root: Path) -> str | None:
+    """HEAD's commit, read from git's files as git writes them (a loose or a packed ref;
+    a linked worktree's branches live in the main repository), without starting git:
+    None where they do not say (an unborn branch, a ref store of another kind)."""
+    try:
+        git_dir = git_dir_of(root)
+        head = (git_dir / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head if len(head) in (40, 64) else None
+        ref = head[len("ref: "):]
+        common = git_dir / "commondir"
+        refs = (git_dir / common.read_text().strip()).resolve() if common.exists() else git_dir
+        try:
+            oid = (refs / ref).read_text().strip()
+        except FileNotFoundError:
+            with open(refs / "packed-refs", encoding="utf-8") as fh:
+                oid = next((line.split()[0] for line in fh if line.rstrip("\n").endswith(" " + ref)), "")
+        return oid if len(oid) in (40, 64) else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _git_ancestor() -> int | None:
     """The ``git`` process above this one (git → hook script → pre-commit → guard)."""
     pid = os.getppid()

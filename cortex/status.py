@@ -82,7 +82,8 @@ def _watched_changes(root, index_state: dict | None) -> _Watched | None:
     moved since, what the commits between changed (a diff of two trees). More than differ,
     perhaps — each is counted as HEAD has it and as the file is — never fewer. None (ask
     git) when any of them cannot say."""
-    from cortex.search.freshness import changed_between, head_oid, watcher_changes
+    from cortex.gitlock import head_oid
+    from cortex.search.freshness import changed_between, watcher_changes
 
     state = index_state or {}
     dirty, token, head = state.get("dirty"), state.get("watch"), state.get("head")
@@ -124,32 +125,6 @@ def _count_lines(path, start: int) -> int:
     return n
 
 
-def _git_head(root) -> str | None:
-    """HEAD's commit id from .git's files (no git library: status stays cheap)."""
-    git = root / ".git"
-    try:
-        if git.is_file():  # a worktree or submodule: `gitdir: <path>`
-            git = (root / git.read_text().strip().removeprefix("gitdir:").strip()).resolve()
-        head = (git / "HEAD").read_text().strip()
-        if not head.startswith("ref: "):
-            return head or None
-        common = git / "commondir"  # a worktree's branches live in the main repository
-        refs = (git / common.read_text().strip()).resolve() if common.exists() else git
-        return _read_ref(refs, head[5:])
-    except OSError:
-        return None
-
-
-def _read_ref(git, ref: str) -> str | None:
-    try:
-        return (git / ref).read_text().strip()
-    except FileNotFoundError:
-        for line in (git / "packed-refs").read_text().splitlines():
-            if line.endswith(" " + ref):
-                return line.split()[0]
-    return None
-
-
 def _index_state(root) -> dict | None:
     """What the search index recorded at its last update (`.cortex/search/state.json`)."""
     import json
@@ -178,7 +153,9 @@ def index_status(root, data: dict | None) -> dict[str, Any]:
                 changed.append(rel)
         except OSError:
             changed.append(rel)
-    head_moved = data.get("head") != _git_head(root)
+    from cortex.gitlock import head_oid
+
+    head_moved = data.get("head") != head_oid(root)
     state = "fresh" if not (changed or head_moved) else "stale"
     out: dict[str, Any] = {"state": state, "head": data.get("head"), "head_moved": head_moved, "changed_folders": sorted(changed)}
     if state == "stale":

@@ -161,6 +161,8 @@ def left_out(root: Path, paths: list[str]) -> set[str]:
     their folders out."""
     out = set(git_ignored(root, paths)) if paths else set()
     files = [p for p in out if not p.endswith("/")]
+    from cortex.gitlock import head_oid
+
     if files and (head := head_oid(root)):
         out -= {p for p, blob in (blobs_at(root, head, files) or {}).items() if blob}  # tracked all the same
     nested: dict[str, bool] = {}
@@ -404,34 +406,6 @@ def watcher_changes(root: Path, since: str) -> tuple[str, list[str] | None] | No
     return token.decode(), [e.decode("utf-8", errors="surrogateescape") for e in entries]
 
 
-def head_oid(root: Path) -> str | None:
-    """HEAD's commit, read from git's files as git writes them (a loose or a packed
-    ref), without starting git; None where that does not say (an unborn branch, a ref
-    store of another kind)."""
-    from cortex.gitlock import git_dir_of
-
-    try:
-        git_dir = git_dir_of(root)
-        common = git_dir
-        with contextlib.suppress(FileNotFoundError):  # a linked worktree keeps its refs in the main one
-            common = (git_dir / (git_dir / "commondir").read_text().strip()).resolve()
-        head = (git_dir / "HEAD").read_text().strip()
-        if not head.startswith("ref: "):
-            return head if len(head) in (40, 64) else None
-        ref = head[len("ref: "):]
-        with contextlib.suppress(FileNotFoundError):
-            oid = (common / ref).read_text().strip()
-            return oid if len(oid) in (40, 64) else None
-        with open(common / "packed-refs", encoding="utf-8") as fh:
-            for line in fh:
-                oid, _, name = line.rstrip("\n").partition(" ")
-                if name == ref:
-                    return oid
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
-
-
 SEARCH_STATE = Path(".cortex") / "search" / "state.json"  # cortex/search/index.py State
 
 
@@ -474,6 +448,8 @@ class GitProbe:
             if word is not None:
                 probe.token, probe.changes = word
                 if probe.changes is not None:
+                    from cortex.gitlock import head_oid
+
                     probe.head, probe.ok = head_oid(root), True
                     return probe
         from cortex import gitcli
