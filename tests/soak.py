@@ -297,6 +297,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_SECONDS", 120)))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--watch", action="store_true", help="With `cortex watch` running and an agent querying.")
+    parser.add_argument("--keep", metavar="DIR", help="Where to copy the vault when there are problems.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
@@ -313,6 +314,11 @@ def main() -> int:
         print(f"  problems: {len(counts.problems)}")
         for problem in counts.problems:
             print(f"    {problem}")
+        if counts.problems and args.keep:
+            import shutil
+
+            shutil.copytree(Path(tmp) / "vault", args.keep, symlinks=True)
+            print(f"  the vault is kept in {args.keep}")
     return 1 if counts.problems else 0
 
 
