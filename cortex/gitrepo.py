@@ -316,8 +316,8 @@ class GitRepo:
     def commit(self, changes: Mapping[str, str | None], message: str, author: tuple[str, str]) -> str:
         """Commit HEAD's tree with ``changes`` applied (path → blob oid, or None to delete).
 
-        Runs under ``index.lock`` (the caller's ``locked()`` block, or its own): the
-        caller writes the index (``materialize``) before the lock is let go. Retries when
+        Runs under ``index.lock`` (the caller's ``locked()`` block, or its own), inside
+        ``materializing(changes)``, which puts the index in step with it. Retries when
         a person's commit moves HEAD underneath us, and waits a bounded time for a ref
         lock another git process holds.
         """
@@ -364,6 +364,79 @@ class GitRepo:
             else:
                 builder.insert(name, pygit2.Oid(hex=change), BLOB)
         return builder.write()
+
+    @contextmanager
+    def materializing(self, changes: Mapping[str, str | None]) -> Iterator[None]:
+        """For a block that commits ``changes`` (under ``locked()``): the index takes them
+        first, from their blobs, before the block moves HEAD; the working files follow
+        (``materialize``), still under the lock. (A failed block: see the end.)
+
+        Why the index first: git reads HEAD, then the index, and only then takes
+        ``index.lock`` (``git commit -a`` does). A person's commit that read HEAD after
+        cortex moved it and the index before cortex replaced it, and got the lock once
+        cortex let go, wrote a tree without cortex's new notes on top of cortex's commit:
+        deleted them (the soak, under load, when the index came after the commits). With
+        the index first, a commit that read the old HEAD is refused by git (HEAD is no
+        longer what it read), and one that read the new HEAD read the new index. Killed
+        in between, the index is ahead of HEAD: cortex's changes staged, nothing lost,
+        and the run's or the job's recovery commits or redoes them. A block that fails
+        having committed nothing puts the index back; one that committed part of it leaves
+        the index ahead, for the recovery to finish."""
+        assert self._lock is not None, "the index is written only under index.lock"
+        from cortex import gitcli
+
+        head_before = self.head_oid()
+        zero = "0" * len(head_before or "0" * 40)
+        info = "".join(f"100644 {oid}\t{path}\n" if oid else f"0 {zero}\t{path}\n" for path, oid in changes.items())
+        tmp, index = self._scratch_index()
+        done = gitcli.run(self.root, "update-index", "--index-info", input=info, env={"GIT_INDEX_FILE": str(tmp)})
+        if not done.ok:
+            tmp.unlink(missing_ok=True)
+            raise CortexError(f"git update-index failed: {done.err.strip()}",
+                              "nothing was committed: cortex tries again at its next run")
+        old = self.git_dir / "cortex-index.old"
+        old.unlink(missing_ok=True)
+        had_index = index.exists()
+        if had_index:
+            os.link(index, old)  # the index as it was, kept by a second name (no copy)
+        os.replace(tmp, index)
+        try:
+            yield
+        except BaseException:
+            if self.head_oid() == head_before:  # nothing committed: as it was
+                if had_index:
+                    os.replace(old, index)
+                else:
+                    index.unlink(missing_ok=True)
+            # else part committed: the index stays ahead (never behind HEAD), recovery commits the rest
+            raise
+        old.unlink(missing_ok=True)
+        self.materialize(changes)
+
+    def unstage(self, changes: Mapping[str, str | None]) -> None:
+        """Undo what ``materializing`` staged for ``changes`` that were never committed (a
+        kill between the index and the commit): each path whose index entry is still
+        cortex's planned one takes HEAD's entry back; a path staged otherwise since (a
+        person's ``git add``) stays as it is."""
+        from cortex import gitcli
+
+        with self.locked():
+            head = self.head_oid()
+            staged = self._staged_blobs(list(changes))
+            back = [p for p, oid in changes.items() if staged.get(p) == oid]
+            if not back or head is None:
+                return
+            zero = "0" * len(head)
+            info = ""
+            for path in back:
+                mode, blob = self._entry_at(head, path)
+                info += f"{mode:o} {blob}\t{path}\n" if blob else f"0 {zero}\t{path}\n"
+            tmp, index = self._scratch_index()
+            done = gitcli.run(self.root, "update-index", "--index-info", input=info, env={"GIT_INDEX_FILE": str(tmp)})
+            if not done.ok:
+                tmp.unlink(missing_ok=True)
+                return
+            os.replace(tmp, index)
 
     def materialize(self, changes: Mapping[str, str | None]) -> None:
         """Make the working tree and the index agree with committed ``changes``: files

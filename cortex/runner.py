@@ -17,6 +17,8 @@ decided, so the lines are simply planned again.
 
 from __future__ import annotations
 
+import contextlib
+
 import secrets
 import time
 from collections import Counter
@@ -153,7 +155,11 @@ def finish(
         if info.trailers.get("Batch", "").startswith(batch + "/")
     }
     all_changes: dict[str, str] = {}
-    with repo.locked():  # HEAD and the index move together (cortex/gitlock.py)
+    for group in pending["groups"]:
+        all_changes.update(group["changes"])
+        report.superseded += group.get("superseded", [])
+    # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
+    with repo.locked(), (repo.materializing(all_changes) if all_changes else contextlib.nullcontext()):
         for part, group in enumerate(pending["groups"]):
             tag = f"{batch}/{part}"
             if tag not in done:
@@ -162,10 +168,6 @@ def finish(
                     trailers["Offset"] = f"{pending['buffer_id']}:{pending['target_offset']}"
                 repo.commit(group["changes"], group["message"] + "\n" + trailer_lines(trailers) + "\n", author)
                 report.commits += 1
-            all_changes.update(group["changes"])
-            report.superseded += group.get("superseded", [])
-        if all_changes:
-            repo.materialize(all_changes)
     for note_id, at, path in pending["reinforcements"]:
         state.add_reinforcement(note_id, at, path)
     report.warnings += [f"removed {lock}, left by an interrupted run" for lock in repo.cleared_locks]

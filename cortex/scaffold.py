@@ -264,8 +264,8 @@ def _commit(vault: Vault, paths: list[str]) -> None:
             edited[rel] = (changes[rel], before)
     with repo.locked():  # HEAD and the index move together (cortex/gitlock.py)
         if changes:
-            repo.commit(changes, "init: cortex vault\n", (vault.settings.author_name, vault.settings.author_email))
-            repo.materialize({p: oid for p, oid in changes.items() if p not in edited})
+            with repo.materializing({p: oid for p, oid in changes.items() if p not in edited}):
+                repo.commit(changes, "init: cortex vault\n", (vault.settings.author_name, vault.settings.author_email))
         for rel, (oid, before) in edited.items():
             if oid is None:
                 continue

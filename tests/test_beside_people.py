@@ -307,3 +307,61 @@ def test_a_file_monitor_that_would_delete_files_under_pre_commit_is_turned_off(t
     assert sorted(p.name for p in (root / "plans").iterdir()) == sorted(f"{i}.md" for i in range(10))
     assert (root / "plans" / "3.md").read_text() == "Plan 3, half written"
     assert (root / ".gitignore").exists()
+
+
+# --- HEAD and the index, as a person's git reads them ---------------------------------------
+
+
+def test_whenever_cortex_has_moved_head_the_index_already_holds_its_notes(vault, monkeypatch):
+    """`git commit -a` reads HEAD, then the index, and only then takes index.lock: had it
+    read HEAD after cortex's commit and the index before cortex's new one, its commit on
+    top of cortex's would drop cortex's notes (seen in the soak). So at the moment each of
+    cortex's commits moves HEAD — a run's several, a maintenance job's — the index git
+    reads there already holds what HEAD holds."""
+    from cortex.gitrepo import GitRepo
+
+    real = GitRepo.commit
+    seen: list[tuple[set, set]] = []
+
+    def commit_then_look(self, changes, message, author):
+        oid = real(self, changes, message, author)
+        at_head = set(git(vault.root, "ls-tree", "-r", "--name-only", "HEAD").split())
+        indexed = set(git(vault.root, "ls-files").split())  # what any git reads now, lock or not
+        seen.append((at_head, indexed))
+        return oid
+
+    monkeypatch.setattr(GitRepo, "commit", commit_then_look)
+    for body in ("The ferry leaves at nine.", "The gauge reads every ten minutes.", "Priya leads the kiosk."):
+        vault.write(observation(body=body))
+    vault.run(commit_per="note")  # three commits in one run
+    done = cortex(vault.root, "forget", next(p for p in git(vault.root, "ls-files", "mind").split()
+                                              if "ferry" in (vault.root / p).read_text()), "--reason", "sold")
+    assert done.returncode == 0, done.stderr
+    assert len(seen) >= 3
+    for at_head, indexed in seen:
+        assert at_head <= indexed, sorted(at_head - indexed)
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_job_killed_between_its_index_and_its_commit_leaves_nothing_staged(vault):
+    """A real kill -9 of `cortex forget` right where its commit would move HEAD: the index
+    holds the job's change (the note moved to the archive), HEAD does not. The next job
+    takes the change back out of the index; the note is where it was, the tree clean, and
+    forgetting it again works once."""
+    for body in ("The ferry leaves at nine.", "The gauge reads every ten minutes."):
+        vault.write(observation(body=body))
+    vault.run()
+    target = next(p for p in git(vault.root, "ls-files", "mind").split() if "ferry" in (vault.root / p).read_text())
+    kill_at_commit = ("import os, sys\nimport cortex.gitrepo as g\n"
+                      "g.GitRepo.commit = lambda self, *a, **k: os.kill(os.getpid(), 9)\n"
+                      "from cortex.cli import main\nsys.argv[0] = 'cortex'\nmain()\n")
+    killed = subprocess.run([str(VENV_BIN / "python"), "-c", kill_at_commit, "--vault", str(vault.root), "forget",
+                             target, "--reason", "sold"], capture_output=True, text=True)
+    assert killed.returncode == -9
+    assert target not in git(vault.root, "ls-files").split()  # staged: the archive move, ahead of HEAD
+    assert target in git(vault.root, "ls-tree", "-r", "--name-only", "HEAD").split()
+    again = cortex(vault.root, "forget", target, "--reason", "sold")  # recovers, then forgets once
+    assert again.returncode == 0, again.stderr
+    assert git(vault.root, "status", "--porcelain") == ""
+    archived = [p for p in git(vault.root, "ls-files", "mind/archive").split()]
+    assert len(archived) == 1 and "ferry" in (vault.root / archived[0]).read_text()

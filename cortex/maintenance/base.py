@@ -115,6 +115,8 @@ class JobContext:
             self.repo.materialize(pending["changes"])
             if on_done is not None:
                 on_done(state, pending)
+        else:  # killed before its commit: what was staged for it goes (the job plans again)
+            self.repo.unstage(pending["changes"])
         _close_journal(state, job)
         self.vault.save_state(state)
 
@@ -125,9 +127,9 @@ class JobContext:
         pending = {"token": token, "head_before": self.repo.head_oid(), "changes": changes, **(extra or {})}
         state.jobs.setdefault(job, {})["pending"] = pending
         self.vault.save_state(state)
-        with self.repo.locked():  # HEAD and the index move together (cortex/gitlock.py)
+        # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
+        with self.repo.locked(), self.repo.materializing(changes):
             oid = self.repo.commit(changes, message.rstrip("\n") + "\n\n" + trailer_lines({"Job": token}) + "\n", self.author)
-            self.repo.materialize(changes)
         if on_done is not None:
             on_done(state, pending)
         _close_journal(state, job)

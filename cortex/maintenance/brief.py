@@ -200,9 +200,8 @@ def write_brief(vault: Vault, data: dict[str, Any], now: datetime) -> str | None
         if problems:
             raise CortexError(f"the brief note would be invalid: {problems[0]}")
         changes = {path: repo.write_blob(text.encode("utf-8"))}
-        with repo.locked():  # HEAD and the index move together (cortex/gitlock.py)
+        with repo.locked(), repo.materializing(changes):  # HEAD and the index move together (cortex/gitlock.py)
             repo.commit(changes, f"brief: {day}\n", (vault.settings.author_name, vault.settings.author_email))
-            repo.materialize(changes)
     return path
 
 
