@@ -3,8 +3,9 @@
 The rules (README, "Beside people"):
 
 1. cortex moves HEAD only while it holds ``.git/index.lock``, taken the way git takes
-   it (``O_CREAT | O_EXCL``), and writes the new index before it lets go: a person's git
-   sees HEAD and the index change together, never one without the other.
+   it (``O_CREAT | O_EXCL``), and writes the new index before it moves HEAD: a person's
+   git, which reads HEAD and the index before it takes the lock, never sees HEAD ahead
+   of the index (``GitRepo.materializing``).
 2. cortex never removes a lock it did not take. It waits a bounded time, then gives up
    with exit 75 (``LockBusy``) and nothing half-done. The one exception is a lock its own
    killed process left: the owner record (``.git/cortex-lock.json``: pid, process start,
