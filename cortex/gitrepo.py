@@ -145,12 +145,20 @@ class GitRepo:
 
     def _scratch_index(self) -> tuple[Path, Path]:
         """(a copy of the index to change, the index it replaces once changed): git's own
-        commands write the copy, ``os.replace`` swaps it in whole."""
+        commands write the copy, ``os.replace`` swaps it in whole.
+
+        The copy keeps the index's modification time: git reads an entry whose file
+        changed in the second the index was written as racy (its stat data cannot vouch
+        for the content) by comparing that entry's time with the index file's. A copy
+        dated now would vouch for it, and a person's same-size edit made in that second
+        would never be seen again: their `git commit -a` would leave it out."""
         import shutil
 
         tmp, index = self.git_dir / "cortex-index.tmp", self.git_dir / "index"
         if index.exists():
             shutil.copyfile(index, tmp)
+            st = index.stat()
+            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
         else:
             tmp.unlink(missing_ok=True)
         return tmp, index
