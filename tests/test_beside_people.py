@@ -174,7 +174,7 @@ def test_head_never_moves_without_the_index(person_vault):
 
 
 APPENDER = r"""
-import json, sys, time
+import json, os, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
 with open(path, "a", encoding="utf-8") as fh:  # opened once, like a logger
     for i in range(n):
@@ -183,13 +183,23 @@ with open(path, "a", encoding="utf-8") as fh:  # opened once, like a logger
                              "attribution": "logger", "session_id": "cli"}) + "\n")
         fh.flush()
         time.sleep(0.03)
+        if i == n // 2:  # half written: go on only once the buffer was rotated under this handle
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    if os.stat(path).st_ino != os.fstat(fh.fileno()).st_ino:
+                        break
+                except FileNotFoundError:
+                    break
+                time.sleep(0.02)
 """
 
 
 def test_a_writer_that_keeps_its_handle_open_across_rotation_loses_nothing(vault, tmp_path):
     """A logger opens the buffer once and appends for minutes; `cortex run` rotates the
     buffer under it. Lines written to the rotated file are still read (56 of 60 were
-    lost before: in no note, quarantine, archive or buffer)."""
+    lost before: in no note, quarantine, archive or buffer). The logger writes its second
+    half only once a run has rotated the buffer under it, however slow the machine."""
     root = vault.root
     buffer_path = root / "observer" / "observations.jsonl"
     buffer_path.parent.mkdir(parents=True, exist_ok=True)
