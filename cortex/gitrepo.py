@@ -156,9 +156,7 @@ class GitRepo:
 
         tmp, index = self.git_dir / "cortex-index.tmp", self.git_dir / "index"
         if index.exists():
-            shutil.copyfile(index, tmp)
-            st = index.stat()
-            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+            shutil.copy2(index, tmp)  # with its times
         else:
             tmp.unlink(missing_ok=True)
         return tmp, index
