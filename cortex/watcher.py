@@ -90,6 +90,7 @@ STATE_DIR = "cortex-watch"  # in the git directory: lock, sock, pid, log, cookie
 COOKIE = "cookie-"
 SEED_QUIET = 1.0  # seconds git's index stays unchanged before its probe copy is seeded (a commit through pre-commit rewrites it several times)
 SEED_RETRY = 0.02  # seconds before trying again when a probe held the seed off
+MAX_QUESTION = 1 << 16  # bytes of a `cortex query` question (cortex.search.served)
 JOURNAL_LIMIT = 200_000  # changes kept; a token older than the oldest kept gets "everything"
 
 
@@ -198,6 +199,7 @@ class Watcher:
         self._stop = False
         self.overflows = 0
         self.answered = {"paths": 0, "everything": 0}  # git's questions, by kind of answer
+        self._query_service = None  # cortex.search.served.QueryService, once a query asks
 
     # -- watches ----------------------------------------------------------------------
 
@@ -316,10 +318,30 @@ class Watcher:
     def status(self) -> dict:
         return {"pid": os.getpid(), "instance": self.instance, "folders": len(self.paths),
                 "changes": self.journal.seq, "everything_since": self.journal.floor,
-                "overflows": self.overflows, "blind": self.blind or None, "answered": dict(self.answered)}
+                "overflows": self.overflows, "blind": self.blind or None, "answered": dict(self.answered),
+                "queries": self._query_service.status() if self._query_service else {"state": "idle"}}
 
     def _answer(self, question: _Question) -> None:
         self._reply(question.conn, self.answer_for(question.token or ""))
+
+    def _queries(self):
+        """The search service, started on the first query (only then are the search
+        engines imported: a watcher nobody queries stays small)."""
+        if self._query_service is None:
+            from cortex.search.served import QueryService
+
+            self._query_service = QueryService(self.root, self._reply_from_thread)
+        return self._query_service
+
+    def _reply_from_thread(self, conn: socket.socket, body: bytes) -> None:
+        """``_reply`` for a connection the loop no longer selects on (any thread may call it)."""
+        try:
+            conn.setblocking(True)
+            conn.sendall(f"{len(body)}\n".encode() + body)
+        except OSError:
+            pass  # the query went away
+        finally:
+            conn.close()
 
     def _reply(self, conn: socket.socket, body: bytes) -> None:
         try:
@@ -403,15 +425,18 @@ class Watcher:
             return
         question.buf += chunk
         if b"\n" not in question.buf:
-            if len(question.buf) > 4096:
+            if len(question.buf) > (MAX_QUESTION if question.buf.startswith(b"query ") else 4096):
                 self._close(question.conn)
             return
-        line = question.buf.split(b"\n", 1)[0].decode("utf-8", "replace")
-        version, _, token = line.partition(" ")
+        raw = question.buf.split(b"\n", 1)[0]
+        version, _, token = raw.decode("utf-8", "replace").partition(" ")
         self._selector.unregister(question.conn)
         if version == "status":
             question.token = None
             self._reply(question.conn, json.dumps(self.status()).encode())
+            return
+        if version == "query":  # `cortex query`, answered from the index this daemon keeps loaded
+            self._queries().submit(question.conn, raw[len(b"query "):])
             return
         if version != "2":
             question.conn.close()

@@ -2,7 +2,9 @@
 
 Scripts call `cortex query` in loops, so this module imports only the standard library
 and typer; Whoosh, numpy and the model load inside the commands, and only the parts a
-query needs (`--lexical-only` never imports numpy unless the index must change).
+query needs (`--lexical-only` never imports numpy unless the index must change). While
+`cortex watch` runs, a query is answered by the watcher, which keeps the index loaded
+(`cortex.search.served`), and loads none of them.
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ class _Failed(Exception):
     """A problem reported to the user; the command exits 2."""
 
 
-def _session(model: Optional[str]):
+def _session(model: Optional[str], root=None):
     """(Session, probe): the vault found first, then git's status probe started so it
     runs while the heavy modules import."""
     if "numpy" not in sys.modules:
         # A query multiplies one vector by the matrix: OpenBLAS's thread pool would cost
         # ~60 ms of start-up and buy nothing.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    root = _vault_root()
+    root = root or _vault_root()
     from cortex.search.freshness import GitProbe, search_token
 
     probe = GitProbe.start(root, since=search_token(root))
@@ -137,7 +139,7 @@ def query(
             recent_ts = _when(recent, "--recent")
             since_ts = recent_ts if since_ts is None else max(since_ts, recent_ts)
         until_ts = _when(until, "--until")
-        from cortex.search.query import Filters, unknown_values
+        from cortex.search.query import Filters
         from cortex.search.session import Question
 
         filters = Filters(
@@ -145,23 +147,23 @@ def query(
             entities=tuple(entity), attributions=tuple(attribution), since=since_ts, until=until_ts, archived=archived,
         )
         question = Question(text=text or "", filters=filters, limit=limit, mode=mode, min_score=min_score)
-        session, probe = _session(model)
-        for field_, bad, allowed in unknown_values(filters, session.index.taxonomy):
-            raise _Failed(f"--{field_} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
-        opened = session.open(vectors=question.needs_vectors)
-        answer = session.ask(question, probe=None if opened.rebuilt else probe, count_hidden=True)
-        report = opened if opened.rebuilt else answer.report
-        hits, hidden = answer.hits, answer.hidden
+        root = _vault_root()
+        model = model or os.environ.get(MODEL_ENV) or None
+        from cortex.search.served import ask as ask_watcher
+
+        served = ask_watcher(root, question, model)  # None: no watcher runs, or it declined
+        if served is not None:
+            for line in served["said"]:
+                info(f"cortex: {line}")
+            results, hidden, stats = served["results"], served["hidden"], served["index"]
+        else:
+            results, hidden, stats = _answer_here(root, question, model)
         if question.listing:
             mode = "recent" if recent is not None else "list"
     except Exception as exc:
         _search_errors(exc)
-    from cortex.search.query import result_shape
-
-    results = result_shape(hits)
     if json_:
-        emit_json({"query": text or "", "mode": mode, "count": len(results), "results": results,
-                   "index": {"notes": report.notes or session.index.lexical.doc_count(), "updated": report.touched}})
+        emit_json({"query": text or "", "mode": mode, "count": len(results), "results": results, "index": stats})
     elif jsonl:
         emit_jsonl(results)
     elif paths:
@@ -173,6 +175,21 @@ def query(
             info("nothing found" + (f" ({hidden} archived memor{'y' if hidden == 1 else 'ies'} would match: add --archived)"
                                     if hidden else ""))
         raise typer.Exit(1)
+
+
+def _answer_here(root, question, model: Optional[str]) -> tuple[list, int, dict]:
+    """The question answered in this process: (results, archived notes that would have
+    answered an empty answer, the index's notes and whether this query updated it)."""
+    from cortex.search.query import result_shape, unknown_values
+
+    session, probe = _session(model, root)
+    for field_, bad, allowed in unknown_values(question.filters, session.index.taxonomy):
+        raise _Failed(f"--{field_} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
+    opened = session.open(vectors=question.needs_vectors)
+    answer = session.ask(question, probe=None if opened.rebuilt else probe, count_hidden=True)
+    report = opened if opened.rebuilt else answer.report
+    return (result_shape(answer.hits), answer.hidden,
+            {"notes": report.notes or session.index.lexical.doc_count(), "updated": report.touched})
 
 
 def _print_text(results: list, mode: str) -> None:

@@ -200,6 +200,10 @@ class SearchIndex:
         """Which version of the index on disk this is (every writer replaces state.json)."""
         return version(self.directory / "state.json")
 
+    def rewritten(self) -> bool:
+        """Whether another process has replaced the index on disk since this one loaded or wrote it."""
+        return self.state_version() != self._loaded_stamp
+
     def load(self, *, vectors: bool = True) -> "SearchIndex":
         """Open the stored index; IndexUnavailable when it must be rebuilt."""
         self._loaded_stamp = self.state_version()

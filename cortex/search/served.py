@@ -1,0 +1,207 @@
+"""`cortex query` answered by the running watcher, which keeps the search index loaded.
+
+A cold `cortex query` spends most of its time before it searches: Python imports numpy
+and Whoosh, the index's files are opened and paged in, the model is read — and a vault's
+index grows with it. While `cortex watch` runs, the daemon keeps one `Session` loaded
+and answers the questions a query sends over its socket; the query process imports
+neither numpy nor Whoosh and is done once it has printed the answer.
+
+    cortex query ──"query <json>"──▶ watcher (socket) ──▶ QueryService thread
+                 ◀──── results ────                      (Session: refresh, then answer)
+
+**Fresh as a cold query is.** Before answering, the service brings its index up to date
+with the same probe a cold query runs — the watcher's own word on what changed since the
+index's last update — and reloads the index whole when another process rewrote it
+(`cortex index --rebuild`, a cold query on a vault the watcher did not serve).
+
+**Declined, never wrong.** The service answers only what a cold query would answer the
+same way; everything else is declined with a reason and the query runs in its own
+process as it does without a watcher: before the index has loaded (the first question
+starts the load and is declined), another model than the daemon's, a filter value the
+taxonomy does not know (the cold query says what is wrong), any error. A watcher that is
+not running, killed or silent (`TIMEOUT`) is a declined question too.
+
+Threads: the daemon's loop answers git's and cortex's freshness questions and must
+never wait on a search — one of them is the search's own probe — so questions are
+queued to one worker thread that owns the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+VERB = b"query"
+TIMEOUT = 120.0  # seconds a query waits for the daemon (an update after a big run included) before it asks alone
+MAX_QUESTION = 1 << 16  # bytes of one question line
+
+
+# -- the query's side ----------------------------------------------------------------------
+
+def ask(root: Path, question, model: str | None) -> dict | None:
+    """The running watcher's answer to ``question`` (a `Question`), or None when there is
+    none to be had: no watcher, a declined question, a reply cut short. The query then
+    answers it itself."""
+    from cortex.fsmonitor import SOCKET
+    from cortex.gitlock import git_dir_of
+
+    try:
+        where = str(git_dir_of(root))
+    except OSError:
+        return None
+    if not os.path.exists(os.path.join(where, SOCKET)):
+        return None
+    import _socket  # the C module: `socket` imports enum and more, for nothing here
+
+    line = VERB + b" " + json.dumps(encode(question, model)).encode() + b"\n"
+    if len(line) > MAX_QUESTION:
+        return None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    sock.settimeout(TIMEOUT)
+    folder = -1
+    data = bytearray()
+    try:
+        folder = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # a socket path is limited to ~100 bytes
+        sock.connect(f"/proc/self/fd/{folder}/{SOCKET}")
+        sock.sendall(line)
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+    except OSError:
+        return None
+    finally:
+        sock.close()
+        if folder >= 0:
+            os.close(folder)
+    head, sep, body = bytes(data).partition(b"\n")
+    if not sep or not head.isdigit() or int(head) != len(body):
+        return None
+    try:
+        reply = json.loads(body)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) and "results" in reply else None
+
+
+def encode(question, model: str | None) -> dict:
+    return {"text": question.text, "filters": asdict(question.filters), "limit": question.limit,
+            "mode": question.mode, "min_score": question.min_score, "model": model}
+
+
+def decode(request: dict):
+    """The `Question` a request states; ValueError for anything else."""
+    from cortex.search.query import Filters
+    from cortex.search.session import Question
+
+    if not isinstance(request, dict):
+        raise ValueError("a question is a JSON object")
+    raw = request.get("filters") or {}
+    if not isinstance(raw, dict) or set(raw) - set(Filters.__dataclass_fields__):
+        raise ValueError("unknown filters")
+    filters = {}
+    for name, value in raw.items():
+        if isinstance(value, list):
+            if not all(isinstance(v, str) for v in value):
+                raise ValueError(f"filter {name} holds a value that is not text")
+            value = tuple(value)
+        elif name in ("since", "until") and value is not None and not isinstance(value, (int, float)):
+            raise ValueError(f"filter {name} is not a time")
+        filters[name] = value
+    text, limit, mode, floor = request.get("text", ""), request.get("limit", 10), request.get("mode"), request.get("min_score")
+    if not isinstance(text, str) or not isinstance(limit, int) or limit < 1 or mode not in ("hybrid", "lexical", "semantic"):
+        raise ValueError("a question needs text, a limit and a mode")
+    if floor is not None and not isinstance(floor, (int, float)):
+        raise ValueError("min_score is not a number")
+    return Question(text=text, filters=Filters(**filters), limit=limit, mode=mode, min_score=floor)
+
+
+# -- the daemon's side ---------------------------------------------------------------------
+
+class QueryService:
+    """One vault's questions, answered in order by one thread that owns the `Session`."""
+
+    def __init__(self, root: Path, reply) -> None:
+        import queue
+
+        self.root = Path(root)
+        self.model = os.environ.get("CORTEX_SEARCH_MODEL") or None  # as a query started here would use
+        self._reply = reply  # (connection, body): sends the framed body and closes
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._session = None
+        self._said: list[str] = []
+        self.state = "idle"  # idle → loading → ready, or failed (every question declined, with why)
+        self.why = ""
+        self.counts = {"served": 0, "declined": 0}
+        self._thread = threading.Thread(target=self._work, name="cortex-query", daemon=True)
+        self._thread.start()
+
+    def submit(self, conn, line: bytes) -> None:
+        """Called on the daemon's loop: queue the question; a service not ready declines
+        at once (and the first question starts the load)."""
+        if self.state != "ready":
+            if self.state == "idle":
+                self.state = "loading"
+                self._queue.put(None)
+            self.counts["declined"] += 1
+            self._reply(conn, self._declined(f"the search index is {self.state}" + (f": {self.why}" if self.why else "")))
+            return
+        self._queue.put((conn, line))
+
+    def status(self) -> dict:
+        return {"state": self.state, **self.counts, **({"why": self.why} if self.why else {})}
+
+    def _declined(self, why: str) -> bytes:
+        return json.dumps({"declined": why}).encode()
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                self._load()
+                continue
+            conn, line = job
+            try:
+                body = json.dumps(self.answer(line), ensure_ascii=False).encode()
+            except Exception as exc:  # the query answers alone, and says what went wrong if it does again
+                body = self._declined(f"{type(exc).__name__}: {exc}")
+            if b'"declined"' in body[:14]:
+                self.counts["declined"] += 1
+            else:
+                self.counts["served"] += 1
+            self._reply(conn, body)
+
+    def _load(self) -> None:
+        from cortex.search.session import Question, Session
+
+        try:
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one vector times a matrix: no thread pool
+            session = Session(self.root, model=self.model, say=self._said.append)
+            session.open(vectors=True)  # a missing or foreign index is rebuilt here, as a cold query would
+            session.ask(Question("warm up", limit=1))  # the model, vectors and searcher paged in
+        except Exception as exc:
+            self.state, self.why = "failed", f"{type(exc).__name__}: {exc}"
+            return
+        self._said.clear()
+        self._session, self.state = session, "ready"
+
+    def answer(self, line: bytes) -> dict:
+        """What `cortex query` prints for the question in ``line``, or why it is declined."""
+        from cortex.search.freshness import GitProbe
+        from cortex.search.query import result_shape, unknown_values
+
+        request = json.loads(line)
+        question = decode(request)
+        if request.get("model") != self.model:
+            return {"declined": f"the watcher searches with model {self.model or 'shipped'}"}
+        index = self._session.index
+        if unknown_values(question.filters, index.taxonomy):
+            return {"declined": "a filter value the taxonomy does not know"}
+        self._said.clear()
+        if index.rewritten():  # another process replaced the index on disk: its files, not ours
+            index.load(vectors=True)
+        probe = GitProbe.start(self.root, since=index.state.watch or "")
+        answer = self._session.ask(question, probe=probe, count_hidden=True)
+        return {"results": result_shape(answer.hits), "hidden": answer.hidden, "said": list(self._said),
+                "index": {"notes": answer.report.notes or index.lexical.doc_count(), "updated": answer.report.touched}}

@@ -1,0 +1,160 @@
+"""`cortex query` answered by the running watcher (cortex/search/served.py).
+
+The contract: a served answer is the answer a cold query in its own process gives, as
+fresh (every note written, edited, deleted or committed a moment before is seen), and
+whatever the watcher cannot answer the same way — before its index has loaded, another
+model, a filter value nobody knows, a hostile question, a watcher killed — is answered
+by the query itself. Every test runs the real CLI against a real watcher daemon, and
+reads from the daemon's own counts whether it served or declined.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cortex, git, observation
+from tests.test_watch import daemon, watched  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watcher is Linux's")
+
+FACTS = ("The harbour cranes are serviced every March by the Okonkwo crew.",
+         "The tide gauge at the north pier is calibrated by Ilse every April.",
+         "The ferry timetable changes on the first of May each year.",
+         "Backups of the port database run nightly at 02:00 to the Oslo bucket.",
+         "The pilot boat Sula has its engine overhauled every second winter.")
+
+
+def queries(root: Path) -> dict:
+    return daemon(root)["daemon"]["queries"]
+
+
+def query(root: Path, *args: str):
+    return cortex("--vault", str(root), "query", *args)
+
+
+def served_after(root: Path, *args: str):
+    """Run a query and return it with whether the watcher served it (its count moved)."""
+    before = queries(root).get("served", 0)
+    done = query(root, *args)
+    return done, queries(root).get("served", 0) == before + 1
+
+
+def ready(root: Path, timeout: float = 60.0) -> None:
+    """Ask once (declined: it starts the load), then wait for the loaded index."""
+    query(root, "warm", "--json")
+    deadline = time.monotonic() + timeout
+    while queries(root)["state"] != "ready":
+        assert queries(root)["state"] == "loading", queries(root)
+        assert time.monotonic() < deadline, "the watcher never loaded its index"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def served(watched):  # noqa: F811
+    root = watched
+    with open(root / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(observation(body=body, session_id="cli")) + "\n" for body in FACTS)
+    assert cortex("--vault", str(root), "run").returncode == 0
+    assert cortex("--vault", str(root), "index").returncode == 0
+    ready(root)
+    return root
+
+
+CASES = (("who services the harbour cranes", "--json"), ("pier calibration", "--lexical-only", "--json"),
+         ("when does the boat engine get overhauled", "--semantic-only", "--json"),
+         ("database backups", "--paths"), ("ferry", "--jsonl", "--limit", "1"), ("--type", "fact", "--json"),
+         ("--recent", "3650d", "--json"), ("zzzqqq vexillology", "--json"), ("cranes", "--archived", "--json"))
+
+
+def test_a_served_query_prints_what_a_cold_query_prints(served):
+    root = served
+    answers = {}
+    for case in CASES:
+        done, was_served = served_after(root, *case)
+        assert was_served, (case, done.stderr)
+        answers[case] = (done.returncode, done.stdout)
+    assert answers[CASES[0]][0] == 0 and "Okonkwo" in answers[CASES[0]][1]
+    assert answers[CASES[7]][0] == 1  # nonsense: nothing found, as cold
+    assert cortex("--vault", str(root), "watch", "--stop").returncode == 0
+    for case in CASES:
+        done = query(root, *case)
+        assert (done.returncode, done.stdout) == answers[case], case
+
+
+def test_a_served_query_sees_every_change_made_a_moment_before(served):
+    root = served
+    note = root / "vault" / "kiosk.md"  # a person's note, not committed
+    note.write_text("The lobby kiosk runs Debian 12 and is rebooted by Amara.\n")
+    done, was_served = served_after(root, "who reboots the lobby kiosk Amara", "--paths")
+    assert was_served and done.returncode == 0 and done.stdout.splitlines()[0] == "vault/kiosk.md"
+    note.write_text("The lobby kiosk runs Debian 12 and is rebooted by Tomasz.\n")  # in place
+    done, was_served = served_after(root, "Amara", "--lexical-only", "--paths")
+    assert was_served and done.returncode == 1, done.stdout
+    done, was_served = served_after(root, "Tomasz", "--lexical-only", "--paths")
+    assert was_served and done.stdout.splitlines() == ["vault/kiosk.md"]
+    git(root, "add", "-A")
+    assert git(root, "commit", "-qm", "kiosk", check=False) is not None  # through the real hooks
+    note.unlink()
+    done, was_served = served_after(root, "Tomasz", "--lexical-only", "--paths")
+    assert was_served and done.returncode == 1, done.stdout
+    with open(root / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:  # cortex's own commit
+        fh.write(json.dumps(observation(body="The crane cabins are repainted orange by Ferreira.", session_id="cli"))
+                 + "\n")
+    assert cortex("--vault", str(root), "run").returncode == 0
+    done, was_served = served_after(root, "Ferreira crane cabins", "--json")
+    assert was_served and done.returncode == 0
+    assert "Ferreira" in json.loads(done.stdout)["results"][0]["snippet"]
+
+
+def test_an_index_another_process_rebuilt_or_deleted_is_followed(served):
+    root = served
+    assert cortex("--vault", str(root), "index", "--rebuild").returncode == 0  # new files under the daemon
+    done, was_served = served_after(root, "tide gauge calibration", "--json")
+    assert was_served and done.returncode == 0 and "Ilse" in done.stdout
+    (root / "vault" / "kiosk.md").write_text("The lobby kiosk is rebooted by Amara.\n")
+    import shutil
+
+    shutil.rmtree(root / ".cortex" / "search")
+    done = query(root, "who reboots the lobby kiosk", "--paths")  # declined, rebuilt by the query itself
+    assert done.returncode == 0 and done.stdout.splitlines()[0] == "vault/kiosk.md", done.stderr
+    done, was_served = served_after(root, "Amara kiosk", "--paths")  # and the daemon follows the new index
+    assert was_served and done.stdout.splitlines()[0] == "vault/kiosk.md"
+
+
+def test_what_the_watcher_cannot_answer_the_same_way_the_query_answers_itself(served, tmp_path):
+    root = served
+    before = queries(root)
+    done = query(root, "cranes", "--type", "facts")  # a folder name, not a type: the query's own error
+    assert done.returncode == 2 and "--type facts: not known here" in done.stderr
+    done = cortex("--vault", str(root), "query", "cranes", "--paths",
+                  env={**os.environ, "CORTEX_SEARCH_MODEL": str(tmp_path / "no-model")})
+    assert done.returncode == 2 and "no-model" in done.stderr  # another model: asked alone, which says what is wrong
+    # hostile questions straight at the socket: declined, and the daemon goes on serving
+    from cortex.watcher import _question
+
+    for line in (b"query {not json\n", b"query [1, 2]\n", b'query {"text": 5, "mode": "hybrid"}\n',
+                 b'query {"text": "x", "mode": "hybrid", "limit": 1, "filters": {"types": [1]}}\n',
+                 b'query {"text": "x", "mode": "hybrid", "limit": 1, "filters": {"owner": "me"}}\n'):
+        reply = json.loads(_question(root, line))
+        assert set(reply) == {"declined"}, reply
+    after = queries(root)
+    assert after["declined"] - before["declined"] == 7 and after["served"] == before["served"]
+    done, was_served = served_after(root, "who services the harbour cranes", "--paths")
+    assert was_served and done.returncode == 0
+
+
+def test_a_killed_watcher_leaves_queries_answered_alone(served):
+    root = served
+    expected = query(root, "who services the harbour cranes", "--json").stdout
+    os.kill(int((root / ".git" / "cortex-watch" / "pid").read_text()), signal.SIGKILL)
+    time.sleep(0.2)
+    assert (root / ".git" / "cortex-watch" / "sock").exists()  # left behind: nobody listens
+    done = query(root, "who services the harbour cranes", "--json")
+    assert done.returncode == 0 and done.stdout == expected
