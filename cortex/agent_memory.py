@@ -157,7 +157,7 @@ class Memory:
 
     def query(self, text: str, *, limit: int = 10, mode: str = "hybrid", min_score: float | None = None,
               **filters) -> list[dict]:
-        from cortex.search.session import Question
+        from cortex.search.question import Question
 
         if not text or not text.strip():
             raise ToolFailure("text is empty: say what to look for, or use `recent` for the latest memories")
@@ -173,7 +173,7 @@ class Memory:
     def recent(self, *, within: str = "7d", limit: int = 10, **filters) -> list[dict]:
         from dataclasses import replace
 
-        from cortex.search.session import Question
+        from cortex.search.question import Question
 
         since = when(within, "within")
         flt = self._filters(**filters)
@@ -194,7 +194,8 @@ class Memory:
 
     def _filters(self, *, types=None, categories=None, partitions=None, tags=None, entities=None, attributions=None,
                  since=None, until=None, archived=False):
-        from cortex.search.query import Filters, unknown_values
+        from cortex.search.query import unknown_values
+        from cortex.search.question import Filters
 
         flt = Filters(types=_as_tuple(types), categories=_as_tuple(categories), partitions=_as_tuple(partitions),
                       tags=_as_tuple(tags), entities=_as_tuple(entities), attributions=_as_tuple(attributions),

@@ -6,7 +6,7 @@ the ones edited in place (an edit does not change its folder's mtime): 0.14 s at
 notes, the one cost that still grew with the vault. git's remedy is ``core.fsmonitor``: a
 hook that names the files changed since the last call, so that git stats only those.
 git brings a watcher of its own on macOS and Windows, not on Linux; this is one for
-Linux (inotify, standard library only).
+Linux (inotify, standard library only; the search engines load only to answer a query).
 
 **cortex's own git calls use it; the person's git never does.** The watcher is named to
 git with ``-c core.fsmonitor=<hook>`` on cortex's probe alone, run on cortex's own copy of
@@ -38,6 +38,10 @@ How it fits together:
 - **The search index asks it directly**, not through git (``freshness.watcher_changes``):
   with the token of its last update, it is told every path changed since, whatever git's
   index did meanwhile, so the first query after a commit stats only what changed.
+- **It answers `cortex query` too** (``cortex/search/served.py``): a question sent as
+  ``query <json>`` is answered by a worker thread that keeps the search index loaded and
+  brings it up to date first with the watcher's word, as a cold query would; whatever it
+  cannot answer the same way is declined and the query answers itself.
 - **One daemon per vault**: an exclusive ``flock`` on ``.git/cortex-watch/lock``, held for
   the daemon's life and released by the kernel however it ends, so a kill -9 leaves no
   lock to clean and the socket it left is provably stale.
@@ -378,6 +382,8 @@ class Watcher:
             signal.signal(signum, self._on_signal)
         if on_ready:
             on_ready()
+        if (self.root / ".cortex" / "search" / "state.json").exists():
+            self._queries().preload()  # in the background: the first query is served warm
         while not self._stop:
             self._seed_when_quiet()
             wait = 1.0 if self._seed_at is None else max(0.0, self._seed_at - time.monotonic())

@@ -15,7 +15,8 @@ import pytest
 from cortex.cli import main
 from cortex.notes import source_hash
 from cortex.search.index import SearchIndex
-from cortex.search.query import Filters, recent, search
+from cortex.search.query import recent, search
+from cortex.search.question import Filters
 from cortex.vault import Vault
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)

@@ -106,7 +106,8 @@ def test_text_output_shows_partial_matches_and_no_timestamps(vault, capsys):
 
 
 def test_python_api_takes_min_score(vault):
-    from cortex.search.session import Question, Session
+    from cortex.search.question import Question
+    from cortex.search.session import Session
 
     session = Session(vault)
     session.open()

@@ -51,7 +51,7 @@ def ready(root: Path, timeout: float = 60.0) -> None:
     query(root, "warm", "--json")
     deadline = time.monotonic() + timeout
     while queries(root)["state"] != "ready":
-        assert queries(root)["state"] == "loading", queries(root)
+        assert queries(root)["state"] == "loading", queries(root)  # not idle: the index could be read
         assert time.monotonic() < deadline, "the watcher never loaded its index"
         time.sleep(0.1)
 
@@ -124,8 +124,22 @@ def test_an_index_another_process_rebuilt_or_deleted_is_followed(served):
     shutil.rmtree(root / ".cortex" / "search")
     done = query(root, "who reboots the lobby kiosk", "--paths")  # declined, rebuilt by the query itself
     assert done.returncode == 0 and done.stdout.splitlines()[0] == "vault/kiosk.md", done.stderr
-    done, was_served = served_after(root, "Amara kiosk", "--paths")  # and the daemon follows the new index
+    assert queries(root)["state"] != "ready"  # its index was gone: it reads the new one afresh
+    ready(root)
+    done, was_served = served_after(root, "Amara kiosk", "--paths")
     assert was_served and done.stdout.splitlines()[0] == "vault/kiosk.md"
+
+
+def test_a_watcher_started_on_an_indexed_vault_serves_the_first_query(served):
+    root = served
+    assert cortex("--vault", str(root), "watch", "--stop").returncode == 0
+    assert cortex("--vault", str(root), "watch", "--background").returncode == 0
+    deadline = time.monotonic() + 60
+    while queries(root)["state"] != "ready":  # loaded in the background, nobody asking
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    done, was_served = served_after(root, "who services the harbour cranes", "--paths")
+    assert was_served and done.returncode == 0 and queries(root)["declined"] == 0
 
 
 def test_what_the_watcher_cannot_answer_the_same_way_the_query_answers_itself(served, tmp_path):

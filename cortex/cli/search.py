@@ -139,8 +139,7 @@ def query(
             recent_ts = _when(recent, "--recent")
             since_ts = recent_ts if since_ts is None else max(since_ts, recent_ts)
         until_ts = _when(until, "--until")
-        from cortex.search.query import Filters
-        from cortex.search.session import Question
+        from cortex.search.question import Filters, Question
 
         filters = Filters(
             types=tuple(type_), categories=tuple(category), partitions=tuple(partition), tags=tuple(tag),

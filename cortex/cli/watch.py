@@ -29,7 +29,9 @@ def watch(
     stats every tracked file to find notes edited in place: 0.14 s at 200,000 notes.
     While the watcher runs, cortex's own git calls ask it instead (git's fsmonitor
     protocol, on cortex's copy of the index). The person's git is never pointed at it:
-    nothing in .git/config changes. Without an option the watcher runs in the foreground
+    nothing in .git/config changes. It also answers `cortex query` from a search index it
+    keeps loaded (no start-up of the search engines per query), brought up to date
+    before each answer as a query would. Without an option the watcher runs in the foreground
     until Ctrl-C; `--background` for a login script or a systemd user unit. Exit 0, or
     1 with what to do."""
     from cortex import watcher
@@ -46,6 +48,9 @@ def watch(
             daemon = view["daemon"] or {}
             info(f"watching {root} (pid {view['pid']}): {daemon.get('folders', '?')} folders, "
                  f"{daemon.get('changes', '?')} changes seen, {daemon.get('overflows', 0)} overflows")
+            served = daemon.get("queries") or {}
+            info(f"  queries: index {served.get('state', 'idle')}, {served.get('served', 0)} answered, "
+                 f"{served.get('declined', 0)} left to the query itself")
             if daemon.get("blind"):
                 info(f"  every answer is 'everything': {daemon['blind']}")
         else:

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from cortex.search.session import Answer, Question, Session
+from cortex.search.question import Question
+from cortex.search.session import Answer, Session
 
 FULL_CHECK_EVERY = 30.0  # seconds between `git status` sweeps that catch in-place edits
 

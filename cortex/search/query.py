@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Sequence
 
 from cortex.search import fusion
+from cortex.search.question import Filters
 from cortex.search.records import LIST_SEP
 
 MODES = ("hybrid", "lexical", "semantic")
@@ -23,26 +24,6 @@ FIRST_K = 100  # candidates per side; widened when filters reject too many
 HOP_FROM = 3  # results whose entities are followed
 HOP_SHARE = 0.5  # of the relevance of the note a hop starts from
 HOP_NOTES = 5  # notes reached per entity, at most
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Each field lists accepted values (any of them); different fields must all hold."""
-
-    types: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ()
-    partitions: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    entities: tuple[str, ...] = ()
-    attributions: tuple[str, ...] = ()
-    since: float | None = None  # created at or after (epoch seconds)
-    until: float | None = None  # created before
-    archived: bool = False  # include mind/archive/
-
-    @property
-    def narrowing(self) -> bool:
-        return any((self.types, self.categories, self.partitions, self.tags, self.entities, self.attributions,
-                    self.since is not None, self.until is not None))
 
 
 def unknown_values(filters: Filters, taxonomy) -> list[tuple[str, list[str], list[str]]]:

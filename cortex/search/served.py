@@ -16,10 +16,13 @@ index's last update — and reloads the index whole when another process rewrote
 
 **Declined, never wrong.** The service answers only what a cold query would answer the
 same way; everything else is declined with a reason and the query runs in its own
-process as it does without a watcher: before the index has loaded (the first question
-starts the load and is declined), another model than the daemon's, a filter value the
-taxonomy does not know (the cold query says what is wrong), any error. A watcher that is
-not running, killed or silent (`TIMEOUT`) is a declined question too.
+process as it does without a watcher: while the index loads (when the daemon starts, if
+the vault has one, else on the first question), when there is none to load or it was
+built with another model (the cold query rebuilds it, with its progress on the person's
+terminal: the daemon never builds), another model than the daemon's, a filter value the
+taxonomy does not know (the cold query says what is wrong), any error (the index is read
+afresh for the next question). A watcher that is not running, killed or silent
+(`TIMEOUT`) is a declined question too.
 
 Threads: the daemon's loop answers git's and cortex's freshness questions and must
 never wait on a search — one of them is the search's own probe — so questions are
@@ -92,8 +95,7 @@ def encode(question, model: str | None) -> dict:
 
 def decode(request: dict):
     """The `Question` a request states; ValueError for anything else."""
-    from cortex.search.query import Filters
-    from cortex.search.session import Question
+    from cortex.search.question import Filters, Question
 
     if not isinstance(request, dict):
         raise ValueError("a question is a JSON object")
@@ -131,7 +133,7 @@ class QueryService:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._session = None
         self._said: list[str] = []
-        self.state = "idle"  # idle → loading → ready, or failed (every question declined, with why)
+        self.state = "idle"  # idle → loading → ready; back to idle when the index could not be read (why)
         self.why = ""
         self.counts = {"served": 0, "declined": 0}
         self._thread = threading.Thread(target=self._work, name="cortex-query", daemon=True)
@@ -141,13 +143,17 @@ class QueryService:
         """Called on the daemon's loop: queue the question; a service not ready declines
         at once (and the first question starts the load)."""
         if self.state != "ready":
-            if self.state == "idle":
-                self.state = "loading"
-                self._queue.put(None)
+            self.preload()
             self.counts["declined"] += 1
-            self._reply(conn, self._declined(f"the search index is {self.state}" + (f": {self.why}" if self.why else "")))
+            self._reply(conn, self._declined("the search index is loading" + (f" ({self.why})" if self.why else "")))
             return
         self._queue.put((conn, line))
+
+    def preload(self) -> None:
+        """Start loading the index, unless it is loading or loaded."""
+        if self.state == "idle":
+            self.state = "loading"
+            self._queue.put(None)
 
     def status(self) -> dict:
         return {"state": self.state, **self.counts, **({"why": self.why} if self.why else {})}
@@ -164,27 +170,34 @@ class QueryService:
             conn, line = job
             try:
                 body = json.dumps(self.answer(line), ensure_ascii=False).encode()
-            except Exception as exc:  # the query answers alone, and says what went wrong if it does again
+            except (ValueError, TypeError) as exc:  # a question that is not one
                 body = self._declined(f"{type(exc).__name__}: {exc}")
-            if b'"declined"' in body[:14]:
+            except Exception as exc:  # the query answers alone; this index is read afresh for the next
+                self._session, self.state, self.why = None, "idle", f"{type(exc).__name__}: {exc}"
+                body = self._declined(self.why)
+            if body.startswith(b'{"declined"'):
                 self.counts["declined"] += 1
             else:
                 self.counts["served"] += 1
             self._reply(conn, body)
 
     def _load(self) -> None:
-        from cortex.search.session import Question, Session
+        """Open the index as it is on disk. Never built here: a missing index, or one built
+        with another model, is the cold query's to rebuild (with its progress on the
+        person's terminal); the next question tries again."""
+        from cortex.search.question import Question
+        from cortex.search.session import Session
 
         try:
             os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one vector times a matrix: no thread pool
             session = Session(self.root, model=self.model, say=self._said.append)
-            session.open(vectors=True)  # a missing or foreign index is rebuilt here, as a cold query would
+            session.index.load(vectors=True)
             session.ask(Question("warm up", limit=1))  # the model, vectors and searcher paged in
         except Exception as exc:
-            self.state, self.why = "failed", f"{type(exc).__name__}: {exc}"
+            self.state, self.why = "idle", f"{type(exc).__name__}: {exc}"
             return
         self._said.clear()
-        self._session, self.state = session, "ready"
+        self._session, self.state, self.why = session, "ready", ""
 
     def answer(self, line: bytes) -> dict:
         """What `cortex query` prints for the question in ``line``, or why it is declined."""

@@ -14,32 +14,13 @@ get an `Answer`; how they print it is theirs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from cortex.search.index import IndexUnavailable, SearchIndex, UpdateReport, damaged_index, stderr_progress
-from cortex.search.query import Filters, Hit, recent, search
-
-
-@dataclass(frozen=True)
-class Question:
-    """What to look for. Without `text` it is a listing, newest first: the notes the
-    filters select (`filters.since` for the last days)."""
-
-    text: str = ""
-    filters: Filters = field(default_factory=Filters)
-    limit: int = 10
-    mode: str = "hybrid"  # hybrid, lexical, semantic
-    min_score: float | None = None  # the relevance floor; None: the default (fusion.floor_for), 0: none
-
-    @property
-    def listing(self) -> bool:
-        return not self.text.strip()
-
-    @property
-    def needs_vectors(self) -> bool:
-        return self.mode != "lexical" and not self.listing
+from cortex.search.query import Hit, recent, search
+from cortex.search.question import Question
 
 
 @dataclass
