@@ -546,6 +546,25 @@ def test_a_small_vault_keeps_its_common_query_words(tmp_path):
     assert len(lx.search("stripe invoicing quagga", 10)) == 5
 
 
+def test_a_name_is_looked_up_by_every_word_within_the_postings_budget(tmp_path):
+    """The second hop's lookup: only notes holding every word of the name, however common
+    one of them is (a query's pruning would have dropped it, and let any note with the
+    other word through); none at all when the words together are in more notes than the
+    budget, so that the hop costs the same in any vault."""
+    from cortex.search.lexical import LexicalIndex
+    from cortex.search.records import NoteRecord
+
+    lx = LexicalIndex.create(tmp_path / "ix")
+    bodies = ([f"Ade Bello signed off release {i}." for i in range(3)] + [f"Ade reviewed ticket {i}." for i in range(40)]
+              + [f"Bello ordered part {i}." for i in range(40)] + ["The quagga is extinct."])
+    lx.write([NoteRecord(path=f"vault/x/{i}.md", body=b) for i, b in enumerate(bodies)])
+    assert len(lx.query_terms("Ade Bello", budget=50)) == 1  # what a query would keep of the name
+    assert sorted(lx.naming("Ade Bello", 20, budget=100)) == [f"vault/x/{i}.md" for i in range(3)]
+    assert lx.naming("Ade Bello", 20, budget=50) is None  # 86 notes to visit: not followed
+    assert lx.naming("Ade Okafor", 20, budget=100) == []  # a word no note has: no note names it
+    assert lx.naming("quagga", 20) == ["vault/x/83.md"]
+
+
 def test_vector_updates_go_to_a_delta_then_fold_into_the_base(tmp_path, monkeypatch):
     import numpy as np
 

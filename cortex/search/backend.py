@@ -14,9 +14,25 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Protocol
+from typing import Callable, Iterable, Iterator, NamedTuple, Protocol
 
 from cortex.search.records import NoteRecord
+
+
+class LexicalHits(NamedTuple):
+    """A query's lexical answer on an absolute scale (docs/query.md, "Scores").
+
+    `hits`: (path, BM25F score, coverage) best first, where coverage is the idf-weighted
+    share of the query's terms the note contains (0..1): how much of what the query asks
+    the note speaks of, whatever the other notes. `ceiling`: the BM25F score no note can
+    reach, each term's idf times (k1 + 1), the limit of its saturation; a score divided by
+    it is on 0..1 for any query. Both count the query's terms no note has (the vault cannot
+    answer them) and leave out the common words the engine prunes from a query (no
+    evidence either way).
+    """
+
+    hits: list[tuple[str, float, float]]
+    ceiling: float
 
 
 class IndexDamaged(Exception):
@@ -46,6 +62,14 @@ class LexicalBackend(Protocol):
 
     def search(self, text: str, limit: int) -> list[tuple[str, float]]:
         """(path, BM25 score) of the best `limit` notes for a free-text query, best first."""
+
+    def search_evidence(self, text: str, limit: int) -> LexicalHits:
+        """The best `limit` notes for a free-text query with their scores, the share of the
+        query each matches, and the query's ceiling (`LexicalHits`)."""
+
+    def naming(self, name: str, limit: int) -> list[str] | None:
+        """The best `limit` notes holding every word of `name`; None when its words are
+        too common to visit within the query's postings budget."""
 
     def stored(self, path: str) -> dict | None:
         """The stored fields of the note at `path`, or None when it is not indexed."""

@@ -9,7 +9,7 @@ Here each side's scores are put on an absolute 0..1 scale, one that does not dep
 the other results, and combined with weights that say how far each side is trusted:
 
 * a lexical BM25 score is divided by the query's ceiling, the score no note can reach
-  (`lexical.LexicalHits`): the share of the most this query could score. A note of
+  (`backend.LexicalHits`): the share of the most this query could score. A note of
   average length holding every query term once reaches 1 / (k1 + 1) = 0.45;
 * semantic cosines are kept as they are (clipped at 0): a cosine has a meaning of its
   own;

@@ -15,9 +15,9 @@ import types
 from contextlib import contextmanager
 from operator import itemgetter
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator
 
-from cortex.search.backend import IndexDamaged
+from cortex.search.backend import IndexDamaged, LexicalHits
 from cortex.search.records import LIST_SEP, SNIPPET_CHARS, NoteRecord
 
 INDEX_NAME = "notes"
@@ -36,21 +36,6 @@ what which who whom whose where why how did do doe done i me my mine our ours th
 their he him his she her hers it its there here was were been be has had am could would
 should shall must might can any some ani someth anyth about tell know rememb recal again
 """.split())
-
-
-class LexicalHits(NamedTuple):
-    """A query's lexical answer on an absolute scale (docs/query.md, "Scores").
-
-    `hits`: (path, BM25F score, coverage) best first, where coverage is the idf-weighted
-    share of the query's terms the note contains (0..1): how much of what the query asks
-    the note speaks of, whatever the other notes. `ceiling`: the BM25F score no note can
-    reach, each term's idf times (k1 + 1), the limit of its saturation; a score divided by
-    it is on 0..1 for any query. Both count the query's terms no note has (the vault cannot
-    answer them) and leave out the common words `query_terms` prunes (no evidence either way).
-    """
-
-    hits: list[tuple[str, float, float]]
-    ceiling: float
 
 
 def _import_whoosh():
@@ -398,6 +383,23 @@ class LexicalIndex:
         best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
         return LexicalHits(hits=[(self._doc(d)["path"], score, matched[d] / weight) for d, score in best],
                            ceiling=weight * (k1 + 1))
+
+    @_engine
+    def naming(self, name: str, limit: int, budget: int = POSTINGS_BUDGET) -> list[str] | None:
+        """The best `limit` notes (by BM25F) holding every word of `name` — an entity, a
+        link's target — best first; [] when some word is in no note. None when the name's
+        words are in more than `budget` notes together: which of so many notes is about it
+        the words cannot say, and visiting them would cost in proportion to the vault (a
+        query's own terms are bounded the same way, `query_terms`)."""
+        reader = self.searcher.reader()
+        words = list(dict.fromkeys(tok.text for tok in analyzer()(name, mode="query")))
+        dfs = [reader.doc_frequency("text", w) for w in words]
+        if not words or 0 in dfs:
+            return []
+        if sum(dfs) > budget:
+            return None
+        found = self.search_evidence(name, limit, max_df=1.0, budget=budget)
+        return [path for path, _, matched in found.hits if matched >= 0.999]
 
     def _field_lengths(self):
         """(encoded `text` length of every docnum as one bytes object over all segments,

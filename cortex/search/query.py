@@ -261,7 +261,9 @@ def _second_hop(index, ranked: list, docs: dict, filters: Filters, taxonomy, now
     each at ``HOP_SHARE`` of that result's relevance: a question that joins two memories
     ("what does the project Priya leads run on") finds the second through the name the
     first gives it. Recorded in ``via``. Not held to the floor: the note it comes from
-    passed it and the answer gate, and it ranks below that note."""
+    passed it and the answer gate, and it ranks below that note. A name whose words are in
+    more notes than a query's postings budget is not followed (``LexicalIndex.naming``):
+    it cannot say which of them matter, and the hop's cost stays flat as the vault grows."""
     lexical = index.lexical
     seen = {path for _, path, _ in ranked}
     out = []
@@ -269,10 +271,10 @@ def _second_hop(index, ranked: list, docs: dict, filters: Filters, taxonomy, now
         relevance = why["relevance"] * HOP_SHARE
         for name in _names_in(index.root, path, docs[path]):
             reached = 0
-            for other, _, matched in lexical.search_evidence(name, HOP_NOTES * 4).hits:
+            for other in lexical.naming(name, HOP_NOTES * 4) or ():  # the whole name, not one of its words
                 if reached >= HOP_NOTES:
                     break
-                if other in seen or matched < 0.999:  # the whole name, not one of its words
+                if other in seen:
                     continue
                 doc = lexical.stored(other)
                 if doc is None or not matches(doc, filters):
