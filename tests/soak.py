@@ -153,8 +153,9 @@ def cortex_loop(root: Path, stop: threading.Event, counts: Counts, rnd: random.R
 
 
 def reader(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random) -> None:
-    """An agent asking as it works (with ``--watch``: through the watcher): a query finds
-    or finds nothing, status answers; never an error."""
+    """An agent asking as it works (with ``--watch``: through the watcher, which answers
+    the queries itself once its index is loaded): a query finds or finds nothing, status
+    answers; never an error."""
     while not stop.is_set():
         args = rnd.choice([("query", "which soak worker finished its batch", "--json"), ("status", "--json"),
                            ("index",)])
@@ -220,8 +221,13 @@ def soak(root: Path, seconds: float, seed: int = 0, watch: bool = False) -> Coun
     finally:
         if watch:
             seen = cortex(root, "watch", "--status", "--json")
-            answered = json.loads(seen.stdout).get("daemon", {}).get("answered", {}) if seen.returncode == 0 else {}
-            counts.cortex["watcher answers with paths"] = answered.get("paths", 0)
+            daemon = json.loads(seen.stdout).get("daemon") or {} if seen.returncode == 0 else {}
+            counts.cortex["watcher answers with paths"] = daemon.get("answered", {}).get("paths", 0)
+            served = daemon.get("queries", {})
+            counts.cortex["queries the watcher answered"] = served.get("served", 0)
+            counts.cortex["queries it left to the query"] = served.get("declined", 0)
+            if not served.get("served"):
+                counts.problems.append(f"the watcher answered no query: {served}")
             cortex(root, "watch", "--stop")
     return counts
 
