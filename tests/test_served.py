@@ -158,10 +158,29 @@ def test_what_the_watcher_cannot_answer_the_same_way_the_query_answers_itself(se
                  b'query {"text": "x", "mode": "hybrid", "limit": 1, "filters": {"owner": "me"}}\n'):
         reply = json.loads(_question(root, line))
         assert set(reply) == {"declined"}, reply
+    from cortex.search.question import Question
+    from cortex.search.served import encode
+
+    elsewhere = {**encode(Question("cranes"), None), "build": "0.0.9 /opt/an-older-cortex"}  # an install since replaced
+    reply = json.loads(_question(root, b"query " + json.dumps(elsewhere).encode() + b"\n"))
+    assert "restart it" in reply["declined"]
     after = queries(root)
-    assert after["declined"] - before["declined"] == 7 and after["served"] == before["served"]
+    assert after["declined"] - before["declined"] == 8 and after["served"] == before["served"]
     done, was_served = served_after(root, "who services the harbour cranes", "--paths")
     assert was_served and done.returncode == 0
+
+
+def test_a_taxonomy_edited_while_the_watcher_runs_is_read_again(served):
+    """A type added to taxonomy.yml filters served queries at once: the daemon's index
+    lives for days, its taxonomy must not."""
+    root = served
+    (root / "observer" / "taxonomy.yml").write_text(
+        "types:\n  meeting: {category: entity, partition: vault, folder: meetings}\n")
+    (root / "vault" / "meetings").mkdir()
+    (root / "vault" / "meetings" / "standup.md").write_text("The harbour standup moved to 09:30 on Mondays.\n")
+    done, was_served = served_after(root, "harbour standup", "--type", "meeting", "--paths")
+    assert was_served, done.stderr
+    assert done.returncode == 0 and done.stdout.splitlines() == ["vault/meetings/standup.md"]
 
 
 def test_a_killed_watcher_leaves_queries_answered_alone(served):

@@ -167,6 +167,8 @@ class SearchIndex:
         self.directory = self.root / ".cortex" / "search"
         self.model_spec = model
         self._taxonomy = taxonomy
+        self._taxonomy_given = taxonomy is not None
+        self._taxonomy_stamp: tuple | None = None  # taxonomy.yml as last read (a long-lived process re-reads an edit)
         self._embedder = None
         self.state: State | None = None
         self.lexical = None
@@ -189,11 +191,21 @@ class SearchIndex:
 
     @property
     def taxonomy(self):
-        if self._taxonomy is None:
+        """The vault's taxonomy, read again once taxonomy.yml changed (types, folders and
+        decay rates filter and rank a query; the watcher's index lives for days)."""
+        if self._taxonomy_given:
+            return self._taxonomy
+        path = self.root / "observer" / "taxonomy.yml"
+        try:
+            st = path.lstat()
+            stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = None
+        if self._taxonomy is None or stamp != self._taxonomy_stamp:
             from cortex.taxonomy import load_taxonomy
 
-            self._taxonomy = load_taxonomy(self.root / "observer" / "taxonomy.yml",
-                                           cache=self.root / ".cortex" / "taxonomy.json")
+            self._taxonomy = load_taxonomy(path, cache=self.root / ".cortex" / "taxonomy.json")
+            self._taxonomy_stamp = stamp
         return self._taxonomy
 
     def state_version(self) -> tuple[int, int, int] | None:

@@ -16,7 +16,8 @@ index's last update — and reloads the index whole when another process rewrote
 
 **Declined, never wrong.** The service answers only what a cold query would answer the
 same way; everything else is declined with a reason and the query runs in its own
-process as it does without a watcher: while the index loads (when the daemon starts, if
+process as it does without a watcher: a watcher of another cortex install (upgraded
+since it started), while the index loads (when the daemon starts, if
 the vault has one, else on the first question), when there is none to load or it was
 built with another model (the cold query rebuilds it, with its progress on the person's
 terminal: the daemon never builds), another model than the daemon's, a filter value the
@@ -88,9 +89,17 @@ def ask(root: Path, question, model: str | None) -> dict | None:
     return reply if isinstance(reply, dict) and "results" in reply else None
 
 
+def build() -> str:
+    """Which cortex this is: its version and where its code lives. A watcher started by
+    another install (upgraded since, another checkout) declines: its answer could differ."""
+    import cortex
+
+    return f"{cortex.__version__} {os.path.dirname(os.path.abspath(cortex.__file__))}"
+
+
 def encode(question, model: str | None) -> dict:
     return {"text": question.text, "filters": asdict(question.filters), "limit": question.limit,
-            "mode": question.mode, "min_score": question.min_score, "model": model}
+            "mode": question.mode, "min_score": question.min_score, "model": model, "build": build()}
 
 
 def decode(request: dict):
@@ -206,6 +215,8 @@ class QueryService:
 
         request = json.loads(line)
         question = decode(request)
+        if request.get("build") != build():
+            return {"declined": f"the watcher runs cortex {build()}: restart it (`cortex watch --stop`, then start it)"}
         if request.get("model") != self.model:
             return {"declined": f"the watcher searches with model {self.model or 'shipped'}"}
         index = self._session.index
