@@ -183,6 +183,23 @@ def test_a_taxonomy_edited_while_the_watcher_runs_is_read_again(served):
     assert done.returncode == 0 and done.stdout.splitlines() == ["vault/meetings/standup.md"]
 
 
+def test_cortex_index_is_done_by_the_watcher_on_the_index_every_query_reads(served):
+    root = served
+    (root / "vault" / "kiosk.md").write_text("The lobby kiosk is rebooted by Amara.\n")
+    before = queries(root)["served"]
+    done = cortex("--vault", str(root), "index", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["added"] == 1 and report["notes"] >= 6 and queries(root)["served"] == before + 1
+    again = json.loads(cortex("--vault", str(root), "index", "--json").stdout)
+    assert again["added"] == again["changed"] == again["deleted"] == 0
+    assert cortex("--vault", str(root), "watch", "--stop").returncode == 0
+    cold = query(root, "Amara kiosk", "--lexical-only", "--json")  # in its own process now: nothing left to index
+    assert cold.returncode == 0 and json.loads(cold.stdout)["index"]["updated"] == 0
+    rebuilt = cortex("--vault", str(root), "index", "--rebuild", "--json")
+    assert rebuilt.returncode == 0 and json.loads(rebuilt.stdout)["rebuilt"] is True
+
+
 def test_a_killed_watcher_leaves_queries_answered_alone(served):
     root = served
     expected = query(root, "who services the harbour cranes", "--json").stdout

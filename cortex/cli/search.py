@@ -75,17 +75,30 @@ def index(
     model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help=MODEL_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the update report as JSON on stdout."),
 ) -> None:
-    """Update the search index under .cortex/ (only added, changed, moved or deleted notes)."""
+    """Update the search index under .cortex/ (only added, changed, moved or deleted notes).
+
+    While `cortex watch` runs, the watcher makes the update on the index it keeps loaded."""
     try:
-        session, probe = _session(model)
-        report = session.update(probe, rebuild=rebuild)
+        root = _vault_root()
+        model = model or os.environ.get(MODEL_ENV) or None
+        from cortex.search.served import update
+
+        served = None if rebuild else update(root, model)  # the watcher's own index, when one runs
+        if served is not None:
+            for line in served["said"]:
+                info(f"cortex: {line}")
+            report, summary, touched = served["report"], served["summary"], served["touched"]
+        else:
+            session, probe = _session(model, root)
+            done = session.update(probe, rebuild=rebuild)
+            report, summary, touched = done.as_dict(), done.summary(), done.touched
     except Exception as exc:
         _search_errors(exc)
     if json_:
-        emit_json(report.as_dict())
+        emit_json(report)
     else:
-        what = "rebuilt" if report.rebuilt else "up to date" if not report.touched else "updated"
-        info(f"search index {what}: {report.notes} notes ({report.summary()}) in {report.seconds:.2f}s")
+        what = "rebuilt" if report["rebuilt"] else "up to date" if not touched else "updated"
+        info(f"search index {what}: {report['notes']} notes ({summary}) in {report['seconds']:.2f}s")
 
 
 def _when(text: Optional[str], option: str) -> Optional[float]:

@@ -1,4 +1,5 @@
-"""`cortex query` answered by the running watcher, which keeps the search index loaded.
+"""`cortex query` (and `cortex index`) answered by the running watcher, which keeps the
+search index loaded.
 
 A cold `cortex query` spends most of its time before it searches: Python imports numpy
 and Whoosh, the index's files are opened and paged in, the model is read — and a vault's
@@ -46,9 +47,19 @@ MAX_QUESTION = 1 << 16  # bytes of one question line
 # -- the query's side ----------------------------------------------------------------------
 
 def ask(root: Path, question, model: str | None) -> dict | None:
-    """The running watcher's answer to ``question`` (a `Question`), or None when there is
-    none to be had: no watcher, a declined question, a reply cut short. The query then
-    answers it itself."""
+    """The running watcher's answer to ``question`` (a `Question`): {results, hidden,
+    index, said}; or None when there is none to be had: no watcher, a declined question,
+    a reply cut short. The query then answers it itself."""
+    return _request(root, encode(question, model), "results")
+
+
+def update(root: Path, model: str | None) -> dict | None:
+    """`cortex index` done by the running watcher on the index it keeps: {report (the
+    `UpdateReport` as a dict), summary, touched, said}; or None, as for `ask`."""
+    return _request(root, {"op": "index", "model": model, "build": build()}, "report")
+
+
+def _request(root: Path, request: dict, expected: str) -> dict | None:
     from cortex.fsmonitor import SOCKET
     from cortex.gitlock import git_dir_of
 
@@ -60,7 +71,7 @@ def ask(root: Path, question, model: str | None) -> dict | None:
         return None
     import _socket  # the C module: `socket` imports enum and more, for nothing here
 
-    line = VERB + b" " + json.dumps(encode(question, model)).encode() + b"\n"
+    line = VERB + b" " + json.dumps(request).encode() + b"\n"
     if len(line) > MAX_QUESTION:
         return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -86,7 +97,7 @@ def ask(root: Path, question, model: str | None) -> dict | None:
         reply = json.loads(body)
     except ValueError:
         return None
-    return reply if isinstance(reply, dict) and "results" in reply else None
+    return reply if isinstance(reply, dict) and expected in reply else None
 
 
 def build() -> str:
@@ -209,17 +220,27 @@ class QueryService:
         self._session, self.state, self.why = session, "ready", ""
 
     def answer(self, line: bytes) -> dict:
-        """What `cortex query` prints for the question in ``line``, or why it is declined."""
+        """What `cortex query` prints for the question in ``line`` (or `cortex index` for
+        an update), or why it is declined."""
         from cortex.search.freshness import GitProbe
         from cortex.search.query import result_shape, unknown_values
 
         request = json.loads(line)
-        question = decode(request)
+        if not isinstance(request, dict) or request.get("op", "query") not in ("query", "index"):
+            raise ValueError("a request is a JSON object asking a query or an index update")
+        question = decode(request) if request.get("op", "query") == "query" else None
         if request.get("build") != build():
             return {"declined": f"the watcher runs cortex {build()}: restart it (`cortex watch --stop`, then start it)"}
         if request.get("model") != self.model:
             return {"declined": f"the watcher searches with model {self.model or 'shipped'}"}
         index = self._session.index
+        if question is None:  # `cortex index`: the update a query would make first, and its report
+            self._said.clear()
+            if index.rewritten():
+                index.load(vectors=True)
+            report = self._session.refresh(GitProbe.start(self.root, since=index.state.watch or ""), quiet=True)
+            return {"report": report.as_dict(), "summary": report.summary(), "touched": report.touched,
+                    "said": list(self._said)}
         if unknown_values(question.filters, index.taxonomy):
             return {"declined": "a filter value the taxonomy does not know"}
         self._said.clear()
