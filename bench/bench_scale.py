@@ -18,8 +18,9 @@ median of `--repeat` runs, next to `python -c pass` measured in the same run:
   files in the same vault;
 - `cortex maintain --force --only dedup` (a near-duplicate merge over the whole vault);
 - with `cortex watch` running (`--no-watch` leaves these out): `cortex index` with nothing
-  to do, after one note written, after one note committed; `cortex status`; queries, which
-  the watcher answers from the index it keeps loaded (each checked to have been);
+  to do, after one note written, after one note committed; `cortex status`; queries. The
+  watcher answers the queries and makes the index updates on the index it keeps loaded
+  (each checked to have been);
 - the full index build (timed when the vault is built) and `.git`'s size, loose objects.
 
 Then each one-note cost's ratio between the largest and the smallest vault (target
@@ -266,8 +267,9 @@ def measure_watched(vault: Path, repeat: int) -> dict:
             sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: watched query one")
             query.append(timed(vault, *CORTEX, "query", "how are station files cached", "--json", check=False))
         out["status_one_w"], out["query_one_w"] = median(status), median(query)
-        if (answered := watch_queries(vault)["served"] - served) != 3 * repeat:
-            raise SystemExit(f"the watcher answered {answered} of {3 * repeat} queries: the rows would mix both paths")
+        if (answered := watch_queries(vault)["served"] - served) != 6 * repeat:  # 3 rows of queries, 3 of `cortex index`
+            raise SystemExit(f"the watcher answered {answered} of {6 * repeat} queries and index updates: "
+                             "the rows would mix both paths")
     finally:
         sh(vault, *CORTEX, "watch", "--stop")
     return out
