@@ -200,6 +200,27 @@ def test_cortex_index_is_done_by_the_watcher_on_the_index_every_query_reads(serv
     assert rebuilt.returncode == 0 and json.loads(rebuilt.stdout)["rebuilt"] is True
 
 
+def test_the_mcp_servers_index_asks_the_watcher_before_each_answer(served):
+    """The MCP server keeps its own index loaded (`LiveIndex`); with the watcher running,
+    a note edited in place a moment before is in its next answer, without waiting for
+    its periodic checks (an hour apart here)."""
+    from cortex.search.live import LiveIndex
+    from cortex.search.question import Question
+
+    root = served
+    live = LiveIndex(root, interval=3600).start()
+    try:
+        live.wait_ready(60)
+        note = root / "vault" / "kiosk.md"
+        note.write_text("The lobby kiosk is rebooted by Amara.\n")
+        assert [h.path for h in live.ask(Question("Amara kiosk", mode="lexical")).hits] == ["vault/kiosk.md"]
+        note.write_text("The lobby kiosk is rebooted by Tomasz.\n")  # in place: no folder changes
+        assert [h.path for h in live.ask(Question("Tomasz kiosk", mode="lexical")).hits] == ["vault/kiosk.md"]
+        assert not live.ask(Question("Amara", mode="lexical")).hits
+    finally:
+        live.stop()
+
+
 def test_a_killed_watcher_leaves_queries_answered_alone(served):
     root = served
     expected = query(root, "who services the harbour cranes", "--json").stdout

@@ -1,8 +1,9 @@
 """A search index kept loaded and in step with the notes, for a long-lived process.
 
 The MCP server answers many queries from one process: `LiveIndex` loads a `Session`
-once (in the background, so the server answers meanwhile) and a watcher thread keeps it
-current: cheap stamps every second (folder mtimes, git's index and HEAD log, the index's
+once (in the background, so the server answers meanwhile). While `cortex watch` runs,
+each question first asks it what changed (exact, a few milliseconds); besides, a thread
+keeps the index current: cheap stamps every second (folder mtimes, git's index and HEAD log, the index's
 own state file, which another process's `cortex index` rewrites), and a `git status`
 sweep every 30 s that catches in-place edits the stamps cannot see.
 
@@ -98,12 +99,27 @@ class LiveIndex:
     # --- questions ----------------------------------------------------------------------
 
     def ask(self, question: Question) -> Answer:
+        """Answer from the loaded index. While `cortex watch` runs, its word on what changed
+        since the index's last update is asked first (a few milliseconds), so the answer is
+        as fresh as a cold query's; without it, as fresh as the last stamp check."""
         self.wait_ready()
         with self.lock:
-            answer = self.session.ask(question)
-            if answer.report.rebuilt:
+            probe = self._watcher_probe()
+            answer = self.session.ask(question, probe=probe)
+            if answer.report.rebuilt or answer.report.touched:
                 self._mark()
             return answer
+
+    def _watcher_probe(self):
+        """The watcher's probe since the index's own token, or None when no watcher runs
+        (a `git status` per question would cost what the stamps are there to save)."""
+        from cortex.search.freshness import WATCH_SOCKET, GitProbe
+
+        if self.index.state is None or not (self.root / WATCH_SOCKET).exists():
+            return None
+        if self.index.rewritten():  # another process replaced the index on disk: its files, not ours
+            self.index.load(vectors=True)
+        return GitProbe.start(self.root, since=self.index.state.watch or "")
 
     def doc_count(self) -> int:
         with self.lock:
