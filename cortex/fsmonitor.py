@@ -52,9 +52,18 @@ def ask(token: str, where: str | None = None) -> bytes:
     """The watcher's answer for ``token`` (its body: the length prefix checked), asked
     from the working tree git runs the hook in, or of the git directory ``where`` (cortex's
     own probe: ``freshness.watcher_changes``)."""
+    body = exchange(f"2 {token}\n".encode("utf-8", "surrogateescape"), where)
+    return NO_WATCHER if body is None else body
+
+
+def exchange(line: bytes, where: str | None = None, timeout: float = TIMEOUT) -> bytes | None:
+    """Send one question line to the watcher and return its reply's body, the length
+    prefix checked; None when no watcher answers in ``timeout`` or the reply is cut short.
+    Asked from the working tree git runs the hook in, or of the git directory ``where``."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    sock.settimeout(TIMEOUT)
+    sock.settimeout(timeout)
     folder = -1
+    data = bytearray()
     try:
         if where is None:
             os.chdir(git_dir())
@@ -62,22 +71,18 @@ def ask(token: str, where: str | None = None) -> bytes:
         else:  # no chdir in a process that goes on: a socket's path is limited to ~100 bytes,
             folder = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # a folder's fd is not
             sock.connect(f"/proc/self/fd/{folder}/{SOCKET}")
-        sock.sendall(f"2 {token}\n".encode("utf-8", "surrogateescape"))
-        data = bytearray()
-        while True:
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                break
+        sock.sendall(line)
+        while chunk := sock.recv(1 << 16):
             data += chunk
     except OSError:
-        return NO_WATCHER
+        return None
     finally:
         sock.close()
         if folder >= 0:
             os.close(folder)
     head, sep, body = bytes(data).partition(b"\n")
     if not sep or not head.isdigit() or int(head) != len(body):
-        return NO_WATCHER
+        return None
     return body
 
 

@@ -60,7 +60,7 @@ def update(root: Path, model: str | None) -> dict | None:
 
 
 def _request(root: Path, request: dict, expected: str) -> dict | None:
-    from cortex.fsmonitor import SOCKET
+    from cortex.fsmonitor import SOCKET, exchange
     from cortex.gitlock import git_dir_of
 
     try:
@@ -69,29 +69,11 @@ def _request(root: Path, request: dict, expected: str) -> dict | None:
         return None
     if not os.path.exists(os.path.join(where, SOCKET)):
         return None
-    import _socket  # the C module: `socket` imports enum and more, for nothing here
-
     line = VERB + b" " + json.dumps(request).encode() + b"\n"
     if len(line) > MAX_QUESTION:
         return None
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    sock.settimeout(TIMEOUT)
-    folder = -1
-    data = bytearray()
-    try:
-        folder = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # a socket path is limited to ~100 bytes
-        sock.connect(f"/proc/self/fd/{folder}/{SOCKET}")
-        sock.sendall(line)
-        while chunk := sock.recv(1 << 16):
-            data += chunk
-    except OSError:
-        return None
-    finally:
-        sock.close()
-        if folder >= 0:
-            os.close(folder)
-    head, sep, body = bytes(data).partition(b"\n")
-    if not sep or not head.isdigit() or int(head) != len(body):
+    body = exchange(line, where, TIMEOUT)  # the socket module of the hook: it loads nothing
+    if body is None:
         return None
     try:
         reply = json.loads(body)
