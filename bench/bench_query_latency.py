@@ -32,6 +32,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as every process that searches sets it (search.session)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

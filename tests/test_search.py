@@ -490,6 +490,18 @@ def test_cli_module_imports_stay_light():
     assert out.strip() == "[]"
 
 
+def test_every_process_that_searches_keeps_blas_to_one_thread(tmp_path):
+    """The CLI, the MCP server and the watcher all search through a Session: one vector
+    times a matrix gains nothing from OpenBLAS's thread pool and pays its start-up."""
+    code = ("import os, sys; os.environ.pop('OPENBLAS_NUM_THREADS', None); "
+            "from cortex.search.session import Session; Session(sys.argv[1]); "
+            "import numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True,
+                         env=env).stdout
+    assert out.strip() == "1"
+
+
 def test_lexical_only_query_does_not_import_numpy(mixed):
     vault, _ = mixed
     assert main(["--vault", str(vault), "index"]) == 0

@@ -29,10 +29,6 @@ class _Failed(Exception):
 def _session(model: Optional[str], root=None):
     """(Session, probe): the vault found first, then git's status probe started so it
     runs while the heavy modules import."""
-    if "numpy" not in sys.modules:
-        # A query multiplies one vector by the matrix: OpenBLAS's thread pool would cost
-        # ~60 ms of start-up and buy nothing.
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     root = root or _vault_root()
     from cortex.search.freshness import GitProbe, search_token
 

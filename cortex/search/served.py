@@ -191,7 +191,6 @@ class QueryService:
         from cortex.search.session import Session
 
         try:
-            os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one vector times a matrix: no thread pool
             session = Session(self.root, model=self.model, say=self._said.append)
             session.index.load(vectors=True)
             session.ask(Question("warm up", limit=1))  # the model, vectors and searcher paged in

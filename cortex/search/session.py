@@ -14,6 +14,8 @@ get an `Answer`; how they print it is theirs.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -30,8 +32,16 @@ class Answer:
     hidden: int = 0  # archived notes that would have answered an empty answer
 
 
+def one_blas_thread() -> None:
+    """A query multiplies one vector by the matrix: OpenBLAS's thread pool would cost ~60 ms
+    of start-up and add jitter, and buy nothing. Effective only before numpy is imported."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 class Session:
     def __init__(self, root: Path | str, *, model: str | None = None, say: Callable[[str], None] = lambda _m: None):
+        one_blas_thread()  # every process that searches: the CLI, the MCP server, the watcher
         self.root = Path(root)
         self.say = say  # one line for the person: "index updated (...)", "rebuilding ..."
         self.index = SearchIndex(self.root, model=model)
