@@ -145,6 +145,38 @@ def test_in_a_vault_of_a_few_notes_a_partial_match_is_an_answer():
     assert fusion.answers("hybrid", 0.0, [{**partial, "matched": 0.1}], notes=5000)  # --min-score: the caller's floor
 
 
+def test_a_name_a_note_holds_whole_is_an_answer_whatever_the_embedding_says(tmp_path):
+    """A query of a name or a code ("Ingrid Quist") has no meaning a static embedding can
+    place: a note that names it in passing answers it, in a vault large enough for the
+    answer gate; one word of the name is not the name, and a longer question about
+    something else still finds nothing."""
+    v, _ = Vault.init(tmp_path / "v")
+    for i in range(60):  # past SMALL_VAULT: the gate judges by evidence
+        write_note(v.root, f"mind/facts/f{i}.md", f"The harbour ferry {i} leaves the pier at {i % 12 + 6} o'clock.",
+                   type_="fact")
+    write_note(v.root, "mind/opinions/fastapi.md", "Maya finds FastAPI's dependency injection fine for request-scoped "
+               "database sessions but too magical, says Ingrid Quist, for anything else.", type_="opinion")
+    write_note(v.root, "mind/facts/ingrid.md", "Ingrid joined the harbour office in May.", type_="fact")
+    commit_all(v.root)
+    done = cortex(v.root, "Ingrid Quist", "--json")
+    assert done.returncode == 0, done.stdout
+    results = json.loads(done.stdout)["results"]
+    assert results[0]["path"] == "mind/opinions/fastapi.md" and results[0]["why"]["semantic"] < 0.35
+    assert cortex(v.root, "Quist", "--paths").stdout.splitlines() == ["mind/opinions/fastapi.md"]
+    assert cortex(v.root, "which pharmacy near the harbour opens on sunday mornings", "--paths").returncode == 1
+
+
+def test_the_short_query_rule_needs_every_word_and_a_short_query():
+    from cortex.search import fusion
+
+    named = {"lexical": 0.42, "semantic": 0.31, "matched": 1.0, "relevance": 0.42}
+    far = lambda i: 0.2  # noqa: E731  (a cosine under ANSWER_MEANING)
+    assert fusion.answers("hybrid", None, [named], notes=5000, meaning_of=far, terms=2)
+    assert not fusion.answers("hybrid", None, [named], notes=5000, meaning_of=far, terms=3)
+    assert not fusion.answers("hybrid", None, [{**named, "matched": 0.6}], notes=5000, meaning_of=far, terms=2)
+    assert not fusion.answers("hybrid", None, [named], notes=5000, meaning_of=far)  # terms unknown: the cosine rules
+
+
 def test_the_note_that_answers_by_its_words_must_also_be_about_the_question():
     """Where the embedding is at hand, a note matching the question's words is an answer
     only if its cosine with the question reaches ANSWER_MEANING; the lookup is asked of

@@ -33,6 +33,7 @@ class LexicalHits(NamedTuple):
 
     hits: list[tuple[str, float, float]]
     ceiling: float
+    terms: int = 0  # the query's terms the coverage counts (matched and unknown alike)
 
 
 class IndexDamaged(Exception):

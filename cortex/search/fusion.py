@@ -81,11 +81,19 @@ SMALL_VAULT = 50
 # 87 % / 49 % of the other corpus's and 97-100 % of nonsense into "nothing found", for
 # 0.002 R@10 / 0.004 nDCG@10.
 ANSWER_MEANING = 0.35
+# Except for a query of SHORT_QUERY words or fewer that a note holds whole (every word,
+# `matched` at least WHOLE): a name ("Ingrid Quist"), a ticket or a code. Such a query has
+# no meaning a static embedding can place — its cosine with the note that names it sits
+# at 0.2-0.35 — and the words are the evidence: a note holding all of them is what the
+# lookup asks for. A question the vault cannot answer is longer, and a short one with a
+# word no note has (nonsense) matches no note whole.
+SHORT_QUERY = 2
+WHOLE = 0.999
 
 
 def answers(mode: str, min_score: float | None, results: Sequence[dict], *, notes: int | None = None,
             meaning_of: Callable[[int], float | None] | None = None, matched: float = ANSWER_MATCHED,
-            relevance: float = ANSWER_RELEVANCE, meaning: float = ANSWER_MEANING) -> bool:
+            relevance: float = ANSWER_RELEVANCE, meaning: float = ANSWER_MEANING, terms: int | None = None) -> bool:
     """Whether a query's results (their `why`, over the floor) in a vault of `notes`
     notes may be returned: by default, in the modes with a lexical side, only when one
     of them is an answer (see ANSWER_MATCHED and ANSWER_MEANING; `meaning_of(i)`: result
@@ -96,13 +104,15 @@ def answers(mode: str, min_score: float | None, results: Sequence[dict], *, note
         return True
     small = notes is not None and notes < SMALL_VAULT
 
-    def about_it(i: int) -> bool:
+    def about_it(i: int, w: dict) -> bool:
+        if terms is not None and terms <= SHORT_QUERY and w.get("matched", 0.0) >= WHOLE:
+            return True  # a name or a code held whole: the words are the meaning
         cos = meaning_of(i) if meaning_of is not None else None
         return cos is None or cos >= meaning
 
     return any(w.get("matched", 0.0) >= matched
                and (small or w.get("semantic", 0.0) >= ANSWER_COSINE
-                    or (w.get("relevance", 0.0) >= relevance and about_it(i)))
+                    or (w.get("relevance", 0.0) >= relevance and about_it(i, w)))
                for i, w in enumerate(results))
 
 
