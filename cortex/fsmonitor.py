@@ -26,6 +26,8 @@ import sys
 SOCKET = "cortex-watch/sock"  # relative to the git directory (a socket path is limited to ~100 bytes)
 NO_WATCHER = b"cortex:none:0\0/\0"
 TIMEOUT = 5.0  # seconds; a watcher that does not answer by then is treated as gone
+VERB = b"query"  # a `cortex query` or `cortex index` asked of the watcher (cortex/search/served.py)
+MAX_QUESTION = 1 << 16  # bytes of such a question
 
 
 def command() -> str:

@@ -164,15 +164,23 @@ def parse_taxonomy(data: object, source: str = "taxonomy.yml") -> Taxonomy:
     return Taxonomy(types)
 
 
+def file_stamp(path: Path) -> list[int] | None:
+    """What says ``path`` changed: mtime, ctime (`cp -p` keeps mtime), size, inode; None
+    when it is missing. A link is stamped itself (it is refused when read)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    return [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino]
+
+
 def load_taxonomy(path: Path, *, cache: Path | None = None) -> Taxonomy:
     """The taxonomy of ``path`` (the defaults when it is missing). With ``cache``, its
     parsed content is kept there as JSON by the file's size and mtime: a command that runs
     in loops (`cortex query`) then never imports PyYAML (~10 ms) for an unchanged file."""
-    try:
-        st = path.lstat()  # a link is refused when read, never served from the cache
-    except FileNotFoundError:
+    stamp = file_stamp(path)  # a link is refused when read, never served from the cache
+    if stamp is None:
         return DEFAULT_TAXONOMY
-    stamp = [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino]  # ctime: `cp -p` keeps mtime
     if cache is not None:
         import json
 

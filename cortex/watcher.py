@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cortex.errors import CortexError
+from cortex.fsmonitor import MAX_QUESTION, VERB  # the query protocol
 
 if TYPE_CHECKING:  # the daemon's own modules: `cortex status` asks only whether one runs
     import socket
@@ -94,7 +95,6 @@ STATE_DIR = "cortex-watch"  # in the git directory: lock, sock, pid, log, cookie
 COOKIE = "cookie-"
 SEED_QUIET = 1.0  # seconds git's index stays unchanged before its probe copy is seeded (a commit through pre-commit rewrites it several times)
 SEED_RETRY = 0.02  # seconds before trying again when a probe held the seed off
-MAX_QUESTION = 1 << 16  # bytes of a `cortex query` question (cortex.search.served)
 JOURNAL_LIMIT = 200_000  # changes kept; a token older than the oldest kept gets "everything"
 
 
@@ -337,24 +337,15 @@ class Watcher:
             self._query_service = QueryService(self.root, self._reply_from_thread)
         return self._query_service
 
-    def _reply_from_thread(self, conn: socket.socket, body: bytes) -> None:
+    @staticmethod
+    def _reply_from_thread(conn: socket.socket, body: bytes) -> None:
         """``_reply`` for a connection the loop no longer selects on (any thread may call it)."""
-        try:
-            conn.setblocking(True)
-            conn.sendall(f"{len(body)}\n".encode() + body)
-        except OSError:
-            pass  # the query went away
-        finally:
-            conn.close()
+        _send(conn, body)
+        conn.close()
 
     def _reply(self, conn: socket.socket, body: bytes) -> None:
-        try:
-            conn.setblocking(True)
-            conn.sendall(f"{len(body)}\n".encode() + body)
-        except OSError:
-            pass  # the hook went away (git killed): nothing to answer
-        finally:
-            self._close(conn)
+        _send(conn, body)
+        self._close(conn)
 
     def _close(self, conn: socket.socket) -> None:
         try:
@@ -382,7 +373,9 @@ class Watcher:
             signal.signal(signum, self._on_signal)
         if on_ready:
             on_ready()
-        if (self.root / ".cortex" / "search" / "state.json").exists():
+        from cortex.search.freshness import SEARCH_STATE
+
+        if (self.root / SEARCH_STATE).exists():
             self._queries().preload()  # in the background: the first query is served warm
         while not self._stop:
             self._seed_when_quiet()
@@ -431,7 +424,7 @@ class Watcher:
             return
         question.buf += chunk
         if b"\n" not in question.buf:
-            if len(question.buf) > (MAX_QUESTION if question.buf.startswith(b"query ") else 4096):
+            if len(question.buf) > (MAX_QUESTION if question.buf.startswith(VERB + b" ") else 4096):
                 self._close(question.conn)
             return
         raw = question.buf.split(b"\n", 1)[0]
@@ -441,14 +434,23 @@ class Watcher:
             question.token = None
             self._reply(question.conn, json.dumps(self.status()).encode())
             return
-        if version == "query":  # `cortex query`, answered from the index this daemon keeps loaded
-            self._queries().submit(question.conn, raw[len(b"query "):])
+        if version == VERB.decode():  # `cortex query`, answered from the index this daemon keeps loaded
+            self._queries().submit(question.conn, raw[len(VERB) + 1:])
             return
         if version != "2":
             question.conn.close()
             return
         question.token = token
         self._ask(question)
+
+
+def _send(conn: socket.socket, body: bytes) -> None:
+    """A reply as the hook reads it: its length, a newline, the body."""
+    try:
+        conn.setblocking(True)
+        conn.sendall(f"{len(body)}\n".encode() + body)
+    except OSError:
+        pass  # the asker went away (git killed, a query interrupted): nothing to answer
 
 
 SKIPPED_B = frozenset(os.fsencode(name) for name in SKIPPED)

@@ -26,16 +26,28 @@ class _Failed(Exception):
     """A problem reported to the user; the command exits 2."""
 
 
-def _session(model: Optional[str], root=None):
-    """(Session, probe): the vault found first, then git's status probe started so it
-    runs while the heavy modules import."""
-    root = root or _vault_root()
+def _target(model: Optional[str]):
+    """(vault root, model): the vault found, the model `--model` or $CORTEX_SEARCH_MODEL
+    names (None: the shipped one)."""
+    return _vault_root(), model or os.environ.get(MODEL_ENV) or None
+
+
+def _tell(said: list) -> None:
+    """What the watcher said while it answered ("index updated (...)"), as this command
+    would have said it."""
+    for line in said:
+        info(f"cortex: {line}")
+
+
+def _session(model: Optional[str], root):
+    """(Session, probe): git's status probe started first, so it runs while the heavy
+    modules import."""
     from cortex.search.freshness import GitProbe, search_token
 
     probe = GitProbe.start(root, since=search_token(root))
     from cortex.search.session import Session
 
-    return Session(root, model=model or os.environ.get(MODEL_ENV) or None, say=lambda m: info(f"cortex: {m}")), probe
+    return Session(root, model=model, say=lambda m: info(f"cortex: {m}")), probe
 
 
 def _vault_root():
@@ -75,14 +87,12 @@ def index(
 
     While `cortex watch` runs, the watcher makes the update on the index it keeps loaded."""
     try:
-        root = _vault_root()
-        model = model or os.environ.get(MODEL_ENV) or None
+        root, model = _target(model)
         from cortex.search.served import update
 
         served = None if rebuild else update(root, model)  # the watcher's own index, when one runs
         if served is not None:
-            for line in served["said"]:
-                info(f"cortex: {line}")
+            _tell(served["said"])
             report, summary, touched = served["report"], served["summary"], served["touched"]
         else:
             session, probe = _session(model, root)
@@ -155,14 +165,12 @@ def query(
             entities=tuple(entity), attributions=tuple(attribution), since=since_ts, until=until_ts, archived=archived,
         )
         question = Question(text=text or "", filters=filters, limit=limit, mode=mode, min_score=min_score)
-        root = _vault_root()
-        model = model or os.environ.get(MODEL_ENV) or None
+        root, model = _target(model)
         from cortex.search.served import ask as ask_watcher
 
         served = ask_watcher(root, question, model)  # None: no watcher runs, or it declined
         if served is not None:
-            for line in served["said"]:
-                info(f"cortex: {line}")
+            _tell(served["said"])
             results, hidden, stats = served["results"], served["hidden"], served["index"]
         else:
             results, hidden, stats = _answer_here(root, question, model)

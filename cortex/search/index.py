@@ -168,7 +168,7 @@ class SearchIndex:
         self.model_spec = model
         self._taxonomy = taxonomy
         self._taxonomy_given = taxonomy is not None
-        self._taxonomy_stamp: tuple | None = None  # taxonomy.yml as last read (a long-lived process re-reads an edit)
+        self._taxonomy_stamp: list[int] | None = None  # taxonomy.yml as last read (a long-lived process re-reads an edit)
         self._embedder = None
         self.state: State | None = None
         self.lexical = None
@@ -195,14 +195,11 @@ class SearchIndex:
         decay rates filter and rank a query; the watcher's index lives for days)."""
         if self._taxonomy_given:
             return self._taxonomy
+        from cortex.taxonomy import file_stamp, load_taxonomy
+
         path = self.root / "observer" / "taxonomy.yml"
-        try:
-            st = path.lstat()
-            stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-        except OSError:
-            stamp = None
+        stamp = file_stamp(path)
         if self._taxonomy is None or stamp != self._taxonomy_stamp:
-            from cortex.taxonomy import load_taxonomy
 
             self._taxonomy = load_taxonomy(path, cache=self.root / ".cortex" / "taxonomy.json")
             self._taxonomy_stamp = stamp

@@ -113,13 +113,11 @@ class LiveIndex:
     def _watcher_probe(self):
         """The watcher's probe since the index's own token, or None when no watcher runs
         (a `git status` per question would cost what the stamps are there to save)."""
-        from cortex.search.freshness import WATCH_SOCKET, GitProbe
+        from cortex.search.freshness import WATCH_SOCKET
 
         if self.index.state is None or not (self.root / WATCH_SOCKET).exists():
             return None
-        if self.index.rewritten():  # another process replaced the index on disk: its files, not ours
-            self.index.load(vectors=True)
-        return GitProbe.start(self.root, since=self.index.state.watch or "")
+        return self.session.watcher_probe()
 
     def doc_count(self) -> int:
         with self.lock:

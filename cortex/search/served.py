@@ -39,9 +39,7 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-VERB = b"query"
 TIMEOUT = 120.0  # seconds a query waits for the daemon (an update after a big run included) before it asks alone
-MAX_QUESTION = 1 << 16  # bytes of one question line
 
 
 # -- the query's side ----------------------------------------------------------------------
@@ -60,7 +58,7 @@ def update(root: Path, model: str | None) -> dict | None:
 
 
 def _request(root: Path, request: dict, expected: str) -> dict | None:
-    from cortex.fsmonitor import SOCKET, exchange
+    from cortex.fsmonitor import MAX_QUESTION, SOCKET, VERB, exchange
     from cortex.gitlock import git_dir_of
 
     try:
@@ -203,7 +201,6 @@ class QueryService:
     def answer(self, line: bytes) -> dict:
         """What `cortex query` prints for the question in ``line`` (or `cortex index` for
         an update), or why it is declined."""
-        from cortex.search.freshness import GitProbe
         from cortex.search.query import result_shape, unknown_values
 
         request = json.loads(line)
@@ -214,20 +211,16 @@ class QueryService:
             return {"declined": f"the watcher runs cortex {build()}: restart it (`cortex watch --stop`, then start it)"}
         if request.get("model") != self.model:
             return {"declined": f"the watcher searches with model {self.model or 'shipped'}"}
-        index = self._session.index
-        if question is None:  # `cortex index`: the update a query would make first, and its report
-            self._said.clear()
-            if index.rewritten():
-                index.load(vectors=True)
-            report = self._session.refresh(GitProbe.start(self.root, since=index.state.watch or ""), quiet=True)
-            return {"report": report.as_dict(), "summary": report.summary(), "touched": report.touched,
-                    "said": list(self._said)}
-        if unknown_values(question.filters, index.taxonomy):
+        session = self._session
+        if question is not None and unknown_values(question.filters, session.index.taxonomy):
             return {"declined": "a filter value the taxonomy does not know"}
         self._said.clear()
-        if index.rewritten():  # another process replaced the index on disk: its files, not ours
-            index.load(vectors=True)
-        probe = GitProbe.start(self.root, since=index.state.watch or "")
-        answer = self._session.ask(question, probe=probe, count_hidden=True)
+        probe = session.watcher_probe()
+        if question is None:  # `cortex index`: the update a query would make first, and its report
+            report = session.refresh(probe, quiet=True)
+            return {"report": report.as_dict(), "summary": report.summary(), "touched": report.touched,
+                    "said": list(self._said)}
+        answer = session.ask(question, probe=probe, count_hidden=True)
         return {"results": result_shape(answer.hits), "hidden": answer.hidden, "said": list(self._said),
-                "index": {"notes": answer.report.notes or index.lexical.doc_count(), "updated": answer.report.touched}}
+                "index": {"notes": answer.report.notes or session.index.lexical.doc_count(),
+                          "updated": answer.report.touched}}

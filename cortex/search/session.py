@@ -91,6 +91,16 @@ class Session:
         except Exception as exc:
             return self.recover(exc)
 
+    def watcher_probe(self):
+        """For a session kept loaded (the watcher's, the MCP server's): the index read
+        afresh if another process replaced it on disk, then a probe asking the watcher
+        what changed since this index's own token."""
+        from cortex.search.freshness import GitProbe
+
+        if self.index.rewritten():
+            self.index.load(vectors=True)
+        return GitProbe.start(self.root, since=self.index.state.watch or "")
+
     def tell_skipped(self, report: UpdateReport) -> None:
         for line in report.skipped:
             self.say(f"warning: {line}")
