@@ -132,23 +132,24 @@ class HookVault:
         raise CortexError("no note schema found", "restore schemas/note.schema.json with `cortex init`")
 
     def scanner(self):
+        from cortex.layout import write_cache
         from cortex.security import Scanner
 
         # The pattern layer only: the learned classifier needs numpy and the embedding
         # model, too slow for a commit; `cortex run` applies it to agents' observations.
-        return Scanner(extra_patterns=self.security_settings()[0], use_classifier=False)
+        return Scanner(extra_patterns=self.security_settings()[0], use_classifier=False,
+                       cache_dir=self.root / ".cortex", save_cache=write_cache)
 
     def validator(self):
-        from cortex.layout import load_tag_allow, write_cache
-        from cortex.security.gate import PatternGate
+        from cortex.layout import load_tag_allow
         from cortex.validate import NoteValidator
 
-        extra_patterns, strict = self.security_settings()
+        strict = self.security_settings()[1]
         scanner = self.scanner()
         # Scanner.scan's pattern branch, without the redaction it also does (the
         # validator redacts the whole file once already), compiling only the patterns
         # that could match (cortex/security/gate.py).
-        injection = PatternGate(self.root / ".cortex", extra_patterns, save=write_cache).check
+        injection = scanner.gate.check
 
         return NoteValidator(
             self.taxonomy(),

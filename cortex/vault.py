@@ -124,11 +124,15 @@ class Vault:
     def scanner(self):
         from cortex.security import Scanner
 
+        from cortex.layout import write_cache
+
         s = self.settings
         return Scanner(
             extra_patterns=s.injection_patterns,
             classifier_threshold=s.classifier_threshold,
             use_classifier=s.use_classifier,
+            cache_dir=self.root / ".cortex",
+            save_cache=write_cache,
         )
 
     def note_validator(self, *, redact: bool = False, bulk: bool = False):

@@ -320,6 +320,24 @@ def test_pattern_gate_gives_the_full_pattern_layers_verdict(tmp_path):
         assert fresh.check(text) == expected == cached.check(text), text[:80]
 
 
+def test_the_scanner_keeps_its_pattern_words_where_the_hook_does(tmp_path):
+    """`cortex run`'s Scanner and the hook share one pattern layer and its cache: a
+    second process reads the words instead of working them out, with the same verdicts
+    as a Scanner that keeps no cache."""
+    from cortex.layout import write_cache
+    from cortex.security import Scanner
+
+    texts = _gate_texts()[:200]
+    plain = [r.injection for r in Scanner(use_classifier=False).scan_many(texts)]
+    first = Scanner(use_classifier=False, cache_dir=tmp_path, save_cache=write_cache)
+    assert [r.injection for r in first.scan_many(texts)] == plain
+    assert (tmp_path / "pattern-words.json").is_file()
+    second = Scanner(use_classifier=False, cache_dir=tmp_path)
+    assert second.gate._compiled == {}  # read back, nothing compiled yet
+    assert [r.injection for r in second.scan_many(texts)] == plain
+    assert any(v is not None for v in plain) and any(v is None for v in plain)
+
+
 def test_pattern_gate_keeps_the_vaults_extra_patterns(tmp_path):
     from cortex.security.gate import PatternGate
 

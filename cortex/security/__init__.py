@@ -17,10 +17,13 @@ first use, and the pattern layer needs neither.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from cortex.security import normalise, secrets
-from cortex.security.injection import Pattern, Verdict, compile_patterns, default_patterns, match_patterns
+from cortex.security.injection import Verdict, compile_patterns
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["Scanner", "ScanResult", "Verdict"]
 
@@ -39,17 +42,31 @@ class Scanner:
         extra_patterns: Sequence[str | dict] = (),
         classifier_threshold: float | None = None,
         use_classifier: bool = True,
+        cache_dir: Path | None = None,
+        save_cache: Callable[[Path, dict], None] | None = None,
     ):
+        """``cache_dir`` and ``save_cache(path, obj)``: where the pattern layer keeps the
+        words each pattern needs (``cortex.security.gate``), so a process compiles only
+        the patterns a text could match; without them the words are worked out here."""
         # Compile the vault's own patterns now so a bad one fails at start, with its name.
-        self._extra = compile_patterns(extra_patterns)
+        compile_patterns(extra_patterns)
+        self._extra_patterns = list(extra_patterns)
         self._threshold = classifier_threshold
         self._use_classifier = use_classifier
         self._classifier = None
-        self._gated: list | None = None  # (pattern, required words) pairs, built on first use
+        self._cache = (cache_dir, save_cache)
+        self._gate = None
 
     @property
-    def patterns(self) -> tuple[Pattern, ...]:
-        return default_patterns() + self._extra
+    def gate(self):
+        """The pattern layer: ``gate.check(text)`` is the verdict of every injection
+        pattern, compiling only those whose required words occur in the text."""
+        if self._gate is None:
+            from cortex.security.gate import PatternGate
+
+            cache_dir, save = self._cache
+            self._gate = PatternGate(cache_dir, self._extra_patterns, save=save)
+        return self._gate
 
     @property
     def classifier(self):
@@ -64,20 +81,7 @@ class Scanner:
         return self._threshold if self._threshold is not None else self.classifier.threshold
 
     def _match(self, text: str, views: list[str]) -> Verdict | None:
-        """The pattern layer, trying only the patterns whose required words occur in some
-        view (``cortex.security.gate.needles``: sound, so the verdict is the full scan's)."""
-        if self._gated is None:
-            from cortex.security.gate import needles
-
-            self._gated = [(p, frozenset(needles(p.regex.pattern, p.regex.flags) or ()) or None) for p in self.patterns]
-            self._vocabulary = sorted({w for _, words in self._gated for w in words or ()})
-        from cortex.security.gate import FOLD
-        from cortex.security.injection import _SPACES
-
-        folded = "\n".join(_SPACES.sub(" ", v).translate(FOLD).lower() for v in views)
-        present = {w for w in self._vocabulary if w in folded}
-        chosen = [p for p, words in self._gated if words is None or not words.isdisjoint(present)]
-        return match_patterns(text, chosen, views)
+        return self.gate.check_views(text, views)
 
     def redact(self, text: str) -> tuple[str, tuple[str, ...]]:
         """Hidden characters removed and credentials replaced; the providers found."""

@@ -1,11 +1,13 @@
-"""Injection patterns compiled and tried only when they could match (the git hook, Scanner).
+"""Injection patterns compiled and tried only when they could match: the pattern layer of
+``Scanner`` (``cortex run``, the git hook, the MCP server).
 
-Why: compiling the ~40 shipped injection patterns costs ~19 ms, a quarter of the hook's
-budget for one note, on every commit, and almost every note matches none of them. Each
+Why: compiling the ~60 shipped injection patterns costs ~70 ms, and working out their
+words ~35 ms more, in every process that scans (a quarter of the hook's budget for one
+note, a tenth of a 1,000-line run), and almost every text matches none of them. Each
 pattern has words any match must contain (``ignore-previous-instructions`` cannot match
 a text holding none of "ignore", "disregard", "forget", ...). Those words are worked out
-once from the parsed pattern and cached in ``.cortex/hook-patterns.json`` (keyed by the
-pattern file, the vault's extra patterns and the Python version); a hook run then
+once from the parsed pattern and cached in ``.cortex/pattern-words.json`` (keyed by the
+pattern file, the vault's extra patterns and the Python version); a scan then
 compiles just the patterns whose words occur in the text, and runs the scanner's own
 ``match_patterns`` over them, so the first pattern that matches is the one the full
 scan would report.
@@ -89,24 +91,28 @@ def _sequence(items: list) -> set[str] | None:
 class PatternGate:
     """``check(text) -> Verdict | None``, the pattern layer of ``Scanner.scan``."""
 
-    def __init__(self, cache_dir: Path, extra_patterns: Sequence = (), save: Callable[[Path, dict], None] | None = None) -> None:
-        """``save(path, obj)`` keeps the worked-out words for the next run (the caller
-        owns how the vault's caches are written); without it they are worked out each time."""
+    def __init__(self, cache_dir: Path | None, extra_patterns: Sequence = (),
+                 save: Callable[[Path, dict], None] | None = None) -> None:
+        """``save(path, obj)`` keeps the worked-out words in ``cache_dir`` for the next
+        process (the caller owns how the vault's caches are written); without a cache
+        they are worked out here."""
         source = (injection.DATA_DIR / "injection_patterns.yml").read_bytes()
         key = hashlib.sha256(
             source + repr(list(extra_patterns)).encode() + f"|{sys.version_info[:2]}|{CACHE_VERSION}".encode()
         ).hexdigest()
-        cache_path = cache_dir / "hook-patterns.json"
-        entries = self._load(cache_path, key)
+        cache_path = cache_dir / "pattern-words.json" if cache_dir is not None else None
+        entries = self._load(cache_path, key) if cache_path is not None else None
         if entries is None:
             compiled = injection.default_patterns() + injection.compile_patterns(extra_patterns)
             entries = [[p.name, p.regex.pattern, p.regex.flags, needles(p.regex.pattern, p.regex.flags)] for p in compiled]
             self._compiled = {i: p for i, p in enumerate(compiled)}
-            if save is not None:
+            if save is not None and cache_path is not None:
                 save(cache_path, {"key": key, "patterns": entries})
         else:
             self._compiled = {}
         self._entries = entries
+        self._words = [frozenset(words) if words else None for _, _, _, words in entries]
+        self._vocabulary = sorted({w for words in self._words for w in words or ()})
 
     @staticmethod
     def _load(path: Path, key: str) -> list | None:
@@ -125,14 +131,14 @@ class PatternGate:
     def check(self, text: str, views: Callable[[str], list[str]] | None = None):
         if not text.strip():
             return None
-        seen = (views or normalise.views)(text)
+        return self.check_views(text, (views or normalise.views)(text))
+
+    def check_views(self, text: str, seen: list[str]):
+        """``check`` over views of ``text`` already made (the Scanner makes them once for
+        its layers)."""
         # the very text match_patterns searches: each view with its spaces collapsed
         flat = injection._SPACES
         folded = "\n".join(flat.sub(" ", v).translate(FOLD).lower() for v in seen)
-        chosen = [
-            self._pattern(i)
-            for i, (_, _, _, words) in enumerate(self._entries)
-            if words is None or any(w in folded for w in words)
-        ]
+        present = {w for w in self._vocabulary if w in folded}  # each word looked for once
+        chosen = [self._pattern(i) for i, words in enumerate(self._words) if words is None or not words.isdisjoint(present)]
         return injection.match_patterns(text, chosen, seen)
-
