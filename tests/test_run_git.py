@@ -170,7 +170,7 @@ def crash_at(monkeypatch, target, attr, after_calls=0):
         ("cortex.quarantine.Quarantine", "add", 1),  # quarantine logged, skipped log not yet
         ("cortex.state.State", "save", 0),  # before the pending record is saved
         ("cortex.gitrepo.GitRepo", "commit", 1),  # pending saved, first of 4 commits made
-        ("cortex.gitrepo.GitRepo", "materialize", 0),  # all commits made, no files yet
+        ("cortex.gitrepo.GitRepo", "commit", 0),  # new notes written and staged, nothing committed
         ("cortex.state.State", "save", 1),  # everything done but the final state save
     ],
 )
@@ -224,12 +224,12 @@ def test_a_lock_left_inside_an_interrupted_run_is_cleared(vault, monkeypatch):
     import cortex.gitlock
     import cortex.gitrepo
 
-    def killed(self, changes):
-        raise Crash("materialize")
+    def killed(self, changes, message, author):
+        raise Crash("commit")
 
     append_lines(vault, *lines(2))
     with monkeypatch.context() as m:
-        m.setattr(cortex.gitrepo.GitRepo, "materialize", killed)
+        m.setattr(cortex.gitrepo.GitRepo, "commit", killed)
         m.setattr(cortex.gitlock.IndexLock, "release", lambda self: None)  # a kill skips it
         with pytest.raises(Crash):
             vault.run(now=NOW)
@@ -368,3 +368,42 @@ def test_pack_ids_are_gits_ids_and_a_kill_before_the_index_leaves_no_pack(tmp_pa
     assert missing.returncode != 0  # a pack without its index is not used
     assert not [p for p in (objects / "pack").iterdir() if p.name.startswith("tmp_")]
     subprocess.run(["git", "-C", str(tmp_path), "fsck", "--strict"], check=True, capture_output=True)
+
+
+def killed_at_commit(work) -> None:
+    """``work()`` in a child process that dies the moment it would commit (``os._exit``,
+    as under kill -9: no cleanup, no lock released): what it did before stays as a kill
+    leaves it."""
+    import os
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import cortex.gitrepo
+
+            cortex.gitrepo.GitRepo.commit = lambda *a, **kw: os._exit(9)
+            work()
+        finally:
+            os._exit(1)  # reached only when nothing committed: the test fails below
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 9
+
+
+def test_a_kill_between_the_index_and_the_commit_loses_and_doubles_nothing(vault):
+    """New notes are written and staged (one index write) before the commit: killed
+    there, they are in the index and on disk, HEAD has not moved, and the next run
+    commits exactly them, once."""
+    append_lines(vault, *lines(3))
+    head = git(vault.root, "rev-parse", "HEAD").strip()
+    killed_at_commit(lambda: vault.run(now=NOW))
+    staged = sorted(git(vault.root, "diff", "--cached", "--name-only").split())
+    assert len(staged) == 3 and all((vault.root / p).is_file() for p in staged)
+    assert git(vault.root, "rev-parse", "HEAD").strip() == head
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all").splitlines() == [f"A  {p}" for p in staged]
+
+    report = vault.run(now=NOW)
+    assert report.recovered and report.memorized == 0  # the lines were the killed run's
+    assert sorted(notes(vault)) == staged
+    assert commit_count(vault) == 2  # init + one run
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+    git(vault.root, "fsck", "--strict")
