@@ -16,6 +16,7 @@ SQLite makes an update atomic: a kill -9 mid-update leaves the previous HEAD's r
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -120,6 +121,7 @@ class HeadCache:
         self.head: str | None = None
         self.rebuilt = False
         self._db: sqlite3.Connection | None = None
+        self._pid = 0  # the process that opened ``_db``
 
     # --- bringing it up to date ---------------------------------------------------------
 
@@ -136,6 +138,11 @@ class HeadCache:
         return self
 
     def _connect(self) -> sqlite3.Connection:
+        if self._db is not None and self._pid != os.getpid():
+            # A child forked to assess a run's lines (cortex.parallel): SQLite connections
+            # must not cross fork() (its locks are the parent's), so the child opens its
+            # own and leaves the parent's untouched (never closed here).
+            self._db = None
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -143,7 +150,7 @@ class HeadCache:
             db.execute("PRAGMA synchronous=NORMAL")
             if db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").fetchone()[0] == 0:
                 db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} INSERT OR IGNORE INTO meta VALUES ('format', '{FORMAT}'); COMMIT;")
-            self._db = db
+            self._db, self._pid = db, os.getpid()
         return self._db
 
     def _meta(self, db: sqlite3.Connection, key: str) -> str | None:

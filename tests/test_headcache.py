@@ -152,3 +152,33 @@ def test_git_is_asked_to_pack_when_loose_objects_pile_up(vault):
     assert loose_sample(objects) == 0 and list((objects / "pack").glob("*.pack"))
     git(vault.root, "config", "gc.auto", "0")  # turned off: never asked
     assert not pack_if_due(vault.root, 0)
+
+
+def test_a_forked_child_reads_through_its_own_connection(vault):
+    """`cortex run` assesses lines in forked children that look hashes up in the cache: a
+    SQLite connection must not cross fork(), so a child opens its own (same answers) and
+    the parent's stays open and usable."""
+    import os
+
+    from conftest import append_lines
+
+    append_lines(vault, observation(body="The export job compresses monthly exports."))
+    vault.run()
+    cache, rows = cached(vault.root)
+    path, (_, _, _, hash_hex) = next(iter(rows.items()))
+    parent = cache._connect()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child = cache._connect()
+            found = cache.by_hash(hash_hex, ("mind", "vault"))
+            os.write(write, b"own" if child is not parent and found and found[1] == path else b"shared")
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 16)
+    os.waitpid(pid, 0)
+    assert answer == b"own"
+    assert cache._connect() is parent and cache.by_hash(hash_hex, ("mind", "vault"))[1] == path
+    cache.close()
