@@ -24,6 +24,8 @@ class HashIndex:
         self.cache = HeadCache(repo.root)
         self.by_hash: dict[str, tuple[str, str]] = {}  # committed during this run
         self.paths: set[str] = set()
+        self._at_head: dict[str, tuple[str, str] | None] = {}  # the cache's answers, asked in advance
+        self._head_paths: dict[str, bool] = {}
 
     def load(self) -> "HashIndex":
         self.cache.sync()
@@ -35,12 +37,33 @@ class HashIndex:
         self.paths.add(path)
 
     # VaultView
+    def prefetch(self, hashes: list[str], paths: list[str] = ()) -> None:
+        """Ask the cache about many hashes and paths at once (a chunk's), so that the
+        ``lookup`` and ``path_taken`` of each line that follow are answered from memory
+        (4,000 queries of a 1,000-line run become a handful). The cache stands as ``load``
+        left it for the whole run, so an answer asked early is the one asked later."""
+        found = self.cache.by_hashes(list(hashes), PARTITIONS)
+        self._at_head.update({h: _as_hit(found[h]) if h in found else None for h in hashes})
+        present = self.cache.present(list(paths))
+        self._head_paths.update({p: p in present for p in paths})
+
     def lookup(self, hash_hex: str) -> tuple[str, str] | None:
-        found = self.cache.by_hash(hash_hex, PARTITIONS)
-        if found is not None:
-            ident, path = found
-            return ident or f"path:{path}", path
-        return self.by_hash.get(hash_hex)
+        if hash_hex in self._at_head:
+            hit = self._at_head[hash_hex]
+        else:
+            found = self.cache.by_hash(hash_hex, PARTITIONS)
+            hit = _as_hit(found) if found is not None else None
+        return hit or self.by_hash.get(hash_hex)
 
     def path_taken(self, path: str) -> bool:
-        return path in self.paths or self.cache.has_path(path) or os.path.lexists(os.path.join(self._root, path))
+        if path in self.paths:
+            return True
+        at_head = self._head_paths.get(path)
+        if at_head is None:
+            at_head = self.cache.has_path(path)
+        return at_head or os.path.lexists(os.path.join(self._root, path))
+
+
+def _as_hit(found: tuple[str | None, str]) -> tuple[str, str]:
+    ident, path = found
+    return ident or f"path:{path}", path

@@ -238,6 +238,28 @@ class HeadCache:
         found.sort(key=lambda r: partitions.index(r[1].split("/", 1)[0]))
         return found[0] if found else None
 
+    def by_hashes(self, hashes: list[str], partitions: tuple[str, ...]) -> dict[str, tuple[str | None, str]]:
+        """``by_hash`` of many hashes in a few queries: {hash: (id, path)} of those found."""
+        rows: list[tuple[str, str | None, str]] = []
+        for part in _slices(sorted(set(hashes))):
+            rows += self._connect().execute(
+                f"SELECT hash, id, path FROM notes WHERE hash IN ({','.join('?' * len(part))}) ORDER BY path", part)
+        order = {p: i for i, p in enumerate(partitions)}
+        best: dict[str, tuple[str | None, str]] = {}
+        for hash_hex, ident, path in rows:  # by path: the first of a partition wins, earlier partitions first
+            rank = order.get(path.split("/", 1)[0])
+            if rank is not None and (hash_hex not in best or rank < order[best[hash_hex][1].split("/", 1)[0]]):
+                best[hash_hex] = (ident, path)
+        return best
+
+    def present(self, paths: list[str]) -> set[str]:
+        """Those of ``paths`` that are notes at HEAD, in a few queries."""
+        found: set[str] = set()
+        for part in _slices(sorted(set(paths))):
+            found.update(r[0] for r in self._connect().execute(
+                f"SELECT path FROM notes WHERE path IN ({','.join('?' * len(part))})", part))
+        return found
+
     def declared_type(self, path: str) -> str | None:
         """The declared type of the note at ``path`` in HEAD ("" for none), None if absent."""
         row = self._connect().execute("SELECT coalesce(type, '') FROM notes WHERE path = ?", (path,)).fetchone()
@@ -258,6 +280,12 @@ class HeadCache:
 
     def notes(self) -> int:
         return self._connect().execute("SELECT coalesce(sum(n), 0) FROM counts").fetchone()[0]
+
+
+def _slices(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    """``items`` in slices that stay under SQLite's oldest limit on bound parameters (999)."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
 
 
 def sync(root: Path) -> HeadCache:

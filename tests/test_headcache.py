@@ -182,3 +182,29 @@ def test_a_forked_child_reads_through_its_own_connection(vault):
     assert answer == b"own"
     assert cache._connect() is parent and cache.by_hash(hash_hex, ("mind", "vault"))[1] == path
     cache.close()
+
+
+def test_many_lookups_at_once_answer_as_one_at_a_time(vault):
+    """`by_hashes` and `present` (a run asks a chunk's hashes and names at once) give
+    what `by_hash` and `has_path` give one by one, a repeat and a note in both
+    partitions included."""
+    from conftest import append_lines
+
+    body = "The release script tags every build."
+    append_lines(vault, *(observation(body=f"Item {k}: the export job batches {k} files.") for k in range(30)),
+                 observation(body=body))
+    vault.run()
+    fact = next(p for p in git(vault.root, "ls-files", "mind").split() if p.endswith(".md"))
+    twin = vault.root / "vault" / "projects" / "twin.md"  # the same source hash under vault/: mind/ wins
+    twin.parent.mkdir(parents=True, exist_ok=True)
+    twin.write_text((vault.root / fact).read_text())
+    git(vault.root, *EMAIL, "add", str(twin))
+    git(vault.root, *EMAIL, "commit", "-q", "--no-verify", "-m", "a copy")
+    cache, rows = cached(vault.root)
+    hashes = [h for _, _, _, h in rows.values()] + ["0" * 64]
+    for partitions in (("mind", "vault"), ("vault", "mind"), ("vault",)):
+        one_by_one = {h: cache.by_hash(h, partitions) for h in hashes}
+        assert cache.by_hashes(hashes, partitions) == {h: hit for h, hit in one_by_one.items() if hit is not None}
+    paths = list(rows) + ["mind/facts/none.md"]
+    assert cache.present(paths) == {p for p in paths if cache.has_path(p)} == set(rows)
+    cache.close()

@@ -37,6 +37,9 @@ class VaultView(Protocol):
     def path_taken(self, path: str) -> bool:
         ...
 
+    def prefetch(self, hashes: list[str], paths: list[str]) -> None:  # many lookups asked at once
+        ...
+
 
 CheckNote = Callable[..., list]  # (path, text, parsed) -> problems
 
@@ -154,6 +157,7 @@ def assess(lines: Sequence[Line], buffer_id: str, ctx: Context, view: VaultView,
             valid.append((item, result))
 
     screened = security.screen([obs for _, obs in valid], ctx)
+    kept: list[tuple[Item, Scored]] = []
     for (item, _), result in zip(valid, screened):
         if isinstance(result, Rejection):
             rejected.append((SECURITY, item, result))
@@ -165,13 +169,15 @@ def assess(lines: Sequence[Line], buffer_id: str, ctx: Context, view: VaultView,
         if isinstance(outcome, Rejection):
             rejected.append((SCORE, item, outcome))
         else:
-            out.candidates.append(_render(item.key, outcome, ctx, view, check_note))
+            kept.append((item, outcome))
+    hashes = [source_hash(s.obs.body) for _, s in kept]
+    view.prefetch(hashes, [_first_path(s, h, ctx) for (_, s), h in zip(kept, hashes)])
+    out.candidates = [_render(item.key, s, h, ctx, view, check_note) for (item, s), h in zip(kept, hashes)]
     out.rejections = [(stage, item.key, *_held(item, why, ctx)) for stage, item, why in rejected]
     return out
 
 
-def _render(key: str, s: Scored, ctx: Context, view: VaultView, check_note: CheckNote) -> Candidate:
-    hash_hex = source_hash(s.obs.body)
+def _render(key: str, s: Scored, hash_hex: str, ctx: Context, view: VaultView, check_note: CheckNote) -> Candidate:
     directory = directory_for(s.obs.type, ctx.taxonomy)
     note_id = ctx.new_id(int(s.obs.timestamp.timestamp() * 1000))
     if directory in ctx.refused_dirs or view.lookup(hash_hex) is not None:
@@ -181,6 +187,11 @@ def _render(key: str, s: Scored, ctx: Context, view: VaultView, check_note: Chec
     path = _free_path(directory, s, hash_hex, view, set())
     text, parsed = render_parsed(s, note_id, hash_hex, ctx)
     return Candidate(key, s, hash_hex, directory, path, note_id, text, tuple(map(str, check_note(path, text, parsed))))
+
+
+def _first_path(s: Scored, hash_hex: str, ctx: Context) -> str:
+    """The name the note of ``s`` takes when it is free."""
+    return note_path(directory_for(s.obs.type, ctx.taxonomy), s.obs.timestamp.strftime("%Y-%m-%d"), hash_hex)
 
 
 def _free_path(directory: str, s: Scored, hash_hex: str, view: VaultView, taken_here: set[str]) -> str:
@@ -216,7 +227,9 @@ def settle(parts: list[Assessed], lines: Sequence[Line], buffer_id: str, ctx: Co
 
     created_here: dict[str, tuple[str, str]] = {}  # hash -> (id, path) of notes in this plan
     taken_here: set[str] = set()
-    for c in (c for part in parts for c in part.candidates):
+    candidates = [c for part in parts for c in part.candidates]
+    view.prefetch([c.hash_hex for c in candidates], [c.path for c in candidates if c.path])
+    for c in candidates:
         hit = created_here.get(c.hash_hex) or view.lookup(c.hash_hex)
         if hit is not None:
             note_id, path = hit
