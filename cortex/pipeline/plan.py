@@ -90,13 +90,8 @@ def make_plan(
 ) -> Plan:
     lines = list(lines)
     if workers > 1 and len(lines) >= PARALLEL_FROM:
-        from cortex.parallel import fork_map, split
-
-        warm(ctx)  # loaded once here, inherited by every slice
-        parts = fork_map(lambda part: assess(part, buffer_id, ctx, view, check_note), split(lines, workers))
-    else:
-        parts = [assess(lines, buffer_id, ctx, view, check_note)]
-    return settle(parts, lines, buffer_id, ctx, view, check_note)
+        return plan_later(lines, buffer_id, ctx, view, check_note, workers=workers)()
+    return settle([assess(lines, buffer_id, ctx, view, check_note)], lines, buffer_id, ctx, view, check_note)
 
 
 def plan_later(
@@ -111,20 +106,21 @@ def plan_later(
     """``make_plan`` in two halves: the lines' assessment starts now, in children, and
     the function returned settles it into the plan — against ``view`` as it is then, so
     a caller can commit the previous chunk meanwhile (what that adds to the vault is
-    seen by ``settle``; ``assess`` only used the view to save work)."""
+    seen by ``settle``; ``assess`` only used the view to save work).
+
+    The first line is assessed here, before the children are forked: every stage has
+    then loaded what it loads on first use (the classifier, the scanner's pattern words,
+    the note schema's compiled check, the renderer's patterns) and each child inherits
+    it, instead of each loading it again (a third of a child's time for 500 lines)."""
     if workers <= 1 or len(lines) < PARALLEL_FROM:
         return lambda: make_plan(lines, buffer_id, ctx, view, check_note)
     from cortex.parallel import fork_all, split
 
-    warm(ctx)
-    join = fork_all(lambda part: assess(part, buffer_id, ctx, view, check_note), split(lines, workers))
-    return lambda: settle(join(), lines, buffer_id, ctx, view, check_note)
-
-
-def warm(ctx: Context) -> None:
-    """Load what the stages load on first use (the classifier, the scanner's gates)."""
-    if ctx.scanner is not None:
+    if ctx.scanner is not None:  # loaded even when the first line stops before the scan
         ctx.scanner.scan_many(["warm"], classify=[True])
+    first = assess(lines[:1], buffer_id, ctx, view, check_note)
+    join = fork_all(lambda part: assess(part, buffer_id, ctx, view, check_note), split(lines[1:], workers))
+    return lambda: settle([first, *join()], lines, buffer_id, ctx, view, check_note)
 
 
 def assess(lines: Sequence[Line], buffer_id: str, ctx: Context, view: VaultView, check_note: CheckNote) -> Assessed:
