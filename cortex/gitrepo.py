@@ -152,10 +152,18 @@ class GitRepo:
         changed in the second the index was written as racy (its stat data cannot vouch
         for the content) by comparing that entry's time with the index file's. A copy
         dated now would vouch for it, and a person's same-size edit made in that second
-        would never be seen again: their `git commit -a` would leave it out."""
+        would never be seen again: their `git commit -a` would leave it out.
+
+        The copy is this process's own (``cortex-scratch.<pid>.index``): a cortex killed
+        while its ``git update-index`` ran leaves that git running on the copy, holding the
+        copy's ``.lock``; with one shared name the next cortex found the lock taken and
+        failed until someone removed it by hand. Copies left that way are removed once
+        they are a minute old (the git that wrote them is long done)."""
         import shutil
 
-        tmp, index = self.git_dir / "cortex-index.tmp", self.git_dir / "index"
+        _clear_scratch(self.git_dir)
+        tmp, index = self.git_dir / f"{SCRATCH}.{os.getpid()}.index", self.git_dir / "index"
+        Path(f"{tmp}.lock").unlink(missing_ok=True)  # our own name: a git of a dead process of our pid
         if index.exists():
             shutil.copy2(index, tmp)  # with its times
         else:
@@ -450,7 +458,11 @@ class GitRepo:
                 data = self.repo[oid].data
             writes.append((path, self.root / path, data))
             out[path] = data
-        created = _write_files(writes, new_only=True)
+        try:
+            created = _write_files(writes, new_only=True)
+        except BaseException:
+            self._unwrite(out)  # those written before the failure, each only if still cortex's
+            raise
         return {path: data for path, data in out.items() if path in created}
 
     def _unwrite(self, ahead: Mapping[str, bytes]) -> None:
@@ -462,22 +474,23 @@ class GitRepo:
 
     def unstage(self, changes: Mapping[str, str | None]) -> None:
         """Undo what ``materializing`` did for ``changes`` that were never committed (a
-        kill between the index and the commit): each path whose index entry is still
-        cortex's planned one takes HEAD's entry back, and a new note written ahead (not in
-        HEAD, its file still the planned blob) goes; a path staged otherwise since (a
+        kill before the commit): each path whose index entry is still cortex's planned one
+        takes HEAD's entry back, and a new note written ahead (not in HEAD, its file still
+        the planned blob, staged or not yet) goes; a path staged otherwise since (a
         person's ``git add``) stays as it is."""
         with self.locked():
             head = self.head_oid()
+            if head is None:
+                return
             staged = self._staged_blobs(list(changes))
-            back = [p for p, oid in changes.items() if staged.get(p) == oid]
-            if not back or head is None:
-                return
-            entries = {path: self._entry_at(head, path) for path in back}
-            try:
-                self._write_index(info_step(entries, len(head)))
-            except CortexError:
-                return
-            new = [p for p in back if entries[p][1] is None and changes[p] is not None]
+            back = {p: self._entry_at(head, p) for p, oid in changes.items() if staged.get(p) == oid}
+            if back:
+                try:
+                    self._write_index(info_step(back, len(head)))
+                except CortexError:
+                    return
+            new = [p for p, oid in changes.items()
+                   if oid is not None and staged.get(p) in (None, oid) and self._entry_at(head, p)[1] is None]
             working = self._working_blobs(new) if new else {}
             for path in new:
                 if working.get(path) == changes[path]:
@@ -530,6 +543,22 @@ class GitRepo:
         except KeyError:
             return False
         return flags != pygit2.enums.FileStatus.CURRENT
+
+
+SCRATCH = "cortex-scratch"  # cortex's copies of the index: <SCRATCH>.<pid>.index (and git's .lock of one)
+SCRATCH_STALE = 60.0  # seconds: a copy this old has no git writing it any more
+
+
+def _clear_scratch(git_dir: Path) -> None:
+    """Remove the index copies (and their git locks) killed processes left, once stale;
+    and the single-name copy of older versions."""
+    now = time.time()
+    for left in [*git_dir.glob(f"{SCRATCH}.*"), git_dir / "cortex-index.tmp", git_dir / "cortex-index.tmp.lock"]:
+        try:
+            if now - left.lstat().st_mtime > SCRATCH_STALE:
+                left.unlink()
+        except OSError:
+            pass  # gone meanwhile, or not ours to remove
 
 
 IndexStep = tuple[tuple[str, ...], "bytes | None"]  # one `git update-index`: its arguments, its standard input

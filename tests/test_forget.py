@@ -210,25 +210,26 @@ def test_the_agent_supersedes_through_the_memory_the_mcp_tools_call(vault):
         memory.stop()
 
 
-def test_a_forget_killed_before_its_commit_leaves_no_stray_archive_copy(vault):
+@pytest.mark.parametrize("step", ["_changed_index", "commit"])
+def test_a_forget_killed_before_its_commit_leaves_no_stray_archive_copy(vault, step):
     """The archived copy is a new note, written before the index; a job killed before
-    its commit is undone at the next one (`unstage`): its copy goes with its index
-    entry, and forgetting again archives once."""
-    from test_run_git import killed_at_commit
+    its commit (the copy written, staged or not yet) is undone at the next one
+    (`unstage`): its copy goes with its index entry, and forgetting again archives once."""
+    from test_run_git import killed_at
 
     from cortex.maintenance.forget import forget
     from cortex.timefmt import utcnow
 
     memorize(vault, OLD, NEW)
     old = note_of(vault, OLD)
-    killed_at_commit(lambda: forget(vault, old["path"], "replaced", now=utcnow()))
-    staged = git(vault.root, "diff", "--cached", "--name-status", "--no-renames").splitlines()
-    archived = [line.split("\t")[1] for line in staged if line.startswith("A\t")]
-    assert len(archived) == 1 and (vault.root / archived[0]).is_file()  # as the kill left it
+    killed_at(step, lambda: forget(vault, old["path"], "replaced", now=utcnow()))
+    stray = [line[3:] for line in git(vault.root, "status", "--porcelain", "--untracked-files=all",
+                                      "--no-renames").splitlines() if line[3:].startswith("mind/archive/")]
+    assert len(stray) == 1 and (vault.root / stray[0]).is_file()  # as the kill left it
 
     done = cortex("--vault", str(vault.root), "forget", old["path"], "--reason", "replaced", "--json")
     assert done.returncode == 0, done.stderr
     target = json.loads(done.stdout)["archived_to"]
-    assert target == archived[0]  # the undone copy's name is free again
+    assert target == stray[0]  # the undone copy's name is free again
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
     assert len([p for p in git(vault.root, "ls-files", "mind/archive").split() if p]) == 1

@@ -370,10 +370,10 @@ def test_pack_ids_are_gits_ids_and_a_kill_before_the_index_leaves_no_pack(tmp_pa
     subprocess.run(["git", "-C", str(tmp_path), "fsck", "--strict"], check=True, capture_output=True)
 
 
-def killed_at_commit(work) -> None:
-    """``work()`` in a child process that dies the moment it would commit (``os._exit``,
-    as under kill -9: no cleanup, no lock released): what it did before stays as a kill
-    leaves it."""
+def killed_at(step: str, work) -> None:
+    """``work()`` in a child process that dies the moment it would call ``GitRepo.<step>``
+    (``os._exit``, as under kill -9: no cleanup, no lock released): what it did before
+    stays as a kill leaves it."""
     import os
 
     pid = os.fork()
@@ -381,29 +381,61 @@ def killed_at_commit(work) -> None:
         try:
             import cortex.gitrepo
 
-            cortex.gitrepo.GitRepo.commit = lambda *a, **kw: os._exit(9)
+            setattr(cortex.gitrepo.GitRepo, step, lambda *a, **kw: os._exit(9))
             work()
         finally:
-            os._exit(1)  # reached only when nothing committed: the test fails below
+            os._exit(1)  # reached only when the step never came: the test fails below
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 9
 
 
-def test_a_kill_between_the_index_and_the_commit_loses_and_doubles_nothing(vault):
-    """New notes are written and staged (one index write) before the commit: killed
-    there, they are in the index and on disk, HEAD has not moved, and the next run
-    commits exactly them, once."""
+@pytest.mark.parametrize("step", ["_changed_index", "commit"])
+def test_a_kill_around_the_index_loses_and_doubles_nothing(vault, step):
+    """New notes are written, then staged (one index write), then committed: killed
+    before the index (the files alone) or before the commit (the files staged), HEAD has
+    not moved, and the next run commits exactly them, once."""
     append_lines(vault, *lines(3))
     head = git(vault.root, "rev-parse", "HEAD").strip()
-    killed_at_commit(lambda: vault.run(now=NOW))
-    staged = sorted(git(vault.root, "diff", "--cached", "--name-only").split())
-    assert len(staged) == 3 and all((vault.root / p).is_file() for p in staged)
+    killed_at(step, lambda: vault.run(now=NOW))
+    left = sorted(line[3:] for line in git(vault.root, "status", "--porcelain", "--untracked-files=all").splitlines())
+    assert len(left) == 3 and all((vault.root / p).is_file() for p in left)
     assert git(vault.root, "rev-parse", "HEAD").strip() == head
-    assert git(vault.root, "status", "--porcelain", "--untracked-files=all").splitlines() == [f"A  {p}" for p in staged]
+    staged = sorted(git(vault.root, "diff", "--cached", "--name-only").split())
+    assert staged == (left if step == "commit" else [])
 
     report = vault.run(now=NOW)
     assert report.recovered and report.memorized == 0  # the lines were the killed run's
-    assert sorted(notes(vault)) == staged
+    assert sorted(notes(vault)) == left
     assert commit_count(vault) == 2  # init + one run
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
     git(vault.root, "fsck", "--strict")
+
+
+def test_an_index_copy_a_killed_cortexs_git_still_holds_does_not_wedge_the_next_run(vault):
+    """A cortex killed while its `git update-index` ran leaves that git writing the copy
+    of the index it was given, and holding the copy's lock. With one shared name for the
+    copy, every later run failed ("Unable to create .../cortex-index.tmp.lock") until a
+    person removed the file; now each process has its own copy, and copies left behind
+    are removed once a minute old."""
+    import os
+    import time
+
+    from conftest import cortex
+
+    git_dir = vault.root / ".git"
+    legacy = git_dir / "cortex-index.tmp.lock"  # the shared name's lock, as a killed run's git left it
+    writing = git_dir / "cortex-scratch.999999.index.lock"  # another's git, perhaps still writing
+    left = git_dir / "cortex-scratch.999998.index"  # a copy a killed run left long ago
+    for path in (legacy, writing, left):
+        path.write_bytes(b"")
+    an_hour_ago = time.time() - 3600
+    os.utime(left, (an_hour_ago, an_hour_ago))
+
+    append_lines(vault, *lines(2))
+    done = cortex("--vault", str(vault.root), "run", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["memorized"] == 2
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert legacy.exists() and writing.exists()  # fresh: not removed while a git may hold them
+    assert not left.exists()
+    assert not list(git_dir.glob("cortex-scratch.*.index"))  # the run's own copy became the index
