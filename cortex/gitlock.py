@@ -5,9 +5,10 @@ The rules (README, "Beside people"):
 1. cortex moves HEAD only while it holds ``.git/index.lock``, taken the way git takes
    it (``O_CREAT | O_EXCL``), and writes the new index before it moves HEAD: a person's
    git, which reads HEAD and the index before it takes the lock, never sees HEAD ahead
-   of the index (``GitRepo.materializing``). The index is changed on a copy that keeps
-   the index's time, so git's racy check (an entry whose file changed in the second the
-   index was written) holds across cortex's writes (``GitRepo._scratch_index``).
+   of the index (``GitRepo.materializing``). The index is changed on a copy, the
+   process's own, that keeps the index's time, so git's racy check (an entry whose file
+   changed in the second the index was written) holds across cortex's writes
+   (``GitRepo._scratch_index``).
 2. cortex never removes a lock it did not take. It waits a bounded time, then gives up
    with exit 75 (``LockBusy``) and nothing half-done. The one exception is a lock its own
    killed process left: the owner record (``.git/cortex-lock.json``: pid, process start,
