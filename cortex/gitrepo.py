@@ -379,11 +379,8 @@ class GitRepo:
     @contextmanager
     def materializing(self, changes: Mapping[str, str | None]) -> Iterator[None]:
         """For a block that commits ``changes`` (under ``locked()``): the index takes them
-        first, before the block moves HEAD; the working files follow (``materialize``),
-        still under the lock. A new note (no file, not in HEAD) is written before the
-        index instead, so that one ``git update-index`` stages it with its stat data: a
-        run of new notes writes the index once, not twice (each write is the whole index:
-        0.2 s at 200,000 notes). (A failed block: see the end.)
+        first, from their blobs, before the block moves HEAD; the working files follow
+        (``materialize``), still under the lock. (A failed block: see the end.)
 
         Why the index first: git reads HEAD, then the index, and only then takes
         ``index.lock`` (``git commit -a`` does). A person's commit that read HEAD after
@@ -392,25 +389,15 @@ class GitRepo:
         deleted them (the soak, under load, when the index came after the commits). With
         the index first, a commit that read the old HEAD is refused by git (HEAD is no
         longer what it read), and one that read the new HEAD read the new index. Killed
-        in between, the index is ahead of HEAD: cortex's changes staged (new notes written
-        too), nothing lost, and the run's or the job's recovery commits or undoes them
-        (``unstage``). A block that fails having committed nothing puts the index back and
-        removes the new notes it wrote; one that committed part of it leaves the index
-        ahead, for the recovery to finish."""
+        in between, the index is ahead of HEAD: cortex's changes staged, nothing lost,
+        and the run's or the job's recovery commits or redoes them. A block that fails
+        having committed nothing puts the index back; one that committed part of it leaves
+        the index ahead, for the recovery to finish."""
         assert self._lock is not None, "the index is written only under index.lock"
         head_before = self.head_oid()
-        ahead = self._write_new(changes)
-        rest = {path: oid for path, oid in changes.items() if path not in ahead}
-        steps = []
-        if rest:
-            steps.append(info_step({path: (0o100644, oid) for path, oid in rest.items()}, len(head_before or "0" * 40)))
-        if ahead:
-            steps.append(paths_step(sorted(ahead), "--add"))
-        try:
-            tmp, index = self._changed_index(*steps, hint="nothing was committed: cortex tries again at its next run")
-        except BaseException:
-            self._unwrite(ahead)
-            raise
+        entries = {path: (0o100644, oid) for path, oid in changes.items()}
+        tmp, index = self._changed_index(info_step(entries, len(head_before or "0" * 40)),
+                                         hint="nothing was committed: cortex tries again at its next run")
         old = self.git_dir / "cortex-index.old"
         old.unlink(missing_ok=True)
         had_index = index.exists()
@@ -425,76 +412,26 @@ class GitRepo:
                     os.replace(old, index)
                 else:
                     index.unlink(missing_ok=True)
-                self._unwrite(ahead)
             # else part committed: the index stays ahead (never behind HEAD), recovery commits the rest
             raise
         old.unlink(missing_ok=True)
-        if rest:
-            self.materialize(rest)
-        self._written = {}
-
-    def _write_new(self, changes: Mapping[str, str | None]) -> dict[str, bytes]:
-        """Write each change that makes a new note — no file there, not in HEAD — from
-        its blob; {path: its bytes} of those written. A path with anything there is left
-        to ``materialize``, after the commit."""
-        written, head = self._written, self.head_tree()
-        writes, out = [], {}
-        safe = _SafeFolders(self.root)
-        at_head: dict[str, pygit2.Tree | None] = {}  # each folder's tree, read once for its many notes
-        for path, oid in changes.items():
-            folder, _, name = path.rpartition("/")
-            if folder not in at_head:
-                at_head[folder] = _subtree(head, folder)
-            tree = at_head[folder]
-            if oid is None or (tree is not None and name in tree) or name.lower() == ".git" or not safe.folder(folder):
-                continue
-            try:
-                os.lstat(self.root / path)
-                continue  # something is there
-            except FileNotFoundError:
-                pass
-            data = written.get(oid)
-            if data is None:  # a job's few blobs: from the object store
-                data = self.repo[oid].data
-            writes.append((path, self.root / path, data))
-            out[path] = data
-        try:
-            created = _write_files(writes, new_only=True)
-        except BaseException:
-            self._unwrite(out)  # those written before the failure, each only if still cortex's
-            raise
-        return {path: data for path, data in out.items() if path in created}
-
-    def _unwrite(self, ahead: Mapping[str, bytes]) -> None:
-        """Remove the new notes ``_write_new`` wrote for a block that committed nothing,
-        each only while it still holds what cortex wrote."""
-        for path, data in ahead.items():
-            if _holds(self.root / path, data):
-                (self.root / path).unlink(missing_ok=True)
+        self.materialize(changes)
 
     def unstage(self, changes: Mapping[str, str | None]) -> None:
-        """Undo what ``materializing`` did for ``changes`` that were never committed (a
-        kill before the commit): each path whose index entry is still cortex's planned one
-        takes HEAD's entry back, and a new note written ahead (not in HEAD, its file still
-        the planned blob, staged or not yet) goes; a path staged otherwise since (a
+        """Undo what ``materializing`` staged for ``changes`` that were never committed (a
+        kill between the index and the commit): each path whose index entry is still
+        cortex's planned one takes HEAD's entry back; a path staged otherwise since (a
         person's ``git add``) stays as it is."""
         with self.locked():
             head = self.head_oid()
-            if head is None:
-                return
             staged = self._staged_blobs(list(changes))
-            back = {p: self._entry_at(head, p) for p, oid in changes.items() if staged.get(p) == oid}
-            if back:
-                try:
-                    self._write_index(info_step(back, len(head)))
-                except CortexError:
-                    return
-            new = [p for p, oid in changes.items()
-                   if oid is not None and staged.get(p) in (None, oid) and self._entry_at(head, p)[1] is None]
-            working = self._working_blobs(new) if new else {}
-            for path in new:
-                if working.get(path) == changes[path]:
-                    (self.root / path).unlink(missing_ok=True)
+            back = {p: self._entry_at(head, p) for p, oid in changes.items() if staged.get(p) == oid} if head else {}
+            if not back:
+                return
+            try:
+                self._write_index(info_step(back, len(head)))
+            except CortexError:
+                return
 
     def materialize(self, changes: Mapping[str, str | None]) -> None:
         """Make the working tree and the index agree with committed ``changes``: files
@@ -502,7 +439,7 @@ class GitRepo:
         with self.locked():
             writes = []
             written, self._written = self._written, {}
-            safe = _SafeFolders(self.root, strict=True)
+            safe = _SafeFolders(self.root)
             for path, oid in changes.items():
                 target = self.root / path
                 safe(path)
@@ -578,94 +515,64 @@ def paths_step(paths: list[str], *flags: str) -> IndexStep:
 
 
 class _SafeFolders:
-    """``safe(path)``: True when no symbolic link or ``.git`` lies on the way to ``path``
-    (``layout.link_on_path``), each folder looked at once for a run's many notes in a
-    few folders. ``strict``: a link raises ``CortexError`` instead (planning refuses
-    these; one made since must not be followed either)."""
+    """``safe(path)`` raises ``CortexError`` when a symbolic link or ``.git`` lies on the
+    way to ``path`` (``layout.link_on_path``; planning refuses these, and one made since
+    must not be followed either), each folder looked at once for a run's many notes in a
+    few folders."""
 
-    def __init__(self, root: Path, *, strict: bool = False) -> None:
-        self.root, self.strict = root, strict
+    def __init__(self, root: Path) -> None:
+        self.root = root
         self._folders: dict[str, str | None] = {}
 
-    def folder(self, folder: str) -> bool:
-        """True when no link or ``.git`` lies on the way to ``folder`` ("" the root)."""
+    def __call__(self, path: str) -> None:
+        folder, _, name = path.rpartition("/")
         if folder not in self._folders:
             self._folders[folder] = link_on_path(self.root, folder) if folder else None
-        return self._folders[folder] is None
-
-    def __call__(self, path: str) -> bool:
-        folder, _, name = path.rpartition("/")
-        self.folder(folder)
         why = self._folders[folder]
         if why is None and name.lower() == ".git":
             why = f"{path} lies inside .git/"
         elif why is None and os.path.islink(self.root / path):
             why = f"{path} is a symbolic link (to {os.readlink(self.root / path)}): cortex reads and writes nothing through a link"
-        if why and self.strict:
+        if why:
             raise CortexError(f"cannot write {path}: {why}", "replace it with a folder and run again")
-        return why is None
-
-
-def _subtree(tree: pygit2.Tree | None, folder: str) -> pygit2.Tree | None:
-    """The tree at ``folder`` ("" the root) of ``tree``, None when there is none."""
-    if tree is None or not folder:
-        return tree
-    try:
-        found = tree[folder]
-    except KeyError:
-        return None
-    return found if isinstance(found, pygit2.Tree) else None
-
-
-def _holds(target: Path, data: bytes) -> bool:
-    """``target`` is a file (not a link) whose bytes are ``data``."""
-    try:
-        return not target.is_symlink() and target.read_bytes() == data
-    except OSError:
-        return False
 
 
 WRITE_THREADS_FROM = 500  # files: a big run's notes are written by one thread per core
 
 
-def _write_files(writes: list[tuple[str, Path, bytes]], *, new_only: bool = False) -> set[str]:
-    """Each ``(path, target, data)`` written; the paths of the files created. Creating a
-    file costs the kernel more than writing it, and several threads create files side by
-    side (the GIL is released). ``new_only``: a file already there is left as it is."""
+def _write_files(writes: list[tuple[str, Path, bytes]]) -> None:
+    """Each ``(path, target, data)`` written; creating a file costs the kernel more than
+    writing it, and several threads create files side by side (the GIL is released)."""
     from cortex.parallel import available_cores
 
     threads = min(4, available_cores()) if len(writes) >= WRITE_THREADS_FROM else 1
     if threads == 1:
-        return _write_slice(writes, new_only)
+        for item in writes:
+            _write_file(*item)
+        return
     from concurrent.futures import ThreadPoolExecutor
 
-    created: set[str] = set()
     with ThreadPoolExecutor(threads) as pool:
-        for done in [pool.submit(_write_slice, writes[k::threads], new_only) for k in range(threads)]:
-            created |= done.result()  # the first failure is raised, as it would be from one thread
-    return created
+        for done in [pool.submit(_write_slice, writes[k::threads]) for k in range(threads)]:
+            done.result()  # the first failure is raised, as it would be from one thread
 
 
-def _write_slice(writes: list[tuple[str, Path, bytes]], new_only: bool) -> set[str]:
-    return {path for path, target, data in writes if _write_file(path, target, data, new_only)}
+def _write_slice(writes: list[tuple[str, Path, bytes]]) -> None:
+    for item in writes:
+        _write_file(*item)
 
 
-def _write_file(path: str, target: Path, data: bytes, new_only: bool = False) -> bool:
-    """True when the file was created."""
+def _write_file(path: str, target: Path, data: bytes) -> None:
     try:
         # One call for the common case, a new note; an existing file (a run completed
         # after a crash) is compared and rewritten only if it differs.
         with open(target, "xb") as fh:
             fh.write(data)
-        return True
     except FileNotFoundError:
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "xb") as fh:
             fh.write(data)
-        return True
     except FileExistsError:
-        if new_only:
-            return False
         if target.is_dir():
             raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
         if target.read_bytes() != data:
@@ -673,7 +580,6 @@ def _write_file(path: str, target: Path, data: bytes, new_only: bool = False) ->
             # any crash, since the commit (the truth) already holds it.
             with open(target, "wb") as fh:
                 fh.write(data)
-        return False
 
 
 def init_repository(root: Path) -> None:

@@ -211,10 +211,10 @@ def test_the_agent_supersedes_through_the_memory_the_mcp_tools_call(vault):
 
 
 @pytest.mark.parametrize("step", ["_changed_index", "commit"])
-def test_a_forget_killed_before_its_commit_leaves_no_stray_archive_copy(vault, step):
-    """The archived copy is a new note, written before the index; a job killed before
-    its commit (the copy written, staged or not yet) is undone at the next one
-    (`unstage`): its copy goes with its index entry, and forgetting again archives once."""
+def test_a_forget_killed_before_its_commit_is_undone_and_done_once(vault, step):
+    """A job killed before its commit (the index not yet changed, or the archive move
+    staged) is undone at the next one (`unstage`): nothing of it is left staged or on
+    disk, and forgetting again archives once."""
     from test_run_git import killed_at
 
     from cortex.maintenance.forget import forget
@@ -223,13 +223,12 @@ def test_a_forget_killed_before_its_commit_leaves_no_stray_archive_copy(vault, s
     memorize(vault, OLD, NEW)
     old = note_of(vault, OLD)
     killed_at(step, lambda: forget(vault, old["path"], "replaced", now=utcnow()))
-    stray = [line[3:] for line in git(vault.root, "status", "--porcelain", "--untracked-files=all",
-                                      "--no-renames").splitlines() if line[3:].startswith("mind/archive/")]
-    assert len(stray) == 1 and (vault.root / stray[0]).is_file()  # as the kill left it
+    staged = git(vault.root, "diff", "--cached", "--name-status", "--no-renames").splitlines()
+    assert len(staged) == (2 if step == "commit" else 0)  # the archived copy added, the note removed
 
     done = cortex("--vault", str(vault.root), "forget", old["path"], "--reason", "replaced", "--json")
     assert done.returncode == 0, done.stderr
     target = json.loads(done.stdout)["archived_to"]
-    assert target == stray[0]  # the undone copy's name is free again
+    assert target.startswith("mind/archive/") and (vault.root / target).is_file()
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
     assert len([p for p in git(vault.root, "ls-files", "mind/archive").split() if p]) == 1

@@ -391,21 +391,21 @@ def killed_at(step: str, work) -> None:
 
 @pytest.mark.parametrize("step", ["_changed_index", "commit"])
 def test_a_kill_around_the_index_loses_and_doubles_nothing(vault, step):
-    """New notes are written, then staged (one index write), then committed: killed
-    before the index (the files alone) or before the commit (the files staged), HEAD has
-    not moved, and the next run commits exactly them, once."""
+    """The notes are staged from their blobs (the index before HEAD), committed, then
+    written: killed before the index is changed, or before the commit (the notes
+    staged, no file yet), HEAD has not moved, and the next run commits exactly them,
+    once."""
     append_lines(vault, *lines(3))
     head = git(vault.root, "rev-parse", "HEAD").strip()
     killed_at(step, lambda: vault.run(now=NOW))
-    left = sorted(line[3:] for line in git(vault.root, "status", "--porcelain", "--untracked-files=all").splitlines())
-    assert len(left) == 3 and all((vault.root / p).is_file() for p in left)
     assert git(vault.root, "rev-parse", "HEAD").strip() == head
     staged = sorted(git(vault.root, "diff", "--cached", "--name-only").split())
-    assert staged == (left if step == "commit" else [])
+    assert len(staged) == (3 if step == "commit" else 0)
+    assert not any((vault.root / p).exists() for p in staged)  # files come after the commit
 
     report = vault.run(now=NOW)
     assert report.recovered and report.memorized == 0  # the lines were the killed run's
-    assert sorted(notes(vault)) == left
+    assert len(notes(vault)) == 3 and (step != "commit" or sorted(notes(vault)) == staged)
     assert commit_count(vault) == 2  # init + one run
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
     git(vault.root, "fsck", "--strict")
