@@ -439,10 +439,12 @@ class GitRepo:
         with self.locked():
             writes = []
             written, self._written = self._written, {}
-            safe = _SafeFolders(self.root)
+            safe: set[str] = set()  # folders already looked at: a run's notes share a few
             for path, oid in changes.items():
                 target = self.root / path
-                safe(path)
+                link = link_on_path(self.root, path, safe)
+                if link:  # planning refuses these; a link made since must not be followed either
+                    raise CortexError(f"cannot write {path}: {link}", "replace it with a folder and run again")
                 if oid is None:
                     if target.is_file() or target.is_symlink():
                         target.unlink()
@@ -512,29 +514,6 @@ def info_step(entries: Mapping[str, tuple[int, str | None]], oid_length: int) ->
 def paths_step(paths: list[str], *flags: str) -> IndexStep:
     """Index entries set from the working files at ``paths`` (stat data included)."""
     return (*flags, "-z", "--stdin"), b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
-
-
-class _SafeFolders:
-    """``safe(path)`` raises ``CortexError`` when a symbolic link or ``.git`` lies on the
-    way to ``path`` (``layout.link_on_path``; planning refuses these, and one made since
-    must not be followed either), each folder looked at once for a run's many notes in a
-    few folders."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._folders: dict[str, str | None] = {}
-
-    def __call__(self, path: str) -> None:
-        folder, _, name = path.rpartition("/")
-        if folder not in self._folders:
-            self._folders[folder] = link_on_path(self.root, folder) if folder else None
-        why = self._folders[folder]
-        if why is None and name.lower() == ".git":
-            why = f"{path} lies inside .git/"
-        elif why is None and os.path.islink(self.root / path):
-            why = f"{path} is a symbolic link (to {os.readlink(self.root / path)}): cortex reads and writes nothing through a link"
-        if why:
-            raise CortexError(f"cannot write {path}: {why}", "replace it with a folder and run again")
 
 
 WRITE_THREADS_FROM = 500  # files: a big run's notes are written by one thread per core

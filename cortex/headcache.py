@@ -233,13 +233,11 @@ class HeadCache:
     def by_hash(self, hash_hex: str, partitions: tuple[str, ...]) -> tuple[str | None, str] | None:
         """(id, path) of a note under ``partitions`` with this source hash: the first
         partition's first path, when several share it (dedup merges them later)."""
-        rows = self._connect().execute("SELECT id, path FROM notes WHERE hash = ? ORDER BY path", (hash_hex,))
-        found = [(r[0], r[1]) for r in rows if r[1].split("/", 1)[0] in partitions]
-        found.sort(key=lambda r: partitions.index(r[1].split("/", 1)[0]))
-        return found[0] if found else None
+        return self.by_hashes([hash_hex], partitions).get(hash_hex)
 
     def by_hashes(self, hashes: list[str], partitions: tuple[str, ...]) -> dict[str, tuple[str | None, str]]:
-        """``by_hash`` of many hashes in a few queries: {hash: (id, path)} of those found."""
+        """``by_hash`` of many hashes in a few queries (a run asks a chunk's at once):
+        {hash: (id, path)} of those found."""
         rows: list[tuple[str, str | None, str]] = []
         for part in _slices(sorted(set(hashes))):
             rows += self._connect().execute(

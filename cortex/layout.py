@@ -136,17 +136,25 @@ def write_cache(path: Path, obj: Any) -> None:
 MAX_NOTE_BYTES = 4 << 20  # as config.Limits.max_note_bytes, for callers without settings
 
 
-def link_on_path(root: Path, rel: str) -> str | None:
+def link_on_path(root: Path, rel: str, safe: set[str] | None = None) -> str | None:
     """Why ``rel`` (vault-relative, posix) must not be followed: the first symbolic link
     on the way from ``root`` to it, itself included, or a ``.git`` part; None when safe.
-    Parts that do not exist yet are safe (they will be created as folders)."""
-    here = root
+    Parts that do not exist yet are safe (they will be created as folders). ``safe``:
+    the parts already found safe by earlier calls (and added to), so that many notes in a
+    few folders look at each folder once."""
+    here, done = root, ""
     for part in rel.split("/"):
         if part.lower() == ".git":
             return f"{rel} lies inside .git/"
-        here = here / part
+        here, done = here / part, f"{done}/{part}" if done else part
+        if safe is not None:
+            if done in safe:
+                continue
+            safe.add(done)  # taken back below when it is a link
         try:
             if os.path.islink(here):
+                if safe is not None:
+                    safe.discard(done)
                 where = here.relative_to(root).as_posix()
                 return f"{where} is a symbolic link (to {os.readlink(here)}): cortex reads and writes nothing through a link"
         except OSError:

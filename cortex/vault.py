@@ -122,9 +122,8 @@ class Vault:
 
     @cached_property
     def scanner(self):
-        from cortex.security import Scanner
-
         from cortex.layout import write_cache
+        from cortex.security import Scanner
 
         s = self.settings
         return Scanner(

@@ -262,3 +262,20 @@ def test_a_settings_file_linked_outside_is_not_read(vault, tmp_path, name, argv,
     result = cortex(*argv, cwd=vault.root)
     assert (result.returncode != 0) is refused, result.stderr
     assert f"observer/{name} is a symbolic link" in result.stderr, result.stderr
+
+
+def test_a_link_is_found_however_many_notes_share_its_folders(tmp_path):
+    """`link_on_path` with a memo of the folders already found safe (a run writes many
+    notes into a few folders) refuses exactly what it refuses without one."""
+    import os
+
+    from cortex.layout import link_on_path
+
+    (tmp_path / "mind" / "facts").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", tmp_path / "mind" / "facts" / "2026-03")
+    paths = ["mind/facts/a.md", "mind/facts/2026-03/b.md", "mind/facts/2026-03/c.md", "mind/facts/d.md",
+             "mind/.git/e.md", "vault/new/f.md"]
+    safe: set[str] = set()
+    assert [link_on_path(tmp_path, p, safe) for p in paths] == [link_on_path(tmp_path, p) for p in paths]
+    assert [bool(link_on_path(tmp_path, p, safe)) for p in paths] == [False, True, True, False, True, False]

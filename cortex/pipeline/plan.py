@@ -185,16 +185,19 @@ def _render(key: str, s: Scored, hash_hex: str, ctx: Context, view: VaultView, c
     return Candidate(key, s, hash_hex, directory, path, note_id, text, tuple(map(str, check_note(path, text, parsed))))
 
 
+def _path(directory: str, s: Scored, hash_hex: str, n: int = 1) -> str:
+    """The ``n``th name the note of ``s`` may take (the first when it is free)."""
+    return note_path(directory, s.obs.timestamp.strftime("%Y-%m-%d"), hash_hex, n)
+
+
 def _first_path(s: Scored, hash_hex: str, ctx: Context) -> str:
-    """The name the note of ``s`` takes when it is free."""
-    return note_path(directory_for(s.obs.type, ctx.taxonomy), s.obs.timestamp.strftime("%Y-%m-%d"), hash_hex)
+    return _path(directory_for(s.obs.type, ctx.taxonomy), s, hash_hex)
 
 
 def _free_path(directory: str, s: Scored, hash_hex: str, view: VaultView, taken_here: set[str]) -> str:
-    day = s.obs.timestamp.strftime("%Y-%m-%d")
     n = 1
     while True:
-        path = note_path(directory, day, hash_hex, n)
+        path = _path(directory, s, hash_hex, n)
         if path not in taken_here and not view.path_taken(path):
             return path
         n += 1

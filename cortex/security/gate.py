@@ -128,10 +128,10 @@ class PatternGate:
             self._compiled[i] = injection.Pattern(name, re.compile(pattern, flags))
         return self._compiled[i]
 
-    def check(self, text: str, views: Callable[[str], list[str]] | None = None):
+    def check(self, text: str):
         if not text.strip():
             return None
-        return self.check_views(text, (views or normalise.views)(text))
+        return self.check_views(text, normalise.views(text))
 
     def check_views(self, text: str, seen: list[str]):
         """``check`` over views of ``text`` already made (the Scanner makes them once for
