@@ -19,6 +19,12 @@ The rules (README, "Beside people"):
    before pre-commit's own hooks) records that commit's git process; cortex waits while
    it lives. A short flock (``.git/cortex-guard.lock``) makes "check for a commit, take
    the index lock" and "record a commit" exclude each other.
+4. A plain ``git commit`` that started in the instant between cortex's check and its
+   lock, and read the index before cortex replaced it, writes that older index back once
+   cortex lets go (git reads the index before it takes the lock): its commit is refused,
+   HEAD having moved, but the person's next one would delete cortex's new notes. cortex
+   records its moves of HEAD (``.git/cortex-moves``); the guard stages again, as
+   committed, the changes of those moves such an index dropped (``restore_dropped``).
 
 Standard library only: the guard runs inside every commit a person makes.
 """
@@ -269,6 +275,139 @@ class IndexLock:
         self.owner.unlink(missing_ok=True)
 
 
+# --- an index a person's git read before cortex's move and wrote after it ---------------
+
+MOVES = "cortex-moves"  # in .git: cortex's latest moves of HEAD, "<old> <new>" a line, oldest first
+MOVES_KEPT = 16
+MOVES_CHECKED = 8
+KEEP_INDEX = "CORTEX_KEEP_INDEX"  # set (to anything) for one commit: the guard leaves the index alone
+
+
+def record_move(git_dir: Path, old: str | None, new: str) -> None:
+    """Note a move of HEAD cortex just made (under ``index.lock``), for
+    ``restore_dropped``; the last ``MOVES_KEPT`` are kept."""
+    path = git_dir / MOVES
+    try:
+        lines = path.read_text(encoding="ascii").splitlines()[-(MOVES_KEPT - 1):]
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    lines.append(f"{old or '0' * len(new)} {new}")
+    tmp = path.with_name(f".{MOVES}.{os.getpid()}")
+    tmp.write_text("\n".join(lines) + "\n", encoding="ascii")
+    os.replace(tmp, path)
+
+
+def _moves_to(git_dir: Path, head: str) -> list[tuple[str, str]]:
+    """cortex's moves that lead, one after the other, to ``head``: newest first; none
+    when HEAD's last move was someone else's."""
+    try:
+        lines = (git_dir / MOVES).read_text(encoding="ascii").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    chain: list[tuple[str, str]] = []
+    want = head
+    for line in reversed(lines):
+        parts = line.split()
+        if len(parts) != 2 or parts[1] != want or set(parts[0]) == {"0"}:
+            break
+        chain.append((parts[0], parts[1]))
+        want = parts[0]
+        if len(chain) == MOVES_CHECKED:
+            break
+    return chain
+
+
+Entry = tuple[str, str]  # (mode, blob) as git prints them; ("000000", zeros) for no entry
+
+
+def _raw(out: bytes) -> dict[str, tuple[Entry, Entry]]:
+    """``git diff-* --raw -z`` output: {path: ((mode, blob) before, (mode, blob) after)}."""
+    fields = out.split(b"\0")
+    changes: dict[str, tuple[Entry, Entry]] = {}
+    for head, path in zip(fields[0::2], fields[1::2]):
+        if not head.startswith(b":"):
+            continue
+        old_mode, new_mode, old, new = head[1:].decode("ascii").split()[:4]
+        changes[path.decode("utf-8", "surrogateescape")] = ((old_mode, old), (new_mode, new))
+    return changes
+
+
+def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = None) -> list[str]:
+    """Stage again, as committed, the changes of cortex's latest moves of HEAD that an
+    index written from an older read has dropped; returns their paths.
+
+    How an index drops them: a person's plain ``git commit`` reads HEAD, then the index,
+    and only then takes ``index.lock`` (and writes the index it read, refreshed, before
+    its hooks run). When cortex replaces the index, moves HEAD and lets go of the lock
+    in that instant, the person's git writes the index as it was before cortex's commit,
+    its commit is refused (HEAD moved), and their next commit would delete cortex's new
+    notes and undo its changes: the index no longer holds them. (Seen once in a soak,
+    under load; reproduced with the person's git held between its read and its lock by
+    strace, `cortex run` committing 300 notes meanwhile: all 300 deleted.)
+
+    What counts as dropped, each of cortex's moves (``record_move``) leading to HEAD
+    looked at on its own: every path it changed (and no later move changed again)
+    stands in the index as it was before that move, not one as after it; a new note
+    only while its file is there (a person who deletes a note deletes the file). A path
+    the person staged otherwise is theirs and stays. ``git rm --cached`` of every note
+    of cortex's latest move looks the same: ``CORTEX_KEEP_INDEX=1`` for that commit.
+    Runs in the guard hook, before pre-commit sets unstaged work aside; ``env`` carries
+    git's ``GIT_INDEX_FILE`` (``git commit -a`` commits a new index of its own)."""
+    import subprocess
+
+    git_dir = git_dir or git_dir_of(root)
+    head = head_oid(root)
+    moves = _moves_to(git_dir, head) if head else []
+    if not moves:
+        return []
+    env = dict(os.environ if env is None else env)
+
+    def git(*args: str, data: bytes | None = None) -> bytes | None:
+        done = subprocess.run(["git", "--literal-pathspecs", *args], cwd=root, env=env, input=data,
+                              capture_output=True, check=False)
+        return done.stdout if done.returncode == 0 else None
+
+    later: set[str] = set()
+    per_move: list[tuple[dict[str, tuple[Entry, Entry]], set[str]]] = []
+    for old, new in moves:  # newest first: a path a later move changed again is that move's
+        out = git("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new)
+        if out is None:
+            return []
+        changes = _raw(out)
+        per_move.append((changes, set(changes) - later))
+        later |= set(changes)
+    folders = sorted({p.rpartition("/")[0] for p in later})
+    spec = ["--", *folders] if len(folders) <= 256 and "" not in folders else []
+    out = git("diff-index", "--cached", "-z", "--no-renames", "HEAD", *spec)
+    if out is None:
+        return []
+    staged = {p: after for p, (_, after) in _raw(out).items()}  # paths the index holds otherwise than HEAD
+    zero = "0" * len(head)
+    back: dict[str, Entry] = {}
+    for changes, own in per_move:
+        before_move = {p: changes[p][0] for p in own}
+        if not own or any(p not in staged for p in own):
+            continue  # the index holds (some of) this move as committed: not dropped
+        dropped = [p for p in own if staged[p] == before_move[p] or
+                   (staged[p][1] == zero and before_move[p][1] == zero)]
+        for p in dropped:
+            after = changes[p][1]
+            there = os.path.lexists(root / p)
+            if before_move[p][1] == zero and not there:
+                continue  # a new note whose file is gone: deleted since
+            if after[1] == zero and there:
+                continue  # a note cortex removed, made again since
+            back[p] = after
+    if not back:
+        return []
+    lines = b"".join(f"{mode} {blob}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0" if blob != zero
+                     else f"0 {zero}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0"
+                     for p, (mode, blob) in sorted(back.items()))
+    if git("update-index", "-z", "--index-info", data=lines) is None:
+        return []
+    return sorted(back)
+
+
 # --- the person's side: the guard hook ----------------------------------------------------
 
 def git_dir_of(root: Path) -> Path:
@@ -376,6 +515,20 @@ def main(argv: list[str]) -> int:
         guard(git_dir)
     except OSError:
         pass  # the guard never blocks a person's commit
+    index = os.path.basename(os.environ.get("GIT_INDEX_FILE", ""))
+    if not os.environ.get(KEEP_INDEX) and not index.startswith("next-index"):  # `git commit PATH`: an index from HEAD
+        try:
+            restored = restore_dropped(Path.cwd(), git_dir)
+        except (OSError, ValueError):
+            restored = []
+        if restored:
+            n = len(restored)
+            sys.stdout.write(
+                f"cortex: {n} {'change' if n == 1 else 'changes'} of cortex's latest commit "
+                f"{'was' if n == 1 else 'were'} missing from the index (a git command wrote an index it had read "
+                f"before cortex committed), staged again as committed so this commit keeps "
+                f"{'it' if n == 1 else 'them'}: {', '.join(restored[:3])}{' …' if n > 3 else ''}. "
+                f"To leave the index as it is for one commit: {KEEP_INDEX}=1 git commit\n")
     return 0
 
 

@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Mapping
 import pygit2
 
 from cortex.errors import CortexError, LockBusy
-from cortex.gitlock import IndexLock
+from cortex.gitlock import IndexLock, record_move
 from cortex.layout import link_on_path
 
 MOVE_JOURNAL = "cortex-move"  # in .git: the move `move_tree` is making, "<old> <new>"
@@ -199,6 +199,7 @@ class GitRepo:
             journal.unlink(missing_ok=True)
             if not moved.ok:
                 return ("moved", moved.err.strip())
+            record_move(self.git_dir, old, new)
         return None
 
     def finish_move(self) -> bool:
@@ -243,7 +244,8 @@ class GitRepo:
             if written:
                 gitcli.run_bytes(self.root, "checkout-index", "-f", "-z", "--stdin",
                                  input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in written))
-            gitcli.run(self.root, "update-ref", "-m", "cortex: an interrupted move finished", "HEAD", new, old)
+            if gitcli.run(self.root, "update-ref", "-m", "cortex: an interrupted move finished", "HEAD", new, old).ok:
+                record_move(self.git_dir, old, new)
             journal.unlink(missing_ok=True)
         return True
 
@@ -343,6 +345,7 @@ class GitRepo:
                 self._lock.note_ref_update()
                 try:
                     oid = self.repo.create_commit("HEAD", signature, signature, message, tree, parents)
+                    record_move(self.git_dir, str(parents[0]) if parents else None, str(oid))
                     return str(oid)
                 except (pygit2.GitError, OSError) as exc:  # libgit2 says a held lock as OSError
                     text = str(exc)

@@ -405,3 +405,132 @@ def test_an_edit_made_in_the_second_git_wrote_the_index_is_still_committed(perso
     git(root, "commit", "-aqm", "person: the plan")
     assert git(root, "show", "HEAD:people/plan.md") == "# Plan\n\nDraft 2 of the plan.\n"
     assert git(root, "status", "--porcelain") == ""
+
+
+# --- an index a person's git read before cortex's commit and wrote after it ----------------
+
+
+def write_index_as_read_before(root: Path, saved: bytes) -> None:
+    """What a person's plain `git commit` leaves when it read the index (``saved``) before
+    cortex replaced it and took index.lock after cortex let go: the index it read, written
+    back through index.lock (its commit is then refused, HEAD having moved)."""
+    lock = root / ".git" / "index.lock"
+    with open(lock, "xb") as fh:
+        fh.write(saved)
+    os.replace(lock, root / ".git" / "index")
+
+
+@pytest.mark.parametrize("how", ["plain", "-a"])
+def test_a_commit_after_an_index_read_before_cortexs_commit_keeps_cortexs_notes(person_vault, how):
+    """The person's next commit — plain, or `git commit -a`, through the hooks — would
+    delete cortex's new notes and undo its reinforcement, which that index no longer
+    holds (the soak's three notes deleted by "person: add people/note-16.md"). The guard
+    hook stages them again as committed before pre-commit runs; the person's own staged
+    note and edit go in with them."""
+    root = person_vault
+    write_obs(root, "The ferry leaves at nine.")
+    assert cortex(root, "run").returncode == 0
+    (root / "people").mkdir()
+    (root / "people" / "note.md").write_text("# Note\n\nThe person's own words.\n")
+    git(root, "add", "people/note.md")
+    read_before = (root / ".git" / "index").read_bytes()
+    before, head = tree_paths(root), git(root, "rev-parse", "HEAD").strip()
+    for body in ("The ferry leaves at nine.", "The gauge reads every ten minutes.", "Priya leads the kiosk."):
+        write_obs(root, body)  # one repeat (a reinforcement), two new notes
+    done = cortex(root, "run")
+    assert done.returncode == 0, done.stderr
+    done = cortex(root, "maintain", "--force")  # several commits: the reinforcement applied to its note
+    assert done.returncode == 0, done.stderr
+    cortexs = tree_paths(root) - before
+    changed = git(root, "diff", "--name-status", head, "HEAD").splitlines()
+    assert len(cortexs) == 2 and any(line.startswith("M\tmind/") for line in changed), changed
+    (root / "runbook.md").write_text("# Runbook\n\nRestart the worker, then check the queue.\n")
+
+    write_index_as_read_before(root, read_before)
+    danger = git(root, "diff", "--cached", "--name-status").splitlines()
+    assert sorted(line.split("\t")[1] for line in danger if line.startswith("D\t")) == sorted(cortexs)
+    assert any(line.startswith("M\tmind/") for line in danger)  # the reinforced note as it was before
+
+    args = ["commit", "-m", "person: add a note"] + (["-a"] if how == "-a" else [])
+    person = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+    assert person.returncode == 0, person.stdout + person.stderr
+    assert "staged again as committed" in person.stdout + person.stderr
+    assert tree_paths(root) == before | cortexs | {"people/note.md"}
+    assert git(root, "diff", "--name-only", "HEAD~1", "HEAD").split() == (
+        ["people/note.md", "runbook.md"] if how == "-a" else ["people/note.md"])  # nothing of cortex's undone
+    assert git(root, "status", "--porcelain") == ("" if how == "-a" else " M runbook.md\n")
+
+
+def test_a_note_a_person_untracks_stays_untracked(person_vault):
+    """`git rm --cached` of one of cortex's new notes is the person's own staged change,
+    not an index read before cortex's commit (which holds none of that commit): their
+    commit untracks it and keeps the file."""
+    root = person_vault
+    for body in ("The ferry leaves at nine.", "The gauge reads every ten minutes."):
+        write_obs(root, body)
+    assert cortex(root, "run").returncode == 0
+    untracked, kept = sorted(facts(root))
+    git(root, "rm", "-q", "--cached", untracked)
+    person = subprocess.run(["git", "commit", "-m", "person: untrack one"], cwd=root, capture_output=True, text=True)
+    assert person.returncode == 0, person.stdout + person.stderr
+    assert "staged again" not in person.stdout + person.stderr
+    assert facts(root) == [kept]
+    assert (root / untracked).exists()
+
+
+
+
+def _strace_works() -> bool:
+    import shutil
+
+    if shutil.which("strace") is None:
+        return False
+    return subprocess.run(["strace", "-o", os.devnull, "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _strace_works(), reason="needs strace (and ptrace) to hold git between its read and its lock")
+def test_the_race_itself_with_real_processes(person_vault):
+    """The race as it happens, each process held at its instant: `cortex run` holds
+    index.lock, its new index about to go in place (held there 2 s); the person's plain
+    `git commit` starts, reads the old index and waits (strace) before taking the lock;
+    cortex commits and lets go; git writes the old index back, runs the hooks, and is
+    refused (HEAD moved). The guard in that commit's hooks has already staged cortex's
+    notes again, so the person's next commit keeps them."""
+    root = person_vault
+    (root / "people").mkdir()
+    (root / "people" / "note.md").write_text("# Note\n\nThe person's own words.\n")
+    git(root, "add", "people/note.md")
+    os.utime(root / "runbook.md")  # the person's refresh then changes the index, so git writes it
+    for body in ("The ferry leaves at nine.", "The gauge reads every ten minutes.", "Priya leads the kiosk."):
+        write_obs(root, body)
+    held_before_its_index = (
+        "import os, sys, time\n"
+        "replace = os.replace\n"
+        "def slow(src, dst, *a, **k):\n"
+        "    if os.fspath(dst).endswith('/.git/index') and not getattr(slow, 'done', False):\n"
+        "        slow.done = True\n"
+        "        time.sleep(2)\n"
+        "    return replace(src, dst, *a, **k)\n"
+        "os.replace = slow\n"
+        "from cortex.cli import main\nsys.argv[0] = 'cortex'\nmain()\n")
+    run = subprocess.Popen([str(VENV_BIN / "python"), "-c", held_before_its_index, "--vault", str(root), "run"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: any(p.name.startswith("cortex-scratch.") for p in (root / ".git").iterdir()))
+    person = subprocess.Popen(["strace", "-o", os.devnull, "-e", "trace=close",  # git alone, not its hooks
+                               "-P", str(root / ".git" / "index"), "-e", "inject=close:delay_exit=4000000:when=1",
+                               "git", "commit", "-m", "person: add a note"],
+                              cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    notes = facts(root)
+    assert len(notes) == 3
+    out, err = person.communicate(timeout=60)
+    assert person.returncode != 0 and "cannot lock ref 'HEAD'" in err, out + err  # refused: HEAD moved
+    assert "staged again as committed" in out + err  # the old index was written back, and mended
+    assert git(root, "diff", "--cached", "--name-only", "--diff-filter=D") == ""
+
+    again = subprocess.run(["git", "commit", "-m", "person: add a note"], cwd=root, capture_output=True, text=True)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert facts(root) == notes
+    assert "people/note.md" in tree_paths(root)
+    assert git(root, "status", "--porcelain") == ""
