@@ -80,6 +80,8 @@ class Person:
         if "-a" in args:  # every tracked file as it is now; an untracked one stays out
             going_in.update({rel: self.text[rel] for rel in {*self.committed, *self.staged}})
         done = git(self.root, "commit", *args, env=env, check=False)
+        if "staged again as committed" in done.stdout + done.stderr:  # the guard mended an index read too early
+            self.counts.person["index mended by the guard"] += 1
         if done.returncode == 0:
             self.committed.update(going_in)
             self.staged.clear()
