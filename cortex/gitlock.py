@@ -356,6 +356,9 @@ def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = 
     import subprocess
 
     git_dir = git_dir or git_dir_of(root)
+    if any((git_dir / name).exists() for name in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge",
+                                                   "rebase-apply")):
+        return []  # a merge or replay the person is resolving: its index is theirs to settle
     head = head_oid(root)
     moves = _moves_to(git_dir, head) if head else []
     if not moves:
