@@ -3,7 +3,9 @@
 
 The person does what people do: `git commit -a`, a plain `git commit` whose editor
 stays open a while, a commit of one file while another has unstaged edits (pre-commit
-stashes them), and retries when git says another process holds the index. At the end
+stashes them), a commit by a git slow between reading the index and taking its lock
+(strace holds it 0.3 s, where strace runs: as on a slow disk or in a large vault), and
+retries when git says another process holds the index. At the end
 nothing a person wrote is lost or reverted, no note was deleted except by cortex's own
 archive moves, every observation is a note, HEAD and the index agree and `git fsck` is
 clean.
@@ -27,6 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+
+
+def _strace() -> bool:
+    import shutil
+
+    return shutil.which("strace") is not None and \
+        subprocess.run(["strace", "-o", os.devnull, "true"], capture_output=True).returncode == 0
+
+
+STRACE = _strace()  # to hold a person's git between its read of the index and its lock
 EDITOR = "f() { sleep 0.4; echo 'person: slow editor' > \"$1\"; }; f"
 
 
@@ -75,11 +87,16 @@ class Person:
         self.staged[rel] = self.text[rel]
         return True
 
-    def commit(self, *args: str, env: dict | None = None, kind: str) -> None:
+    def commit(self, *args: str, env: dict | None = None, kind: str, slow: bool = False) -> None:
         going_in = dict(self.staged)
         if "-a" in args:  # every tracked file as it is now; an untracked one stays out
             going_in.update({rel: self.text[rel] for rel in {*self.committed, *self.staged}})
-        done = git(self.root, "commit", *args, env=env, check=False)
+        if slow:  # as on a slow disk or a large vault: 0.3 s between reading the index and taking its lock
+            argv = ["strace", "-o", os.devnull, "-e", "trace=close", "-P", str(self.root / ".git" / "index"),
+                    "-e", "inject=close:delay_exit=300000:when=1", "git", "commit", *args]
+            done = subprocess.run(argv, cwd=self.root, capture_output=True, text=True, env=env)
+        else:
+            done = git(self.root, "commit", *args, env=env, check=False)
         if "staged again as committed" in done.stdout + done.stderr:  # the guard mended an index read too early
             self.counts.person["index mended by the guard"] += 1
         if done.returncode == 0:
@@ -100,7 +117,10 @@ class Person:
             rel = f"people/note-{len(files)}.md"
             self.write(rel)
             if self.add(rel):
-                self.commit("-m", f"person: add {rel}", kind="git commit (new note)")
+                if STRACE and self.rnd.random() < 0.5:  # by a git slow between its read of the index and its lock
+                    self.commit("-m", f"person: add {rel}", kind="git commit (new note, slow git)", slow=True)
+                else:
+                    self.commit("-m", f"person: add {rel}", kind="git commit (new note)")
         elif choice < 0.55:  # edit every file, `git commit -a`
             for rel in files:
                 self.write(rel)
