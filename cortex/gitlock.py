@@ -345,12 +345,15 @@ def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = 
     under load; reproduced with the person's git held between its read and its lock by
     strace, `cortex run` committing 300 notes meanwhile: all 300 deleted.)
 
-    What counts as dropped, each of cortex's moves (``record_move``) leading to HEAD
-    looked at on its own: every path it changed (and no later move changed again)
-    stands in the index as it was before that move, not one as after it; a new note
-    only while its file is there (a person who deletes a note deletes the file). A path
-    the person staged otherwise is theirs and stays. ``git rm --cached`` of every note
-    of cortex's latest move looks the same: ``CORTEX_KEEP_INDEX=1`` for that commit.
+    What counts as dropped: cortex's moves (``record_move``) leading to HEAD say what
+    every path they changed held before each of them. The index was read before the
+    newest move, or before the one before it, ...: the point most of those paths agree
+    with (and more of them for it than against, below) wins, and each path held as at
+    that point goes back to HEAD's entry — a new note only while its file is there (a
+    person who deletes a note deletes the file), a removed one only while it stays
+    removed. A path the person staged otherwise is theirs and stays. ``git rm --cached``
+    of some of cortex's notes is outvoted by the rest; of every note of cortex's latest
+    move (one note, say) it looks the same: ``CORTEX_KEEP_INDEX=1`` for that commit.
     Runs in the guard hook, before pre-commit sets unstaged work aside; ``env`` carries
     git's ``GIT_INDEX_FILE`` (``git commit -a`` commits a new index of its own)."""
     import subprocess
@@ -370,37 +373,53 @@ def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = 
                               capture_output=True, check=False)
         return done.stdout if done.returncode == 0 else None
 
-    later: set[str] = set()
-    per_move: list[tuple[dict[str, tuple[Entry, Entry]], set[str]]] = []
-    for old, new in moves:  # newest first: a path a later move changed again is that move's
+    per_move: list[dict[str, tuple[Entry, Entry]]] = []  # newest first
+    for old, new in moves:
         out = git("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new)
         if out is None:
             return []
-        changes = _raw(out)
-        per_move.append((changes, set(changes) - later))
-        later |= set(changes)
-    folders = sorted({p.rpartition("/")[0] for p in later})
+        per_move.append(_raw(out))
+    at_head: dict[str, Entry] = {}
+    for changes in per_move:
+        for p, (_, after) in changes.items():
+            at_head.setdefault(p, after)  # the newest move that changed it says what HEAD holds
+    folders = sorted({p.rpartition("/")[0] for p in at_head})
     spec = ["--", *folders] if len(folders) <= 256 and "" not in folders else []
     out = git("diff-index", "--cached", "-z", "--no-renames", "HEAD", *spec)
     if out is None:
         return []
-    staged = {p: after for p, (_, after) in _raw(out).items()}  # paths the index holds otherwise than HEAD
+    staged = {p: after for p, (_, after) in _raw(out).items()}  # what the index holds where it is not HEAD
+
+    def indexed(p: str) -> Entry:
+        return staged.get(p, at_head[p])
+
+    # Where was the index read? Before the newest move, or the one before it, ...: each
+    # guess says what every path changed since should hold (as before the oldest move after
+    # the read that changed it). Paths held so, where HEAD holds otherwise, speak for it;
+    # paths held as one of those moves left them speak against it (the index was read
+    # later, or the person staged them: `git commit -a` stages cortex's changed notes
+    # again from their files). The guess with the most paths for it and more for than
+    # against wins; its paths go back to HEAD's entries.
+    at_read: dict[str, Entry] = {}
+    since: dict[str, set[Entry]] = {}  # each path's entries as the moves after the guessed read left it
+    dropped: dict[str, Entry] = {}
+    for changes in per_move:
+        for p, (was, after) in changes.items():
+            at_read[p] = was  # older moves overwrite
+            since.setdefault(p, set()).add(after)
+        agree = {p: was for p, was in at_read.items() if indexed(p) == was != at_head[p]}
+        against = sum(1 for p, was in at_read.items() if indexed(p) != was and indexed(p) in since[p])
+        if len(agree) > against and len(agree) >= len(dropped):
+            dropped = agree
     zero = "0" * len(head)
     back: dict[str, Entry] = {}
-    for changes, own in per_move:
-        before_move = {p: changes[p][0] for p in own}
-        if not own or any(p not in staged for p in own):
-            continue  # the index holds (some of) this move as committed: not dropped
-        dropped = [p for p in own if staged[p] == before_move[p] or
-                   (staged[p][1] == zero and before_move[p][1] == zero)]
-        for p in dropped:
-            after = changes[p][1]
-            there = os.path.lexists(root / p)
-            if before_move[p][1] == zero and not there:
-                continue  # a new note whose file is gone: deleted since
-            if after[1] == zero and there:
-                continue  # a note cortex removed, made again since
-            back[p] = after
+    for p, was in dropped.items():  # a path staged otherwise than both is the person's, and stays
+        there = os.path.lexists(root / p)
+        if at_head[p][1] != zero and was[1] == zero and not there:
+            continue  # a new note whose file is gone: deleted since
+        if at_head[p][1] == zero and there:
+            continue  # a note cortex removed, made again since
+        back[p] = at_head[p]
     if not back:
         return []
     lines = b"".join(f"{mode} {blob}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0" if blob != zero

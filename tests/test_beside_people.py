@@ -534,3 +534,27 @@ def test_the_race_itself_with_real_processes(person_vault):
     assert facts(root) == notes
     assert "people/note.md" in tree_paths(root)
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_notes_a_later_commit_of_cortexs_changed_again_are_kept_too(person_vault):
+    """The index was read before a run whose note a later commit of cortex's changed
+    again (`cortex forget` moves it to the archive): the archived note is kept, the note
+    left in place is kept, and the forgotten one stays forgotten."""
+    root = person_vault
+    read_before = (root / ".git" / "index").read_bytes()
+    for body in ("The ferry leaves at nine.", "The gauge reads every ten minutes."):
+        write_obs(root, body)
+    assert cortex(root, "run").returncode == 0
+    ferry = next(p for p in facts(root) if "ferry" in (root / p).read_text())
+    done = cortex(root, "forget", ferry, "--reason", "sold")
+    assert done.returncode == 0, done.stderr
+    expected = tree_paths(root)
+    write_index_as_read_before(root, read_before)
+    (root / "people").mkdir()
+    (root / "people" / "note.md").write_text("# Note\n\nThe person's own words.\n")
+    git(root, "add", "people/note.md")
+    person = subprocess.run(["git", "commit", "-m", "person: add a note"], cwd=root, capture_output=True, text=True)
+    assert person.returncode == 0, person.stdout + person.stderr
+    assert tree_paths(root) == expected | {"people/note.md"}
+    assert ferry not in tree_paths(root) and not (root / ferry).exists()
+    assert git(root, "status", "--porcelain") == ""
