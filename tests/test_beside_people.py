@@ -558,3 +558,29 @@ def test_notes_a_later_commit_of_cortexs_changed_again_are_kept_too(person_vault
     assert tree_paths(root) == expected | {"people/note.md"}
     assert ferry not in tree_paths(root) and not (root / ferry).exists()
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_notes_a_sync_brought_are_kept_too(tmp_path):
+    """The index read before `cortex sync` fast-forwarded to another machine's notes,
+    written back after: the person's next commit keeps what the sync brought."""
+    from sync_helpers import cx, make_fleet, sync
+    from sync_helpers import write as write_on
+
+    _, (there, here) = make_fleet(tmp_path, 2)
+    for body in ("The ferry leaves at nine.", "The gauge reads every ten minutes."):
+        write_on(there, body)
+    cx(there, "run")
+    sync(there)
+    (here / "people").mkdir()
+    (here / "people" / "note.md").write_text("# Note\n\nThe person's own words.\n")
+    git(here, "add", "people/note.md")
+    read_before = (here / ".git" / "index").read_bytes()
+    sync(here)  # a fast-forward: the index, the files and HEAD move to the other machine's commit
+    brought = facts(here)
+    assert len(brought) == 2
+    write_index_as_read_before(here, read_before)
+    person = subprocess.run(["git", "commit", "-m", "person: add a note"], cwd=here, capture_output=True, text=True)
+    assert person.returncode == 0, person.stdout + person.stderr
+    assert "staged again as committed" in person.stdout + person.stderr
+    assert facts(here) == brought and "people/note.md" in tree_paths(here)
+    assert git(here, "status", "--porcelain") == ""
