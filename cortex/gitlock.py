@@ -546,9 +546,9 @@ def main(argv: list[str]) -> int:
         if restored:
             n = len(restored)
             sys.stdout.write(
-                f"cortex: {n} {'change' if n == 1 else 'changes'} of cortex's latest commit "
+                f"cortex: {n} {'change' if n == 1 else 'changes'} cortex last committed (or synced) "
                 f"{'was' if n == 1 else 'were'} missing from the index (a git command wrote an index it had read "
-                f"before cortex committed), staged again as committed so this commit keeps "
+                f"before), staged again as committed so this commit keeps "
                 f"{'it' if n == 1 else 'them'}: {', '.join(restored[:3])}{' …' if n > 3 else ''}. "
                 f"To leave the index as it is for one commit: {KEEP_INDEX}=1 git commit\n")
     return 0
