@@ -285,7 +285,8 @@ KEEP_INDEX = "CORTEX_KEEP_INDEX"  # set (to anything) for one commit: the guard 
 
 def record_move(git_dir: Path, old: str | None, new: str) -> None:
     """Note a move of HEAD cortex just made (under ``index.lock``), for
-    ``restore_dropped``; the last ``MOVES_KEPT`` are kept."""
+    ``restore_dropped``; the last ``MOVES_KEPT`` are kept. Best effort: the move is made,
+    and a record that cannot be written only means that move cannot be mended."""
     path = git_dir / MOVES
     try:
         lines = path.read_text(encoding="ascii").splitlines()[-(MOVES_KEPT - 1):]
@@ -293,8 +294,11 @@ def record_move(git_dir: Path, old: str | None, new: str) -> None:
         lines = []
     lines.append(f"{old or '0' * len(new)} {new}")
     tmp = path.with_name(f".{MOVES}.{os.getpid()}")
-    tmp.write_text("\n".join(lines) + "\n", encoding="ascii")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text("\n".join(lines) + "\n", encoding="ascii")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def _moves_to(git_dir: Path, head: str) -> list[tuple[str, str]]:

@@ -345,13 +345,14 @@ class GitRepo:
                 self._lock.note_ref_update()
                 try:
                     oid = self.repo.create_commit("HEAD", signature, signature, message, tree, parents)
-                    record_move(self.git_dir, str(parents[0]) if parents else None, str(oid))
-                    return str(oid)
                 except (pygit2.GitError, OSError) as exc:  # libgit2 says a held lock as OSError
                     text = str(exc)
                     moved = "current tip" in text or "not the first parent" in text
                     if not moved and "failed to lock" not in text:
                         raise
+                else:
+                    record_move(self.git_dir, str(parents[0]) if parents else None, str(oid))
+                    return str(oid)
                 if time.monotonic() >= deadline:
                     raise LockBusy("git is busy: the branch stayed locked or kept moving while cortex committed",
                                    "nothing was committed; cortex tries again at its next run (exit 75). "
