@@ -100,6 +100,40 @@ def test_commit_a_with_an_open_editor_keeps_everything(person_vault):
     assert index_agrees_with_head(root) and git(root, "status", "--porcelain") == ""
 
 
+def test_maintenance_that_finds_git_busy_exits_75_and_stays_due(person_vault):
+    """`cortex maintain` whose job must commit while a person's `git commit -a` holds the
+    index (its editor open) exits 75 — busy, nothing changed, as `cortex run` does — not 1
+    (seen in a soak), and the job stays due: the next call, once the person is done,
+    commits its work instead of putting it off to the job's next hour."""
+    from datetime import datetime, timedelta, timezone
+
+    root = person_vault
+    write_obs(root, "The worker restarts take about forty seconds.")
+    assert cortex(root, "run").returncode == 0
+    assert cortex(root, "maintain", "--only", "reinforce").returncode == 0  # ran: due again in an hour
+    write_obs(root, "The worker restarts take about forty seconds.")
+    assert cortex(root, "run").returncode == 0  # a reinforcement for the job
+    later = datetime.now(timezone.utc) + timedelta(hours=2)
+    head = git(root, "rev-parse", "HEAD")
+    (root / "runbook.md").write_text("# Runbook\n\nRestart the worker, then the queue.\n")
+    gate = root.parent / "editor-done"
+    env = {**os.environ, "GIT_EDITOR": editor(20, gate)}
+    person = subprocess.Popen(["git", "commit", "-a"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(lambda: (root / ".git" / "index.lock").exists())
+
+    busy = cortex(root, "maintain", "--only", "reinforce", "--json", "--now", later.isoformat())
+    assert busy.returncode == 75, busy.stdout + busy.stderr
+    assert json.loads(busy.stdout)["busy"] == ["reinforce"]
+    assert git(root, "rev-parse", "HEAD") == head
+
+    gate.touch()
+    assert person.wait(30) == 0, person.stderr.read()
+    done = cortex(root, "maintain", "--only", "reinforce", "--now", (later + timedelta(minutes=1)).isoformat())
+    assert done.returncode == 0, done.stderr
+    assert git(root, "log", "-1", "--format=%s").startswith("reinforce:"), done.stderr
+    assert git(root, "status", "--porcelain") == ""
+
+
 def test_a_plain_commit_is_guarded_through_its_editor(person_vault):
     """A plain `git commit` does not hold index.lock while its hooks and editor run; the
     guard hook records it, so cortex leaves HEAD and the index alone until it ends."""

@@ -223,7 +223,7 @@ def maintain(
     info(f"cortex maintain: {len(report.results)} job{'' if len(report.results) == 1 else 's'} ran, "
          f"{report.commits} commit{'' if report.commits == 1 else 's'} in {report.seconds:.2f}s")
     if report.errors:
-        raise typer.Exit(1)
+        raise typer.Exit(report.exit_code)  # 75: git was busy, nothing half-done; the next run catches up
 
 
 @app.command("schedule")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable, TYPE_CHECKING
 
-from cortex.errors import CortexError
+from cortex.errors import CortexError, LockBusy
 from cortex.maintenance import JOBS
 from cortex.maintenance.base import JobContext, JobResult
 from cortex.maintenance.settings import MaintenanceSettings, load_maintenance
@@ -38,7 +38,16 @@ class MaintainReport:
     results: list[JobResult] = field(default_factory=list)
     not_due: dict[str, str] = field(default_factory=dict)  # job -> next run
     errors: dict[str, str] = field(default_factory=dict)
+    busy: list[str] = field(default_factory=list)  # the jobs of `errors` that found git busy: run again later
     seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """0; 75 when every job that failed only found git busy (nothing changed, try
+        again: what `cortex run` says too); 1 for any other failure."""
+        if not self.errors:
+            return 0
+        return 75 if set(self.errors) <= set(self.busy) else 1
 
     @property
     def commits(self) -> int:
@@ -46,7 +55,7 @@ class MaintainReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"now": self.now, "ran": [r.to_json() for r in self.results], "not_due": self.not_due,
-                "errors": self.errors, "commits": self.commits, "seconds": round(self.seconds, 3)}
+                "errors": self.errors, "busy": self.busy, "commits": self.commits, "seconds": round(self.seconds, 3)}
 
 
 def next_run(job_state: dict[str, Any] | None, when, now: datetime) -> datetime | None:
@@ -79,7 +88,7 @@ def run_job(vault: Vault, name: str, *, now: datetime | None = None, dry_run: bo
             result = _runner(name)(ctx, dry_run=dry_run)
         except CortexError as exc:
             if not dry_run:
-                _record(vault, name, now, settings, error=exc.message)
+                _record(vault, name, now, settings, error=exc.message, again=isinstance(exc, LockBusy))
             raise
         result.seconds = time.monotonic() - started
         if ctx._snapshot is not None:  # the job read the notes at HEAD
@@ -93,11 +102,14 @@ def run_job(vault: Vault, name: str, *, now: datetime | None = None, dry_run: bo
 
 
 def _record(vault: Vault, name: str, now: datetime, settings: MaintenanceSettings, *, result: JobResult | None = None,
-            error: str | None = None) -> None:
+            error: str | None = None, again: bool = False) -> None:
+    """Record a job's run; ``again``: it found git busy and changed nothing, so it stays due
+    (the next call runs it, not the next day's)."""
     state = vault.load_state()
     entry = state.jobs.setdefault(name, {})
-    entry["last_run"] = format_time(now)
-    entry["next_run"] = format_time(settings.when[name].next_after(now))
+    if not again:
+        entry["last_run"] = format_time(now)
+        entry["next_run"] = format_time(settings.when[name].next_after(now))
     entry["schedule"] = str(settings.when[name])
     if error is not None:
         entry["last_error"] = error
@@ -130,6 +142,8 @@ def run_due(vault: Vault, *, now: datetime | None = None, force: bool = False, o
             result = run_job(vault, name, now=now, settings=settings, refresh_index=False)
         except CortexError as exc:
             report.errors[name] = exc.message + (f" ({exc.hint})" if exc.hint else "")
+            if isinstance(exc, LockBusy):
+                report.busy.append(name)
             continue
         changed_notes = changed_notes or bool(result.commit)
         report.results.append(result)
