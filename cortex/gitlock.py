@@ -321,22 +321,7 @@ def _moves_to(git_dir: Path, head: str) -> list[tuple[str, str]]:
     return chain
 
 
-Entry = tuple[str, str]  # (mode, blob) as git prints them; ("000000", zeros) for no entry
-
-
-def _raw(out: bytes) -> dict[str, tuple[Entry, Entry]]:
-    """``git diff-* --raw -z`` output: {path: ((mode, blob) before, (mode, blob) after)}."""
-    fields = out.split(b"\0")
-    changes: dict[str, tuple[Entry, Entry]] = {}
-    for head, path in zip(fields[0::2], fields[1::2]):
-        if not head.startswith(b":"):
-            continue
-        old_mode, new_mode, old, new = head[1:].decode("ascii").split()[:4]
-        changes[path.decode("utf-8", "surrogateescape")] = ((old_mode, old), (new_mode, new))
-    return changes
-
-
-def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = None) -> list[str]:
+def restore_dropped(root: Path, git_dir: Path | None = None) -> list[str]:
     """Stage again, as committed, the changes of cortex's latest moves of HEAD that an
     index written from an older read has dropped; returns their paths.
 
@@ -358,9 +343,10 @@ def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = 
     removed. A path the person staged otherwise is theirs and stays. ``git rm --cached``
     of some of cortex's notes is outvoted by the rest; of every note of cortex's latest
     move (one note, say) it looks the same: ``CORTEX_KEEP_INDEX=1`` for that commit.
-    Runs in the guard hook, before pre-commit sets unstaged work aside; ``env`` carries
-    git's ``GIT_INDEX_FILE`` (``git commit -a`` commits a new index of its own)."""
-    import subprocess
+    Runs in the guard hook, before pre-commit sets unstaged work aside, with git's
+    ``GIT_INDEX_FILE`` in its environment (``git commit -a`` commits a new index of its
+    own, and this mends that one)."""
+    from cortex import gitcli
 
     git_dir = git_dir or git_dir_of(root)
     if any((git_dir / name).exists() for name in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge",
@@ -370,20 +356,17 @@ def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = 
     moves = _moves_to(git_dir, head) if head else []
     if not moves:
         return []
-    env = dict(os.environ if env is None else env)
-
     def git(*args: str, data: bytes | None = None) -> bytes | None:
-        done = subprocess.run(["git", "--literal-pathspecs", *args], cwd=root, env=env, input=data,
-                              capture_output=True, check=False)
-        return done.stdout if done.returncode == 0 else None
+        done = gitcli.run_bytes(root, "--literal-pathspecs", *args, input=data)
+        return done.out if done is not None and done.ok else None
 
-    per_move: list[dict[str, tuple[Entry, Entry]]] = []  # newest first
+    per_move: list[dict[str, tuple[gitcli.Entry, gitcli.Entry]]] = []  # newest first
     for old, new in moves:
-        out = git("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new)
+        out = git(*gitcli.tree_diff_args(old, new))
         if out is None:
             return []
-        per_move.append(_raw(out))
-    at_head: dict[str, Entry] = {}
+        per_move.append(gitcli.raw_diff(out))
+    at_head: dict[str, gitcli.Entry] = {}
     for changes in per_move:
         for p, (_, after) in changes.items():
             at_head.setdefault(p, after)  # the newest move that changed it says what HEAD holds
@@ -392,9 +375,9 @@ def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = 
     out = git("diff-index", "--cached", "-z", "--no-renames", "HEAD", *spec)
     if out is None:
         return []
-    staged = {p: after for p, (_, after) in _raw(out).items()}  # what the index holds where it is not HEAD
+    staged = {p: after for p, (_, after) in gitcli.raw_diff(out).items()}  # the index, where it is not HEAD
 
-    def indexed(p: str) -> Entry:
+    def indexed(p: str) -> gitcli.Entry:
         return staged.get(p, at_head[p])
 
     # Where was the index read? Before the newest move, or the one before it, ...: each
@@ -404,9 +387,9 @@ def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = 
     # later, or the person staged them: `git commit -a` stages cortex's changed notes
     # again from their files). The guess with the most paths for it and more for than
     # against wins; its paths go back to HEAD's entries.
-    at_read: dict[str, Entry] = {}
-    since: dict[str, set[Entry]] = {}  # each path's entries as the moves after the guessed read left it
-    dropped: dict[str, Entry] = {}
+    at_read: dict[str, gitcli.Entry] = {}
+    since: dict[str, set[gitcli.Entry]] = {}  # each path's entries as the moves after the guessed read left it
+    dropped: dict[str, gitcli.Entry] = {}
     for changes in per_move:
         for p, (was, after) in changes.items():
             at_read[p] = was  # older moves overwrite
@@ -416,7 +399,7 @@ def restore_dropped(root: Path, git_dir: Path | None = None, env: dict | None = 
         if len(agree) > against and len(agree) >= len(dropped):
             dropped = agree
     zero = "0" * len(head)
-    back: dict[str, Entry] = {}
+    back: dict[str, gitcli.Entry] = {}
     for p, was in dropped.items():  # a path staged otherwise than both is the person's, and stays
         there = os.path.lexists(root / p)
         if at_head[p][1] != zero and was[1] == zero and not there:

@@ -198,11 +198,10 @@ class HeadCache:
 
     def _diff(self, old: str, new: str | None) -> list[tuple[str, str | None]] | None:
         """(path, new blob or None) between two commits; None when the old one is gone.
-        ``git diff`` of two trees, not ``git diff-tree``: the plumbing command reads the
-        whole index first (for attributes a raw diff never uses: 21 ms at 200,000 notes,
-        most of a one-note catch-up); the porcelain one reads none for two trees."""
-        out = _git(self.root, "diff", "--raw", "-z", "--no-renames", "--no-abbrev", "--no-ext-diff", "--no-textconv",
-                   old, new or ZERO_TREE)
+        (``gitcli.tree_diff_args``: no index read, most of a one-note catch-up otherwise.)"""
+        from cortex import gitcli
+
+        out = _git(self.root, *gitcli.tree_diff_args(old, new or ZERO_TREE))
         return None if out is None else list(_raw_changes(out))
 
     def _apply(self, db: sqlite3.Connection, changes: list[tuple[str, str | None]]) -> None:
@@ -299,10 +298,8 @@ def staged_changes(root: Path) -> dict[str, str | None] | None:
 
 def _raw_changes(out: bytes) -> Iterator[tuple[str, str | None]]:
     """(note path, new blob or None when removed) from git's ``--raw -z`` diff output."""
-    items = out.split(b"\0")
-    for meta, path in zip(items[0::2], items[1::2]):
-        parts = meta.split()
-        name = path.decode("utf-8", "surrogateescape")
-        if len(parts) >= 5 and is_note_path(name):
-            blob = parts[3].decode()
-            yield name, None if parts[4][:1] == b"D" or set(blob) == {"0"} else blob
+    from cortex.gitcli import raw_diff
+
+    for name, (_, (_, blob)) in raw_diff(out).items():
+        if is_note_path(name):
+            yield name, None if set(blob) == {"0"} else blob

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import VENV_BIN, git, observation
+from soak import STRACE  # whether strace can hold a process here
 
 pytestmark = pytest.mark.slow
 
@@ -514,15 +515,7 @@ def test_a_note_a_person_untracks_stays_untracked(person_vault):
 
 
 
-def _strace_works() -> bool:
-    import shutil
-
-    if shutil.which("strace") is None:
-        return False
-    return subprocess.run(["strace", "-o", os.devnull, "true"], capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(not _strace_works(), reason="needs strace (and ptrace) to hold git between its read and its lock")
+@pytest.mark.skipif(not STRACE, reason="needs strace (and ptrace) to hold git between its read and its lock")
 def test_the_race_itself_with_real_processes(person_vault):
     """The race as it happens, each process held at its instant: `cortex run` holds
     index.lock, its new index about to go in place (held there 2 s); the person's plain
