@@ -24,12 +24,17 @@ path with the floor off (`min_score=0`) and on (the default), and the share of e
 kind of unanswerable query that finds nothing is printed with the real questions'
 figures side by side.
 
-    .venv/bin/python bench/bench_floor.py
+The unseen-word rule (a query holding a word no note has asks a closer cosine) is swept
+on its own table. `--fraction 0.1` runs it all on vaults a tenth the size.
+
+    .venv/bin/python bench/bench_floor.py [lme|scifact ...] [--fraction F]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import random
 import sys
 import tempfile
 import time
@@ -104,7 +109,8 @@ def calibrate(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> tup
         if held_out(kind, q["qid"]):
             continue
         found = ask(idx, q, 0.0)
-        GATE_ROWS[name, "calibration"].append((kind, gate_hits(idx, ids, q, found), set(q.get("relevant_ids", ()))))
+        GATE_ROWS[name, "calibration"].append((kind, gate_hits(idx, ids, q, found), set(q.get("relevant_ids", ())),
+                                               words(idx, q)))
         hits = [(ids[h.path], h.why["relevance"]) for h in found]
         if kind == "real":
             real.append((hits, set(q["relevant_ids"])))
@@ -122,11 +128,19 @@ def calibrate(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> tup
     return picked, lines
 
 
-# floor off, per corpus and half ("calibration", "held-out"): (kind, [(id, why, cosine)], relevant ids)
+# floor off, per corpus and half ("calibration", "held-out"):
+# (kind, [(id, why, cosine)], relevant ids, (the query's terms, how many no note has))
 GATE_ROWS: dict[tuple[str, str], list] = defaultdict(list)
 GATE_MATCHED = [round(0.05 * i, 2) for i in range(9)]
 GATE_RELEVANCE = [0.1, 0.15, 0.2, 0.25, 0.3]
 GATE_MEANING = [-1.0, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]  # -1: no cosine asked
+GATE_UNSEEN = [-1.0, 0.4, 0.45, 0.5, 0.55, 0.6]  # -1: a word no note has asks nothing more
+
+
+def words(idx, q: dict) -> tuple[int, int]:
+    """The query's terms as the lexical side counts them, and how many no note has."""
+    found = idx.lexical.search_evidence(q["question"], 1)
+    return found.terms, found.unknown
 
 
 def gate_hits(idx, ids: dict, q: dict, hits) -> list[tuple[str, dict, float | None]]:
@@ -138,23 +152,25 @@ def gate_hits(idx, ids: dict, q: dict, hits) -> list[tuple[str, dict, float | No
 
 
 def gate_effect(name: str, matched: float, relevance: float, meaning: float = fusion.ANSWER_MEANING,
-                half: str = "calibration") -> tuple[float, dict[str, float]]:
+                half: str = "calibration", unseen: float = fusion.ANSWER_UNSEEN_MEANING) -> tuple[float, dict[str, float]]:
     """On one half, at the shipped floor: what the answer gate (matched, relevance,
-    meaning; the cosine escape as shipped) costs the real questions, and each kind's
-    share finding nothing."""
-    def answered(hits) -> bool:
+    meaning, the meaning asked when a word is in no note; the cosine escape and the
+    short-query rule as shipped) costs the real questions, and each kind's share finding
+    nothing."""
+    def answered(hits, counts) -> bool:
         over = [(w, cos) for _, w, cos in hits if w["relevance"] >= fusion.RELEVANCE_FLOOR]
         return fusion.answers("hybrid", None, [w for w, _ in over], meaning_of=lambda i: over[i][1],
-                              matched=matched, relevance=relevance, meaning=meaning)
+                              matched=matched, relevance=relevance, meaning=meaning, terms=counts[0],
+                              unseen=counts[1], unseen_meaning=unseen)
 
     base, gated, empty = [], [], defaultdict(list)
-    for kind, hits, relevant in GATE_ROWS[name, half]:
+    for kind, hits, relevant, counts in GATE_ROWS[name, half]:
         kept = [d for d, w, _ in hits if w["relevance"] >= fusion.RELEVANCE_FLOOR]
         if kind == "real":
             base.append((kept, relevant))
-            gated.append((kept if answered(hits) else [], relevant))
+            gated.append((kept if answered(hits, counts) else [], relevant))
         else:
-            empty[kind].append(not answered(hits))
+            empty[kind].append(not answered(hits, counts))
     cost = real_metric(name, base) - real_metric(name, gated)
     return cost, {k: sum(v) / max(1, len(v)) for k, v in empty.items()}
 
@@ -175,16 +191,34 @@ def calibrate_gate(names: list[str]) -> list[str]:
              f"no cosine asked)\n",
              "| matched, relevance, meaning | half | cost | " + " | ".join(KINDS) + " |",
              "|---|---|---|" + "---|" * len(KINDS)]
-    shown = [(fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, -1.0, "words only"),
-             (fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, "shipped")]
+    shown = [(fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, -1.0, -1.0, "words only"),
+             (fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, -1.0, "no unseen-word rule"),
+             (fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, fusion.ANSWER_UNSEEN_MEANING,
+              "shipped")]
     if best is not None:
-        shown.append((*best[1:], "picked"))
-    for matched, relevance, meaning, label in shown:
+        shown.append((*best[1:], fusion.ANSWER_UNSEEN_MEANING, "picked"))
+    lines += _gate_rows(names, shown)
+    # the cosine asked of the answering note when the query holds a word no note has,
+    # the rest of the gate as shipped
+    lines += ["", "unseen-word rule at the shipped gate (meaning asked when a word of the query is in no note; "
+              "-1: no more than the gate's)\n",
+              "| matched, relevance, meaning, unseen | half | cost | " + " | ".join(KINDS) + " |",
+              "|---|---|---|" + "---|" * len(KINDS)]
+    lines += _gate_rows(names, [(fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, unseen,
+                                 "shipped" if unseen == fusion.ANSWER_UNSEEN_MEANING else "")
+                                for unseen in GATE_UNSEEN], unseen_column=True)
+    return lines
+
+
+def _gate_rows(names: list[str], shown: list[tuple], unseen_column: bool = False) -> list[str]:
+    lines = []
+    for matched, relevance, meaning, unseen, label in shown:
         for half in ("calibration", "held-out"):
-            effects = {n: gate_effect(n, matched, relevance, meaning, half) for n in names}
+            effects = {n: gate_effect(n, matched, relevance, meaning, half, unseen) for n in names}
             cost = " / ".join(f"{effects[n][0]:.3f}" for n in names)
             cells = " | ".join(" / ".join(f"{effects[n][1].get(k, 0.0):.2f}" for n in names) for k in KINDS)
-            lines.append(f"| {matched:.2f}, {relevance:.2f}, {meaning:.2f} ({label}) | {half} | {cost} | {cells} |")
+            values = f"{matched:.2f}, {relevance:.2f}, {meaning:.2f}" + (f", {unseen:.2f}" if unseen_column else "")
+            lines.append(f"| {values}{f' ({label})' if label else ''} | {half} | {cost} | {cells} |")
     return lines
 
 
@@ -198,7 +232,8 @@ def report(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> list[s
         for state, min_score in (("off", 0.0), ("on", None)):
             hits = ask(idx, q, min_score)
             if state == "off":
-                GATE_ROWS[name, "held-out"].append((kind, gate_hits(idx, ids, q, hits), set(q.get("relevant_ids", ()))))
+                GATE_ROWS[name, "held-out"].append((kind, gate_hits(idx, ids, q, hits), set(q.get("relevant_ids", ())),
+                                                    words(idx, q)))
             if kind == "real":
                 real[state].append(([ids[h.path] for h in hits], set(q["relevant_ids"])))
             else:
@@ -218,9 +253,31 @@ def report(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> list[s
     return out
 
 
+def smaller(data: dict, fraction: float) -> dict:
+    """Each corpus as a smaller vault: a random `fraction` of its questions with their
+    answers, and the same fraction of its other documents (the same draw every run)."""
+    out = {}
+    for name, (docs, queries) in data.items():
+        rng = random.Random(7)
+        queries = rng.sample(queries, int(len(queries) * fraction))
+        wanted = {i for q in queries for i in q["relevant_ids"]}
+        others = [d for d in docs if d["id"] not in wanted]
+        out[name] = ([d for d in docs if d["id"] in wanted] + rng.sample(others, int(len(others) * fraction)), queries)
+    return out
+
+
 def main(argv: list[str]) -> int:
-    names = argv or ["lme", "scifact"]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpora", nargs="*", metavar="lme|scifact", help="the corpora to run (default: both)")
+    parser.add_argument("--fraction", type=float, default=1.0,
+                        help="vaults of this fraction of each corpus (its questions with their answers, and the rest)")
+    args = parser.parse_args(argv)
+    names = args.corpora or ["lme", "scifact"]
+    if set(names) - set(NAMES):
+        parser.error(f"unknown corpus: {', '.join(sorted(set(names) - set(NAMES)))} (lme, scifact)")
     data = {n: load(n) for n in ("lme", "scifact")}
+    if args.fraction < 1.0:
+        data = smaller(data, args.fraction)
     for name in names:
         start = time.perf_counter()
         idx, ids = build(name, data[name][0])

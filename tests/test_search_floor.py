@@ -199,3 +199,46 @@ def test_the_note_that_answers_by_its_words_must_also_be_about_the_question():
     assert fusion.answers("lexical", None, [worded], notes=5000)  # no embedding: words alone
     assert fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=lambda i: None)  # a note with no vector
     assert fusion.answers("hybrid", None, [{**worded, "semantic": 0.6}], notes=5000, meaning_of=lambda i: 0.6)
+
+
+def test_a_question_holding_a_word_no_note_has_needs_a_note_about_it(tmp_path):
+    """A word the vault has never seen ("sitar") says the question is about something the
+    vault does not know: the note sharing its other words ("tune", on guitar tunings,
+    cosine ~0.41 with the question) is not an answer, while a note whose meaning answers
+    it ("pike" unseen, the note on lures for bass: ~0.67) still is, and a question whose
+    words the vault knows is judged as before (docs/query.md, "Scores")."""
+    v, _ = Vault.init(tmp_path / "v")
+    for i in range(60):  # past SMALL_VAULT: the gate judges by evidence
+        write_note(v.root, f"mind/facts/f{i}.md", f"The harbour ferry {i} leaves the pier at {i % 12 + 6} o'clock.",
+                   type_="fact")
+    write_note(v.root, "mind/facts/guitar.md", "I keep the guitar in open D tuning for the folk set on Fridays.",
+               type_="fact")
+    write_note(v.root, "mind/facts/lures.md", "Rasmus is trying new lures for bass fishing at the reservoir.",
+               type_="fact")
+    commit_all(v.root)
+
+    noise = cortex(v.root, "How do I tune a sitar?", "--json", "--min-score", "0", "--limit", "1")
+    why = json.loads(noise.stdout)["results"][0]["why"]
+    # what the gate without this rule accepted: enough words, enough relevance, a cosine over ANSWER_MEANING
+    assert why["matched"] >= 0.2 and why["relevance"] >= 0.15 and 0.35 <= why["semantic"] < 0.5, why
+    done = cortex(v.root, "How do I tune a sitar?", "--paths")
+    assert done.returncode == 1 and done.stdout == ""
+
+    done = cortex(v.root, "What's the best lure for catching pike?", "--paths")
+    assert done.returncode == 0 and done.stdout.splitlines()[0] == "mind/facts/lures.md"
+    done = cortex(v.root, "which guitar tuning do I keep for the folk set", "--paths")
+    assert done.returncode == 0 and done.stdout.splitlines()[0] == "mind/facts/guitar.md"
+
+
+def test_a_word_no_note_has_raises_the_meaning_asked():
+    from cortex.search import fusion
+
+    worded = {"lexical": 0.2, "matched": 0.46, "relevance": 0.22}
+    between = lambda i: 0.41  # noqa: E731  (over ANSWER_MEANING, under ANSWER_UNSEEN_MEANING)
+    assert fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=between, terms=3)
+    assert not fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=between, terms=3, unseen=1)
+    assert fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=lambda i: fusion.ANSWER_UNSEEN_MEANING,
+                          terms=3, unseen=1)
+    assert fusion.answers("lexical", None, [worded], notes=5000, terms=3, unseen=1)  # no embedding: words alone
+    assert fusion.answers("hybrid", None, [worded], notes=fusion.SMALL_VAULT - 1, meaning_of=between, terms=3,
+                          unseen=1)  # a small vault lacks most words: matched alone, as before

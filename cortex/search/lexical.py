@@ -382,7 +382,7 @@ class LexicalIndex:
                     matched[docnum] = got(docnum, 0.0) + idf
         best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
         return LexicalHits(hits=[(self._doc(d)["path"], score, matched[d] / weight) for d, score in best],
-                           ceiling=weight * (k1 + 1), terms=len(terms) + len(unknown))
+                           ceiling=weight * (k1 + 1), terms=len(terms) + len(unknown), unknown=len(unknown))
 
     @_engine
     def naming(self, name: str, limit: int, budget: int = POSTINGS_BUDGET) -> list[str] | None:

@@ -177,10 +177,11 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         sem_hits: list[tuple[str, float]] = []
         ceiling = 0.0
         terms = None  # how many words of the query count (the lexical side's)
+        unseen = 0  # how many of them no note has
         filtered = False  # a candidate the filters rejected: a wider search may find others
         if mode in ("hybrid", "lexical"):
             found = lexical.search_evidence(text, k)
-            ceiling, terms = found.ceiling, found.terms
+            ceiling, terms, unseen = found.ceiling, found.terms, found.unknown
             for path, score, matched in found.hits:
                 doc = lexical.stored(path)
                 if doc is not None and matches(doc, filters):
@@ -246,7 +247,7 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         ranked.append((score, path, why))
     meaning_of = meaning_lookup(index, query_vec, ranked) if mode == "hybrid" else None
     if not fusion.answers(mode, min_score, [why for _, _, why in ranked], notes=total, meaning_of=meaning_of,
-                          terms=terms):
+                          terms=terms, unseen=unseen):
         return []  # notes sharing a word or two with the query, none an answer, or none about it
     ranked.sort(key=lambda item: -item[0])
     via: dict[str, dict] = {}
