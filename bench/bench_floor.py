@@ -24,7 +24,7 @@ path with the floor off (`min_score=0`) and on (the default), and the share of e
 kind of unanswerable query that finds nothing is printed with the real questions'
 figures side by side.
 
-The unseen-word rule (a query holding a word no note has asks a closer cosine) is swept
+The rare-word rule (a query holding a rare word no note has asks a closer cosine) is swept
 on its own table. `--fraction 0.1` runs it all on vaults a tenth the size.
 
     .venv/bin/python bench/bench_floor.py [lme|scifact ...] [--fraction F]
@@ -52,7 +52,7 @@ from bench_retrieval import metrics  # noqa: E402
 
 from cortex.search import fusion  # noqa: E402
 from cortex.search.index import SearchIndex  # noqa: E402
-from cortex.search.query import meaning_lookup, search  # noqa: E402
+from cortex.search.query import meaning_lookup, rare_unseen, search  # noqa: E402
 from cortex.search.records import NoteRecord  # noqa: E402
 
 NAMES = {"lme": "LongMemEval oracle", "scifact": "SciFact"}
@@ -138,9 +138,10 @@ GATE_UNSEEN = [-1.0, 0.4, 0.45, 0.5, 0.55, 0.6]  # -1: a word no note has asks n
 
 
 def words(idx, q: dict) -> tuple[int, int]:
-    """The query's terms as the lexical side counts them, and how many no note has."""
+    """The query's terms as the lexical side counts them, and how many are rare words
+    no note has (`query.rare_unseen`)."""
     found = idx.lexical.search_evidence(q["question"], 1)
-    return found.terms, found.unknown
+    return found.terms, rare_unseen(idx, found.unknown)
 
 
 def gate_hits(idx, ids: dict, q: dict, hits) -> list[tuple[str, dict, float | None]]:

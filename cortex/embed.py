@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -96,6 +97,30 @@ class Embedder:
             lengths = np.fromiter((len(t) for t in vocab), dtype=np.int64)
             self._char_cap = self.max_length * int(np.median(lengths)) if lengths.size else 0
         return self._char_cap
+
+    def has_word(self, word: str) -> bool:
+        """Whether the model's vocabulary holds ``word`` (lower-cased, accents off; or its
+        singular) as one token — for the shipped model, BERT's 30,000 WordPiece tokens,
+        which hold the words of everyday English but not "sitar", "oolong" or "dLNs". A
+        vocabulary that cannot be read holds every word."""
+        vocab = self._vocab()
+        if vocab is None:
+            return True
+        word = "".join(ch for ch in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(ch))
+        forms = [word]
+        if word.endswith("es"):
+            forms.append(word[:-2])
+        if word.endswith("s"):
+            forms.append(word[:-1])
+        return any(form in vocab or f"\u0120{form}" in vocab or f"\u2581{form}" in vocab for form in forms)
+
+    def _vocab(self) -> dict | None:
+        if self._wordpiece is not None:
+            return self._wordpiece.vocab
+        try:
+            return self.tokenizer.get_vocab()
+        except Exception:  # a tokenizer without a vocabulary to show
+            return None
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         if self.max_length is not None and any(len(text) > self.max_length for text in texts):

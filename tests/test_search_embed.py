@@ -128,3 +128,15 @@ def test_a_cold_query_embeds_without_the_tokenizers_library():
             "print('tokenizers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_the_vocabulary_tells_an_everyday_word_from_a_rare_one():
+    """`Embedder.has_word`, which the answer gate asks of the query's words no note has
+    (`query.rare_unseen`): everyday English, plurals and capitals included, is in the
+    shipped model's vocabulary; a rare topical word, an accented foreign one or an
+    abbreviation is not."""
+    model = get_model()
+    for word in ("size", "total", "previously", "Tuesday", "aquariums", "batteries", "kettle"):
+        assert model.has_word(word), word
+    for word in ("sitar", "bagpipes", "pétanque", "oolong", "dLNs", "zzqqxx"):
+        assert not model.has_word(word), word

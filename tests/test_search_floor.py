@@ -201,12 +201,12 @@ def test_the_note_that_answers_by_its_words_must_also_be_about_the_question():
     assert fusion.answers("hybrid", None, [{**worded, "semantic": 0.6}], notes=5000, meaning_of=lambda i: 0.6)
 
 
-def test_a_question_holding_a_word_no_note_has_needs_a_note_about_it(tmp_path):
-    """A word the vault has never seen ("sitar") says the question is about something the
-    vault does not know: the note sharing its other words ("tune", on guitar tunings,
-    cosine ~0.41 with the question) is not an answer, while a note whose meaning answers
-    it ("pike" unseen, the note on lures for bass: ~0.67) still is, and a question whose
-    words the vault knows is judged as before (docs/query.md, "Scores")."""
+def test_a_question_holding_a_rare_word_no_note_has_needs_a_note_about_it(tmp_path):
+    """A rare word the vault has never seen ("sitar") says the question is about something
+    the vault does not know: the note sharing its other words ("tune", on guitar tunings,
+    cosine ~0.41 with the question) is not an answer. An everyday word no note has
+    ("pike") says nothing of the kind: that question still finds the note on lures, and a
+    question whose words the vault knows is judged as before (docs/query.md, "Scores")."""
     v, _ = Vault.init(tmp_path / "v")
     for i in range(60):  # past SMALL_VAULT: the gate judges by evidence
         write_note(v.root, f"mind/facts/f{i}.md", f"The harbour ferry {i} leaves the pier at {i % 12 + 6} o'clock.",
@@ -230,7 +230,7 @@ def test_a_question_holding_a_word_no_note_has_needs_a_note_about_it(tmp_path):
     assert done.returncode == 0 and done.stdout.splitlines()[0] == "mind/facts/guitar.md"
 
 
-def test_a_word_no_note_has_raises_the_meaning_asked():
+def test_a_rare_word_no_note_has_raises_the_meaning_asked():
     from cortex.search import fusion
 
     worded = {"lexical": 0.2, "matched": 0.46, "relevance": 0.22}

@@ -34,7 +34,7 @@ class LexicalHits(NamedTuple):
     hits: list[tuple[str, float, float]]
     ceiling: float
     terms: int = 0  # the query's terms the coverage counts (matched and unknown alike)
-    unknown: int = 0  # of those, the terms no note has: words the vault has never seen
+    unknown: tuple[str, ...] = ()  # the query's words (as written) whose terms no note has
 
 
 class IndexDamaged(Exception):

@@ -312,14 +312,17 @@ class LexicalIndex:
         """
         return self._terms(text, max_df, budget)[0]
 
-    def _terms(self, text: str, max_df: float = MAX_DF, budget: int = POSTINGS_BUDGET) -> tuple[list[str], list[str]]:
-        """(terms to match, rarest first; terms no note has): see `query_terms`."""
+    def _terms(self, text: str, max_df: float = MAX_DF, budget: int = POSTINGS_BUDGET) -> tuple[list[str], dict[str, str]]:
+        """(terms to match, rarest first; {term no note has: the word of the query it
+        came from}): see `query_terms`."""
         reader = self.searcher.reader()
         total = max(1, reader.doc_count_all())
-        tokens = dict.fromkeys(tok.text for tok in analyzer()(text, mode="query"))
+        tokens: dict[str, str] = {}
+        for tok in analyzer()(text, mode="query", keeporiginal=True):
+            tokens.setdefault(tok.text, tok.original)
         topical = [t for t in tokens if t not in QUESTION_WORDS]
         dfs = sorted((reader.doc_frequency("text", t), t) for t in (topical or tokens))
-        unknown = [t for df, t in dfs if df == 0]
+        unknown = {t: tokens[t] for df, t in dfs if df == 0}
         keep, visited = [], 0
         for df, term in dfs:
             if df == 0:
@@ -382,7 +385,7 @@ class LexicalIndex:
                     matched[docnum] = got(docnum, 0.0) + idf
         best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
         return LexicalHits(hits=[(self._doc(d)["path"], score, matched[d] / weight) for d, score in best],
-                           ceiling=weight * (k1 + 1), terms=len(terms) + len(unknown), unknown=len(unknown))
+                           ceiling=weight * (k1 + 1), terms=len(terms) + len(unknown), unknown=tuple(unknown.values()))
 
     @_engine
     def naming(self, name: str, limit: int, budget: int = POSTINGS_BUDGET) -> list[str] | None:

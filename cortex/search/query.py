@@ -177,11 +177,11 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         sem_hits: list[tuple[str, float]] = []
         ceiling = 0.0
         terms = None  # how many words of the query count (the lexical side's)
-        unseen = 0  # how many of them no note has
+        unknown: tuple[str, ...] = ()  # the query's words no note has
         filtered = False  # a candidate the filters rejected: a wider search may find others
         if mode in ("hybrid", "lexical"):
             found = lexical.search_evidence(text, k)
-            ceiling, terms, unseen = found.ceiling, found.terms, found.unknown
+            ceiling, terms, unknown = found.ceiling, found.terms, found.unknown
             for path, score, matched in found.hits:
                 doc = lexical.stored(path)
                 if doc is not None and matches(doc, filters):
@@ -246,6 +246,7 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
             score = fusion.ranked(relevance, pri["prior"])
         ranked.append((score, path, why))
     meaning_of = meaning_lookup(index, query_vec, ranked) if mode == "hybrid" else None
+    unseen = rare_unseen(index, unknown) if mode == "hybrid" else 0
     if not fusion.answers(mode, min_score, [why for _, _, why in ranked], notes=total, meaning_of=meaning_of,
                           terms=terms, unseen=unseen):
         return []  # notes sharing a word or two with the query, none an answer, or none about it
@@ -255,6 +256,18 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         ranked += _second_hop(index, ranked, docs, filters, taxonomy, now, via)
         ranked.sort(key=lambda item: -item[0])
     return [_hit(docs[path], score, why, via.get(path)) for score, path, why in ranked[:limit]]
+
+
+def rare_unseen(index, words: Sequence[str]) -> int:
+    """How many of the query's words no note has are rare words as well, not whole in
+    the embedding model's vocabulary (`Embedder.has_word`): a word neither the vault nor
+    everyday English holds ("sitar", "oolong") names a topic the vault never spoke of,
+    where a common word the vault happens not to use ("size", "total", "previously") does
+    not (`fusion.ANSWER_UNSEEN_MEANING`)."""
+    if not words:
+        return 0
+    index.ensure_vectors()
+    return sum(not index.embedder.has_word(word) for word in words)
 
 
 def _second_hop(index, ranked: list, docs: dict, filters: Filters, taxonomy, now: datetime,
