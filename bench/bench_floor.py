@@ -193,7 +193,7 @@ def calibrate_gate(names: list[str]) -> list[str]:
              "| matched, relevance, meaning | half | cost | " + " | ".join(KINDS) + " |",
              "|---|---|---|" + "---|" * len(KINDS)]
     shown = [(fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, -1.0, -1.0, "words only"),
-             (fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, -1.0, "no unseen-word rule"),
+             (fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, -1.0, "no rare-word rule"),
              (fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, fusion.ANSWER_UNSEEN_MEANING,
               "shipped")]
     if best is not None:
@@ -201,7 +201,7 @@ def calibrate_gate(names: list[str]) -> list[str]:
     lines += _gate_rows(names, shown)
     # the cosine asked of the answering note when the query holds a word no note has,
     # the rest of the gate as shipped
-    lines += ["", "unseen-word rule at the shipped gate (meaning asked when a word of the query is in no note; "
+    lines += ["", "rare-word rule at the shipped gate (meaning asked when the query holds a rare word no note has; "
               "-1: no more than the gate's)\n",
               "| matched, relevance, meaning, unseen | half | cost | " + " | ".join(KINDS) + " |",
               "|---|---|---|" + "---|" * len(KINDS)]

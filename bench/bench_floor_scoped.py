@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
     print("| matched, relevance, meaning, unseen | half | cost | " + " | ".join(kinds) + " |")
     print("|---|---|---|" + "---|" * len(kinds))
     shown = [(fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, -1.0, -1.0, "words only"),
-             (fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, -1.0, "no unseen-word rule")]
+             (fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, -1.0, "no rare-word rule")]
     shown += [(fusion.ANSWER_MATCHED, fusion.ANSWER_RELEVANCE, fusion.ANSWER_MEANING, unseen,
                "shipped" if unseen == fusion.ANSWER_UNSEEN_MEANING else "") for unseen in bf.GATE_UNSEEN[1:]]
     print("\n".join(bf._gate_rows([NAME], shown, unseen_column=True)))
