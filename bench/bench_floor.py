@@ -91,9 +91,13 @@ def build(name: str, docs: list[dict]) -> tuple[SearchIndex, dict[str, str]]:
     return idx, {r.path: r.id for r in records}
 
 
+def question_time(q: dict) -> datetime | None:
+    """When a LongMemEval question was asked (recency counts from then), else now."""
+    return datetime.fromtimestamp(lme_date(q.get("question_date")), timezone.utc) if q.get("question_date") else None
+
+
 def ask(idx, q: dict, min_score: float | None) -> list:
-    now = datetime.fromtimestamp(lme_date(q.get("question_date")), timezone.utc) if q.get("question_date") else None
-    return search(idx, q["question"], limit=10, now=now, min_score=min_score)
+    return search(idx, q["question"], limit=10, now=question_time(q), min_score=min_score)
 
 
 def real_metric(name: str, rows: list[tuple[list[str], set[str]]]) -> float:

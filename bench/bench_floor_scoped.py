@@ -39,6 +39,7 @@ from bench_retrieval import metrics  # noqa: E402
 
 from cortex.search import fusion  # noqa: E402
 from cortex.search.index import SearchIndex  # noqa: E402
+from cortex.search.query import search  # noqa: E402
 from cortex.search.records import NoteRecord  # noqa: E402
 
 NAME = "scoped"
@@ -90,6 +91,7 @@ def main(argv: list[str]) -> int:
     rng = random.Random(3)
     bf.METRIC[NAME] = "R@10"
     real = {"off": [], "on": []}
+    alone: dict[str, list[float]] = defaultdict(list)
     empty = {"off": defaultdict(list), "on": defaultdict(list)}
     sizes = []
     for b in range(0, len(questions), args.block):
@@ -114,6 +116,11 @@ def main(argv: list[str]) -> int:
                     real[state].append(metrics(turns, set(q["relevant_ids"]))["R@10"])
                 else:
                     empty[state][kind].append(not result)
+            if kind == "real":  # each side alone, for comparison (no floor)
+                for mode in ("lexical", "semantic"):
+                    result = search(idx, q["question"], limit=10, mode=mode, min_score=0.0, now=bf.question_time(q))
+                    turns = list(dict.fromkeys(turn_of[h.path] for h in result))
+                    alone[mode].append(metrics(turns, set(q["relevant_ids"]))["R@10"])
         idx.close()
     print(f"\n### LongMemEval cut into observations, a vault per {args.block} questions: {len(sizes)} vaults of "
           f"{min(sizes)}–{max(sizes)} notes ({time.perf_counter() - start:.0f}s)\n")
@@ -125,6 +132,9 @@ def main(argv: list[str]) -> int:
         shares = [sum(empty[state][k]) / max(1, len(empty[state][k])) for k in kinds]
         print(f"| {label} | {sum(real[state]) / max(1, len(real[state])):.3f} | "
               + " | ".join(f"{s:.2f}" for s in shares) + " |")
+    print(f"\neach side alone, held-out real questions, no floor: R@10 lexical "
+          f"{sum(alone['lexical']) / max(1, len(alone['lexical'])):.3f}, semantic "
+          f"{sum(alone['semantic']) / max(1, len(alone['semantic'])):.3f}")
     print(f"\nheld-out queries: real {len(real['on'])}, " + ", ".join(f"{k} {len(empty['on'][k])}" for k in kinds))
     print("\nanswer gate at the shipped floor, both halves (cost: R@10 lost to the gate, over the floor's own "
           "results; shares finding nothing; meaning -1: no cosine asked, unseen -1: no more than meaning)\n")

@@ -242,3 +242,45 @@ def test_a_rare_word_no_note_has_raises_the_meaning_asked():
     assert fusion.answers("lexical", None, [worded], notes=5000, terms=3, unseen=1)  # no embedding: words alone
     assert fusion.answers("hybrid", None, [worded], notes=fusion.SMALL_VAULT - 1, meaning_of=between, terms=3,
                           unseen=1)  # a small vault lacks most words: matched alone, as before
+
+
+def test_a_small_vault_returns_a_note_found_by_meaning_alone(tmp_path):
+    """In a vault of a few hundred notes a close embedding is rarely chance
+    (`fusion.semantic_share`): once the query is answered, a note sharing no word with it
+    but close in meaning (cosine over MIN_COSINE: spinners and jigs for pike, asked about
+    lures for bass) comes back after the note that answers by its words; its relevance
+    stays under the floor, so an explicit `--min-score` and `--lexical-only` leave it out."""
+    v, _ = Vault.init(tmp_path / "v")
+    for i in range(60):
+        write_note(v.root, f"mind/facts/f{i}.md", f"The harbour ferry {i} leaves the pier at {i % 12 + 6} o'clock.",
+                   type_="fact")
+    write_note(v.root, "mind/facts/lures.md", "Rasmus is trying new lures for bass fishing at the reservoir.",
+               type_="fact")
+    write_note(v.root, "mind/facts/angling.md", "Spinners and soft plastic jigs work best for catching perch and "
+               "pike in the lake.", type_="fact")
+    commit_all(v.root)
+    done = cortex(v.root, "Which lures does Rasmus use for bass?", "--json")
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)["results"]
+    assert [r["path"] for r in results] == ["mind/facts/lures.md", "mind/facts/angling.md"]
+    angling = results[1]["why"]
+    assert "lexical" not in angling and angling["semantic"] >= 0.5 and angling["relevance"] < 0.1
+    for extra in (("--min-score", "0.1"), ("--lexical-only",)):
+        done = cortex(v.root, "Which lures does Rasmus use for bass?", "--paths", *extra)
+        assert done.stdout.splitlines() == ["mind/facts/lures.md"], extra
+    # nonsense is still refused whole: the gate, not the order, decides whether to answer
+    assert cortex(v.root, "zzzqqq", "--paths").returncode == 1
+
+
+def test_the_share_of_meaning_in_the_order_falls_with_the_vaults_size():
+    from cortex.search import fusion
+
+    shares = [fusion.semantic_share(n) for n in (10, fusion.SHARE_SMALL, 900, 1200, fusion.SHARE_LARGE, 200_000)]
+    assert shares[0] == shares[1] == fusion.SMALL_VAULT_SHARE
+    assert shares[1] > shares[2] > shares[3] > shares[4]
+    assert shares[4] == shares[5] == fusion.DEFAULT_WEIGHTS.semantic
+    parts = {"lexical": 0.31, "semantic": 0.62}
+    # from SHARE_LARGE notes on the order is the relevance itself: large vaults rank as before
+    relevance = fusion.fuse({"n": 0.31}, {"n": 0.62})[0][1]
+    assert fusion.fit(parts, fusion.semantic_share(fusion.SHARE_LARGE)) == pytest.approx(relevance)
+    assert fusion.fit({"semantic": 0.6}, 0.3) == pytest.approx(0.18)

@@ -140,6 +140,46 @@ def answers(mode: str, min_score: float | None, results: Sequence[dict], *, note
 MIN_COSINE = 0.5
 
 
+# How far the order trusts meaning depends on how many notes could match by chance. In a
+# vault of a few hundred notes a note whose embedding is close to the question's is rarely
+# there by accident; in one of thousands some unrelated note always is (a string of
+# nonsense reaches a cosine of 0.7 against a large corpus), and BM25's evidence is worth
+# more. So the cosine's share of the order (`fit`) is SMALL_VAULT_SHARE at SHARE_SMALL
+# notes and fewer, falls with the log of the vault's size, and is the fusion's own weight
+# (DEFAULT_WEIGHTS.semantic, 0.07) from SHARE_LARGE notes on; and where it is larger than
+# that, a note the embedding alone finds with a cosine of at least MIN_COSINE is returned
+# as well, once the query is answered (`answers`), though its relevance, which the floor
+# and `--min-score` compare, stays under the floor. Only the order and those notes change:
+# relevance, the floor and the gate are the same at every size. Measured
+# (bench/bench_floor_scoped.py, bench/bench_floor.py --fraction): LongMemEval cut into
+# observations, a vault per 20 questions (145-729 notes), R@10 with floor and gate
+# 0.829 -> 0.862; both corpora at a tenth of their size (550-600 notes) LongMemEval
+# R@10 0.882 -> 0.890, SciFact nDCG@10 0.836 -> 0.865; at 1,600-1,800 notes a share of
+# 0.15 or 0.3 no longer helps (SciFact 0.769 -> 0.755-0.758), and at 5,000 it costs
+# SciFact 0.025: hence the knots.
+SMALL_VAULT_SHARE = 0.3
+SHARE_SMALL = 600
+SHARE_LARGE = 1500
+
+
+def semantic_share(notes: int) -> float:
+    """The cosine's share of the order in a vault of `notes` notes (see SMALL_VAULT_SHARE)."""
+    large = DEFAULT_WEIGHTS.semantic
+    if notes <= SHARE_SMALL:
+        return SMALL_VAULT_SHARE
+    if notes >= SHARE_LARGE:
+        return large
+    t = (math.log(notes) - math.log(SHARE_SMALL)) / (math.log(SHARE_LARGE) - math.log(SHARE_SMALL))
+    return SMALL_VAULT_SHARE + t * (large - SMALL_VAULT_SHARE)
+
+
+def fit(parts: dict, share: float) -> float:
+    """What the order ranks by, before the priors: the scaled lexical and semantic scores
+    (`fuse`'s parts, a side that did not return the note counting 0) with the cosine at
+    `share`. At the fusion's own weight this is the relevance."""
+    return (1.0 - share) * (parts.get("lexical") or 0.0) + share * (parts.get("semantic") or 0.0)
+
+
 def floor_for(mode: str, min_score: float | None) -> float:
     """The relevance a result needs: `min_score` when given (0 keeps everything), else the
     mode's default."""

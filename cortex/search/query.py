@@ -170,6 +170,11 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     # stored fields of embedding-side candidates are then read only for those that rank.
     lazy = not filters.narrowing
     query_vec = None
+    # A small vault trusts meaning more (fusion.semantic_share): the order weighs the
+    # cosine more, and a note only the embedding finds, close enough, is returned too.
+    share = fusion.semantic_share(total) if mode == "hybrid" and weights == fusion.DEFAULT_WEIGHTS else None
+    trusting = share is not None and share > weights.semantic
+    admit = fusion.MIN_COSINE if trusting and min_score is None else None
     while True:
         docs: dict[str, dict] = {}
         lex_hits: list[tuple[str, float]] = []
@@ -196,6 +201,8 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
                 query_vec = index.embedder.encode([text])[0]
             # a note only this side finds scores weights.semantic * cosine at most
             least = floor if mode == "semantic" else floor / weights.semantic if weights.semantic > 0 else 2.0
+            if admit is not None:
+                least = min(least, admit)
             for path, cosine in index.vectors.top(query_vec, k):
                 if cosine < least and path not in docs:
                     continue
@@ -228,8 +235,12 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     ranked = []
     wanted = max(limit * 3, 30)
     for path, relevance, parts in fused:
-        if len(ranked) >= wanted or relevance < floor:
+        if relevance < floor and (admit is None or (parts.get("semantic") or 0.0) < admit):
+            if trusting:
+                continue  # a note found by meaning alone may come later in this order
             break  # best first: the rest are under the floor too
+        if len(ranked) >= wanted and not trusting:
+            break
         if path not in docs:
             doc = lexical.stored(path)
             if doc is None or not matches(doc, filters):
@@ -239,11 +250,11 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         if path in coverage:
             why["matched"] = round(coverage[path], 4)
         why["relevance"] = round(relevance, 4)
-        score = relevance
+        score = fusion.fit(parts, share) if trusting else relevance
         if use_priors:
             pri = _priors(docs[path], taxonomy, now)
             why.update(pri)
-            score = fusion.ranked(relevance, pri["prior"])
+            score = fusion.ranked(score, pri["prior"])
         ranked.append((score, path, why))
     meaning_of = meaning_lookup(index, query_vec, ranked) if mode == "hybrid" else None
     unseen = rare_unseen(index, unknown) if mode == "hybrid" else 0
