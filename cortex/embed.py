@@ -66,6 +66,7 @@ class Embedder:
         self._wordpiece = wordpiece
         self._unk_id: int | None = wordpiece.unk_id if wordpiece is not None else None
         self._char_cap: int | None = None
+        self._vocabulary: dict | None | bool = False  # not read yet
         if wordpiece is None:
             self.tokenizer  # noqa: B018 (loaded now: every text needs it)
 
@@ -117,10 +118,12 @@ class Embedder:
     def _vocab(self) -> dict | None:
         if self._wordpiece is not None:
             return self._wordpiece.vocab
-        try:
-            return self.tokenizer.get_vocab()
-        except Exception:  # a tokenizer without a vocabulary to show
-            return None
+        if self._vocabulary is False:  # the tokenizers library builds a new dict each call: once
+            try:
+                self._vocabulary = self.tokenizer.get_vocab()
+            except Exception:  # a tokenizer without a vocabulary to show
+                self._vocabulary = None
+        return self._vocabulary
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         if self.max_length is not None and any(len(text) > self.max_length for text in texts):
