@@ -92,6 +92,7 @@ def main(argv: list[str]) -> int:
     bf.METRIC[NAME] = "R@10"
     real = {"off": [], "on": []}
     alone: dict[str, list[float]] = defaultdict(list)
+    by_category: dict[tuple[str, str], list[float]] = defaultdict(list)
     empty = {"off": defaultdict(list), "on": defaultdict(list)}
     sizes = []
     for b in range(0, len(questions), args.block):
@@ -114,6 +115,9 @@ def main(argv: list[str]) -> int:
                 turns = list(dict.fromkeys(turn_of[h.path] for h in result))
                 if kind == "real":
                     real[state].append(metrics(turns, set(q["relevant_ids"]))["R@10"])
+                    by_category[q["category"], state].append(metrics(turns, set(q["relevant_ids"]))["R@10"])
+                    if state == "on":
+                        by_category[q["category"], "refused"].append(float(not result))
                 else:
                     empty[state][kind].append(not result)
             if kind == "real":  # each side alone, for comparison (no floor)
@@ -135,6 +139,11 @@ def main(argv: list[str]) -> int:
     print(f"\neach side alone, held-out real questions, no floor: R@10 lexical "
           f"{sum(alone['lexical']) / max(1, len(alone['lexical'])):.3f}, semantic "
           f"{sum(alone['semantic']) / max(1, len(alone['semantic'])):.3f}")
+    print("\nby category, held-out real questions: R@10 floor off → on, and how many the gate refused whole\n")
+    print("| category | questions | off | on | refused |\n|---|---|---|---|---|")
+    for category in sorted({c for c, _ in by_category}):
+        off, on, refused = (by_category[category, k] for k in ("off", "on", "refused"))
+        print(f"| {category} | {len(on)} | {sum(off) / len(off):.3f} | {sum(on) / len(on):.3f} | {int(sum(refused))} |")
     print(f"\nheld-out queries: real {len(real['on'])}, " + ", ".join(f"{k} {len(empty['on'][k])}" for k in kinds))
     print("\nanswer gate at the shipped floor, both halves (cost: R@10 lost to the gate, over the floor's own "
           "results; shares finding nothing; meaning -1: no cosine asked, unseen -1: no more than meaning)\n")
