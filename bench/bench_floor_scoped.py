@@ -106,7 +106,7 @@ def main(argv: list[str]) -> int:
             qid = f"{b}:{q['qid']}"
             half = "held-out" if bf.held_out(kind, qid) else "calibration"
             found = bf.ask(idx, q, 0.0)
-            hits = [(turn_of[path], why, cos) for path, why, cos in bf.gate_hits(idx, {p: p for p in turn_of}, q, found)]
+            hits = bf.gate_hits(idx, turn_of, q, found)  # (turn id, why, cosine) of each result
             bf.GATE_ROWS[NAME, half].append((kind, hits, set(q.get("relevant_ids", ())), bf.words(idx, q)))
             if half != "held-out":
                 continue

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -100,14 +99,14 @@ class Embedder:
         return self._char_cap
 
     def has_word(self, word: str) -> bool:
-        """Whether the model's vocabulary holds ``word`` (lower-cased, accents off; or its
-        singular) as one token — for the shipped model, BERT's 30,000 WordPiece tokens,
-        which hold the words of everyday English but not "sitar", "oolong" or "dLNs". A
-        vocabulary that cannot be read holds every word."""
+        """Whether the model's vocabulary holds ``word`` (lower-cased; or its singular) as
+        one token — for the shipped model, BERT's 30,000 WordPiece tokens, which hold the
+        words of everyday English but not "sitar", "oolong" or "dLNs". A vocabulary that
+        cannot be read holds every word."""
         vocab = self._vocab()
         if vocab is None:
             return True
-        word = "".join(ch for ch in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(ch))
+        word = word.lower()
         forms = [word]
         if word.endswith("es"):
             forms.append(word[:-2])

@@ -80,6 +80,12 @@ def run_bytes(root: Path | None, *args: str, input: bytes | None = None, timeout
     return Raw(proc.returncode, proc.stdout, proc.stderr)
 
 
+def stdout_bytes(root: Path | None, *args: str, input: bytes | None = None) -> bytes | None:
+    """``run_bytes``'s output when git ran and succeeded; None otherwise."""
+    done = run_bytes(root, *args, input=input)
+    return done.out if done is not None and done.ok else None
+
+
 Entry = tuple[str, str]  # (mode, blob) as git prints them; ("000000", zeros) for none
 
 

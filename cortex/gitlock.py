@@ -356,9 +356,9 @@ def restore_dropped(root: Path, git_dir: Path | None = None) -> list[str]:
     moves = _moves_to(git_dir, head) if head else []
     if not moves:
         return []
+
     def git(*args: str, data: bytes | None = None) -> bytes | None:
-        done = gitcli.run_bytes(root, "--literal-pathspecs", *args, input=data)
-        return done.out if done is not None and done.ok else None
+        return gitcli.stdout_bytes(root, "--literal-pathspecs", *args, input=data)
 
     per_move: list[dict[str, tuple[gitcli.Entry, gitcli.Entry]]] = []  # newest first
     for old, new in moves:
@@ -409,8 +409,8 @@ def restore_dropped(root: Path, git_dir: Path | None = None) -> list[str]:
         back[p] = at_head[p]
     if not back:
         return []
-    lines = b"".join(f"{mode} {blob}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0" if blob != zero
-                     else f"0 {zero}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0"
+    # --index-info: "mode blob\tpath", mode 0 removing the path
+    lines = b"".join(f"{mode if blob != zero else '0'} {blob}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0"
                      for p, (mode, blob) in sorted(back.items()))
     if git("update-index", "-z", "--index-info", data=lines) is None:
         return []

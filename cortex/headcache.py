@@ -84,8 +84,7 @@ def folder_of(path: str) -> str:
 def _git(root: Path, *args: str, data: bytes | None = None) -> bytes | None:
     from cortex import gitcli
 
-    done = gitcli.run_bytes(root, *args, input=data)
-    return done.out if done is not None and done.ok else None
+    return gitcli.stdout_bytes(root, *args, input=data)
 
 
 def head_commit(root: Path) -> str | None:

@@ -282,5 +282,5 @@ def test_the_share_of_meaning_in_the_order_falls_with_the_vaults_size():
     parts = {"lexical": 0.31, "semantic": 0.62}
     # from SHARE_LARGE notes on the order is the relevance itself: large vaults rank as before
     relevance = fusion.fuse({"n": 0.31}, {"n": 0.62})[0][1]
-    assert fusion.fit(parts, fusion.semantic_share(fusion.SHARE_LARGE)) == pytest.approx(relevance)
-    assert fusion.fit({"semantic": 0.6}, 0.3) == pytest.approx(0.18)
+    assert fusion.fit(parts, fusion.order_weights(fusion.SHARE_LARGE)) == pytest.approx(relevance)
+    assert fusion.fit({"semantic": 0.6}, fusion.order_weights(fusion.SHARE_SMALL)) == pytest.approx(0.18)

@@ -34,7 +34,7 @@ class LexicalHits(NamedTuple):
     hits: list[tuple[str, float, float]]
     ceiling: float
     terms: int = 0  # the query's terms the coverage counts (matched and unknown alike)
-    unknown: tuple[str, ...] = ()  # the query's words (as written) whose terms no note has
+    unknown: tuple[str, ...] = ()  # the query's words (lower-cased, accents off) whose terms no note has
 
 
 class IndexDamaged(Exception):

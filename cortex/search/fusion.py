@@ -174,11 +174,17 @@ def semantic_share(notes: int) -> float:
     return SMALL_VAULT_SHARE + t * (large - SMALL_VAULT_SHARE)
 
 
-def fit(parts: dict, share: float) -> float:
-    """What the order ranks by, before the priors: the scaled lexical and semantic scores
-    (`fuse`'s parts, a side that did not return the note counting 0) with the cosine at
-    `share`. At the fusion's own weight this is the relevance."""
-    return (1.0 - share) * (parts.get("lexical") or 0.0) + share * (parts.get("semantic") or 0.0)
+def order_weights(notes: int) -> FusionWeights:
+    """The weights the order of results uses in a vault of `notes` notes (`fit`)."""
+    share = semantic_share(notes)
+    return FusionWeights(lexical=1.0 - share, semantic=share)
+
+
+def fit(parts: dict, weights: FusionWeights = DEFAULT_WEIGHTS) -> float:
+    """The scaled lexical and semantic scores (`fuse`'s parts, a side that did not
+    return the note counting 0) weighed: with the fusion's own weights, the relevance;
+    with `order_weights`, what a small vault orders its results by."""
+    return weights.lexical * (parts.get("lexical") or 0.0) + weights.semantic * (parts.get("semantic") or 0.0)
 
 
 def floor_for(mode: str, min_score: float | None) -> float:
@@ -209,9 +215,8 @@ def fuse(
     scaled scores (`scale_lexical`, `scale_semantic`)."""
     out = []
     for key in dict.fromkeys([*lexical, *semantic]):
-        lex, sem = lexical.get(key), semantic.get(key)
-        score = weights.lexical * (lex or 0.0) + weights.semantic * (sem or 0.0)
-        out.append((key, score, {"lexical": lex, "semantic": sem}))
+        parts = {"lexical": lexical.get(key), "semantic": semantic.get(key)}
+        out.append((key, fit(parts, weights), parts))
     out.sort(key=lambda item: -item[1])
     return out
 

@@ -101,26 +101,33 @@ def analyzer():
     return RegexTokenizer() | LowercaseFilter() | _fold_accents()() | StopFilter() | StemFilter()
 
 
+# Letters that are not an ASCII letter plus a mark (NFKD leaves them whole).
+_WHOLE_LETTERS = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "þ": "th", "ı": "i"})
+
+
+def fold_accents(text: str) -> str:
+    """``text`` with its accents taken off ("Zürich", "café" -> "Zurich", "cafe")."""
+    if text.isascii():
+        return text
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", text.translate(_WHOLE_LETTERS))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
 @functools.cache
 def _fold_accents():
-    """A Whoosh filter taking accents off tokens ("Zürich", "café" match "zurich", "cafe").
+    """A Whoosh filter taking accents off tokens (`fold_accents`: "café" matches "cafe").
 
     Built on first use (Whoosh is imported lazily) and published as a module attribute,
     because Whoosh pickles the analyzer into the index's table of contents and must find
     the class again by name when the index is opened."""
-    import unicodedata
-
     from whoosh.analysis import Filter
-
-    # Letters that are not an ASCII letter plus a mark (NFKD leaves them whole).
-    whole = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "þ": "th", "ı": "i"})
 
     class FoldAccents(Filter):
         def __call__(self, tokens):
             for token in tokens:
-                if not token.text.isascii():
-                    decomposed = unicodedata.normalize("NFKD", token.text.translate(whole))
-                    token.text = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+                token.text = fold_accents(token.text)
                 yield token
 
     FoldAccents.__module__ = __name__
@@ -314,7 +321,7 @@ class LexicalIndex:
 
     def _terms(self, text: str, max_df: float = MAX_DF, budget: int = POSTINGS_BUDGET) -> tuple[list[str], dict[str, str]]:
         """(terms to match, rarest first; {term no note has: the word of the query it
-        came from}): see `query_terms`."""
+        came from, lower-cased and without accents}): see `query_terms`."""
         reader = self.searcher.reader()
         total = max(1, reader.doc_count_all())
         tokens: dict[str, str] = {}
@@ -322,7 +329,7 @@ class LexicalIndex:
             tokens.setdefault(tok.text, tok.original)
         topical = [t for t in tokens if t not in QUESTION_WORDS]
         dfs = sorted((reader.doc_frequency("text", t), t) for t in (topical or tokens))
-        unknown = {t: tokens[t] for df, t in dfs if df == 0}
+        unknown = {t: fold_accents(tokens[t].lower()) for df, t in dfs if df == 0}
         keep, visited = [], 0
         for df, term in dfs:
             if df == 0:

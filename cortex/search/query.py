@@ -172,8 +172,8 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     query_vec = None
     # A small vault trusts meaning more (fusion.semantic_share): the order weighs the
     # cosine more, and a note only the embedding finds, close enough, is returned too.
-    share = fusion.semantic_share(total) if mode == "hybrid" and weights == fusion.DEFAULT_WEIGHTS else None
-    trusting = share is not None and share > weights.semantic
+    order = fusion.order_weights(total) if mode == "hybrid" and weights == fusion.DEFAULT_WEIGHTS else weights
+    trusting = order.semantic > weights.semantic
     admit = fusion.MIN_COSINE if trusting and min_score is None else None
     while True:
         docs: dict[str, dict] = {}
@@ -250,7 +250,7 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         if path in coverage:
             why["matched"] = round(coverage[path], 4)
         why["relevance"] = round(relevance, 4)
-        score = fusion.fit(parts, share) if trusting else relevance
+        score = fusion.fit(parts, order) if trusting else relevance
         if use_priors:
             pri = _priors(docs[path], taxonomy, now)
             why.update(pri)
