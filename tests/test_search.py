@@ -416,7 +416,7 @@ def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
 
 
 JSON_KEYS = {"rank", "path", "id", "title", "type", "category", "partition", "archived", "tags", "entities",
-             "attribution", "created", "snippet", "score", "why", "via"}
+             "attribution", "created", "snippet", "score", "why", "via", "when"}
 
 
 def test_json_shape_is_stable(mixed, capsys):

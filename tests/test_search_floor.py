@@ -68,7 +68,7 @@ def test_an_unrelated_question_sharing_one_word_finds_nothing(vault, capsys):
 
 
 JSON_KEYS = {"rank", "path", "id", "title", "type", "category", "partition", "archived", "tags", "entities",
-             "attribution", "created", "snippet", "score", "why", "via"}
+             "attribution", "created", "snippet", "score", "why", "via", "when"}
 
 
 def test_json_shape_and_scale(vault, capsys):

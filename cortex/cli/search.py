@@ -221,6 +221,8 @@ def _print_text(results: list, mode: str) -> None:
             out.append(f"{r['rank']}. {r['title']}\n   {r['path']}  ({meta})\n   score {r['score']:.3f}: {', '.join(reasons)}\n")
             if r.get("via"):
                 out.append(f"   reached through {r['via']['entity']}, named by {r['via']['path']}\n")
+            if r.get("when"):
+                out.append(f"   created in the time asked about ({r['when']})\n")
         snippet = r["snippet"]
         if snippet and snippet != r["title"]:
             out.append(f"   {snippet[:200]}{'…' if len(snippet) > 200 else ''}\n")

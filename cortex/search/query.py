@@ -7,11 +7,11 @@ note files.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Sequence
 
-from cortex.search import fusion
+from cortex.search import fusion, when
 from cortex.search.question import Filters
 from cortex.search.records import LIST_SEP
 
@@ -100,6 +100,7 @@ class Hit:
     score: float
     why: dict = field(default_factory=dict)
     via: dict | None = None  # reached by the second hop: {"path": the result it came from, "entity": the name they share}
+    when: str | None = None  # created in the time the question names ("last month"): such notes come first
 
     def as_dict(self, rank: int) -> dict:
         return {"rank": rank, **asdict(self)}
@@ -158,10 +159,30 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     """The best `limit` notes for `text` whose relevance reaches the floor (`min_score`,
     else the mode's default: `fusion.floor_for`), filtered, fused and ordered by memory
     priors. Nothing over the floor is an empty list: the query found nothing; so is, by
-    default, a list none of whose notes answers the query (`fusion.answers`)."""
+    default, a list none of whose notes answers the query (`fusion.answers`).
+
+    A question that names a time ("last month", "two weeks ago": `when.span`) and sets
+    no time filter of its own is asked twice: of the notes created in that span, whose
+    results come first (`Hit.when`), and of every note, whose results follow."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     now = now or datetime.now(timezone.utc)
+    ask = dict(limit=limit, mode=mode, now=now, weights=weights, use_priors=use_priors, min_score=min_score, hops=hops)
+    hits = _search(index, text, filters=filters, **ask)
+    named = when.span(text, now.timestamp()) if filters.since is None and filters.until is None else None
+    if named is None:
+        return hits
+    # Once the whole vault answers the question, a note of that time needs only the floor.
+    timely = _search(index, text, filters=replace(filters, since=named.since, until=named.until), answered=bool(hits),
+                     **ask)
+    first = [replace(hit, when=named.phrase) for hit in timely]
+    seen = {hit.path for hit in first}
+    return (first + [hit for hit in hits if hit.path not in seen])[:limit]
+
+
+def _search(index, text: str, *, filters: Filters, limit: int, mode: str, now: datetime,
+            weights: fusion.FusionWeights, use_priors: bool, min_score: float | None, hops: bool,
+            answered: bool = False) -> list[Hit]:
     floor = fusion.floor_for(mode, min_score)
     lexical = index.lexical
     total = lexical.doc_count()
@@ -256,11 +277,12 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
             why.update(pri)
             score = fusion.ranked(score, pri["prior"])
         ranked.append((score, path, why))
-    meaning_of = meaning_lookup(index, query_vec, ranked) if mode == "hybrid" else None
-    unseen = rare_unseen(index, unknown) if mode == "hybrid" else 0
-    if not fusion.answers(mode, min_score, [why for _, _, why in ranked], notes=total, meaning_of=meaning_of,
-                          terms=terms, unseen=unseen):
-        return []  # notes sharing a word or two with the query, none an answer, or none about it
+    if not answered:
+        meaning_of = meaning_lookup(index, query_vec, ranked) if mode == "hybrid" else None
+        unseen = rare_unseen(index, unknown) if mode == "hybrid" else 0
+        if not fusion.answers(mode, min_score, [why for _, _, why in ranked], notes=total, meaning_of=meaning_of,
+                              terms=terms, unseen=unseen):
+            return []  # notes sharing a word or two with the query, none an answer, or none about it
     ranked.sort(key=lambda item: -item[0])
     via: dict[str, dict] = {}
     if hops:

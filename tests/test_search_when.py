@@ -1,0 +1,107 @@
+"""A question that names a time ("last month", "a week ago") looks first among the notes
+of that time (docs/query.md, "A time in the question"): the phrases `when.span` reads,
+and the real CLI putting the note of that time first, marked, ahead of a note that
+matches the words better."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from test_search import ENV, commit_all, write_note
+
+from cortex.search.when import DAY, span
+from cortex.vault import Vault
+
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=timezone.utc).timestamp()
+
+
+def days_back(text: str) -> tuple[float, float, str] | None:
+    found = span(text, NOW)
+    return None if found is None else ((NOW - found.since) / DAY, (NOW - found.until) / DAY, found.phrase)
+
+
+@pytest.mark.parametrize("text, phrase, reaches, ends", [
+    ("Which book did I finish a week ago?", "a week ago", 9.45, 4.55),  # around the moment: a third either way
+    ("What did I buy a couple of days ago?", "a couple of days ago", 4.0, 0.0),  # never less than two days
+    ("We moved the budget review 3 months ago", "3 months ago", 123.5, 59.5),
+    ("How many times did I bake in the past two weeks?", "past two weeks", 15.0, -1.0),  # until now, and a day on
+    ("Which pair of shoes did I clean last month?", "last month", 62.0, -1.0),
+    ("What game did I finally beat last weekend?", "last weekend", 10.0, -1.0),
+    ("Who did I meet for lunch last Tuesday?", "last tuesday", 14.0, -1.0),
+    ("what broke YESTERDAY", "yesterday", 2.0, -1.0),
+    ("How much have I made from selling eggs this month?", "this month", 31.0, -1.0),
+])
+def test_the_phrases_of_relative_time_name_a_span_back_from_now(text, phrase, reaches, ends):
+    back, end, said = days_back(text)
+    assert said == phrase
+    assert back == pytest.approx(reaches, abs=0.05) and end == pytest.approx(ends, abs=0.05)
+
+
+@pytest.mark.parametrize("text", [
+    "How many weeks ago did I attend the bird watching workshop?",  # asks for a time, names none
+    "How long ago did we switch to PostgreSQL?",
+    "What did I do on March 3rd?",  # a date, not a span back from now
+    "What was my last name before I changed it?",
+    "Where did I go on my most recent trip?",
+    "which database did we choose",
+    "What should I cook this weekend?",  # a weekend or a week named "this" is as often ahead
+    "I have three deadlines this week, which first?",
+])
+def test_a_question_that_asks_for_a_time_or_names_a_date_names_no_span(text):
+    assert span(text, NOW) is None
+
+
+def cortex(root, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cortex", "--vault", str(root), "query", *args],
+                          env=ENV, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory):
+    now = datetime.now(timezone.utc)
+    v, _ = Vault.init(tmp_path_factory.mktemp("when") / "v")
+    for i in range(60):  # a vault past the few-notes rules, with notes of every age
+        write_note(v.root, f"mind/facts/f{i}.md", f"The harbour ferry {i} leaves the pier at {i % 12 + 6} o'clock.",
+                   type_="fact", created=now - timedelta(days=i * 3))
+    write_note(v.root, "mind/facts/pan.md", "Decided to buy a cast iron pan: the best pan to buy, and the last pan I will buy.",
+               type_="fact", created=now - timedelta(days=80))
+    write_note(v.root, "mind/facts/smoker.md", "Went to buy a smoker for the garden at the hardware store after comparing "
+               "a dozen models over the weekend.", type_="fact", created=now - timedelta(days=8))
+    commit_all(v.root)
+    return v.root
+
+
+def test_the_note_of_the_time_named_comes_first_and_says_so(vault):
+    plain = cortex(vault, "what did I buy", "--json")
+    assert plain.returncode == 0, plain.stderr
+    paths = [r["path"] for r in json.loads(plain.stdout)["results"]]
+    assert paths[:2] == ["mind/facts/pan.md", "mind/facts/smoker.md"]  # the words favour the pan
+
+    timed = cortex(vault, "what did I buy a week ago", "--json")
+    assert timed.returncode == 0, timed.stderr
+    results = json.loads(timed.stdout)["results"]
+    assert [r["path"] for r in results[:2]] == ["mind/facts/smoker.md", "mind/facts/pan.md"]
+    assert results[0]["when"] == "a week ago" and results[1]["when"] is None
+    assert results[0]["score"] < results[1]["score"]  # first for its time, not for a score made up
+
+    text = cortex(vault, "what did I buy a week ago")
+    assert "created in the time asked about (a week ago)" in text.stdout.split("2. ")[0]
+
+
+def test_an_explicit_time_filter_wins_over_the_phrase(vault):
+    done = cortex(vault, "what did I buy a week ago", "--since", "400d", "--paths")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == ["mind/facts/pan.md", "mind/facts/smoker.md"]
+    done = cortex(vault, "what did I buy a week ago", "--until", "30d", "--paths")
+    assert done.stdout.splitlines()[0] == "mind/facts/pan.md"
+
+
+def test_a_time_with_no_note_of_it_changes_nothing_and_nonsense_stays_refused(vault):
+    plain = cortex(vault, "what did I buy", "--paths")
+    timed = cortex(vault, "what did I buy yesterday", "--paths")
+    assert timed.returncode == 0 and timed.stdout == plain.stdout
+    assert cortex(vault, "zzzqqq last month", "--paths").returncode == 1
