@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from test_search import ENV, commit_all, write_note
 
+from cortex.search import when
 from cortex.search.when import DAY, span
 from cortex.vault import Vault
 
@@ -105,3 +106,25 @@ def test_a_time_with_no_note_of_it_changes_nothing_and_nonsense_stays_refused(va
     timed = cortex(vault, "what did I buy yesterday", "--paths")
     assert timed.returncode == 0 and timed.stdout == plain.stdout
     assert cortex(vault, "zzzqqq last month", "--paths").returncode == 1
+
+
+@pytest.mark.parametrize("text, only", [
+    ("What happened yesterday?", True),
+    ("what did we do last week", True),
+    ("Show me my notes from the past three days", True),
+    ("what did I buy a week ago", False),
+    ("How do I tune the sitar I got yesterday?", False),
+])
+def test_a_question_about_a_time_and_nothing_else_is_told_apart(text, only):
+    assert when.only_time(text, span(text, NOW)) is only
+
+
+def test_a_question_about_a_time_alone_lists_the_notes_of_that_time_newest_first(vault):
+    done = cortex(vault, "what did I do last week?", "--json")
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)["results"]
+    # the notes created 0-14 days back (ferries 0-4 and the smoker), newest first, each marked
+    assert [r["path"] for r in results] == [f"mind/facts/f{i}.md" for i in range(3)] + [
+        "mind/facts/smoker.md", "mind/facts/f3.md", "mind/facts/f4.md"]
+    assert {r["when"] for r in results} == {"last week"}
+    assert cortex(vault, "what happened 3 years ago", "--paths").returncode == 1  # no note that old

@@ -41,6 +41,13 @@ _PAST_N = re.compile(rf"\b(?:last|past|previous|recent) {_COUNT} {_UNIT}\b")
 _LAST = re.compile(r"\b(last|past|previous|this) (day|night|week|weekend|month|year)\b")
 _LAST_WEEKDAY = re.compile(rf"\b(?:last|this past) ({WEEKDAYS})\b")
 _YESTERDAY = re.compile(r"\byesterday\b")
+# Words that ask about a time without naming a topic: "what happened yesterday?", "show
+# me my notes from last week", "what did we do in the past three days".
+IDLE_WORDS = frozenset("""
+a all an and any anything are at been did do does doing done during else everything for from get got go going gone
+had happen happened happening has have i in is it me memories my new note notes of on or our over remember remind
+show since so something tell that the there this to up us was we were what which worked you
+""".split())
 
 
 @dataclass(frozen=True)
@@ -89,3 +96,13 @@ def span(text: str, now_ts: float) -> Span | None:
     if m:
         return Span(now_ts - 2.0 * DAY, late, m.group(0))
     return None
+
+
+def only_time(text: str, named: Span | None) -> bool:
+    """Whether `text` asks about the time it names and about nothing else ("what
+    happened yesterday?"): every word but the phrase's is an idle one. Such a question
+    is a listing of that time's notes, not a search for its words."""
+    if named is None:
+        return False
+    rest = " ".join(text.lower().split()).replace(named.phrase, " ")
+    return all(word in IDLE_WORDS for word in re.findall(r"[a-z]+", rest))
