@@ -266,6 +266,8 @@ def _hit_record(rank: int, hit, *, scored: bool = True) -> dict:
         del record["score"]
     if getattr(hit, "via", None):  # reached by the second hop: from which result, through which entity
         record["via"] = hit.via
+    if getattr(hit, "when", None):  # created in the time the question names: put first
+        record["when"] = hit.when
     return record
 
 

@@ -271,18 +271,23 @@ def test_the_server_ranks_exactly_like_cortex_query(tmp_path):
     for i, body in enumerate(bodies):
         write_note(vault.root, f"{'mind/facts' if i % 2 else 'vault/decisions'}/n{i}.md", body,
                    type_="fact" if i % 2 else "decision", tags=("billing",) if i % 3 else ())
+    from datetime import datetime, timedelta, timezone
+    for i in range(3):  # notes of two days ago, which a question naming that time puts first
+        write_note(vault.root, f"mind/facts/recent{i}.md", f"Invoices of the Harbor audit were renumbered, part {i}.",
+                   type_="fact", created=datetime.now(timezone.utc) - timedelta(days=2))
     memory = Memory(vault)
     memory.load()
     for args in (["invoice numbers Ledgerline", "--limit", "5"], ["PostgreSQL sequence", "--type", "fact"],
-                 ["per year", "--tag", "billing", "--limit", "20"]):
+                 ["per year", "--tag", "billing", "--limit", "20"], ["invoices numbered two days ago"]):
         proc = cortex("--vault", str(vault.root), "query", *args, "--json")
         assert proc.returncode == 0, proc.stderr
-        expected = [(r["path"], r["rank"]) for r in json.loads(proc.stdout)["results"]]
+        expected = [(r["path"], r["rank"], r["when"]) for r in json.loads(proc.stdout)["results"]]
         flags = dict(zip(args[1::2], args[2::2]))
         for _ in range(2):  # cold, then with every stored field already in memory
             got = memory.query(args[0], limit=int(flags.get("--limit", 10)), types=flags.get("--type"),
                                tags=flags.get("--tag"))
-            assert [(r["path"], r["rank"]) for r in got] == expected
+            assert [(r["path"], r["rank"], r.get("when")) for r in got] == expected
+    assert expected[0][2] == "two days ago" and expected[-1][2] is None  # the time's notes first, then the rest
 
 
 HOOK = Path(__file__).resolve().parents[1] / "hooks" / "session-start.sh"

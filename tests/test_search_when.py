@@ -128,3 +128,10 @@ def test_a_question_about_a_time_alone_lists_the_notes_of_that_time_newest_first
         "mind/facts/smoker.md", "mind/facts/f3.md", "mind/facts/f4.md"]
     assert {r["when"] for r in results} == {"last week"}
     assert cortex(vault, "what happened 3 years ago", "--paths").returncode == 1  # no note that old
+
+
+def test_the_phrase_is_taken_out_of_the_searched_text_case_and_all():
+    text = "Which  Book did I finish A Week Ago?"
+    assert when.topic(text, span(text, NOW)) == "Which Book did I finish ?"
+    assert when.topic("Ingrid Quist", None) == "Ingrid Quist"
+    assert when.topic("yesterday", span("yesterday", NOW)) == "yesterday"  # nothing left: the text as it was

@@ -163,9 +163,9 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
 
     A question that names a time ("last month", "two weeks ago": `when.span`) and sets
     no time filter of its own is asked twice: of the notes created in that span, whose
-    results come first (`Hit.when`), and of every note, whose results follow. One that
-    asks about that time and nothing else ("what happened yesterday?") lists its notes,
-    newest first."""
+    results come first (`Hit.when`), and of every note, whose results follow, both
+    without the phrase (`when.topic`). One that asks about that time and nothing else
+    ("what happened yesterday?") lists its notes, newest first."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     now = now or datetime.now(timezone.utc)
@@ -174,6 +174,7 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
         listed = recent(index, named.since, filters=replace(filters, until=named.until), limit=limit, now=now)
         return [replace(hit, when=named.phrase) for hit in listed]
     ask = dict(limit=limit, mode=mode, now=now, weights=weights, use_priors=use_priors, min_score=min_score, hops=hops)
+    text = when.topic(text, named)  # the question less its time: "two days ago" is no topic
     hits = _search(index, text, filters=filters, **ask)
     if named is None:
         return hits

@@ -98,11 +98,20 @@ def span(text: str, now_ts: float) -> Span | None:
     return None
 
 
+def topic(text: str, named: Span | None) -> str:
+    """`text` without the phrase that names its time: "two days ago" names no topic, and
+    searched as words it would find notes that say "days" and count "ago" as a word no
+    note answers."""
+    if named is None:
+        return text
+    rest = re.sub(re.escape(named.phrase), " ", " ".join(text.split()), count=1, flags=re.IGNORECASE)
+    return " ".join(rest.split()) or text
+
+
 def only_time(text: str, named: Span | None) -> bool:
     """Whether `text` asks about the time it names and about nothing else ("what
     happened yesterday?"): every word but the phrase's is an idle one. Such a question
     is a listing of that time's notes, not a search for its words."""
     if named is None:
         return False
-    rest = " ".join(text.lower().split()).replace(named.phrase, " ")
-    return all(word in IDLE_WORDS for word in re.findall(r"[a-z]+", rest))
+    return all(word in IDLE_WORDS for word in re.findall(r"[a-z]+", topic(text, named).lower()))
