@@ -141,6 +141,9 @@ def query(
 ) -> None:
     """Search the memory: BM25 + embeddings fused, ranked by importance, confidence and recency.
 
+    A time named in TEXT ("last week", "two days ago") puts the notes of that time
+    first; "what happened yesterday?" lists that day's notes.
+
     Exit status: 0 found, 1 nothing found, 2 error.
     """
     try:
