@@ -135,3 +135,48 @@ def test_the_phrase_is_taken_out_of_the_searched_text_case_and_all():
     assert when.topic(text, span(text, NOW)) == "Which Book did I finish ?"
     assert when.topic("Ingrid Quist", None) == "Ingrid Quist"
     assert when.topic("yesterday", span("yesterday", NOW)) == "yesterday"  # nothing left: the text as it was
+
+
+def test_the_time_order_is_read_whole_and_a_span_is_counted_before_it_is_read(tmp_path):
+    """The `ts` column read as one array (`lexical._time_order_fast`) gives what Whoosh's
+    own reader gives, across segments and deletions; `created_between` takes [since,
+    until) and declines a span wider than asked, reading nothing."""
+    from cortex.search import lexical
+    from cortex.search.index import SearchIndex
+    from cortex.search.records import NoteRecord
+
+    def record(i: int, ts: float) -> NoteRecord:
+        return NoteRecord(path=f"mind/facts/n{i}.md", body=f"note {i}", id=f"id-{i}", type="fact", category="concept",
+                          partition="mind", created_ts=ts, importance=0.5, confidence=0.9)
+
+    idx = SearchIndex(tmp_path)
+    idx.build([record(i, NOW - (i % 7) * DAY) for i in range(40)])  # equal times: index order kept
+    idx.lexical.write([record(100, NOW - 0.5 * DAY), record(3, NOW - 20 * DAY)], deletes=["mind/facts/n5.md"])
+    idx.lexical.refresh()
+    reader = idx.lexical.searcher.reader()
+    assert len(list(reader.leaf_readers())) > 1 and reader.has_deletions()  # the case worth checking
+    fast = lexical._time_order_fast(reader)
+    assert fast == lexical._time_order_slow(reader) and len(fast[1]) == 40
+
+    between = idx.lexical.created_between(NOW - 0.9 * DAY, NOW + 1, at_most=50)
+    assert between == [f"mind/facts/n{i}.md" for i in range(0, 40, 7)] + ["mind/facts/n100.md"]  # newest first
+    assert idx.lexical.created_between(NOW - 0.9 * DAY, NOW, at_most=50) == ["mind/facts/n100.md"]  # until excluded
+    assert idx.lexical.created_between(NOW - 30 * DAY, NOW + 1, at_most=10) is None
+    assert idx.lexical.created_between(NOW - 30 * DAY, NOW - 25 * DAY, at_most=10) == []
+    idx.close()
+
+
+def test_a_wide_span_is_a_filter_on_the_search_and_ranks_the_same(vault, monkeypatch):
+    """A span of more than `SPAN_SCORED` notes is searched through the time filter; its
+    results are the ones the note-by-note scoring of a small span gives."""
+    from cortex.search import query
+    from cortex.search.question import Question
+    from cortex.search.session import Session
+
+    session = Session(vault)
+    session.open()
+    asked = Question(text="what did I buy a week ago")
+    scored = [(h.path, h.when, h.score) for h in session.ask(asked).hits]
+    monkeypatch.setattr(query, "SPAN_SCORED", 0)
+    filtered = [(h.path, h.when, h.score) for h in session.ask(asked).hits]
+    assert filtered == scored and scored[0][:2] == ("mind/facts/smoker.md", "a week ago")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, NamedTuple, Protocol
+from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Protocol
 
 from cortex.search.records import NoteRecord
 
@@ -65,9 +65,10 @@ class LexicalBackend(Protocol):
     def search(self, text: str, limit: int) -> list[tuple[str, float]]:
         """(path, BM25 score) of the best `limit` notes for a free-text query, best first."""
 
-    def search_evidence(self, text: str, limit: int) -> LexicalHits:
+    def search_evidence(self, text: str, limit: int, *, within: Collection[str] | None = None) -> LexicalHits:
         """The best `limit` notes for a free-text query with their scores, the share of the
-        query each matches, and the query's ceiling (`LexicalHits`)."""
+        query each matches, and the query's ceiling (`LexicalHits`); only notes at the
+        paths `within` when given."""
 
     def naming(self, name: str, limit: int) -> list[str] | None:
         """The best `limit` notes holding every word of `name`; None when its words are
@@ -78,6 +79,10 @@ class LexicalBackend(Protocol):
 
     def newest(self, since_ts: float | None = None) -> Iterator[str]:
         """Paths newest first by creation time, only those created since `since_ts` if given."""
+
+    def created_between(self, since_ts: float, until_ts: float, at_most: int) -> list[str] | None:
+        """Paths of the notes created at or after `since_ts` and before `until_ts`, newest
+        first; None when there are more than `at_most` (without reading them)."""
 
     def paths_in(self, folder: str) -> dict[str, dict]:
         """Stored fields of every note directly in `folder` (vault-relative), by path."""

@@ -10,12 +10,13 @@ import bisect
 import functools
 import heapq
 import importlib
+import math
 import sys
 import types
 from contextlib import contextmanager
 from operator import itemgetter
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Collection, Iterable, Iterator
 
 from cortex.search.backend import IndexDamaged, LexicalHits
 from cortex.search.records import LIST_SEP, SNIPPET_CHARS, NoteRecord
@@ -300,12 +301,15 @@ class LexicalIndex:
 
     @_engine
     def stored(self, path: str) -> dict | None:
-        searcher = self.searcher
-        try:
-            docnum = self._docnums[path]
-        except KeyError:
-            docnum = self._docnums[path] = searcher.document_number(path=path)
+        docnum = self._docnum(path)
         return None if docnum is None else self._doc(docnum)
+
+    def _docnum(self, path: str) -> int | None:
+        try:
+            return self._docnums[path]
+        except KeyError:
+            docnum = self._docnums[path] = self.searcher.document_number(path=path)
+            return docnum
 
     @_engine
     def query_terms(self, text: str, max_df: float = MAX_DF, budget: int = POSTINGS_BUDGET) -> list[str]:
@@ -346,9 +350,11 @@ class LexicalIndex:
         return [(path, score) for path, score, _ in self.search_evidence(text, limit, **prune).hits]
 
     @_engine
-    def search_evidence(self, text: str, limit: int, **prune) -> LexicalHits:
+    def search_evidence(self, text: str, limit: int, *, within: Collection[str] | None = None,
+                        **prune) -> LexicalHits:
         """The best `limit` notes for a free-text query, each with its BM25F score and the
-        share of the query it matches, and the query's ceiling (`LexicalHits`).
+        share of the query it matches, and the query's ceiling (`LexicalHits`); only the
+        notes at the paths `within` when given (their postings are still read in full).
 
         Term at a time: each term's postings are scored with Whoosh's BM25F formula and
         parameters and summed per note, which is what an `Or` query computes, without
@@ -372,6 +378,7 @@ class LexicalIndex:
         get, got = scores.get, matched.get
         terms, unknown = self._terms(text, **prune)
         weight = sum(searcher.idf("text", t) for t in (*terms, *unknown))
+        allowed = None if within is None else {d for d in map(self._docnum, within) if d is not None}
         for term in terms:
             idf = searcher.idf("text", term)
             blocks = _posting_blocks(searcher, term) if lengths is not None else None
@@ -390,6 +397,8 @@ class LexicalIndex:
                     docnum += base
                     scores[docnum] = get(docnum, 0.0) + bm25(idf, tf, decode[lengths[docnum]], avgfl, b, k1)
                     matched[docnum] = got(docnum, 0.0) + idf
+        if allowed is not None:
+            scores = {d: score for d, score in scores.items() if d in allowed}
         best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
         return LexicalHits(hits=[(self._doc(d)["path"], score, matched[d] / weight) for d, score in best],
                            ceiling=weight * (k1 + 1), terms=len(terms) + len(unknown), unknown=tuple(unknown.values()))
@@ -445,6 +454,17 @@ class LexicalIndex:
             for docnum in docnums:
                 yield self._doc(docnum)["path"]
 
+    @_engine
+    def created_between(self, since_ts: float, until_ts: float, at_most: int) -> list[str] | None:
+        """Paths of the notes created in [since_ts, until_ts), newest first; None when
+        there are more than `at_most` (counted on the time order, none read)."""
+        negated, docnums = self._time_order()
+        first = bisect.bisect_left(negated, 1 - math.ceil(until_ts))  # ts < until_ts (whole seconds, as stored)
+        last = bisect.bisect_right(negated, -math.ceil(since_ts))  # ts >= since_ts
+        if last - first > at_most:
+            return None
+        return [self._doc(d)["path"] for d in docnums[first:last]]
+
     def _time_order(self) -> tuple[list[int], list[int]]:
         """(negated `ts`, docnum) of the live notes, newest first, kept for the searcher's
         lifetime. Read from the sortable `ts` column in one pass (40 ms on 50,000 notes): a
@@ -452,12 +472,7 @@ class LexicalIndex:
         searcher = self.searcher
         if self._time_for is not searcher:
             reader = searcher.reader()
-            deleted = reader.is_deleted if reader.has_deletions() else None
-            # An empty index has no column at all (Whoosh's EmptyReader raises).
-            column = reader.column_reader("ts") if reader.doc_count_all() else ()
-            pairs = [(-ts, d) for d, ts in enumerate(column) if not (deleted and deleted(d))]
-            pairs.sort(key=lambda pair: pair[0])  # stable: equal times keep index order
-            self._time = ([n for n, _ in pairs], [d for _, d in pairs])
+            self._time = _time_order_fast(reader) or _time_order_slow(reader)
             self._time_for = searcher
         return self._time
 
@@ -540,3 +555,48 @@ def _walk_blocks(leaves):
             m._read_weights()
             yield base, m._ids, m._weights, deleted
             m._next_block()
+
+
+def _time_order_slow(reader) -> tuple[list[int], list[int]]:
+    """`LexicalIndex._time_order` through Whoosh's column reader, a value at a time."""
+    deleted = reader.is_deleted if reader.has_deletions() else None
+    # An empty index has no column at all (Whoosh's EmptyReader raises).
+    column = reader.column_reader("ts") if reader.doc_count_all() else ()
+    pairs = [(-ts, d) for d, ts in enumerate(column) if not (deleted and deleted(d))]
+    pairs.sort(key=lambda pair: pair[0])  # stable: equal times keep index order
+    return [n for n, _ in pairs], [d for _, d in pairs]
+
+
+def _time_order_fast(reader) -> tuple[list[int], list[int]] | None:
+    """`_time_order_slow`'s result from each segment's `ts` column read as one array
+    (the 64-bit column of a signed NUMERIC: big-endian, offset by 2**63) and sorted by
+    numpy: 10 ms instead of 150 ms on 50,000 notes. None where the codec or the field is
+    not the one this reads (the slow path then reads it)."""
+    import numpy as np
+
+    try:
+        parts = []
+        for sub, base in reader.leaf_readers():
+            n = sub.doc_count_all()
+            if not n:
+                continue
+            col = sub.column_reader("ts", translate=False)
+            if getattr(col, "_typecode", None) != "Q" or col._count > n:
+                return None
+            raw = np.frombuffer(col._dbfile.get(col._basepos, col._count * 8), dtype=">u8").astype(np.uint64)
+            if col._count < n:  # documents past the column's end have the default
+                raw = np.concatenate([raw, np.full(n - col._count, col._default, dtype=np.uint64)])
+            ts = (raw - np.uint64(1 << 63)).view(np.int64)
+            docnums = np.arange(base, base + n, dtype=np.int64)
+            if sub.has_deletions():
+                live = np.fromiter((not sub.is_deleted(d) for d in range(n)), dtype=bool, count=n)
+                ts, docnums = ts[live], docnums[live]
+            parts.append((ts, docnums))
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if not parts:
+        return [], []
+    ts = np.concatenate([t for t, _ in parts])
+    docnums = np.concatenate([d for _, d in parts])
+    order = np.argsort(-ts, kind="stable")  # newest first; equal times keep index order
+    return (-ts[order]).tolist(), docnums[order].tolist()

@@ -185,6 +185,15 @@ class VectorStore:
 
     # --- changes ----------------------------------------------------------------------
 
+    def among(self, query: np.ndarray, paths: Iterable[str]) -> list[tuple[str, float]]:
+        """(path, cosine) of each of `paths` that has a vector, best first: `top` over a
+        few named notes, without scoring the rest."""
+        found = [(path, vec) for path in paths if (vec := self.vector(path)) is not None]
+        if not found:
+            return []
+        scores = np.stack([vec for _, vec in found]).astype(np.float32) @ query.astype(np.float32)
+        return sorted(((path, float(s)) for (path, _), s in zip(found, scores)), key=lambda item: -item[1])
+
     def vector(self, path: str) -> np.ndarray | None:
         row = self.row_of(path)
         if row is None:
