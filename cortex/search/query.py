@@ -186,7 +186,10 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     among = index.lexical.created_between(named.since, named.until, SPAN_SCORED)
     if among == []:
         return hits  # no note of that time
-    # Once the whole vault answers the question, a note of that time needs only the floor.
+    # Once the whole vault answers the question, a note of that time needs only the floor;
+    # a note weaker than the default floor may follow in the vault's list, never lead it.
+    if min_score is not None:
+        ask["min_score"] = max(min_score, fusion.floor_for(mode, None))
     timely = _search(index, text, filters=replace(filters, since=named.since, until=named.until), answered=bool(hits),
                      among=among, **ask)
     first = [replace(hit, when=named.phrase) for hit in timely]
