@@ -44,9 +44,10 @@ _YESTERDAY = re.compile(r"\byesterday\b")
 # Words that ask about a time without naming a topic: "what happened yesterday?", "show
 # me my notes from last week", "what did we do in the past three days".
 IDLE_WORDS = frozenset("""
-a all an and any anything are at been did do does doing done during else everything for from get got go going gone
-had happen happened happening has have i in is it me memories my new note notes of on or our over remember remind
-show since so something tell that the there this to up us was we were what which worked you
+a all an and any anything are at been change changed changes did do does doing done during else everything for
+from get got go going gone had happen happened happening has have i in is it latest me memories my new news note
+notes of on or our over recent recently remember remind show since so something tell that the there this to up
+update updated updates us was we were what which worked you
 """.split())
 
 
