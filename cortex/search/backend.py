@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Protocol
+from typing import Callable, Iterable, Iterator, NamedTuple, Protocol
 
 from cortex.search.records import NoteRecord
 
@@ -65,10 +65,10 @@ class LexicalBackend(Protocol):
     def search(self, text: str, limit: int) -> list[tuple[str, float]]:
         """(path, BM25 score) of the best `limit` notes for a free-text query, best first."""
 
-    def search_evidence(self, text: str, limit: int, *, within: Collection[str] | None = None) -> LexicalHits:
+    def search_evidence(self, text: str, limit: int, *, created: tuple[float, float] | None = None) -> LexicalHits:
         """The best `limit` notes for a free-text query with their scores, the share of the
-        query each matches, and the query's ceiling (`LexicalHits`); only notes at the
-        paths `within` when given."""
+        query each matches, and the query's ceiling (`LexicalHits`); only notes created
+        in [since, until) when `created` gives them."""
 
     def naming(self, name: str, limit: int) -> list[str] | None:
         """The best `limit` notes holding every word of `name`; None when its words are
