@@ -4,7 +4,8 @@ Each doc becomes a note record (its text the body; LongMemEval's session date it
 `created`), indexed by cortex's own index; each query runs through cortex's own query
 path (filters, fusion, memory priors) in three modes. Prints Recall@5, Recall@10,
 MRR@10 and nDCG@10, overall and per category, plus plain RRF (k=60, top 100 a side) as
-the reference the fusion has to beat.
+the reference the fusion has to beat, and hybrid with the time a question names ignored
+(what `cortex.search.when` adds: docs/query.md, step 8).
 
     .venv/bin/python bench/bench_retrieval.py [lme|scifact ...]
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import math
 import sys
+from contextlib import contextmanager
 import tempfile
 import time
 from collections import defaultdict
@@ -24,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _data import lme_date, load  # noqa: E402
 
-from cortex.search import fusion  # noqa: E402
+from cortex.search import fusion, when  # noqa: E402
 from cortex.search.index import SearchIndex  # noqa: E402
 from cortex.search.query import search  # noqa: E402
 from cortex.search.records import NoteRecord  # noqa: E402
@@ -75,6 +77,12 @@ def run(name: str) -> dict:
             m = metrics([ids[h.path] for h in hits], relevant)
             per_mode[mode].append(m)
             per_cat[(mode, q.get("category") or "-")].append(m)
+        if when.span(q["question"], (now or datetime.now(timezone.utc)).timestamp()) is not None:
+            with _no_time_in_questions():  # what the time in the question adds (docs/query.md, step 8)
+                hits = search(idx, q["question"], limit=10, mode="hybrid", now=now)
+            per_mode[NO_TIME].append(metrics([ids[h.path] for h in hits], relevant))
+        else:
+            per_mode[NO_TIME].append(per_mode["hybrid"][-1])
         # reference: plain RRF of each side's top 100, no priors
         lex = idx.lexical.search(q["question"], 100)
         sem = idx.vectors.top(idx.embedder.encode([q["question"]])[0], 100)
@@ -85,13 +93,28 @@ def run(name: str) -> dict:
             "ms_per_query": {m: 1000 * t / len(queries) for m, t in timing.items()}}
 
 
+NO_TIME = "hybrid, time in questions ignored"
+
+
+@contextmanager
+def _no_time_in_questions():
+    span = when.span
+    when.span = lambda text, now_ts: None
+    try:
+        yield
+    finally:
+        when.span = span
+
+
 def table(res: dict) -> str:
     keys = ["R@5", "R@10", "MRR@10", "nDCG@10"]
     out = [f"\n### {NAMES[res['name']]}: {res['docs']} docs, {res['queries']} queries "
            f"(index built in {res['build_s']:.1f}s)\n",
            "| mode | " + " | ".join(keys) + " | ms/query |", "|---|" + "---|" * (len(keys) + 1)]
-    for mode in ("lexical", "semantic", "hybrid", "plain RRF"):
-        row = res["modes"][mode]
+    for mode in ("lexical", "semantic", "hybrid", NO_TIME, "plain RRF"):
+        row = res["modes"].get(mode)
+        if row is None:
+            continue
         ms = res["ms_per_query"].get(mode)
         out.append(f"| {mode} | " + " | ".join(f"{row[k]:.3f}" for k in keys) + f" | {'' if ms is None else f'{ms:.1f}'} |")
     cats = sorted({c for _, c in res["cats"]})
