@@ -34,6 +34,8 @@ def days_back(text: str) -> tuple[float, float, str] | None:
     ("What game did I finally beat last weekend?", "last weekend", 10.0, -1.0),
     ("Who did I meet for lunch last Tuesday?", "last tuesday", 14.0, -1.0),
     ("what broke YESTERDAY", "yesterday", 2.0, -1.0),
+    ("what did the build say in the last 24 hours", "last 24 hours", 2.0, -1.0),
+    ("the alert from an hour ago", "an hour ago", 2.0417, -1.0),  # two days either way at least
     ("How much have I made from selling eggs this month?", "this month", 31.0, -1.0),
 ])
 def test_the_phrases_of_relative_time_name_a_span_back_from_now(text, phrase, reaches, ends):

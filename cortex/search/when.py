@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 DAY = 86_400.0
-UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.5, "year": 365.0}
+UNIT_DAYS = {"hour": 1 / 24, "day": 1.0, "week": 7.0, "month": 30.5, "year": 365.0}
 COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
           "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3, "several": 4}
 # "last week" reaches back past the week before this one; "last month" past the calendar month.
@@ -34,9 +34,9 @@ MIN_SLACK_DAYS = 2.0
 LATE_DAYS = 1.0  # a span ends a day after the moment asked: clocks and time zones differ
 
 _COUNT = r"(\d{1,3}|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-_UNIT = r"(day|week|month|year)s?"
+_UNIT = r"(hour|day|week|month|year)s?"
 _AGO = re.compile(rf"\b{_COUNT} {_UNIT} ago\b")
-_ASKS_HOW_LONG = re.compile(r"\bhow (?:many (?:day|week|month|year)s|long) ago\b")
+_ASKS_HOW_LONG = re.compile(r"\bhow (?:many (?:hour|day|week|month|year)s|long) ago\b")
 _PAST_N = re.compile(rf"\b(?:last|past|previous|recent) {_COUNT} {_UNIT}\b")
 _LAST = re.compile(r"\b(last|past|previous|this) (day|night|week|weekend|month|year)\b")
 _LAST_WEEKDAY = re.compile(rf"\b(?:last|this past) ({WEEKDAYS})\b")
