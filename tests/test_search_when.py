@@ -115,6 +115,7 @@ def test_a_time_with_no_note_of_it_changes_nothing_and_nonsense_stays_refused(va
     ("what did we do last week", True),
     ("Show me my notes from the past three days", True),
     ("what changed in the past two days", True),
+    ("last week", True),  # the phrase alone
     ("what did I buy a week ago", False),
     ("How do I tune the sitar I got yesterday?", False),
 ])

@@ -105,8 +105,12 @@ def topic(text: str, named: Span | None) -> str:
     note answers."""
     if named is None:
         return text
+    return _without(text, named) or text  # nothing left: the text as it was
+
+
+def _without(text: str, named: Span) -> str:
     rest = re.sub(re.escape(named.phrase), " ", " ".join(text.split()), count=1, flags=re.IGNORECASE)
-    return " ".join(rest.split()) or text
+    return " ".join(rest.split())
 
 
 def only_time(text: str, named: Span | None) -> bool:
@@ -115,4 +119,4 @@ def only_time(text: str, named: Span | None) -> bool:
     is a listing of that time's notes, not a search for its words."""
     if named is None:
         return False
-    return all(word in IDLE_WORDS for word in re.findall(r"[a-z]+", topic(text, named).lower()))
+    return all(word in IDLE_WORDS for word in re.findall(r"[a-z]+", _without(text, named).lower()))
