@@ -78,7 +78,7 @@ def run(name: str) -> dict:
             per_mode[mode].append(m)
             per_cat[(mode, q.get("category") or "-")].append(m)
         if when.span(q["question"], (now or datetime.now(timezone.utc)).timestamp()) is not None:
-            with _no_time_in_questions():  # what the time in the question adds (docs/query.md, step 8)
+            with no_time_in_questions():  # what the time in the question adds (docs/query.md, step 8)
                 hits = search(idx, q["question"], limit=10, mode="hybrid", now=now)
             per_mode[NO_TIME].append(metrics([ids[h.path] for h in hits], relevant))
         else:
@@ -97,7 +97,9 @@ NO_TIME = "hybrid, time in questions ignored"
 
 
 @contextmanager
-def _no_time_in_questions():
+def no_time_in_questions():
+    """Questions asked as if they named no time (`cortex.search.when`): the figures of
+    before docs/query.md's step 8, for comparison."""
     span = when.span
     when.span = lambda text, now_ts: None
     try:
