@@ -165,6 +165,8 @@ def test_the_time_order_is_read_whole_and_a_span_is_counted_before_it_is_read(tm
     between = idx.lexical.created_between(NOW - 0.9 * DAY, NOW + 1, at_most=50)
     assert between == [f"mind/facts/n{i}.md" for i in range(0, 40, 7)] + ["mind/facts/n100.md"]  # newest first
     assert idx.lexical.created_between(NOW - 0.9 * DAY, NOW, at_most=50) == ["mind/facts/n100.md"]  # until excluded
+    assert idx.lexical.created_between(NOW - 0.9 * DAY, None, at_most=50) == between  # open ends
+    assert idx.lexical.created_between(None, NOW - 19 * DAY, at_most=50) == ["mind/facts/n3.md"]
     assert idx.lexical.created_between(NOW - 30 * DAY, NOW + 1, at_most=10) is None
     assert idx.lexical.created_between(NOW - 30 * DAY, NOW - 25 * DAY, at_most=10) == []
     idx.close()

@@ -65,10 +65,11 @@ class LexicalBackend(Protocol):
     def search(self, text: str, limit: int) -> list[tuple[str, float]]:
         """(path, BM25 score) of the best `limit` notes for a free-text query, best first."""
 
-    def search_evidence(self, text: str, limit: int, *, created: tuple[float, float] | None = None) -> LexicalHits:
+    def search_evidence(self, text: str, limit: int, *,
+                        created: tuple[float | None, float | None] | None = None) -> LexicalHits:
         """The best `limit` notes for a free-text query with their scores, the share of the
         query each matches, and the query's ceiling (`LexicalHits`); only notes created
-        in [since, until) when `created` gives them."""
+        in [since, until) when `created` gives them (either end None: open)."""
 
     def naming(self, name: str, limit: int) -> list[str] | None:
         """The best `limit` notes holding every word of `name`; None when its words are
@@ -80,9 +81,10 @@ class LexicalBackend(Protocol):
     def newest(self, since_ts: float | None = None) -> Iterator[str]:
         """Paths newest first by creation time, only those created since `since_ts` if given."""
 
-    def created_between(self, since_ts: float, until_ts: float, at_most: int) -> list[str] | None:
-        """Paths of the notes created at or after `since_ts` and before `until_ts`, newest
-        first; None when there are more than `at_most` (without reading them)."""
+    def created_between(self, since_ts: float | None, until_ts: float | None, at_most: int) -> list[str] | None:
+        """Paths of the notes created at or after `since_ts` and before `until_ts` (either
+        None: open), newest first; None when there are more than `at_most` (without
+        reading them)."""
 
     def paths_in(self, folder: str) -> dict[str, dict]:
         """Stored fields of every note directly in `folder` (vault-relative), by path."""

@@ -301,15 +301,12 @@ class LexicalIndex:
 
     @_engine
     def stored(self, path: str) -> dict | None:
-        docnum = self._docnum(path)
-        return None if docnum is None else self._doc(docnum)
-
-    def _docnum(self, path: str) -> int | None:
+        searcher = self.searcher
         try:
-            return self._docnums[path]
+            docnum = self._docnums[path]
         except KeyError:
-            docnum = self._docnums[path] = self.searcher.document_number(path=path)
-            return docnum
+            docnum = self._docnums[path] = searcher.document_number(path=path)
+        return None if docnum is None else self._doc(docnum)
 
     @_engine
     def query_terms(self, text: str, max_df: float = MAX_DF, budget: int = POSTINGS_BUDGET) -> list[str]:
@@ -350,12 +347,12 @@ class LexicalIndex:
         return [(path, score) for path, score, _ in self.search_evidence(text, limit, **prune).hits]
 
     @_engine
-    def search_evidence(self, text: str, limit: int, *, created: tuple[float, float] | None = None,
+    def search_evidence(self, text: str, limit: int, *, created: tuple[float | None, float | None] | None = None,
                         **prune) -> LexicalHits:
         """The best `limit` notes for a free-text query, each with its BM25F score and the
         share of the query it matches, and the query's ceiling (`LexicalHits`); only the
-        notes created in [since, until) when `created` gives them (told apart by docnum on
-        the time order: no note outside is read).
+        notes created in [since, until) when `created` gives them (either end None: open;
+        told apart by docnum on the time order: no note outside is read).
 
         Term at a time: each term's postings are scored with Whoosh's BM25F formula and
         parameters and summed per note, which is what an `Or` query computes, without
@@ -456,17 +453,19 @@ class LexicalIndex:
                 yield self._doc(docnum)["path"]
 
     @_engine
-    def created_between(self, since_ts: float, until_ts: float, at_most: int) -> list[str] | None:
-        """Paths of the notes created in [since_ts, until_ts), newest first; None when
-        there are more than `at_most` (counted on the time order, none read)."""
+    def created_between(self, since_ts: float | None, until_ts: float | None, at_most: int) -> list[str] | None:
+        """Paths of the notes created in [since_ts, until_ts) (either end None: open),
+        newest first; None when there are more than `at_most` (counted on the time
+        order, none read)."""
         docnums = self._created_docnums(since_ts, until_ts)
         return None if len(docnums) > at_most else [self._doc(d)["path"] for d in docnums]
 
-    def _created_docnums(self, since_ts: float, until_ts: float) -> list[int]:
+    def _created_docnums(self, since_ts: float | None, until_ts: float | None) -> list[int]:
         """Docnums of the notes created in [since_ts, until_ts), newest first."""
         negated, docnums = self._time_order()
-        first = bisect.bisect_left(negated, 1 - math.ceil(until_ts))  # ts < until_ts (whole seconds, as stored)
-        last = bisect.bisect_right(negated, -math.ceil(since_ts))  # ts >= since_ts
+        # ts < until_ts and ts >= since_ts, in whole seconds as stored
+        first = 0 if until_ts is None else bisect.bisect_left(negated, 1 - math.ceil(until_ts))
+        last = len(negated) if since_ts is None else bisect.bisect_right(negated, -math.ceil(since_ts))
         return docnums[first:last]
 
     def _time_order(self) -> tuple[list[int], list[int]]:

@@ -24,9 +24,10 @@ FIRST_K = 100  # candidates per side; widened when filters reject too many
 HOP_FROM = 3  # results whose entities are followed
 HOP_SHARE = 0.5  # of the relevance of the note a hop starts from
 HOP_NOTES = 5  # notes reached per entity, at most
-# A time named in the question (`when.span`): the embedding side scores a span of at most
-# this many notes note by note (their stored fields and vectors read: ~80 µs a note); a
-# wider one filters its search, whose widening finds enough of them within a few rounds.
+# A time filter (`--since`/`--until`, or a time named in the question: `when.span`): the
+# embedding side scores a span of at most this many notes note by note (their stored
+# fields and vectors read: ~80 µs a note); a wider one filters its search, whose widening
+# finds enough of them within a few rounds.
 SPAN_SCORED = 100
 
 
@@ -182,17 +183,12 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
     hits = _search(index, text, filters=filters, **ask)
     if named is None:
         return hits
-    # The embedding side scores a span of a few notes note by note, and filters its search
-    # by a wider one; the lexical side scores only the span's notes either way.
-    among = index.lexical.created_between(named.since, named.until, SPAN_SCORED)
-    if among == []:
-        return hits  # no note of that time
     # Once the whole vault answers the question, a note of that time needs only the floor;
     # a note weaker than the default floor may follow in the vault's list, never lead it.
     if min_score is not None:
         ask["min_score"] = max(min_score, fusion.floor_for(mode, None))
     timely = _search(index, text, filters=replace(filters, since=named.since, until=named.until), answered=bool(hits),
-                     span=(named.since, named.until), among=among, **ask)
+                     **ask)
     first = [replace(hit, when=named.phrase) for hit in timely]
     seen = {hit.path for hit in first}
     return (first + [hit for hit in hits if hit.path not in seen])[:limit]
@@ -200,13 +196,17 @@ def search(index, text: str, *, filters: Filters = Filters(), limit: int = 10, m
 
 def _search(index, text: str, *, filters: Filters, limit: int, mode: str, now: datetime,
             weights: fusion.FusionWeights, use_priors: bool, min_score: float | None, hops: bool,
-            answered: bool = False, span: tuple[float, float] | None = None,
-            among: list[str] | None = None) -> list[Hit]:
-    """`search` of one set of notes: the whole vault through the filters; with `span`,
-    the lexical side scores only the notes created in it, and with `among` (that span's
-    paths, when few) the embedding side scores only those."""
+            answered: bool = False) -> list[Hit]:
+    """`search` through the filters, its answer gate skipped when `answered`. A time
+    filter (`since`, `until`) is met on the index's time order: the lexical side scores
+    only the notes created then, and the embedding side scores a span of at most
+    SPAN_SCORED notes note by note (`among`) and filters its own search by a wider one."""
     floor = fusion.floor_for(mode, min_score)
     lexical = index.lexical
+    span = None if filters.since is None and filters.until is None else (filters.since, filters.until)
+    among = None if span is None else lexical.created_between(*span, SPAN_SCORED)
+    if among == []:
+        return []  # no note was created then
     total = lexical.doc_count()
     k = max(FIRST_K, limit * 3)
     # Without narrowing filters only the archive rule applies, and a path shows it: the
