@@ -48,7 +48,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from _data import lme_date, load  # noqa: E402
-from bench_retrieval import metrics, no_time_in_questions  # noqa: E402
+from bench_retrieval import metrics, parse_with_time_option  # noqa: E402
 
 from cortex.search import fusion  # noqa: E402
 from cortex.search.index import SearchIndex  # noqa: E402
@@ -276,12 +276,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("corpora", nargs="*", metavar="lme|scifact", help="the corpora to run (default: both)")
     parser.add_argument("--fraction", type=float, default=1.0,
                         help="vaults of this fraction of each corpus (its questions with their answers, and the rest)")
-    parser.add_argument("--time-ignored", action="store_true",
-                        help="ask every question as if it named no time (the figures before docs/query.md's step 8)")
-    args = parser.parse_args(argv)
-    if args.time_ignored:
-        with no_time_in_questions():
-            return main([a for a in argv if a != "--time-ignored"])
+    args = parse_with_time_option(parser, argv)
     names = args.corpora or ["lme", "scifact"]
     if set(names) - set(NAMES):
         parser.error(f"unknown corpus: {', '.join(sorted(set(names) - set(NAMES)))} (lme, scifact)")

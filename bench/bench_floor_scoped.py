@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import bench_floor as bf  # noqa: E402
 from _data import lme_date, load  # noqa: E402
-from bench_retrieval import metrics, no_time_in_questions  # noqa: E402
+from bench_retrieval import metrics, parse_with_time_option  # noqa: E402
 
 from cortex.search import fusion  # noqa: E402
 from cortex.search.index import SearchIndex  # noqa: E402
@@ -79,12 +79,7 @@ def vault_for(block: list[dict], sessions: dict[str, list[dict]]) -> tuple[Searc
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--block", type=int, default=20, help="questions per vault (default 20)")
-    parser.add_argument("--time-ignored", action="store_true",
-                        help="ask every question as if it named no time (the figures before docs/query.md's step 8)")
-    args = parser.parse_args(argv)
-    if args.time_ignored:
-        with no_time_in_questions():
-            return main([a for a in argv if a != "--time-ignored"])
+    args = parse_with_time_option(parser, argv)
     start = time.perf_counter()
     docs, questions = load("lme")
     claims = load("scifact")[1]

@@ -96,12 +96,27 @@ def run(name: str) -> dict:
 NO_TIME = "hybrid, time in questions ignored"
 
 
+def parse_with_time_option(parser, argv: list[str]):
+    """`parser`'s arguments plus `--time-ignored`: when given, every question from here on
+    is asked as if it named no time (for the rest of this one-shot bench process)."""
+    parser.add_argument("--time-ignored", action="store_true",
+                        help="ask every question as if it named no time (the figures before docs/query.md's step 8)")
+    args = parser.parse_args(argv)
+    if args.time_ignored:
+        when.span = _names_no_time
+    return args
+
+
+def _names_no_time(text: str, now_ts: float) -> None:
+    return None
+
+
 @contextmanager
 def no_time_in_questions():
     """Questions asked as if they named no time (`cortex.search.when`): the figures of
     before docs/query.md's step 8, for comparison."""
     span = when.span
-    when.span = lambda text, now_ts: None
+    when.span = _names_no_time
     try:
         yield
     finally:
