@@ -113,3 +113,16 @@ def test_each_call_builds_only_its_own_command_and_help_still_lists_them_all():
     assert all(name in listed for name in ("init", "query", "watch", "sync", "hook", "quarantine"))
     unknown = subprocess.run([str(VENV_BIN / "cortex"), "nosuch"], capture_output=True, text=True)
     assert unknown.returncode == 2 and "No such command 'nosuch'" in unknown.stderr
+
+
+def test_a_listing_of_recent_notes_imports_no_numerics(vault):
+    """`cortex query --recent` (what the session-start hook runs) reads the time order
+    value by value in a small vault: numpy's import would cost more than it saves."""
+    vault.write({"type": "fact", "body": "The staging database restarts on Sundays.", "session_id": "cli",
+                 "timestamp": "2026-11-27T06:00:00.000Z", "bucket": "explicit", "attribution": "maya"})
+    vault.run()
+    argv = ["--vault", str(vault.root), "query", "--recent", "3650d", "--paths"]
+    probe(argv, vault.root)  # the first query builds the index (and its vectors)
+    code, modules, out = probe(argv, vault.root)
+    assert code == 0 and out.strip().endswith(".md")
+    assert "numpy" not in modules
