@@ -114,7 +114,7 @@ def calibrate(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> tup
             continue
         found = ask(idx, q, 0.0)
         GATE_ROWS[name, "calibration"].append((kind, gate_hits(idx, ids, q, found), set(q.get("relevant_ids", ())),
-                                               words(idx, q)))
+                                               rare_words(idx, q)))
         hits = [(ids[h.path], h.why["relevance"]) for h in found]
         if kind == "real":
             real.append((hits, set(q["relevant_ids"])))
@@ -133,7 +133,7 @@ def calibrate(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> tup
 
 
 # floor off, per corpus and half ("calibration", "held-out"):
-# (kind, [(id, why, cosine)], relevant ids, (the query's terms, how many no note has))
+# (kind, [(id, why, cosine)], relevant ids, how many of its words are rare and in no note)
 GATE_ROWS: dict[tuple[str, str], list] = defaultdict(list)
 GATE_MATCHED = [round(0.05 * i, 2) for i in range(9)]
 GATE_RELEVANCE = [0.1, 0.15, 0.2, 0.25, 0.3]
@@ -141,11 +141,9 @@ GATE_MEANING = [-1.0, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]  # -1: no cosine asked
 GATE_UNSEEN = [-1.0, 0.4, 0.45, 0.5, 0.55, 0.6]  # -1: a word no note has asks nothing more
 
 
-def words(idx, q: dict) -> tuple[int, int]:
-    """The query's terms as the lexical side counts them, and how many are rare words
-    no note has (`query.rare_unseen`)."""
-    found = idx.lexical.search_evidence(q["question"], 1)
-    return found.terms, rare_unseen(idx, found.unknown)
+def rare_words(idx, q: dict) -> int:
+    """How many of the query's words are rare words no note has (`query.rare_unseen`)."""
+    return rare_unseen(idx, idx.lexical.search_evidence(q["question"], 1).unknown)
 
 
 def gate_hits(idx, ids: dict, q: dict, hits) -> list[tuple[str, dict, float | None]]:
@@ -160,22 +158,22 @@ def gate_effect(name: str, matched: float, relevance: float, meaning: float = fu
                 half: str = "calibration", unseen: float = fusion.ANSWER_UNSEEN_MEANING) -> tuple[float, dict[str, float]]:
     """On one half, at the shipped floor: what the answer gate (matched, relevance,
     meaning, the meaning asked when a word is in no note; the cosine escape and the
-    short-query rule as shipped) costs the real questions, and each kind's share finding
+    whole-query rule as shipped) costs the real questions, and each kind's share finding
     nothing."""
-    def answered(hits, counts) -> bool:
+    def answered(hits, rare) -> bool:
         over = [(w, cos) for _, w, cos in hits if w["relevance"] >= fusion.RELEVANCE_FLOOR]
         return fusion.answers("hybrid", None, [w for w, _ in over], meaning_of=lambda i: over[i][1],
-                              matched=matched, relevance=relevance, meaning=meaning, terms=counts[0],
-                              unseen=counts[1], unseen_meaning=unseen)
+                              matched=matched, relevance=relevance, meaning=meaning, unseen=rare,
+                              unseen_meaning=unseen)
 
     base, gated, empty = [], [], defaultdict(list)
-    for kind, hits, relevant, counts in GATE_ROWS[name, half]:
+    for kind, hits, relevant, rare in GATE_ROWS[name, half]:
         kept = [d for d, w, _ in hits if w["relevance"] >= fusion.RELEVANCE_FLOOR]
         if kind == "real":
             base.append((kept, relevant))
-            gated.append((kept if answered(hits, counts) else [], relevant))
+            gated.append((kept if answered(hits, rare) else [], relevant))
         else:
-            empty[kind].append(not answered(hits, counts))
+            empty[kind].append(not answered(hits, rare))
     cost = real_metric(name, base) - real_metric(name, gated)
     return cost, {k: sum(v) / max(1, len(v)) for k, v in empty.items()}
 
@@ -238,7 +236,7 @@ def report(name: str, idx, ids: dict, queries: list[tuple[str, dict]]) -> list[s
             hits = ask(idx, q, min_score)
             if state == "off":
                 GATE_ROWS[name, "held-out"].append((kind, gate_hits(idx, ids, q, hits), set(q.get("relevant_ids", ())),
-                                                    words(idx, q)))
+                                                    rare_words(idx, q)))
             if kind == "real":
                 real[state].append(([ids[h.path] for h in hits], set(q["relevant_ids"])))
             else:

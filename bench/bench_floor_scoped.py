@@ -107,7 +107,7 @@ def main(argv: list[str]) -> int:
             half = "held-out" if bf.held_out(kind, qid) else "calibration"
             found = bf.ask(idx, q, 0.0)
             hits = bf.gate_hits(idx, turn_of, q, found)  # (turn id, why, cosine) of each result
-            bf.GATE_ROWS[NAME, half].append((kind, hits, set(q.get("relevant_ids", ())), bf.words(idx, q)))
+            bf.GATE_ROWS[NAME, half].append((kind, hits, set(q.get("relevant_ids", ())), bf.rare_words(idx, q)))
             if half != "held-out":
                 continue
             for state, min_score in (("off", 0.0), ("on", None)):

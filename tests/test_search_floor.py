@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from test_search import ENV, commit_all, write_note
+from test_search import ENV, commit_all, git, write_note
 
 from cortex.cli import main
 from cortex.vault import Vault
@@ -166,15 +166,14 @@ def test_a_name_a_note_holds_whole_is_an_answer_whatever_the_embedding_says(tmp_
     assert cortex(v.root, "which pharmacy near the harbour opens on sunday mornings", "--paths").returncode == 1
 
 
-def test_the_short_query_rule_needs_every_word_and_a_short_query():
+def test_a_note_holding_every_word_of_the_query_answers_whatever_its_cosine():
     from cortex.search import fusion
 
     named = {"lexical": 0.42, "semantic": 0.31, "matched": 1.0, "relevance": 0.42}
     far = lambda i: 0.2  # noqa: E731  (a cosine under ANSWER_MEANING)
-    assert fusion.answers("hybrid", None, [named], notes=5000, meaning_of=far, terms=2)
-    assert not fusion.answers("hybrid", None, [named], notes=5000, meaning_of=far, terms=3)
-    assert not fusion.answers("hybrid", None, [{**named, "matched": 0.6}], notes=5000, meaning_of=far, terms=2)
-    assert not fusion.answers("hybrid", None, [named], notes=5000, meaning_of=far)  # terms unknown: the cosine rules
+    assert fusion.answers("hybrid", None, [named], notes=5000, meaning_of=far)
+    assert not fusion.answers("hybrid", None, [{**named, "matched": 0.6}], notes=5000, meaning_of=far)
+    assert fusion.answers("hybrid", None, [{**named, "matched": 0.6}], notes=5000, meaning_of=lambda i: 0.4)
 
 
 def test_the_note_that_answers_by_its_words_must_also_be_about_the_question():
@@ -235,12 +234,12 @@ def test_a_rare_word_no_note_has_raises_the_meaning_asked():
 
     worded = {"lexical": 0.2, "matched": 0.46, "relevance": 0.22}
     between = lambda i: 0.41  # noqa: E731  (over ANSWER_MEANING, under ANSWER_UNSEEN_MEANING)
-    assert fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=between, terms=3)
-    assert not fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=between, terms=3, unseen=1)
+    assert fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=between)
+    assert not fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=between, unseen=1)
     assert fusion.answers("hybrid", None, [worded], notes=5000, meaning_of=lambda i: fusion.ANSWER_UNSEEN_MEANING,
-                          terms=3, unseen=1)
-    assert fusion.answers("lexical", None, [worded], notes=5000, terms=3, unseen=1)  # no embedding: words alone
-    assert fusion.answers("hybrid", None, [worded], notes=fusion.SMALL_VAULT - 1, meaning_of=between, terms=3,
+                          unseen=1)
+    assert fusion.answers("lexical", None, [worded], notes=5000, unseen=1)  # no embedding: words alone
+    assert fusion.answers("hybrid", None, [worded], notes=fusion.SMALL_VAULT - 1, meaning_of=between,
                           unseen=1)  # a small vault lacks most words: matched alone, as before
 
 
@@ -284,3 +283,27 @@ def test_the_share_of_meaning_in_the_order_falls_with_the_vaults_size():
     relevance = fusion.fuse({"n": 0.31}, {"n": 0.62})[0][1]
     assert fusion.fit(parts, fusion.order_weights(fusion.SHARE_LARGE)) == pytest.approx(relevance)
     assert fusion.fit({"semantic": 0.6}, fusion.order_weights(fusion.SHARE_SMALL)) == pytest.approx(0.18)
+
+
+def test_a_long_note_holding_every_word_of_a_question_answers_it(tmp_path):
+    """A person's daily note speaks of several things, so its embedding is far from a
+    question about one of them (cosine ~0.2, under ANSWER_MEANING); holding every word of
+    the question, it is the answer all the same (`fusion.WHOLE`)."""
+    v, _ = Vault.init(tmp_path / "v")
+    for i in range(60):  # past SMALL_VAULT: the gate judges by evidence
+        write_note(v.root, f"mind/facts/f{i}.md", f"Shipment {i} of crane parts arrived at quay {i % 9}.", type_="fact")
+    daily = v.root / "Daily notes" / "2026-11-26.md"
+    daily.parent.mkdir()
+    daily.write_text("Met [[Rasmus Holm]] about the #harbour/cranes budget. He wants the hoist rope swapped before "
+                     "the December inspection.\n\n> [!note] Follow-up\n> Ask for the rope supplier's quote.\n"
+                     "Rope quote received: 4,200 EUR.\n", encoding="utf-8")
+    commit_all(v.root)
+    git(v.root, "add", "-A")
+    git(v.root, "commit", "-q", "--no-verify", "-m", "daily note")
+
+    question = "what did Rasmus want swapped"
+    why = json.loads(cortex(v.root, question, "--json", "--min-score", "0", "--limit", "1").stdout)["results"][0]["why"]
+    assert why["matched"] >= 0.999 and why["semantic"] < 0.35, why  # every word, little meaning
+    done = cortex(v.root, question, "--paths")
+    assert done.returncode == 0 and done.stdout.splitlines()[0] == "Daily notes/2026-11-26.md"
+    assert cortex(v.root, "what did Rasmus want painted", "--paths").returncode == 1  # a word it lacks

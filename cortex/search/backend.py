@@ -33,7 +33,6 @@ class LexicalHits(NamedTuple):
 
     hits: list[tuple[str, float, float]]
     ceiling: float
-    terms: int = 0  # the query's terms the coverage counts (matched and unknown alike)
     unknown: tuple[str, ...] = ()  # the query's words (lower-cased, accents off) whose terms no note has
 
 

@@ -82,13 +82,14 @@ SMALL_VAULT = 50
 # 87 % / 49 % of the other corpus's and 97-100 % of nonsense into "nothing found", for
 # 0.002 R@10 / 0.004 nDCG@10 (with the rare-word rule below, 42 % / 82 % and 89 % / 55 %).
 ANSWER_MEANING = 0.35
-# Except for a query of SHORT_QUERY words or fewer that a note holds whole (every word,
-# `matched` at least WHOLE): a name ("Ingrid Quist"), a ticket or a code. Such a query has
-# no meaning a static embedding can place — its cosine with the note that names it sits
-# at 0.2-0.35 — and the words are the evidence: a note holding all of them is what the
-# lookup asks for. A question the vault cannot answer is longer, and a short one with a
-# word no note has (nonsense) matches no note whole.
-SHORT_QUERY = 2
+# Except for a note that holds the query whole (every word it counts, `matched` at least
+# WHOLE): the words are the evidence. A name ("Ingrid Quist"), a ticket or a code has no
+# meaning a static embedding can place (its cosine with the note naming it sits at
+# 0.2-0.35), and a long note that answers a question among other things ("what did
+# Rasmus want swapped", a daily note of several topics: cosine 0.21) is diluted by them.
+# A question the vault cannot answer lacks some word, and nonsense matches no note whole.
+# First for queries of one or two words; for every length it changed no figure of
+# bench/bench_floor.py or bench_floor_scoped.py (neither a hit nor a refusal).
 WHOLE = 0.999
 # A query holding a rare word no note has — a word the vault never used that is not one
 # of everyday English either (not whole in the embedding model's vocabulary:
@@ -108,14 +109,14 @@ ANSWER_UNSEEN_MEANING = 0.5
 
 def answers(mode: str, min_score: float | None, results: Sequence[dict], *, notes: int | None = None,
             meaning_of: Callable[[int], float | None] | None = None, matched: float = ANSWER_MATCHED,
-            relevance: float = ANSWER_RELEVANCE, meaning: float = ANSWER_MEANING, terms: int | None = None,
-            unseen: int = 0, unseen_meaning: float = ANSWER_UNSEEN_MEANING) -> bool:
+            relevance: float = ANSWER_RELEVANCE, meaning: float = ANSWER_MEANING, unseen: int = 0,
+            unseen_meaning: float = ANSWER_UNSEEN_MEANING) -> bool:
     """Whether a query's results (their `why`, over the floor) in a vault of `notes`
     notes may be returned: by default, in the modes with a lexical side, only when one
     of them is an answer (see ANSWER_MATCHED, ANSWER_MEANING and ANSWER_UNSEEN_MEANING;
     `meaning_of(i)`: result i's cosine with the query, asked only of the results that
-    answer by their words, None where the embedding is not used; `terms`: the query's
-    words the lexical side counts, `unseen` of them in no note; the bench sweeps
+    answer by their words, None where the embedding is not used; `unseen`: the query's
+    rare words in no note, `query.rare_unseen`; the bench sweeps
     `matched`, `relevance`, `meaning` and `unseen_meaning`); always when `min_score` is
     given (the caller's floor replaces the rule)."""
     if min_score is not None or mode == "semantic":
@@ -124,8 +125,8 @@ def answers(mode: str, min_score: float | None, results: Sequence[dict], *, note
     needed = max(meaning, unseen_meaning) if unseen else meaning
 
     def about_it(i: int, w: dict) -> bool:
-        if terms is not None and terms <= SHORT_QUERY and w.get("matched", 0.0) >= WHOLE:
-            return True  # a name or a code held whole: the words are the meaning
+        if w.get("matched", 0.0) >= WHOLE:
+            return True  # the query held whole: the words are the evidence
         cos = meaning_of(i) if meaning_of is not None else None
         return cos is None or cos >= needed
 

@@ -402,7 +402,7 @@ class LexicalIndex:
             scores = {d: score for d, score in scores.items() if d in allowed}
         best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
         return LexicalHits(hits=[(self._doc(d)["path"], score, matched[d] / weight) for d, score in best],
-                           ceiling=weight * (k1 + 1), terms=len(terms) + len(unknown), unknown=tuple(unknown.values()))
+                           ceiling=weight * (k1 + 1), unknown=tuple(unknown.values()))
 
     @_engine
     def naming(self, name: str, limit: int, budget: int = POSTINGS_BUDGET) -> list[str] | None:

@@ -224,13 +224,12 @@ def _search(index, text: str, *, filters: Filters, limit: int, mode: str, now: d
         coverage: dict[str, float] = {}
         sem_hits: list[tuple[str, float]] = []
         ceiling = 0.0
-        terms = None  # how many words of the query count (the lexical side's)
         unknown: tuple[str, ...] = ()  # the query's words no note has
         filtered = False  # a candidate the filters rejected: a wider search may find others
         more = False  # whether a wider search could bring another candidate
         if mode in ("hybrid", "lexical"):
             found = lexical.search_evidence(text, k, created=span)
-            ceiling, terms, unknown = found.ceiling, found.terms, found.unknown
+            ceiling, unknown = found.ceiling, found.unknown
             more = len(found.hits) >= k  # else every note holding a word of the query is here
             for path, score, matched in found.hits:
                 doc = lexical.stored(path)
@@ -306,7 +305,7 @@ def _search(index, text: str, *, filters: Filters, limit: int, mode: str, now: d
         meaning_of = meaning_lookup(index, query_vec, ranked) if mode == "hybrid" else None
         unseen = rare_unseen(index, unknown) if mode == "hybrid" else 0
         if not fusion.answers(mode, min_score, [why for _, _, why in ranked], notes=total, meaning_of=meaning_of,
-                              terms=terms, unseen=unseen):
+                              unseen=unseen):
             return []  # notes sharing a word or two with the query, none an answer, or none about it
     ranked.sort(key=lambda item: -item[0])
     via: dict[str, dict] = {}
