@@ -863,3 +863,6 @@ def test_a_second_hop_follows_the_best_results_entities_to_the_notes_that_name_t
     results = json.loads(done.stdout)["results"]
     assert results[0]["path"] == "Projects/Rollouts.md" and results[0]["via"] is None
     assert {"path": "Projects/Rollouts.md", "entity": "Tide Gauge"} in [r["via"] for r in results]
+    # as text: a person's note has neither type nor date, and its line says only where it is
+    done = cortex("--vault", str(root), "query", "what does Marta Okafor own")
+    assert done.returncode == 0 and "\n   Projects/Rollouts.md\n" in done.stdout and "()" not in done.stdout

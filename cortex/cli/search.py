@@ -218,10 +218,11 @@ def _print_text(results: list, mode: str) -> None:
         reasons = [f"{k} {why[k]:.2f}" for k in ("relevance", "lexical", "matched", "semantic", "effective_importance",
                                                  "confidence", "recency") if k in why]
         meta = " · ".join(x for x in (r["type"], (r["created"] or "")[:10], "archived" if r["archived"] else "") if x)
+        where = f"{r['path']}  ({meta})" if meta else r["path"]  # a person's note may have neither type nor date
         if mode in ("recent", "list"):  # a listing, newest first: no relevance to show
-            out.append(f"{r['rank']}. {r['title']}\n   {r['path']}  ({meta})\n")
+            out.append(f"{r['rank']}. {r['title']}\n   {where}\n")
         else:
-            out.append(f"{r['rank']}. {r['title']}\n   {r['path']}  ({meta})\n   score {r['score']:.3f}: {', '.join(reasons)}\n")
+            out.append(f"{r['rank']}. {r['title']}\n   {where}\n   score {r['score']:.3f}: {', '.join(reasons)}\n")
             if r.get("via"):
                 out.append(f"   reached through {r['via']['entity']}, named by {r['via']['path']}\n")
             if r.get("when"):
