@@ -863,6 +863,19 @@ def test_a_second_hop_follows_the_best_results_entities_to_the_notes_that_name_t
     results = json.loads(done.stdout)["results"]
     assert results[0]["path"] == "Projects/Rollouts.md" and results[0]["via"] is None
     assert {"path": "Projects/Rollouts.md", "entity": "Tide Gauge"} in [r["via"] for r in results]
-    # as text: a person's note has neither type nor date, and its line says only where it is
+    # as text: a person's note has neither type nor date, and its line says only where it is;
+    # its excerpt reads as text: the link as the words it shows
     done = cortex("--vault", str(root), "query", "what does Marta Okafor own")
     assert done.returncode == 0 and "\n   Projects/Rollouts.md\n" in done.stdout and "()" not in done.stdout
+    assert "Marta Okafor owns the gauge rollout this spring." in done.stdout and "[[" not in done.stdout
+
+
+def test_an_excerpt_reads_as_text_not_markdown():
+    from cortex.search.records import SNIPPET_CHARS, snippet_of
+
+    body = ("# Crane schedule\n\nCrane 4 runs on [[Tide Gauge|the gauge]] days, see [[Quay 3#Power]].\n"
+            "> [!warning]- Gate\n> the code changes monthly\n\n## Notes\nC# scripts, issue #12, [[]] stays.\n")
+    assert snippet_of(body) == ("Crane schedule Crane 4 runs on the gauge days, see Quay 3. Gate the code changes "
+                                "monthly Notes C# scripts, issue #12, stays.")
+    assert snippet_of("word " * 200) == ("word " * 200)[:SNIPPET_CHARS]
+    assert snippet_of("#tag at the start of a line stays a tag") == "#tag at the start of a line stays a tag"

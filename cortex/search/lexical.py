@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from cortex.search.backend import IndexDamaged, LexicalHits
-from cortex.search.records import LIST_SEP, SNIPPET_CHARS, NoteRecord
+from cortex.search.records import LIST_SEP, NoteRecord, snippet_of
 
 INDEX_NAME = "notes"
 MAX_DF = 0.2
@@ -195,7 +195,7 @@ def fields_of(record: NoteRecord) -> dict:
         "hash": record.content_hash,
         "text": record.text,
         "title": record.title,
-        "snippet": " ".join(record.body[: SNIPPET_CHARS * 2].split())[:SNIPPET_CHARS],
+        "snippet": snippet_of(record.body),
         "id": record.id,
         "type": record.type,
         "category": record.category,

@@ -6,6 +6,7 @@ back from the index, so a query never re-reads note files.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -22,6 +23,19 @@ FORMAT = 5
 # holds (a comma did: "Acme, Inc." could never be matched again).
 LIST_SEP = "\x1f"
 SNIPPET_CHARS = 300
+
+# Markdown a person writes that reads as noise in a one-line excerpt: a heading's #s, a
+# quote's or callout's > and [!kind] at the start of a line; an Obsidian link reads as
+# the text it shows ([[Tide Gauge|the gauge]] -> the gauge, [[Tide Gauge#Power]] -> Tide Gauge).
+_LINE_MARKUP = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:\[![^\]\n]*\][+-]?[ \t]*)?(?:#{1,6}[ \t]+)?", re.M)
+_SHOWN_LINK = re.compile(r"\[\[([^\]\[|#^]*)[^\]\[|]*(?:\|([^\]\[]*))?\]\]")
+
+
+def snippet_of(body: str) -> str:
+    """The start of a note's body as one line of reading text, at most SNIPPET_CHARS."""
+    head = _LINE_MARKUP.sub("", body[: SNIPPET_CHARS * 2])
+    head = _SHOWN_LINK.sub(lambda m: m.group(2) or m.group(1), head)
+    return " ".join(head.split())[:SNIPPET_CHARS]
 
 
 @dataclass(frozen=True)
