@@ -13,7 +13,9 @@ sync`` and a plain ``git pull`` or ``git merge`` settle the same way:
   (``cortex.counts``); ``last_reinforced`` takes the later, ``merged_from`` is the union;
 - archived (faded or merged) on one side, alive on the other (reinforced or its body
   edited): a reinforced or edited memory is not archived, so the archive fields go and
-  ``cortex sync`` moves the file back out of ``mind/archive/``;
+  ``cortex sync`` moves the file back out of ``mind/archive/``; one forgotten or replaced
+  (``taxonomy.DELIBERATE_ARCHIVE``) stays archived, with the other side's count and edit:
+  someone said it is wrong, and a repeat elsewhere does not make it right;
 - any other field or the body changed on one side only takes that side; both bodies
   edited merge line by line when the edits do not overlap.
 
@@ -31,7 +33,7 @@ from pathlib import Path
 
 from cortex import counts, gitcli
 from cortex.notes import NoteSyntaxError, quote, source_hash, split_frontmatter
-from cortex.taxonomy import ARCHIVE_FIELDS as ARCHIVE_KEYS
+from cortex.taxonomy import ARCHIVE_FIELDS as ARCHIVE_KEYS, DELIBERATE_ARCHIVE
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
 
@@ -216,7 +218,12 @@ def _three_way(base: str, ours: str, theirs: str) -> str:
         other, other_body = (b, bbody) if a_archived else (a, abody)
         keeper = a if a_archived else b
         # Merged into another note, the memory lives on there: only an edit brings it back.
-        alive = other_body != obody if "merged_into" in keeper else _alive(o, other, obody, other_body)
+        if _value(keeper.get("archive_reason")) in DELIBERATE_ARCHIVE:
+            alive = False  # forgotten or replaced: meant, whatever the other side did
+        elif "merged_into" in keeper:
+            alive = other_body != obody
+        else:
+            alive = _alive(o, other, obody, other_body)
         for key in ARCHIVE_KEYS:
             out[key] = None if alive else keeper.get(key)
     elif a_archived and b_archived and "archived" not in o:

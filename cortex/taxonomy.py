@@ -21,6 +21,10 @@ ARCHIVE = "archive"  # mind/archive/<folder>/: faded, merged, forgotten or super
 # What an archived note carries, and a note brought back loses: when, why, and the
 # reason's own field (merged_into, superseded_by, forgotten_reason).
 ARCHIVE_FIELDS = ("archived", "archive_reason", "merged_into", "superseded_by", "forgotten_reason")
+# The archive reasons someone meant: a memory forgotten as wrong, or replaced by another.
+# A repeat of such a memory (an agent observing it again, here or on another machine) is
+# counted on the archived note and never brings it back; a faded one comes back.
+DELIBERATE_ARCHIVE = frozenset({"forgotten", "superseded"})
 
 
 @dataclass(frozen=True)

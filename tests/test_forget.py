@@ -146,6 +146,34 @@ def test_a_memory_that_supersedes_another_archives_it_in_the_same_commit(vault):
     assert shown.returncode == 0 and "superseded_by" in shown.stdout
 
 
+def test_a_repeat_of_a_forgotten_or_replaced_memory_is_counted_and_never_brings_it_back(vault):
+    memorize(vault, OLD, "The deploy window is Tuesday 14:00 UTC.")
+    old, window = note_of(vault, OLD), note_of(vault, "The deploy window is Tuesday 14:00 UTC.")
+    assert cortex("--vault", str(vault.root), "forget", old["id"], "--reason", "moved to 03:30").returncode == 0
+    written = cortex("--vault", str(vault.root), "write", "--type", "fact", "--body", "The deploy window is Thursday 09:00 UTC.",
+                     "--supersedes", window["id"])
+    assert written.returncode == 0, written.stderr
+    assert run_json(vault)["superseded"] == [window["path"]]
+    # an agent that still believes both says them again
+    append_lines(vault, observation(body=OLD, type="fact"), observation(body="The deploy window is Tuesday 14:00 UTC.", type="fact"))
+    assert run_json(vault)["reinforced"] == 2
+    done = cortex("--vault", str(vault.root), "reinforce", "--json")
+    assert done.returncode == 0, done.stderr
+    items = {i["path"]: i for i in json.loads(done.stdout)["items"]}
+    archived = {p.replace("mind/", "mind/archive/", 1): reason for p, reason in
+                ((old["path"], "forgotten"), (window["path"], "superseded"))}
+    assert {p: i.get("kept_archived") for p, i in items.items()} == archived
+    assert all("restored_from" not in i and i["reinforced"] == 1 for i in items.values())
+    for path in archived:
+        text = (vault.root / path).read_text()
+        assert "reinforced: 1" in text and "archived:" in text
+        assert not (vault.root / path.replace("mind/archive/", "mind/", 1)).exists()
+    assert found(vault) == []  # the forgotten standup stays out of answers, reachable with --archived
+    assert found(vault, "--archived") == [old["path"].replace("mind/", "mind/archive/", 1)]
+    assert git(vault.root, "status", "--porcelain") == ""
+    # a faded memory is another matter: the repeat brings it back (test_maintenance)
+
+
 def test_supersedes_leaves_permanent_data_a_persons_edit_and_unknown_notes_alone(vault):
     append_lines(vault, observation(body="The Ledgerline project is billed monthly.", type="project"),
                  observation(body=OLD, type="fact"))

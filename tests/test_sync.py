@@ -106,6 +106,25 @@ def test_decayed_on_one_machine_reinforced_on_the_other_stays_alive(tmp_path):
     cx(a, "validate", "--all")
 
 
+def test_forgotten_on_one_machine_repeated_on_the_other_stays_forgotten(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    path = next(p for p, t in active(a).items() if BODY in t)
+    assert cx(a, "forget", path, "--reason", "moved to MySQL").returncode == 0
+    _reinforce(b, BODY, "2026-11-01T10:00:00Z")  # b's agent, not told yet, says it again
+    converge(a, b)
+    for machine in (a, b):
+        assert not [p for p, t in active(machine).items() if BODY in t]
+        kept = [(p, t) for p, t in notes(machine).items() if BODY in t]
+        assert len(kept) == 1 and kept[0][0].startswith("mind/archive/")
+        text = kept[0][1]
+        assert field(text, "archive_reason") == "forgotten" and field(text, "reinforced") == "1"
+        fsck(machine)
+    cx(a, "validate", "--all")
+
+
 def near_duplicates_on_two_machines(tmp_path):
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, "Maya prefers small, reviewable pull requests", timestamp="2026-01-10T10:00:00Z", type_="preference")

@@ -57,9 +57,18 @@ def reinforce(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be written; change nothing."),
     now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
 ) -> None:
-    """Apply pending reinforcements to the notes (last_reinforced, count); bring archived ones back."""
-    _job("reinforce", json_, dry_run, now,
-         lambda i: f"{i['path']}  +{i['count']} (reinforced {i['reinforced']})" + ("  back from the archive" if i.get("restored_from") else ""))
+    """Apply pending reinforcements to the notes (last_reinforced, count); bring faded ones back
+    from the archive (a forgotten or replaced memory stays there)."""
+    _job("reinforce", json_, dry_run, now, _reinforced_line)
+
+
+def _reinforced_line(item: dict) -> str:
+    line = f"{item['path']}  +{item['count']} (reinforced {item['reinforced']})"
+    if item.get("restored_from"):
+        return line + "  back from the archive"
+    if item.get("kept_archived"):
+        return line + f"  stays archived ({item['kept_archived']})"
+    return line
 
 
 @app.command()

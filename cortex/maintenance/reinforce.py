@@ -2,7 +2,8 @@
 
 Each reinforced note gets ``last_reinforced`` (the later of its own and the map's) and a
 ``reinforced: N`` count. A reinforced memory in the archive comes back to its folder; one
-that was merged into another note reinforces that note instead. Locked notes are never
+that was merged into another note reinforces that note instead; one forgotten or replaced
+(``taxonomy.DELIBERATE_ARCHIVE``) counts the repeat and stays where it is. Locked notes are never
 rewritten: their reinforcements are kept in ``state.jobs.reinforce.held`` (counted, not
 written). Applied entries leave the map only once the commit exists, and by the counts
 that were applied, so a crash at any point neither loses nor doubles a reinforcement.
@@ -17,7 +18,7 @@ from typing import Any, Mapping
 from cortex.maintenance.base import JobContext, JobResult, later, unarchive_path
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import set_fields
-from cortex.taxonomy import ARCHIVE_FIELDS
+from cortex.taxonomy import ARCHIVE_FIELDS, DELIBERATE_ARCHIVE
 
 JOB = "reinforce"
 
@@ -72,7 +73,8 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
         slot["count"] += max(1, int(entry.get("count", 1) or 1))
         slot["last"] = later(slot["last"], entry.get("last"))
     items = tuple(
-        Reinforcement(s["note"], tuple(s["keys"]), s["count"], s["last"], s["note"].archived)
+        Reinforcement(s["note"], tuple(s["keys"]), s["count"], s["last"],
+                      s["note"].archived and s["note"].archive_reason not in DELIBERATE_ARCHIVE)
         for s in grouped.values()
     )
     return ReinforcePlan(items, tuple(locked), tuple(missing))
@@ -156,7 +158,8 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
         target = ctx.free_path(unarchive_path(note.path), taken) if item.restore else note.path
         taken.add(target)
         result.items.append({"id": note.id, "path": target, "count": item.count, "reinforced": item.new_count,
-                             "last_reinforced": item.new_last, **({"restored_from": note.path} if item.restore else {})})
+                             "last_reinforced": item.new_last, **({"restored_from": note.path} if item.restore else {}),
+                             **({"kept_archived": note.archive_reason} if note.archived and not item.restore else {})})
         applied_keys += item.keys
         if dry_run:
             continue

@@ -24,7 +24,7 @@ from cortex.notes import NoteSyntaxError, inline_tags, parse_note, source_hash, 
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
 
-CACHE_VERSION = 4  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart; 4: merged_counts
+CACHE_VERSION = 5  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart; 4: merged_counts; 5: archive_reason
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ class NoteInfo:
     body: str
     broken: bool = False  # frontmatter that does not parse: read, never rewritten
     merged_counts: tuple[tuple[str, int], ...] = ()  # cortex/counts.py
+    archive_reason: str | None = None  # faded, merged, forgotten, superseded (in mind/archive/)
 
     @property
     def count(self) -> Count:
@@ -112,7 +113,7 @@ _NUMBER_RE = re.compile(r"-?\d+(\.\d+)?")
 
 _WANTED = frozenset({"id", "type", "created", "importance", "last_reinforced", "reinforced", "maintainer", "locked",
                      "title", "attribution", "entities", "tags", "links", "merged_from", "merged_into", "source_hash",
-                     "merged_counts"})
+                     "merged_counts", "archive_reason"})
 _SAFE_START = frozenset('"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ')
 
 
@@ -234,6 +235,7 @@ def describe(data: bytes) -> dict[str, Any]:
         "links": _strings(meta.get("links")),
         "merged_from": _strings(meta.get("merged_from")),
         "merged_into": _text(meta.get("merged_into")),
+        "archive_reason": _text(meta.get("archive_reason")),
         "merged_counts": sorted(parse_merged(meta.get("merged_counts")).items()),
         "source_hash": _text(meta.get("source_hash")) or source_hash(body),
         "body": body,
@@ -251,6 +253,7 @@ def _info(path: str, blob: str, d: dict[str, Any]) -> NoteInfo:
         links=tuple(d["links"]), merged_from=tuple(d["merged_from"]), merged_into=d["merged_into"],
         source_hash=d["source_hash"], body=d["body"], broken=d["broken"],
         merged_counts=tuple((str(i), int(n)) for i, n in d.get("merged_counts") or ()),
+        archive_reason=d.get("archive_reason"),
     )
 
 
