@@ -81,6 +81,18 @@ class Taxonomy:
     def names(self) -> list[str]:
         return sorted(self.types)
 
+    def meant(self, given: object) -> str | None:
+        """The type a near miss means: another case (`Fact`), a plural (`decisions`),
+        one letter wrong, missing, extra or two swapped (`fcat`); None when unsure."""
+        if not isinstance(given, str) or not given.strip():
+            return None
+        word = given.strip().casefold().replace(" ", "_").replace("-", "_")
+        for candidate in (word, word[:-1] if word.endswith("s") else word, word[:-2] if word.endswith("es") else word):
+            if candidate in self.types:
+                return candidate
+        close = [n for n in self.names() if _one_edit(word, n)]
+        return close[0] if len(close) == 1 else None
+
     def folders(self) -> set[str]:
         """Every ``partition/folder`` a note may live in (archive excluded)."""
         return {spec.directory for spec in self.types.values()}
@@ -93,6 +105,16 @@ class Taxonomy:
         """Types whose folder holds the note at ``path`` (at any depth below it, or in the
         archive's copy of it)."""
         return self.types_for_directory(type_folder(path))
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 def type_folder(path: str) -> str:

@@ -200,7 +200,7 @@ class NoteValidator:
 
     def type_fix(self, given: Any) -> str:
         """How to fix an unknown type: the type probably meant, else the list."""
-        meant = suggest_type(self.taxonomy.names(), given)
+        meant = self.taxonomy.meant(given)
         if meant:
             return f"did you mean `{meant}`? write `type: {meant}`"
         return f"use one of {', '.join(self.taxonomy.names())} or add it to observer/taxonomy.yml"
@@ -253,30 +253,6 @@ class NoteValidator:
                 what = f"{key} reads like an instruction to an agent ({verdict.rule}: {verdict.excerpt!r})"
                 out.append(Problem(path, line, what, fix, severity))
         return out
-
-
-def suggest_type(names: Iterable[str], given: Any) -> str | None:
-    """The taxonomy type a near miss means: another case (`Fact`), a plural
-    (`decisions`), one letter wrong, missing, extra or two swapped (`fcat`)."""
-    if not isinstance(given, str) or not given.strip():
-        return None
-    names = list(names)
-    word = given.strip().casefold().replace(" ", "_").replace("-", "_")
-    for candidate in (word, word[:-1] if word.endswith("s") else word, word[:-2] if word.endswith("es") else word):
-        if candidate in names:
-            return candidate
-    close = [n for n in names if _one_edit(word, n)]
-    return close[0] if len(close) == 1 else None
-
-
-def _one_edit(a: str, b: str) -> bool:
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 _IDENTITY_LINES = re.compile(

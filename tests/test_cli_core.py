@@ -86,6 +86,8 @@ def test_write_defaults_attribution_to_system(vpath):
     "args, needle",
     [
         (["--type", "suggestion", "--body", "x"], "not in the taxonomy"),
+        (["--type", "lessons", "--body", "x"], "'lessons' is not in the taxonomy (did you mean 'lesson'?"),
+        (["--type", "decsion", "--body", "x"], "did you mean 'decision'?"),
         (["--type", "fact", "--body", ""], "body"),
         (["--type", "fact", "--body", "x", "--bucket", "maybe"], "bucket"),
         (["--type", "fact", "--body", "x", "--session", "abc"], "session_id"),

@@ -71,6 +71,7 @@ def test_each_required_field(vault, field):
     [
         ({"bucket": "maybe"}, "bucket"),
         ({"type": "suggestion"}, "not in the taxonomy"),
+        ({"type": "facts"}, "'facts' is not in the taxonomy (did you mean 'fact'?"),
         ({"type": "observation"}, "staging type"),
         ({"type": "Fact"}, "type"),
         ({"body": ""}, "body"),

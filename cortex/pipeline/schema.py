@@ -72,10 +72,12 @@ def validate(obj: dict[str, Any], key: str, ctx: Context) -> Observation | Rejec
         return Rejection("schema", "; ".join(_describe(e) for e in errors[:5]), {"rule": errors[0].validator})
     type_name = obj["type"]
     if type_name not in ctx.taxonomy:
+        meant = ctx.taxonomy.meant(type_name)
         return Rejection(
             "schema",
-            f"type: {type_name!r} is not in the taxonomy (add it to observer/taxonomy.yml, "
-            f"or use one of {', '.join(ctx.taxonomy.names())})",
+            f"type: {type_name!r} is not in the taxonomy ("
+            + (f"did you mean {meant!r}? " if meant else "")
+            + f"add it to observer/taxonomy.yml, or use one of {', '.join(ctx.taxonomy.names())})",
             {"rule": "taxonomy"},
         )
     try:
