@@ -90,6 +90,9 @@ class SyncReport:
     push_attempts: int = 0
     recovered: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # notes the sync brought that fail the hook's checks (committed elsewhere with
+    # --no-verify, or by a machine without the hooks): {path: problems}
+    invalid: dict[str, list[str]] = field(default_factory=dict)
     ahead: int = 0
     behind: int = 0
     seconds: float = 0.0
@@ -99,6 +102,7 @@ class SyncReport:
             "remote": self.remote, "branch": self.branch, "before": self.before, "after": self.after,
             "integrated": self.integrated, "settled": self.settled, "pushed": self.pushed,
             "push_attempts": self.push_attempts, "recovered": self.recovered, "warnings": self.warnings,
+            "invalid": self.invalid,
             "ahead": self.ahead, "behind": self.behind, "seconds": round(self.seconds, 3),
         }
 
@@ -384,6 +388,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
         report.after = gitcli.rev(root, "HEAD")
         if report.after != report.before:
             report.warnings += _follow_head(vault, now)
+            report.invalid = _incoming_problems(root, report.before, report.after)
         counts = gitcli.ahead_behind(root, "HEAD", f"refs/remotes/{remote_ref}")
         if counts:
             report.ahead, report.behind = counts
@@ -404,6 +409,32 @@ def _remember(vault: Vault, remote_ref: str, tip: str | None, now: datetime) -> 
     state = vault.load_state()
     state.extra.setdefault(JOB, {}).setdefault("tips", {})[remote_ref] = tip
     vault.save_state(state)
+
+
+# Notes a sync checks at most (a machine long offline may pull thousands; `cortex validate
+# --all` checks every one, as the nightly CI does).
+CHECK_INCOMING = 1000
+
+
+def _incoming_problems(root: Path, before: str | None, after: str | None) -> dict[str, list[str]]:
+    """The notes added or changed between ``before`` and ``after`` that fail the hook's
+    checks, with what each fails. Every commit made here passed the hooks; one made on
+    another machine with ``--no-verify`` reaches this vault only through a sync."""
+    from cortex.hooks import validate
+    from cortex.layout import is_note_path
+
+    if before is None or after is None:
+        return {}
+    res = gitcli.run(root, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", before, after)
+    if not res.ok:
+        return {}
+    paths = [p for p in res.out.split("\0") if p and is_note_path(p)][:CHECK_INCOMING]
+    if not paths:
+        return {}
+    out: dict[str, list[str]] = {}
+    for problem in validate([str(root / p) for p in paths], root=root).errors:
+        out.setdefault(problem.path, []).append(f"{problem.line}: {problem.what}")
+    return out
 
 
 def _follow_head(vault: Vault, now: datetime) -> list[str]:

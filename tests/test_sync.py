@@ -125,6 +125,28 @@ def test_forgotten_on_one_machine_repeated_on_the_other_stays_forgotten(tmp_path
     cx(a, "validate", "--all")
 
 
+def test_a_note_another_machine_committed_without_the_hooks_is_named_by_the_sync_that_brings_it(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")  # a valid note, through cortex
+    (a / "mind" / "facts" / "quick.md").write_text("---\ntype: fact\n---\nTyped in a hurry.\n")
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "--no-verify", "-m", "quick note, hooks skipped")
+    sync(a)
+    done = sync(b, "--json")
+    invalid = json.loads(done.stdout)["invalid"]
+    assert list(invalid) == ["mind/facts/quick.md"]  # the note cortex wrote passes
+    assert any("missing required field(s)" in p for p in invalid["mind/facts/quick.md"])
+    text = sync(b)  # nothing new: nothing said
+    assert "fail cortex's checks" not in text.stdout + text.stderr
+    # a commit through the hooks completes the note, and the next sync says nothing
+    person_commit(a, "mind/facts/quick.md", "---\ntype: fact\n---\nTyped in a hurry, then committed properly.\n",
+                  "complete it")
+    sync(a)
+    done = sync(b)
+    assert "fail cortex's checks" not in done.stdout + done.stderr and (b / "mind/facts/quick.md").exists()
+
+
 def near_duplicates_on_two_machines(tmp_path):
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, "Maya prefers small, reviewable pull requests", timestamp="2026-01-10T10:00:00Z", type_="preference")

@@ -25,6 +25,11 @@ def render_sync(report) -> str:
         lines.append(f"  pushed after {r.push_attempts} attempts (other machines pushed first)")
     lines.append(f"  now {r.ahead} ahead, {r.behind} behind {r.remote}")
     lines += [f"  warning: {w}" for w in r.warnings]
+    if r.invalid:
+        lines.append(f"  warning: {len(r.invalid)} note(s) from {r.remote} fail cortex's checks (committed without the "
+                     "hooks?); `cortex validate PATH` says what to fix, a commit through the hooks completes most:")
+        lines += [f"    {path}:{problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+                  for path, problems in sorted(r.invalid.items())]
     return "\n".join(lines)
 
 
