@@ -197,7 +197,7 @@ def build_server(memory: Memory):
         until: Annotated[Optional[str], Field(description=FILTER_NOTE["until"])] = None,
         archived: Annotated[bool, Field(description=FILTER_NOTE["archived"])] = False,
         mode: Annotated[Literal["hybrid", "lexical", "semantic"], Field(description="Retrieval mode (hybrid is best).")] = "hybrid",
-        min_score: Annotated[Optional[float], Field(description="Drop results under this relevance (0..1; default: the "
+        min_score: Annotated[Optional[float], Field(ge=0.0, le=1.0, description="Drop results under this relevance (0..1; default: the "
                                                                 "calibrated floor, 0 keeps every candidate).")] = None,
     ) -> str:
         records = memory.query(text, limit=limit, mode=mode, min_score=min_score, types=type, categories=category, partitions=partition,

@@ -156,6 +156,8 @@ async def scenario(root: Path, errlog) -> None:
                 ("observe", {"body": "no type"}, "type"),
                 ("query", {"text": "   "}, "empty"),
                 ("query", {"text": "git", "limit": 0}, "limit"),
+                ("query", {"text": "git", "min_score": 5}, "min_score"),
+                ("observe", {"type": "facts", "body": "A thing."}, "did you mean 'fact'"),
                 ("query", {"text": "git", "category": "bogus"}, "categor"),
                 ("query", {"text": "git", "since": "last tuesday"}, "since"),
                 ("recent", {"within": "forever"}, "within"),

@@ -59,6 +59,9 @@ def test_min_score_0_returns_the_noise_hit(vault):
     assert done.returncode == 0 and done.stdout.strip()
     # and a floor above every note's relevance finds nothing
     assert cortex(vault, "which database did we choose", "--min-score", "0.99").returncode == 1
+    # off the 0..1 scale: a usage error, not "nothing found"
+    wrong = cortex(vault, "which database did we choose", "--min-score", "5")
+    assert wrong.returncode == 2 and "0.0<=x<=1.0" in wrong.stderr
 
 
 def test_an_unrelated_question_sharing_one_word_finds_nothing(vault, capsys):

@@ -135,8 +135,8 @@ def query(
     recent: Optional[str] = typer.Option(None, "--recent", metavar="DURATION", help="Notes of the last DURATION (7d), newest first; with TEXT, a --since filter."),
     lexical_only: bool = typer.Option(False, "--lexical-only", help="BM25 only (for comparison)."),
     semantic_only: bool = typer.Option(False, "--semantic-only", help="Embeddings only (for comparison)."),
-    min_score: Optional[float] = typer.Option(None, "--min-score", metavar="X", min=0.0,
-                                              help="Drop results under this relevance (default: the calibrated floor; 0 keeps every candidate)."),
+    min_score: Optional[float] = typer.Option(None, "--min-score", metavar="X", min=0.0, max=1.0,
+                                              help="Drop results under this relevance, on its 0..1 scale (default: the calibrated floor; 0 keeps every candidate)."),
     model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help=MODEL_HELP),
 ) -> None:
     """Search the memory: BM25 + embeddings fused, ranked by importance, confidence and recency.
