@@ -261,9 +261,24 @@ class HookVault:
         return ident
 
     def committed(self, rel: str) -> str | None:
-        """The note's text at HEAD; None when HEAD has no such note (a new note)."""
+        """The note's text at HEAD; None when HEAD has no such note (a new note). A note
+        staged as moved (Obsidian renames the file when a person retitles a note) is the
+        note it was: its text at the old path, so it keeps its ``source_hash``."""
         data = _git_output(self.root, "cat-file", "blob", f"HEAD:{rel}")
+        if data is None and rel in self.renamed():
+            data = _git_output(self.root, "cat-file", "blob", f"HEAD:{self.renamed()[rel]}")
         return None if data is None else data.decode("utf-8", "replace")
+
+    def renamed(self) -> dict[str, str]:
+        """{new path: old path} of the notes the index holds as moved since HEAD (git's
+        rename detection: the same or a similar text), asked of git once."""
+        if "_renamed" not in self.__dict__:
+            out = _git_output(self.root, "diff", "--cached", "--find-renames", "--name-status", "-z",
+                              "--diff-filter=R", "HEAD", "--")
+            fields = out.decode("utf-8", "surrogateescape").split("\0") if out else []
+            self._renamed = {fields[i + 2]: fields[i + 1] for i in range(0, len(fields) - 2, 3)
+                             if fields[i].startswith("R")}
+        return self._renamed
 
     def read(self, rel: str) -> str | None:
         """The note's text, None when it is gone. Raises ``UnreadableNote`` for a link or

@@ -298,3 +298,33 @@ def test_cortex_notes_carry_a_readable_name_and_the_brief_stays_out_of_searches(
     vault.write("areas/wildlife/quokkas.md", "Quokka census results go to the ranger station.\n")
     vault.write("exports/old.md", "An exported quokka census from last year.\n")
     assert set(vault.found("quokka census")) == {"Weekly review.md", "areas/wildlife/quokkas.md"}
+
+
+def test_renaming_an_edited_memory_keeps_what_it_remembers(tmp_path):
+    """Obsidian renames a note when its title is edited: git sees the old path deleted and
+    a new one added. The note keeps its `source_hash` (the observation it came from), so
+    the agent saying the same thing again still reinforces it rather than making a twin."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _env(home, f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    root = tmp_path / "notes"
+    subprocess.run([CORTEX, "init", str(root)], env=env, check=True, capture_output=True)
+    vault = Vault(root, env, env)
+    said = "The night shift lead at quay 3 is Ingrid Quist."
+    assert vault.cortex("write", "--type", "fact", "--body", said).returncode == 0
+    assert vault.cortex("run").returncode == 0
+    [written] = (root / "mind" / "facts").rglob("*.md")
+    original = parse_note(written.read_text()).meta["source_hash"]
+    # the person corrects the body, commits; later renames the file, commits again
+    written.write_text(written.read_text().replace("Ingrid Quist.", "Ingrid Quist (until March)."))
+    assert vault.save("until March").returncode == 0
+    renamed = root / "mind" / "facts" / "Night shift lead.md"
+    written.rename(renamed)
+    done = vault.save("rename")
+    assert done.returncode == 0, done.output
+    assert "source_hash" not in done.output  # nothing to complete: a rename is not a new note
+    assert parse_note(vault.head("mind/facts/Night shift lead.md")).meta["source_hash"] == original
+    assert vault.cortex("write", "--type", "fact", "--body", said).returncode == 0
+    report = json.loads(vault.cortex("run", "--json").stdout)
+    assert report["reinforced"] == 1 and report["memorized"] == 0
+    assert [p.name for p in (root / "mind" / "facts").rglob("*.md")] == ["Night shift lead.md"]
