@@ -357,7 +357,12 @@ def rendered_note(d: NoteDraft) -> tuple[str, Note]:
 
 
 def note_body(text: str) -> str:
-    split = split_frontmatter(text)
+    """The body; the whole text when there is no frontmatter, or one that never closes
+    (a broken note the hook refuses, which a --no-verify commit or a pull may still bring)."""
+    try:
+        split = split_frontmatter(text)
+    except NoteSyntaxError:
+        return text
     return text if split is None else split[1]
 
 

@@ -279,3 +279,30 @@ def test_a_link_is_found_however_many_notes_share_its_folders(tmp_path):
     safe: set[str] = set()
     assert [link_on_path(tmp_path, p, safe) for p in paths] == [link_on_path(tmp_path, p) for p in paths]
     assert [bool(link_on_path(tmp_path, p, safe)) for p in paths] == [False, True, True, False, True, False]
+
+
+# Notes the hook refuses, as a --no-verify commit or another machine's pull still brings
+# them: each once stopped `cortex run`, `status` or every maintenance job with a crash.
+MALFORMED = {
+    "mind/facts/never-closed.md": "---\ntype: fact\nid: 01950000-0000-7000-8000-000000000001\nThe frontmatter never closes.\n",
+    "mind/facts/entities-a-number.md": "---\ntype: fact\nentities: 5\n---\nEntities given as a number.\n",
+    "mind/lessons/entities-a-date.md": "---\ntype: lesson\nentities: 2026-11-27T10:00:00Z\n---\nEntities given as a date.\n",
+    "vault/decisions/entities-a-map.md": "---\ntype: decision\nentities: {a: 1}\ntags: 7\n---\nEntities given as a map.\n",
+    "Daily notes/loose.md": "---\ntags:\n  - [nested]\nentities: yes\n---\nA person's note, odd properties.\n",
+}
+
+
+def test_notes_the_hook_refuses_but_a_commit_brought_stop_no_command(vault):
+    for rel, text in MALFORMED.items():
+        (vault.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault.root / rel).write_text(text, encoding="utf-8")
+    assert _commit_all(vault.root).returncode != 0  # refused with reasons, nothing committed
+    assert _commit_all(vault.root, "hooks skipped", verify=False).returncode == 0
+    append_lines(vault, observation())
+    for argv in (("run",), ("status", "--json"), ("index",), ("query", "staging database", "--json"),
+                 ("maintain", "--force"), ("dedup",), ("decay",), ("graph",), ("brief",), ("validate",),
+                 ("show", "mind/facts/never-closed.md"), ("forget", "mind/facts/entities-a-number.md", "--reason", "odd")):
+        result = cortex(*argv, cwd=vault.root)
+        assert result.returncode in (0, 1), (argv, result.returncode, result.stderr)
+    assert cortex("query", "staging database", "--json", cwd=vault.root).returncode == 0  # the run's note is there
+    assert git(vault.root, "status", "--porcelain") == ""

@@ -205,7 +205,8 @@ def describe(data: bytes) -> dict[str, Any]:
     else:
         meta, body, broken = _read(data.decode("utf-8", errors="replace"))
     entities = []
-    for item in meta.get("entities") or ():
+    listed = meta.get("entities")  # a person may write anything there: only a list names entities
+    for item in listed if isinstance(listed, list) else ():
         if isinstance(item, dict) and item.get("name"):
             entities.append([str(item["name"]), str(item.get("type") or "")])
         elif isinstance(item, str) and item:
