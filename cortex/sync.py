@@ -78,6 +78,12 @@ class PushRaced(SyncError):
     kind, exit_code = "push_raced", 75
 
 
+class HeadMoved(SyncError):
+    """A commit landed (a person's, another cortex's) between reading HEAD and moving it:
+    nothing was changed; the next attempt merges that commit too."""
+    kind, exit_code = "head_moved", 75
+
+
 @dataclass
 class SyncReport:
     remote: str = ""
@@ -304,9 +310,9 @@ def _move(vault: Vault, old: str, new: str, reason: str) -> None:
         return
     what, err = refused
     if what == "moved":
-        raise SyncError(
-            "HEAD moved while cortex synced (a commit was made meanwhile)",
-            "run `cortex sync` again: it merges that commit too",
+        raise HeadMoved(
+            "HEAD kept moving while cortex synced (commits were made meanwhile); nothing was changed",
+            "run `cortex sync` again: it merges those commits too",
         )
     files = [line.split("'")[1] for line in err.splitlines() if line.count("'") >= 2]
     raise LocalChanges(
@@ -366,7 +372,12 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
             if not accept_rewrite:
                 check_not_rewritten(root, record.get(remote_ref), tip, head, remote_ref)
             if tip is not None:
-                how, head = integrate(vault, head, tip, remote_ref)
+                try:
+                    how, head = integrate(vault, head, tip, remote_ref)
+                except HeadMoved:
+                    if attempt == attempts:
+                        raise
+                    continue  # a commit landed meanwhile (a person's): merge again, with it
                 if how != "up to date":
                     report.integrated = how if report.integrated == "up to date" else report.integrated
             report.settled += settle(vault, now)

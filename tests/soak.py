@@ -10,6 +10,11 @@ nothing a person wrote is lost or reverted, no note was deleted except by cortex
 archive moves, every observation is a note, HEAD and the index agree and `git fsck` is
 clean.
 
+With ``--remote`` the vault shares a bare remote with a second machine, whose agent,
+`cortex run`, `cortex maintain` and `cortex sync` loop as well; the vault's own cortex
+loop syncs too, and the person runs `git pull` now and then. At the end both machines
+converge, and every observation of either machine is a note of both.
+
     python tests/soak.py --seconds 300      # `make soak`; prints the counts
     tests/test_soak.py                      # the bounded run in the suite
 """
@@ -110,10 +115,25 @@ class Person:
             if os.environ.get("SOAK_VERBOSE"):
                 print(f"person: git commit {' '.join(args)} failed: {(done.stderr + done.stdout).strip()[-600:]}")
 
-    def step(self) -> None:
+    def pull(self) -> None:
+        """The person's own `git pull` (a merge, as git's default): it gives way when
+        another git holds the index, and must never conflict (the machines write apart)."""
+        done = git(self.root, "pull", "--no-rebase", "--no-edit", "-q", "origin", "main", check=False)
+        said = done.stdout + done.stderr
+        if done.returncode == 0:
+            self.counts.person["git pull"] += 1
+        elif "CONFLICT" in said or "fix conflicts" in said:
+            self.counts.problems.append(f"the person's git pull conflicted: {said.strip()[-400:]}")
+            git(self.root, "merge", "--abort", check=False)
+        else:
+            self.counts.person["git pull retried (git busy)"] += 1
+
+    def step(self, remote: bool = False) -> None:
         files = sorted(self.text)
         choice = self.rnd.random()
-        if choice < 0.3 or not files:  # a new note, staged and committed
+        if remote and choice < 0.1:
+            self.pull()
+        elif choice < 0.3 or not files:  # a new note, staged and committed
             rel = f"people/note-{len(files)}.md"
             self.write(rel)
             if self.add(rel):
@@ -147,12 +167,12 @@ class Person:
                 self.text[rel] = now or ""
 
 
-def agent(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random) -> None:
+def agent(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random, who: str = "Soak worker") -> None:
     buffer = root / "observer" / "observations.jsonl"
     while not stop.is_set():
         n = counts.observations
         line = {"timestamp": "2026-02-16T15:23:14.527Z", "bucket": "explicit", "type": "fact",
-                "body": f"Soak worker {n} finished batch {rnd.randrange(10**6)} in {n % 90 + 5} seconds.",
+                "body": f"{who} {n} finished batch {rnd.randrange(10**6)} in {n % 90 + 5} seconds.",
                 "attribution": "soak-agent", "session_id": "cli"}
         with open(buffer, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line) + "\n")
@@ -160,9 +180,10 @@ def agent(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random)
         time.sleep(0.05)
 
 
-def cortex_loop(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random) -> None:
+def cortex_loop(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random, remote: bool = False) -> None:
     while not stop.is_set():
-        args = ("maintain", "--force") if rnd.random() < 0.15 else ("run",)
+        pick = rnd.random()
+        args = ("maintain", "--force") if pick < 0.15 else ("sync",) if remote and pick < 0.35 else ("run",)
         started = time.monotonic()
         done = cortex(root, *args)
         if os.environ.get("SOAK_VERBOSE"):
@@ -172,6 +193,8 @@ def cortex_loop(root: Path, stop: threading.Event, counts: Counts, rnd: random.R
             print(f"cortex {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
         if done.returncode not in (0, 75):
             counts.problems.append(f"cortex {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-400:]}")
+        if remote:
+            time.sleep(rnd.uniform(0.0, 0.3))  # two machines share the remote: not a tight loop
 
 
 def reader(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random) -> None:
@@ -198,30 +221,43 @@ def note_bodies(root: Path) -> set[str]:
     return bodies
 
 
-def soak(root: Path, seconds: float, seed: int = 0, watch: bool = False) -> Counts:
+def soak(root: Path, seconds: float, seed: int = 0, watch: bool = False, remote: bool = False) -> Counts:
     """Run the soak on a fresh vault at ``root``; returns the counts (problems included).
-    ``watch``: with ``cortex watch`` running and an agent querying beside the rest."""
+    ``watch``: with ``cortex watch`` running and an agent querying beside the rest.
+    ``remote``: with a second machine sharing a bare remote (beside ``root``)."""
     init = subprocess.run([str(BIN / "cortex"), "init", str(root)], capture_output=True, text=True)
     assert init.returncode == 0, init.stderr
+    other = root.parent / f"{root.name}-teammate"
+    if remote:
+        bare = root.parent / f"{root.name}-remote.git"
+        git(root.parent, "init", "-q", "--bare", "-b", "main", str(bare))
+        git(root, "remote", "add", "origin", str(bare))
+        git(root, "push", "-q", "-u", "origin", "main")
+        cloned = subprocess.run([str(BIN / "cortex"), "clone", str(bare), str(other)], capture_output=True, text=True)
+        assert cloned.returncode == 0, cloned.stderr
     if watch:
         started = cortex(root, "watch", "--background")
         assert started.returncode == 0, started.stderr
     config = root / "observer" / "config.yml"
     config.write_text(config.read_text() + "\nlock_timeout: 2\n")  # give way to the person sooner
     counts = Counts()
+    teammate = Counts(problems=counts.problems)  # the other machine's agent counts its own observations
     rnd = random.Random(seed)
     person = Person(root, random.Random(seed + 1), counts)
     stop = threading.Event()
     workers = [threading.Thread(target=agent, args=(root, stop, counts, random.Random(seed + 2))),
-               threading.Thread(target=cortex_loop, args=(root, stop, counts, rnd))]
+               threading.Thread(target=cortex_loop, args=(root, stop, counts, rnd, remote))]
     if watch:
         workers.append(threading.Thread(target=reader, args=(root, stop, counts, random.Random(seed + 3))))
+    if remote:
+        workers += [threading.Thread(target=agent, args=(other, stop, teammate, random.Random(seed + 4), "Teammate worker")),
+                    threading.Thread(target=cortex_loop, args=(other, stop, teammate, random.Random(seed + 5), True))]
     for worker in workers:
         worker.start()
     deadline = time.monotonic() + seconds
     try:
         while time.monotonic() < deadline:
-            person.step()
+            person.step(remote)
             time.sleep(person.rnd.uniform(0.1, 0.6))  # a person pauses between commits
     finally:
         stop.set()
@@ -232,12 +268,18 @@ def soak(root: Path, seconds: float, seed: int = 0, watch: bool = False) -> Coun
         git(root, "add", *sorted(person.text))
         person.staged.update(person.text)
         person.commit("-m", "person: last", kind="git commit (last)")
-    for _ in range(10):
-        done = cortex(root, "run", "--json")
-        if done.returncode == 0 and json.loads(done.stdout)["read"] == 0:
-            break
+    for machine in (root, other) if remote else (root,):
+        for _ in range(10):
+            done = cortex(machine, "run", "--json")
+            if done.returncode == 0 and json.loads(done.stdout)["read"] == 0:
+                break
+    if remote:
+        converge(root, other, counts)
+        for what, n in teammate.cortex.items():
+            counts.cortex[f"teammate: {what}"] += n
+        counts.cortex["teammate: observations"] = teammate.observations
     try:
-        verify(root, person, counts)
+        verify(root, person, counts, also=(other, teammate.observations) if remote else None)
         if watch:
             verify_index(root, counts)
     finally:
@@ -283,7 +325,23 @@ def verify_index(root: Path, counts: Counts) -> None:
         counts.problems.append(f"the index's dirty list {sorted(dirty)[:5]} is not git's {sorted(differ)[:5]}")
 
 
-def verify(root: Path, person: Person, counts: Counts) -> None:
+def converge(root: Path, other: Path, counts: Counts) -> None:
+    """Sync both machines until they hold one tree (each may give way to the other's
+    lock or push once or twice)."""
+    for _ in range(6):
+        for machine in (other, root):
+            done = cortex(machine, "sync")
+            if done.returncode not in (0, 75):
+                counts.problems.append(f"final cortex sync on {machine.name} exited {done.returncode}: "
+                                       f"{done.stderr.strip()[-400:]}")
+                return
+        trees = {git(m, "rev-parse", "HEAD^{tree}").stdout for m in (root, other)}
+        if len(trees) == 1:
+            return
+    counts.problems.append("the two machines did not converge to one tree")
+
+
+def verify(root: Path, person: Person, counts: Counts, also: tuple[Path, int] | None = None) -> None:
     problems = counts.problems
     person.check_working_tree()
     for rel, text in person.committed.items():
@@ -303,14 +361,17 @@ def verify(root: Path, person: Person, counts: Counts) -> None:
             if author == "Test Person" or (not archived and path.startswith(("mind/", "vault/", "people/"))):
                 problems.append(f"{path} deleted by {author!r} in {subject!r}")
     bodies = note_bodies(root)
-    buffer_lines = []
-    for source in [root / "observer" / "observations.jsonl", *sorted((root / "observer" / "archive").glob("*.jsonl*"))]:
-        if source.exists():
-            buffer_lines += source.read_text().splitlines()
-    wanted = {json.loads(line)["body"] for line in buffer_lines if line.strip()}
-    missing = wanted - bodies
-    if len(wanted) < counts.observations or missing:
-        problems.append(f"{len(missing)} observations are in no note; {counts.observations - len(wanted)} not in the buffer or archive")
+    for machine, observed in [(root, counts.observations), *([also] if also else [])]:
+        buffer_lines = []
+        for source in [machine / "observer" / "observations.jsonl",
+                       *sorted((machine / "observer" / "archive").glob("*.jsonl*"))]:
+            if source.exists():
+                buffer_lines += source.read_text().splitlines()
+        wanted = {json.loads(line)["body"] for line in buffer_lines if line.strip()}
+        missing = wanted - bodies  # every machine's observations are notes of this one
+        if len(wanted) < observed or missing:
+            problems.append(f"{machine.name}: {len(missing)} observations are in no note; "
+                            f"{observed - len(wanted)} not in the buffer or archive")
     if git(root, "diff", "--cached", "--name-only").stdout:
         problems.append("the index does not agree with HEAD")
     fsck = git(root, "fsck", "--no-progress", check=False)
@@ -325,6 +386,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_SECONDS", 120)))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--watch", action="store_true", help="With `cortex watch` running and an agent querying.")
+    parser.add_argument("--remote", action="store_true",
+                        help="With a second machine sharing a bare remote, and `cortex sync` and `git pull` beside the rest.")
     parser.add_argument("--keep", metavar="DIR", help="Where to copy the vault when there are problems.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -335,7 +398,7 @@ def main() -> int:
                           GIT_COMMITTER_NAME="Test Person", GIT_COMMITTER_EMAIL="person@example.com",
                           PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
         started = time.monotonic()
-        counts = soak(Path(tmp) / "vault", args.seconds, args.seed, watch=args.watch)
+        counts = soak(Path(tmp) / "vault", args.seconds, args.seed, watch=args.watch, remote=args.remote)
         print(f"soak: {time.monotonic() - started:.0f} s, {counts.observations} observations")
         for what, n in sorted({**counts.person, **counts.cortex}.items()):
             print(f"  {n:6d}  {what}")
@@ -345,7 +408,10 @@ def main() -> int:
         if counts.problems and args.keep:
             import shutil
 
-            shutil.copytree(Path(tmp) / "vault", args.keep, symlinks=True)
+            if args.remote:  # both machines and the remote
+                shutil.copytree(Path(tmp), args.keep, symlinks=True, ignore=shutil.ignore_patterns("home"))
+            else:
+                shutil.copytree(Path(tmp) / "vault", args.keep, symlinks=True)
             print(f"  the vault is kept in {args.keep}")
     return 1 if counts.problems else 0
 

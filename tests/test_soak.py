@@ -22,3 +22,10 @@ def test_with_the_watcher_and_an_agent_querying_the_index_follows_it_all(tmp_pat
     assert counts.problems == []
     assert sum(n for what, n in counts.cortex.items() if what.startswith(("cortex query", "cortex status"))) >= 5
     assert counts.cortex["watcher answers with paths"] >= 5  # asked through the watcher, not git
+
+
+def test_two_machines_sharing_a_remote_beside_a_person_converge_and_lose_nothing(tmp_path):
+    counts = soak(tmp_path / "vault", seconds=20, seed=7, remote=True)
+    assert counts.problems == []
+    assert counts.cortex["teammate: observations"] >= 20  # the other machine's memories reached this one
+    assert sum(n for what, n in counts.cortex.items() if what.startswith("cortex sync exit 0")) >= 1

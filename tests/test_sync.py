@@ -393,3 +393,37 @@ def test_a_sync_killed_while_git_wrote_the_working_files_is_finished_by_the_next
     assert (a / shared).read_text() == person  # the person's edit, untouched
     assert git(a, "status", "--porcelain", "--untracked-files=no").split() == ["M", shared]
     assert not (a / ".git" / "cortex-move").exists()
+
+
+def test_a_commit_made_while_the_sync_moves_head_is_merged_too(tmp_path, monkeypatch):
+    """A person's commit lands between the sync's merge and its move of HEAD: the move is
+    refused (HEAD is not what the merge was made on) and the sync merges again, with the
+    person's commit in it, rather than failing with 'run cortex sync again'."""
+    from cortex.gitrepo import GitRepo
+    from cortex.sync import sync as sync_vault
+    from cortex.vault import Vault
+
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(b, BODY)
+    cx(b, "run")
+    sync(b)  # the remote moves on
+    write(a, "The queue drains in 5 seconds.")
+    cx(a, "run")  # and so does a: the sync makes a merge
+    real, landed = GitRepo.move_tree, []
+
+    def a_person_commits_first(self, old, new, reason):
+        if not landed:
+            (a / "people.md").write_text("A person's note.\n")
+            git(a, "add", "people.md")
+            git(a, "commit", "-q", "--no-verify", "-m", "a person's commit")
+            landed.append(git(a, "rev-parse", "HEAD").strip())
+        return real(self, old, new, reason)
+
+    monkeypatch.setattr(GitRepo, "move_tree", a_person_commits_first)
+    report = sync_vault(Vault.discover(a))
+    assert report.integrated == "merge" and report.pushed and landed
+    git(a, "merge-base", "--is-ancestor", landed[0], "HEAD")  # the person's commit is in the history
+    assert (a / "people.md").read_text() == "A person's note.\n"
+    assert git(a, "status", "--porcelain") == ""
+    assert [t for t in active(a).values() if BODY in t]  # and the remote's note
+    fsck(a)
