@@ -27,8 +27,8 @@ from typing import Callable, Iterable, Sequence
 
 from cortex.fsutil import atomic_write
 from cortex.layout import (
-    UnreadableNote, case_twins, in_partition, is_note_path, is_other_repository, link_on_path, read_note_bytes,
-    reserved_part, write_cache,
+    UnreadableNote, case_twins, in_partition, is_markdown, is_note_path, is_other_repository, link_on_path,
+    read_note_bytes, reserved_part, unprintable_name, write_cache,
 )
 from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
@@ -73,6 +73,7 @@ class HookVault:
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root).resolve()
+        self.misnamed: list[str] = []  # set by note_blobs
 
     @classmethod
     def around(cls, start: str | os.PathLike | None = None) -> "HookVault":
@@ -187,10 +188,13 @@ class HookVault:
                         paths[path] = None
             return paths
         blobs: dict[str, str | None] = {}
+        self.misnamed = []  # markdown files no note may be named as (`unprintable_name`)
         for entry in raw.decode("utf-8", "surrogateescape").split("\0"):
             meta, _, path = entry.partition("\t")
             if is_note_path(path) and not meta.startswith("160000"):  # a submodule is no note
                 blobs.setdefault(path, meta.split(" ")[1] if " " in meta else None)
+            elif is_markdown(path) and unprintable_name(path) and path not in self.misnamed:
+                self.misnamed.append(path)
         return blobs
 
     def id_index(self, blobs: dict[str, str | None], known: dict[str, str]) -> IdIndex:
@@ -314,6 +318,9 @@ def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]
     chosen = []
     for name in files:
         rel = vault.relpath(name)
+        if rel is not None and is_markdown(rel) and unprintable_name(rel):
+            report.problems.append(_misnamed(rel))
+            continue
         if rel is None or not is_note_path(rel):
             continue  # not a note: other hooks' business
         link = link_on_path(vault.root, rel)
@@ -325,6 +332,11 @@ def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]
             continue
         chosen.append(rel)
     return list(dict.fromkeys(chosen))
+
+
+def _misnamed(rel: str) -> Problem:
+    return Problem(repr(rel)[1:-1], 1, "a control character (line break, tab) in the file name",
+                   "rename it: Windows cannot hold such a name, and no note may carry one")
 
 
 def _portable(paths: list[str], names: Iterable[str]) -> list[Problem]:
@@ -360,6 +372,7 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
     vault = HookVault(root) if root is not None else HookVault.around()
     report = Report()
     blobs = vault.note_blobs() if all_notes else None
+    report.problems += [_misnamed(rel) for rel in vault.misnamed]
     paths = _existing(vault, blobs, report) if blobs is not None else _select(vault, files, report)
     if not paths:
         return report

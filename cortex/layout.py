@@ -22,12 +22,25 @@ NOT_NOTES = frozenset({"observer"})
 
 def is_note_path(path: str) -> bool:
     """Whether a repository path (relative, posix) is a note: any markdown file except
-    under ``observer/`` or a dot folder. What ``.gitignore`` excludes is left out by the
-    callers, which list files through git."""
+    under ``observer/`` or a dot folder, and not one whose name holds a control character
+    (`unprintable_name`). What ``.gitignore`` excludes is left out by the callers, which
+    list files through git."""
+    return is_markdown(path) and not unprintable_name(path)
+
+
+def is_markdown(path: str) -> bool:
+    """A markdown file where notes live (not under ``observer/`` nor a dot folder),
+    whatever its name holds: what the hook looks at, to refuse what is no note."""
     if not path.endswith(".md"):
         return False
     parts = path.split("/")
     return parts[0] not in NOT_NOTES and not any(p.startswith(".") or not p for p in parts)
+
+
+def unprintable_name(path: str) -> bool:
+    """A line break, tab or other control character in the path: no note may be named so
+    (Windows cannot hold the file, and cortex lists notes one name per line)."""
+    return any(ord(c) < 32 or ord(c) == 127 for c in path)
 
 
 def in_partition(path: str) -> bool:

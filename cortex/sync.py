@@ -432,14 +432,14 @@ def _incoming_problems(root: Path, before: str | None, after: str | None) -> dic
     checks, with what each fails. Every commit made here passed the hooks; one made on
     another machine with ``--no-verify`` reaches this vault only through a sync."""
     from cortex.hooks import validate
-    from cortex.layout import is_note_path
+    from cortex.layout import is_markdown
 
     if before is None or after is None:
         return {}
     res = gitcli.run(root, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", before, after)
     if not res.ok:
         return {}
-    paths = [p for p in res.out.split("\0") if p and is_note_path(p)][:CHECK_INCOMING]
+    paths = [p for p in res.out.split("\0") if p and is_markdown(p)][:CHECK_INCOMING]  # a misnamed one is named too
     if not paths:
         return {}
     out: dict[str, list[str]] = {}

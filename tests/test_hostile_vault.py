@@ -306,3 +306,23 @@ def test_notes_the_hook_refuses_but_a_commit_brought_stop_no_command(vault):
         assert result.returncode in (0, 1), (argv, result.returncode, result.stderr)
     assert cortex("query", "staging database", "--json", cwd=vault.root).returncode == 0  # the run's note is there
     assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_file_name_with_a_line_break_or_tab_is_refused_and_never_breaks_the_index(vault):
+    """The search index lists notes one path per line: a name with a line break once made
+    its vector store unreadable, and every query crashed."""
+    for name in ("new\nline.md", "tab\tname.md", "emoji 💥 name.md"):
+        (vault.root / name).write_text(f"A person's note named {name!r} about the harbour crane.\n", encoding="utf-8")
+    done = _commit_all(vault.root)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "new\\nline.md:1: a control character (line break, tab) in the file name" in said, said
+    assert "tab\\tname.md" in said and "emoji" not in said
+    assert _commit_all(vault.root, "hooks skipped", verify=False).returncode == 0
+    append_lines(vault, observation())
+    for argv in (("run",), ("index",), ("status",), ("maintain", "--force")):
+        result = cortex(*argv, cwd=vault.root)
+        assert result.returncode == 0, (argv, result.stderr)
+    found = cortex("query", "harbour crane", "--json", cwd=vault.root)
+    assert [r["path"] for r in json.loads(found.stdout)["results"]] == ["emoji 💥 name.md"]
+    checked = cortex("validate", "--all", cwd=vault.root)
+    assert checked.returncode == 1 and checked.stdout.count("a control character") == 2
