@@ -289,6 +289,7 @@ MALFORMED = {
     "mind/lessons/entities-a-date.md": "---\ntype: lesson\nentities: 2026-11-27T10:00:00Z\n---\nEntities given as a date.\n",
     "vault/decisions/entities-a-map.md": "---\ntype: decision\nentities: {a: 1}\ntags: 7\n---\nEntities given as a map.\n",
     "Daily notes/loose.md": "---\ntags:\n  - [nested]\nentities: yes\n---\nA person's note, odd properties.\n",
+    "mind/facts/infinite.md": "---\ntype: fact\naliases:\n  - endless\nreinforced: .inf\nimportance: .nan\n---\nCounted without end.\n",
 }
 
 

@@ -9,6 +9,7 @@ listed again and only the changed notes parsed again.
 
 from __future__ import annotations
 
+import math
 import json
 import re
 from dataclasses import dataclass
@@ -211,13 +212,16 @@ def describe(data: bytes) -> dict[str, Any]:
             entities.append([str(item["name"]), str(item.get("type") or "")])
         elif isinstance(item, str) and item:
             entities.append([item, ""])
+    # a person may write anything: .inf, .nan, a word (a value that is no number counts as none)
     try:
         importance = float(meta["importance"]) if meta.get("importance") is not None else None
     except (TypeError, ValueError):
         importance = None
+    if importance is not None and not math.isfinite(importance):
+        importance = None
     try:
-        reinforced = int(meta.get("reinforced") or 0)
-    except (TypeError, ValueError):
+        reinforced = max(0, int(meta.get("reinforced") or 0))
+    except (TypeError, ValueError, OverflowError):
         reinforced = 0
     body = body.strip()
     return {

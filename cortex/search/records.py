@@ -105,9 +105,10 @@ def _iso(value: Any) -> str:
 
 def _score(value: Any, default: float) -> float:
     try:
-        return max(0.0, min(1.0, float(value)))
+        number = float(value)
     except (TypeError, ValueError):
         return default
+    return default if number != number else max(0.0, min(1.0, number))  # NaN (`.nan` in YAML): no score
 
 
 def _names(values: Any, key: str | None = None) -> tuple[str, ...]:
