@@ -28,7 +28,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write to a temp file in the same folder, fsync, rename over ``path``: readers (and
     a process killed meanwhile) see old or new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(_temp_name(path.name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         os.fchmod(fd, mode)  # exactly: a rewritten note keeps its mode whatever the umask
@@ -40,6 +40,17 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         os.close(fd)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+
+
+def _temp_name(name: str) -> str:
+    """``.NAME.PID.tmp``: beside the file, hidden, named after it; a name near the file
+    system's 255-byte limit (a person's long note title) is named by its digest instead."""
+    tmp = f".{name}.{os.getpid()}.tmp"
+    if len(tmp.encode("utf-8", "surrogateescape")) <= 255:
+        return tmp
+    import hashlib
+
+    return f".{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:24]}.{os.getpid()}.tmp"
 
 
 def atomic_write_json(path: Path, obj: Any, mode: int = 0o600) -> None:

@@ -327,3 +327,16 @@ def test_a_file_name_with_a_line_break_or_tab_is_refused_and_never_breaks_the_in
     assert [r["path"] for r in json.loads(found.stdout)["results"]] == ["emoji 💥 name.md"]
     checked = cortex("validate", "--all", cwd=vault.root)
     assert checked.returncode == 1 and checked.stdout.count("a control character") == 2
+
+
+def test_a_note_named_at_the_file_systems_limit_is_completed_not_crashed_on(vault):
+    """A person's note whose name is near 255 bytes: the hook's completion writes a temp
+    file beside it, whose name once ran over the limit (a traceback, the commit refused)."""
+    rel = "mind/facts/" + "Crane maintenance log " + "L" * 225 + ".md"
+    assert len(rel.rsplit("/", 1)[1].encode()) == 250
+    (vault.root / rel).write_text("The crane 4 brake pads were replaced.\n", encoding="utf-8")
+    done = _commit_all(vault.root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert git(vault.root, "show", f"HEAD:{rel}").startswith("---\nid: ")  # completed, and committed
+    assert not [p for p in (vault.root / "mind" / "facts").iterdir() if p.name.endswith(".tmp")]
