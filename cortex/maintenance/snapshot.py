@@ -9,8 +9,8 @@ listed again and only the changed notes parsed again.
 
 from __future__ import annotations
 
-import math
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
