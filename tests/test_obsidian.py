@@ -269,13 +269,19 @@ def test_committing_named_paths_fixes_and_asks_for_a_second_commit(vault):
     assert vault.git("status", "--porcelain").stdout == ""
 
 
-def test_cortex_notes_carry_a_readable_name_and_the_brief_stays_out_of_searches(tmp_path):
+def terminal_vault(tmp_path) -> Vault:
+    """A fresh vault used from a terminal (the virtualenv on PATH) by git and cortex alike."""
     home = tmp_path / "home"
     home.mkdir()
     env = _env(home, f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     root = tmp_path / "notes"
     subprocess.run([CORTEX, "init", str(root)], env=env, check=True, capture_output=True)
-    vault = Vault(root, env, env)
+    return Vault(root, env, env)
+
+
+def test_cortex_notes_carry_a_readable_name_and_the_brief_stays_out_of_searches(tmp_path):
+    vault = terminal_vault(tmp_path)
+    root = vault.root
     vault.write("standup.md", "Talked about the ledger migration. #ledger\n")
     assert vault.save("mine").returncode == 0
     body = "The ledger runs on Postgres 16 in the Frankfurt region."
@@ -304,12 +310,8 @@ def test_renaming_an_edited_memory_keeps_what_it_remembers(tmp_path):
     """Obsidian renames a note when its title is edited: git sees the old path deleted and
     a new one added. The note keeps its `source_hash` (the observation it came from), so
     the agent saying the same thing again still reinforces it rather than making a twin."""
-    home = tmp_path / "home"
-    home.mkdir()
-    env = _env(home, f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    root = tmp_path / "notes"
-    subprocess.run([CORTEX, "init", str(root)], env=env, check=True, capture_output=True)
-    vault = Vault(root, env, env)
+    vault = terminal_vault(tmp_path)
+    root = vault.root
     said = "The night shift lead at quay 3 is Ingrid Quist."
     assert vault.cortex("write", "--type", "fact", "--body", said).returncode == 0
     assert vault.cortex("run").returncode == 0
