@@ -11,7 +11,10 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
   sends a duplicate (``mind/archive/`` with ``merged_into``), or, in the permanent
   ``vault/`` partition that has no archive, is removed (its id lives on in ``merged_from``);
 - a memory reinforced on one machine and archived on the other: the driver drops the
-  archive fields, and the file comes back out of ``mind/archive/`` to its folder.
+  archive fields, and the file comes back out of ``mind/archive/`` to its folder;
+- a memory forgotten or replaced on one machine (``taxonomy.DELIBERATE_ARCHIVE``) and
+  memorized anew on another before it heard: the new note folds into the archived one,
+  which stays archived.
 
 ``plan_settle`` is pure over a HEAD snapshot; ``settle`` applies it in one crash-safe
 commit (``settle:``), for ``cortex sync`` after every merge, and after a person's plain
@@ -30,6 +33,7 @@ from cortex import counts
 from cortex.maintenance.base import JobContext, fold_into, unarchive_path
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import source_hash
+from cortex.taxonomy import DELIBERATE_ARCHIVE
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -64,15 +68,26 @@ def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | Non
     ``archive_text(note)``: the text of a note under ``mind/archive/``."""
     groups: dict[str, list[NoteInfo]] = {}
     revived = []
+    forgotten: dict[str, NoteInfo] = {}  # source_hash -> a note someone forgot or replaced
     for note in snapshot:
         if note.archived:
             if (changed is None or note.path in changed) and not note.broken \
                     and not _ARCHIVED_RE.search(archive_text(note)):
                 revived.append(note)
+            elif note.archive_reason in DELIBERATE_ARCHIVE and note.id and not note.broken:
+                forgotten.setdefault(note.source_hash, note)
         elif _eligible(note):
             groups.setdefault(note.source_hash, []).append(note)
     folds: dict[str, Fold] = {}
-    for notes in groups.values():
+    for source, notes in groups.items():
+        meant = forgotten.get(source)
+        if meant is not None:
+            # Memorized on another machine too, before it heard: the twin joins the note
+            # forgotten here, which stays archived (a person's own note stays apart).
+            twins = tuple(n for n in notes if not n.locked and n.partition == "mind")
+            if twins and (changed is None or any(n.path in changed for n in (meant, *twins))):
+                folds[meant.path] = Fold(meant, twins)
+            continue
         if len(notes) < 2 or (changed is not None and not any(n.path in changed for n in notes)):
             continue
         if any(n.locked for n in notes):
@@ -150,9 +165,11 @@ def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
         changes.update(folded)
         lines += [f"{keep.path} — {keep.title} (counts the repeats of {n.path}, merged into it elsewhere)"
                   for n in fold.absorbed]
-        lines += [f"{o.path} → {keep.path} — {o.title} (the same memory from another machine)" for o in fold.others]
+        why = f"{keep.archive_reason} here: it stays archived" if keep.archived else "the same memory from another machine"
+        lines += [f"{o.path} → {keep.path} — {o.title} ({why})" for o in fold.others]
         items.append({"kept": keep.path, "folded": [o.path for o in fold.others], "reinforced": count.total,
-                      **({"counted": [n.path for n in fold.absorbed]} if fold.absorbed else {})})
+                      **({"counted": [n.path for n in fold.absorbed]} if fold.absorbed else {}),
+                      **({"stays_archived": keep.archive_reason} if keep.archived else {})})
     if changes:
         head_line = f"settle: {len(lines)} note{'' if len(lines) == 1 else 's'} after a sync"
         ctx.commit(JOB, changes, head_line + "\n\n" + "\n".join(lines) + "\n")

@@ -427,3 +427,29 @@ def test_a_commit_made_while_the_sync_moves_head_is_merged_too(tmp_path, monkeyp
     assert git(a, "status", "--porcelain") == ""
     assert [t for t in active(a).values() if BODY in t]  # and the remote's note
     fsck(a)
+
+
+def test_forgotten_on_one_machine_memorized_anew_on_the_other_stays_forgotten(tmp_path):
+    """Machine b's agent memorizes a fact on its own (another day: another note) before it
+    hears that a person on a forgot it: the sync folds b's note into the forgotten one,
+    which stays archived, instead of leaving the wrong memory alive through its twin."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY, timestamp="2026-02-16T10:00:00Z")
+    cx(a, "run")
+    path = next(p for p, t in active(a).items() if BODY in t)
+    assert cx(a, "forget", path, "--reason", "moved to MySQL").returncode == 0
+    sync(a)
+    write(b, BODY, timestamp="2026-02-18T10:00:00Z")
+    cx(b, "run")
+    twin = next(p for p, t in active(b).items() if BODY in t)
+    done = sync(b, "--json")
+    settled = json.loads(done.stdout)["settled"]
+    assert settled and settled[0]["folded"] == [twin] and settled[0]["stays_archived"] == "forgotten"
+    converge(a, b)
+    for machine in (a, b):
+        assert not [p for p, t in active(machine).items() if BODY in t]
+        kept = [(p, t) for p, t in notes(machine).items() if BODY in t and field(t, "archive_reason") == "forgotten"]
+        assert len(kept) == 1 and field(kept[0][1], "reinforced") == "1"  # b's memorization counted once
+        fsck(machine)
+    cx(b, "validate", "--all")
+    assert cx(b, "query", "ledger Postgres production", check=False).returncode == 1

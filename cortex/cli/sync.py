@@ -17,7 +17,10 @@ def render_sync(report) -> str:
     if r.recovered:
         lines.append(f"  finished first: interrupted {', '.join(r.recovered)}")
     for item in r.settled:
-        if "kept" in item:
+        if "kept" in item and item.get("stays_archived"):
+            lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, "
+                         f"{item['stays_archived']} here: it stays archived)")
+        elif "kept" in item:
             lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, reinforced {item['reinforced']})")
         else:
             lines.append(f"  settled  {item['revived']} → {item['to']} (reinforced elsewhere: not archived)")
