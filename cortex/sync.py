@@ -271,18 +271,20 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> str:
 
     root = vault.root
     ensure_driver(root)  # a clone that skipped `cortex init` still merges notes cortex's way
-    res = gitcli.run(root, "merge-tree", "--write-tree", "--name-only", head, tip)
+    # -z: names as they are ("Café.md", not git's quoted "Caf\303\251.md"), NUL-separated:
+    # the tree, the conflicted files, an empty field, then git's messages
+    res = gitcli.run(root, "merge-tree", "--write-tree", "--name-only", "-z", head, tip)
     if res.code not in (0, 1):
         raise SyncError(f"git merge-tree failed: {res.err.strip()}")
-    lines = res.out.splitlines()
-    tree = lines[0].strip()
+    fields = res.out.split("\0")
+    tree = fields[0].strip()
     if res.code == 1:
         paths = []
-        for line in lines[1:]:
-            if not line.strip():
+        for name in fields[1:]:
+            if not name:
                 break
-            if line not in paths:
-                paths.append(line)
+            if name not in paths:
+                paths.append(name)
         raise Conflict(
             f"both sides changed {len(paths)} file(s) in ways only a person can settle: {', '.join(paths)}",
             f"nothing was changed here. Run `git merge {remote_ref}`, edit the files above (keep what is right, "

@@ -208,6 +208,23 @@ def test_both_machines_rewriting_one_body_stops_with_the_file_and_the_command(tm
     cx(a, "validate", "--all")
 
 
+def test_a_conflict_names_a_note_with_accents_as_it_is_named(tmp_path):
+    """git quotes such a name in its listings ("Caf\\303\\251 notes.md"): the message and
+    --json give the name a person sees in Obsidian."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    rel = "Café notes/Gîte über Ærø.md"
+    (a / rel).parent.mkdir()
+    person_commit(a, rel, "Le café ouvre à 7h.\n", "café")
+    converge(a, b)
+    for m, hour in ((a, "8h"), (b, "9h")):
+        person_commit(m, rel, f"Le café ouvre à {hour}.\n", f"edit on {m.name}")
+    sync(a)
+    done = sync(b, "--json", check=False)
+    assert done.returncode == 1 and json.loads(done.stdout)["paths"] == [rel]
+    said = sync(b, check=False)
+    assert said.returncode == 1 and f"settle: {rel}" in said.stderr, said.stderr
+
+
 def test_a_persons_uncommitted_edit_is_never_touched(tmp_path):
     a, b, rel = shared_note(tmp_path)
     _reinforce(a, BODY, "2026-03-01T10:00:00Z")
