@@ -269,8 +269,8 @@ class HookVault:
         staged as moved (Obsidian renames the file when a person retitles a note) is the
         note it was: its text at the old path, so it keeps its ``source_hash``."""
         data = _git_output(self.root, "cat-file", "blob", f"HEAD:{rel}")
-        if data is None and rel in self.renamed():
-            data = _git_output(self.root, "cat-file", "blob", f"HEAD:{self.renamed()[rel]}")
+        if data is None and (old := self.renamed().get(rel)) is not None:
+            data = _git_output(self.root, "cat-file", "blob", f"HEAD:{old}")
         return None if data is None else data.decode("utf-8", "replace")
 
     def renamed(self) -> dict[str, str]:

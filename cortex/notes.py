@@ -139,13 +139,14 @@ def wikilink(name: str) -> str:
     return f"[[{clean}]]"
 
 
-# [[target]], [[target#heading]], [[target^block]], [[target|shown text]]
-WIKILINK_RE = re.compile(r"\[\[([^\]\[|#^]+)(?:[#^][^\]\[|]*)?(?:\|[^\]\[]*)?\]\]")
+# [[target]], [[target#heading]], [[target^block]], [[target|shown text]]: group 1 the
+# target (empty in a bare [[]]), group 2 the shown text when given
+WIKILINK_RE = re.compile(r"\[\[([^\]\[|#^]*)(?:[#^][^\]\[|]*)?(?:\|([^\]\[]*))?\]\]")
 
 
 def wikilinks(text: str) -> list[str]:
     """The targets of the Obsidian links in ``text``, whitespace collapsed."""
-    return [" ".join(m.group(1).split()) for m in WIKILINK_RE.finditer(text)]
+    return [name for m in WIKILINK_RE.finditer(text) if (name := " ".join(m.group(1).split()))]
 
 
 @dataclass(frozen=True)

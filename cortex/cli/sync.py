@@ -17,11 +17,10 @@ def render_sync(report) -> str:
     if r.recovered:
         lines.append(f"  finished first: interrupted {', '.join(r.recovered)}")
     for item in r.settled:
-        if "kept" in item and item.get("stays_archived"):
-            lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, "
-                         f"{item['stays_archived']} here: it stays archived)")
-        elif "kept" in item:
-            lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, reinforced {item['reinforced']})")
+        if "kept" in item:
+            kept = (f"{item['stays_archived']} here: it stays archived" if item.get("stays_archived")
+                    else f"reinforced {item['reinforced']}")
+            lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, {kept})")
         else:
             lines.append(f"  settled  {item['revived']} → {item['to']} (reinforced elsewhere: not archived)")
     if r.push_attempts > 1:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from cortex.notes import inline_tags
+from cortex.notes import WIKILINK_RE, inline_tags
 from cortex.taxonomy import ARCHIVE, Taxonomy
 
 # The on-disk layout of .cortex/search/; an index of another format is rebuilt.
@@ -25,16 +25,15 @@ LIST_SEP = "\x1f"
 SNIPPET_CHARS = 300
 
 # Markdown a person writes that reads as noise in a one-line excerpt: a heading's #s, a
-# quote's or callout's > and [!kind] at the start of a line; an Obsidian link reads as
+# quote's or callout's > and [!kind] at the start of a line. An Obsidian link reads as
 # the text it shows ([[Tide Gauge|the gauge]] -> the gauge, [[Tide Gauge#Power]] -> Tide Gauge).
 _LINE_MARKUP = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:\[![^\]\n]*\][+-]?[ \t]*)?(?:#{1,6}[ \t]+)?", re.M)
-_SHOWN_LINK = re.compile(r"\[\[([^\]\[|#^]*)[^\]\[|]*(?:\|([^\]\[]*))?\]\]")
 
 
 def snippet_of(body: str) -> str:
     """The start of a note's body as one line of reading text, at most SNIPPET_CHARS."""
     head = _LINE_MARKUP.sub("", body[: SNIPPET_CHARS * 2])
-    head = _SHOWN_LINK.sub(lambda m: m.group(2) or m.group(1), head)
+    head = WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), head)
     return " ".join(head.split())[:SNIPPET_CHARS]
 
 
