@@ -26,6 +26,7 @@ class HashIndex:
         self.paths: set[str] = set()
         self._at_head: dict[str, tuple[str, str] | None] = {}  # the cache's answers, asked in advance
         self._head_paths: dict[str, bool] = {}
+        self._deleted: dict[str, str | None] = {}
 
     def load(self) -> "HashIndex":
         self.cache.sync()
@@ -46,6 +47,8 @@ class HashIndex:
         self._at_head.update({h: _as_hit(found[h]) if h in found else None for h in hashes})
         present = self.cache.present(list(paths))
         self._head_paths.update({p: p in present for p in paths})
+        gone = self.cache.deleted([h for h in hashes if h not in found])
+        self._deleted.update({h: gone.get(h) for h in hashes if h not in found})
 
     def lookup(self, hash_hex: str) -> tuple[str, str] | None:
         if hash_hex in self._at_head:
@@ -54,6 +57,14 @@ class HashIndex:
             found = self.cache.by_hash(hash_hex, PARTITIONS)
             hit = _as_hit(found) if found is not None else None
         return hit or self.by_hash.get(hash_hex)
+
+    def deleted(self, hash_hex: str) -> str | None:
+        """The path a commit deleted this hash's note from, when no note carries it since."""
+        if hash_hex in self.by_hash:
+            return None
+        if hash_hex not in self._deleted:
+            self._deleted[hash_hex] = self.cache.deleted([hash_hex]).get(hash_hex)
+        return self._deleted[hash_hex]
 
     def path_taken(self, path: str) -> bool:
         if path in self.paths:

@@ -1,7 +1,10 @@
 """What HEAD's notes are, kept in a derived cache that follows HEAD.
 
 ``.cortex/head.sqlite`` holds one row per note at HEAD (path, blob, id, declared type,
-source hash) and a count per folder and type, with the commit it describes. Whoever needs
+source hash) and a count per folder and type, with the commit it describes; and the
+source hashes of the notes a commit in HEAD's history deleted, which no note at HEAD
+carries any more (a person's "not this": ``cortex run`` holds a repeat of one, see
+``deleted``). Whoever needs
 it first after HEAD moved — a person's commit, ``cortex run``, a maintenance job, a
 ``git pull`` — brings it up to date by diffing the old HEAD's tree against the new one
 (``git diff`` of the two trees, which skips unchanged folders) and reading only the blobs that
@@ -24,7 +27,7 @@ from typing import Iterator
 
 from cortex.layout import is_note_path
 
-FORMAT = 2
+FORMAT = 3
 FILE = "head.sqlite"
 _HASH_RE = re.compile(rb"^source_hash:\s*[\"']?([0-9a-f]{64})", re.M)
 _ID_RE = re.compile(rb"^id:\s*[\"']?([0-9a-f-]{36})", re.M)
@@ -37,6 +40,7 @@ CREATE INDEX IF NOT EXISTS notes_folded ON notes (folded);
 CREATE INDEX IF NOT EXISTS notes_id ON notes (id);
 CREATE INDEX IF NOT EXISTS notes_hash ON notes (hash);
 CREATE TABLE IF NOT EXISTS counts (folder TEXT NOT NULL, type TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (folder, type));
+CREATE TABLE IF NOT EXISTS deleted (hash TEXT PRIMARY KEY, path TEXT NOT NULL);
 CREATE TRIGGER IF NOT EXISTS notes_in AFTER INSERT ON notes BEGIN
   INSERT INTO counts VALUES (new.folder, coalesce(new.type, ''), 1)
   ON CONFLICT (folder, type) DO UPDATE SET n = n + 1;
@@ -92,7 +96,7 @@ def head_commit(root: Path) -> str | None:
     return out.decode().strip() if out else None
 
 
-def _read_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
+def read_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
     """Blob contents by id, in one ``git cat-file --batch``."""
     if not oids:
         return {}
@@ -170,9 +174,15 @@ class HeadCache:
                 if changes is None:
                     db.execute("DELETE FROM notes")
                     db.execute("DELETE FROM counts")
-                    changes = self._listing(head)
+                    db.execute("DELETE FROM deleted")
+                    self._apply(db, self._listing(head))
+                    self._record_deleted(db, self._deletions(head))
                     self.rebuilt = True
-                self._apply(db, changes)
+                else:
+                    self._apply(db, changes)
+                    # the commits', not the two trees': a note cortex wrote and a person
+                    # deleted since the cache last looked is in neither tree
+                    self._record_deleted(db, self._deletions(f"{old}..{head}") if head else {})
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (head or "",))
             db.execute("COMMIT")
         except BaseException:
@@ -204,13 +214,47 @@ class HeadCache:
         return None if out is None else list(_raw_changes(out))
 
     def _apply(self, db: sqlite3.Connection, changes: list[tuple[str, str | None]]) -> None:
-        contents = _read_blobs(self.root, sorted({b for _, b in changes if b}))
+        contents = read_blobs(self.root, sorted({b for _, b in changes if b}))
         for path, blob in changes:
             db.execute("DELETE FROM notes WHERE path = ?", (path,))
             if blob is not None:
                 ident, type_, hash_hex = fields(contents[blob])
                 db.execute("INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (path, blob, ident, type_, hash_hex, folder_of(path), path.lower()))
+                db.execute("DELETE FROM deleted WHERE hash = ?", (hash_hex,))  # back (a revert, a re-add)
+
+    @staticmethod
+    def _record_deleted(db: sqlite3.Connection, removed: dict[str, str]) -> None:
+        """Of the notes removed ({hash: path}), those no note at HEAD still carries: a
+        move or an archive keeps its hash at another path, a deletion does not."""
+        db.executemany("INSERT OR REPLACE INTO deleted VALUES (?, ?)",
+                       [(h, path) for h, path in removed.items()
+                        if db.execute("SELECT 1 FROM notes WHERE hash = ?", (h,)).fetchone() is None])
+
+    def _deletions(self, commits: str | None) -> dict[str, str]:
+        """{source hash: path} of the notes deleted by ``commits`` (HEAD's whole history
+        when the cache is rebuilt: it forgets nothing a person deleted; ``old..new`` when
+        it follows HEAD), the latest deletion of a hash first. One ``git log`` of the
+        deletions (a checkout or a reset brings no commit that deleted anything), then
+        their blobs in one batch; a move or an archive is not one (``_record_deleted``)."""
+        if commits is None:
+            return {}
+        out = _git(self.root, "log", "-z", "--no-renames", "--diff-filter=D", "--raw", "--no-abbrev",
+                   "--format=tformat:%x01", commits, "--")
+        if out is None:
+            raise OSError("git log failed")
+        from cortex.gitcli import raw_diff
+
+        deleted: list[tuple[str, str]] = []  # (path, blob), newest commit first
+        for chunk in out.split(b"\x01")[1:]:
+            for path, ((_, blob), _) in raw_diff(chunk.lstrip(b"\0\n")).items():
+                if is_note_path(path):
+                    deleted.append((path, blob))
+        contents = read_blobs(self.root, sorted({b for _, b in deleted}))
+        found: dict[str, str] = {}
+        for path, blob in deleted:
+            found.setdefault(identify(contents[blob])[0], path)
+        return found
 
     def close(self) -> None:
         if self._db is not None:
@@ -266,6 +310,15 @@ class HeadCache:
         rows = self._connect().execute("SELECT path FROM notes WHERE path >= ? AND path < ?",
                                        (folder + "/", folder + "0"))  # "0" follows "/"
         return [r[0] for r in rows]
+
+    def deleted(self, hashes: list[str]) -> dict[str, str]:
+        """{source hash: the path it was deleted from} of those of ``hashes`` whose note
+        a commit deleted, no note at HEAD carrying them since."""
+        found: dict[str, str] = {}
+        for part in _slices(sorted(set(hashes))):
+            found.update(self._connect().execute(
+                f"SELECT hash, path FROM deleted WHERE hash IN ({','.join('?' * len(part))})", part))
+        return found
 
     def has_path(self, path: str) -> bool:
         return self._connect().execute("SELECT 1 FROM notes WHERE path = ?", (path,)).fetchone() is not None

@@ -9,18 +9,21 @@ from datetime import datetime
 from typing import Any
 
 
+HELD_REASONS = ("parse", "schema", "injection", "untrusted", "unsafe_path", "deleted")  # quarantined, with the line
+
+
 @dataclass(frozen=True)
 class Rejection:
     """A line that will not become a note. ``held`` lines go to the quarantine;
     the others (below threshold, untrusted-and-dropped) to the skipped log."""
 
-    reason: str  # parse | schema | injection | untrusted | unsafe_path | below_threshold | dropped
+    reason: str  # parse | schema | injection | untrusted | unsafe_path | deleted | below_threshold | dropped
     detail: str
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def held(self) -> bool:
-        return self.reason in ("parse", "schema", "injection", "untrusted", "unsafe_path")
+        return self.reason in HELD_REASONS
 
 
 @dataclass(frozen=True)

@@ -260,3 +260,56 @@ def test_a_forget_killed_before_its_commit_is_undone_and_done_once(vault, step):
     assert target.startswith("mind/archive/") and (vault.root / target).is_file()
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
     assert len([p for p in git(vault.root, "ls-files", "mind/archive").split() if p]) == 1
+
+
+def _run(vault, *bodies):
+    append_lines(vault, *(observation(body=b, type="fact") for b in bodies))
+    done = cortex("--vault", str(vault.root), "run", "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _person_deletes(vault, path, message="this one is wrong"):
+    git(vault.root, "rm", "-q", path)
+    git(vault.root, "commit", "-q", "-m", message)  # through the hooks
+
+
+def test_a_memory_a_person_deleted_is_held_when_an_agent_says_it_again(vault):
+    memorize(vault, OLD, NEW)
+    old, new = note_of(vault, OLD), note_of(vault, NEW)
+    _person_deletes(vault, old["path"])
+
+    report = _run(vault, OLD, NEW)
+    assert (report["memorized"], report["reinforced"], report["quarantined"]) == (0, 1, {"deleted": 1})
+    assert not (vault.root / old["path"]).exists() and OLD not in git(vault.root, "grep", "-h", "standup", "HEAD", check=False)
+    held = json.loads(cortex("--vault", str(vault.root), "quarantine", "list", "--reason", "deleted", "--json").stdout)
+    assert len(held) == 1 and old["path"] in held[0]["detail"] and OLD in held[0]["line"]
+
+    # The cache that knows it is derived: deleted, it is rebuilt from git's history.
+    for stale in (vault.root / ".cortex").glob("head.sqlite*"):
+        stale.unlink()
+    assert _run(vault, OLD)["quarantined"] == {"deleted": 1}
+
+    # The person changes their mind: a promoted line is memorized, and counted after that.
+    done = cortex("--vault", str(vault.root), "quarantine", "promote", held[0]["id"], "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["memorized"] == 1, done.stderr
+    assert _run(vault, OLD)["reinforced"] == 1
+    assert new["path"] in found(vault)
+
+
+def test_a_note_gone_by_a_move_a_checkout_or_a_revert_is_not_taken_for_deleted(vault):
+    memorize(vault, OLD)
+    old = note_of(vault, OLD)
+    start = git(vault.root, "rev-list", "--max-parents=0", "HEAD").strip()
+    moved = "mind/facts/standups.md"
+    git(vault.root, "mv", old["path"], moved)
+    git(vault.root, "commit", "-q", "-m", "a better name")
+    assert _run(vault, OLD)["reinforced"] == 1  # moved, not deleted
+
+    _person_deletes(vault, moved)
+    git(vault.root, "revert", "--no-edit", "HEAD")  # undone: the memory is back
+    assert _run(vault, OLD)["reinforced"] == 1
+
+    git(vault.root, "switch", "-q", "-c", "before-any-memory", start)  # a line of history without it
+    report = _run(vault, OLD)
+    assert report["memorized"] == 1 and report["quarantined"] == {}

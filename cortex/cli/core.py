@@ -10,6 +10,7 @@ from typing import List, Optional, TYPE_CHECKING
 import typer
 
 from cortex.cli.app import JSON_HELP, app, emit_json, emit_jsonl, info, open_vault
+from cortex.model import HELD_REASONS
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -283,11 +284,11 @@ app.add_typer(quarantine_app, name="quarantine")
 def quarantine_list(
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
     jsonl: bool = typer.Option(False, "--jsonl", help="One JSON object per line."),
-    reason: Optional[str] = typer.Option(None, metavar="parse|schema|injection|untrusted|unsafe_path", help="Only lines held for this reason."),
+    reason: Optional[str] = typer.Option(None, metavar="|".join(HELD_REASONS), help="Only lines held for this reason."),
 ) -> None:
     """Every held line: id, reason, and why."""
-    if reason not in (None, "parse", "schema", "injection", "untrusted", "unsafe_path"):
-        raise typer.BadParameter(f"--reason {reason!r}: use parse, schema, injection, untrusted or unsafe_path")
+    if reason is not None and reason not in HELD_REASONS:
+        raise typer.BadParameter(f"--reason {reason!r}: use {', '.join(HELD_REASONS[:-1])} or {HELD_REASONS[-1]}")
     entries = [e for e in open_vault().quarantine.entries() if reason is None or e.reason == reason]
     if json_:
         emit_json([{"id": e.short_id, **e.to_json()} for e in entries])

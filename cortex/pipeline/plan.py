@@ -37,6 +37,9 @@ class VaultView(Protocol):
     def path_taken(self, path: str) -> bool:
         ...
 
+    def deleted(self, hash_hex: str) -> str | None:  # -> the path a commit deleted its note from
+        ...
+
     def prefetch(self, hashes: list[str], paths: list[str]) -> None:  # many lookups asked at once
         ...
 
@@ -233,6 +236,14 @@ def settle(parts: list[Assessed], lines: Sequence[Line], buffer_id: str, ctx: Co
         if hit is not None:
             note_id, path = hit
             plan.reinforcements.append(Reinforcement(note_id, path, format_time(c.scored.obs.timestamp), c.key))
+            continue
+        gone = None if ctx.skip_trust else view.deleted(c.hash_hex)
+        if gone is not None:
+            # A person deleted this memory (in Obsidian, with git rm): an agent saying it
+            # again does not bring it back behind their back. Held, not dropped: a person
+            # who wants it after all promotes it.
+            reject(c.key, Rejection("deleted", f"this memory was deleted from {gone} in a commit (`git log -- '{gone}'` "
+                                    "says who and when); promote the line to memorize it again"))
             continue
         if c.directory in ctx.refused_dirs:
             why = Rejection("unsafe_path", f"{ctx.refused_dirs[c.directory]}; make {c.directory} a folder, "
