@@ -113,6 +113,22 @@ def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text[:200] else "\n"
 
 
+# What cortex's jobs write on a note: a repeat counted, a twin folded in, an archive.
+MAINTAINED = ("reinforced", "last_reinforced", "reinforced_tally", "merged_from", counts.KEY, *ARCHIVE_KEYS)
+
+
+def maintained_only(base: str, side: str) -> bool:
+    """Whether ``side`` differs from ``base`` only in what cortex's jobs maintain: nobody
+    changed what the note says (``cortex sync``: a note a person deleted on one side and
+    only counted on the other stays deleted)."""
+    try:
+        (ob, obody, _), (sb, sbody, _) = _split(base), _split(side)
+    except _Unmergeable:
+        return False
+    o, s = dict(ob), dict(sb)
+    return obody == sbody and all(o.get(k) == s.get(k) for k in {*o, *s} if k not in MAINTAINED)
+
+
 # --- the merge ----------------------------------------------------------------------------
 
 

@@ -253,51 +253,101 @@ def check_not_rewritten(root, last: str | None, tip: str | None, head: str, remo
     )
 
 
-def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str]:
-    """(how, new head): move HEAD, the index and the working tree to include ``tip``."""
+def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str, list[str]]:
+    """(how, new head, notes kept deleted): move HEAD, the index and the working tree to
+    include ``tip``."""
     root = vault.root
     if gitcli.is_ancestor(root, tip, head):
-        return "up to date", head
+        return "up to date", head, []
+    kept_deleted: list[str] = []
     if gitcli.is_ancestor(root, head, tip):
         how, new = "fast-forward", tip
     else:
-        how, new = "merge", _merge_commit(vault, head, tip, remote_ref)
+        how, (new, kept_deleted) = "merge", _merge_commit(vault, head, tip, remote_ref)
     _move(vault, head, new, f"cortex sync: {how} {remote_ref}")
-    return how, new
+    return how, new, kept_deleted
 
 
-def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> str:
+def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, list[str]]:
+    """The merge commit of ``head`` and ``tip``, and the notes it keeps deleted."""
     from cortex.mergedriver import ensure_driver
 
     root = vault.root
     ensure_driver(root)  # a clone that skipped `cortex init` still merges notes cortex's way
     # -z: names as they are ("Café.md", not git's quoted "Caf\303\251.md"), NUL-separated:
-    # the tree, the conflicted files, an empty field, then git's messages
-    res = gitcli.run(root, "merge-tree", "--write-tree", "--name-only", "-z", head, tip)
+    # the tree, each conflicted file's stages ("mode blob stage\tpath"), an empty field,
+    # then git's messages
+    res = gitcli.run(root, "merge-tree", "--write-tree", "-z", head, tip)
     if res.code not in (0, 1):
         raise SyncError(f"git merge-tree failed: {res.err.strip()}")
     fields = res.out.split("\0")
     tree = fields[0].strip()
+    kept_deleted: list[str] = []
     if res.code == 1:
-        paths = []
-        for name in fields[1:]:
-            if not name:
+        stages: dict[str, dict[int, str]] = {}
+        for entry in fields[1:]:
+            if not entry:
                 break
-            if name not in paths:
-                paths.append(name)
-        raise Conflict(
-            f"both sides changed {len(paths)} file(s) in ways only a person can settle: {', '.join(paths)}",
-            f"nothing was changed here. Run `git merge {remote_ref}`, edit the files above (keep what is right, "
-            f"drop the <<<<<<< ======= >>>>>>> lines), `git add` them and `git commit`, then `cortex sync`",
-            paths,
-        )
+            meta, _, name = entry.partition("\t")
+            _, blob, stage = meta.split()
+            stages.setdefault(name, {})[int(stage)] = blob
+        kept_deleted = _deleted_on_one_side(root, stages)
+        if len(kept_deleted) < len(stages):
+            raise _conflict([p for p in stages if p not in kept_deleted], stages, remote_ref)
+        tree = _without(root, tree, kept_deleted)
     import pygit2
 
     repo = pygit2.Repository(str(root))
     sig = pygit2.Signature(vault.settings.author_name, vault.settings.author_email)
     message = f"sync: merge {remote_ref}\n"
+    if kept_deleted:
+        message += "\nDeleted on one side, only counted on the other: kept deleted\n" + "".join(f"  {p}\n" for p in kept_deleted)
     oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=head), pygit2.Oid(hex=tip)])
-    return str(oid)
+    return str(oid), kept_deleted
+
+
+def _deleted_on_one_side(root: Path, stages: dict[str, dict[int, str]]) -> list[str]:
+    """The conflicted notes one side deleted (or archived away) while the other only
+    counted them — reinforced, folded a twin in, archived them (``mergedriver.MAINTAINED``):
+    a person's "not this" is not undone by an agent repeating it elsewhere, as a forgotten
+    memory stays archived. A note whose words were changed on the other side is a
+    person's to settle."""
+    from cortex.layout import is_note_path
+    from cortex.mergedriver import maintained_only
+
+    one_sided = {path: (s[1], s.get(2) or s.get(3)) for path, s in stages.items()
+                 if is_note_path(path) and len(s) == 2 and 1 in s}
+    if not one_sided:
+        return []
+    from cortex.headcache import read_blobs
+
+    texts = read_blobs(root, sorted({b for pair in one_sided.values() for b in pair}))
+    text = {b: data.decode("utf-8", "replace") for b, data in texts.items()}
+    return [path for path, (base, kept) in one_sided.items() if maintained_only(text[base], text[kept])]
+
+
+def _without(root: Path, tree: str, paths: list[str]) -> str:
+    """``tree`` without ``paths``, written as a new tree (a throwaway index: the person's
+    is never touched)."""
+    import pygit2
+
+    repo = pygit2.Repository(str(root))
+    index = pygit2.Index()
+    index.read_tree(repo.get(tree))
+    for path in paths:
+        index.remove(path)
+    return str(index.write_tree(repo))
+
+
+def _conflict(paths: list[str], stages: dict[str, dict[int, str]], remote_ref: str) -> Conflict:
+    one_sided = [p for p in paths if len(stages[p]) == 2 and 1 in stages[p]]
+    hint = (f"nothing was changed here. Run `git merge {remote_ref}`, edit the files above (keep what is right, "
+            f"drop the <<<<<<< ======= >>>>>>> lines), `git add` them and `git commit`, then `cortex sync`")
+    if one_sided:
+        hint += (f". Deleted on one side and changed on the other ({', '.join(one_sided)}): `git rm` it to keep it "
+                 "deleted or `git add` it to keep it")
+    return Conflict(f"both sides changed {len(paths)} file(s) in ways only a person can settle: {', '.join(paths)}",
+                    hint, paths)
 
 
 def _move(vault: Vault, old: str, new: str, reason: str) -> None:
@@ -375,13 +425,14 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
                 check_not_rewritten(root, record.get(remote_ref), tip, head, remote_ref)
             if tip is not None:
                 try:
-                    how, head = integrate(vault, head, tip, remote_ref)
+                    how, head, kept_deleted = integrate(vault, head, tip, remote_ref)
                 except HeadMoved:
                     if attempt == attempts:
                         raise
                     continue  # a commit landed meanwhile (a person's): merge again, with it
                 if how != "up to date":
                     report.integrated = how if report.integrated == "up to date" else report.integrated
+                report.settled += [{"kept_deleted": path} for path in kept_deleted]
             report.settled += settle(vault, now)
             head = gitcli.rev(root, "HEAD")
             _remember(vault, remote_ref, tip, now)

@@ -470,3 +470,43 @@ def test_forgotten_on_one_machine_memorized_anew_on_the_other_stays_forgotten(tm
         fsck(machine)
     cx(b, "validate", "--all")
     assert cx(b, "query", "ledger Postgres production", check=False).returncode == 1
+
+
+def test_a_memory_deleted_on_one_machine_and_only_counted_on_the_other_stays_deleted(tmp_path):
+    """A person deletes a memory on one machine while the other's agent says it again
+    (the reinforce job counts it there): git calls that a modify/delete conflict; the
+    sync settles it for the deletion, and the other machine then holds a repeat too."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    path = next(p for p, t in active(a).items() if BODY in t)
+    git(a, "rm", "-q", path)
+    sh(a, "git", "commit", "-q", "-m", "not true any more")
+    _reinforce(b, BODY, "2026-11-01T10:00:00Z")  # b's agent, not told yet, says it again
+    sync(b)
+    done = sync(a, "--json")
+    assert {"kept_deleted": path} in json.loads(done.stdout)["settled"]
+    converge(a, b)
+    for machine in (a, b):
+        assert not [p for p, t in notes(machine).items() if BODY in t]
+        assert git(machine, "status", "--porcelain") == ""
+        fsck(machine)
+    write(b, BODY, timestamp="2026-11-02T10:00:00Z")  # said again on b: held, as on a
+    report = json.loads(cx(b, "run", "--json").stdout)
+    assert report["memorized"] == 0 and report["quarantined"] == {"deleted": 1}
+
+
+def test_a_memory_deleted_on_one_machine_and_rewritten_on_the_other_is_left_to_a_person(tmp_path):
+    a, b, rel = shared_note(tmp_path)
+    git(a, "rm", "-q", rel)
+    sh(a, "git", "commit", "-q", "-m", "not true any more")
+    person_commit(b, rel, (b / rel).read_text().replace(BODY, "The ledger moved to CockroachDB"), "edit on b")
+    sync(a)
+    before = git(b, "rev-parse", "HEAD")
+    done = sync(b, "--json", check=False)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["error"] == "conflict" and report["paths"] == [rel]
+    assert "`git rm` it to keep it deleted or `git add` it to keep it" in report["hint"]
+    assert git(b, "rev-parse", "HEAD") == before and "CockroachDB" in (b / rel).read_text()

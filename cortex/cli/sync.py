@@ -21,6 +21,8 @@ def render_sync(report) -> str:
             kept = (f"{item['stays_archived']} here: it stays archived" if item.get("stays_archived")
                     else f"reinforced {item['reinforced']}")
             lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, {kept})")
+        elif "kept_deleted" in item:
+            lines.append(f"  settled  {item['kept_deleted']} stays deleted (deleted on one side, only counted on the other)")
         else:
             lines.append(f"  settled  {item['revived']} → {item['to']} (reinforced elsewhere: not archived)")
     if r.push_attempts > 1:
