@@ -176,13 +176,13 @@ class HeadCache:
                     db.execute("DELETE FROM counts")
                     db.execute("DELETE FROM deleted")
                     self._apply(db, self._listing(head))
-                    self._record_deleted(db, self._deletions(head))
+                    self._record_deleted(db, deletions(self.root, head))
                     self.rebuilt = True
                 else:
                     self._apply(db, changes)
                     # the commits', not the two trees': a note cortex wrote and a person
                     # deleted since the cache last looked is in neither tree
-                    self._record_deleted(db, self._deletions(f"{old}..{head}") if head else {})
+                    self._record_deleted(db, deletions(self.root, f"{old}..{head}") if head else {})
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (head or "",))
             db.execute("COMMIT")
         except BaseException:
@@ -230,31 +230,6 @@ class HeadCache:
         db.executemany("INSERT OR REPLACE INTO deleted VALUES (?, ?)",
                        [(h, path) for h, path in removed.items()
                         if db.execute("SELECT 1 FROM notes WHERE hash = ?", (h,)).fetchone() is None])
-
-    def _deletions(self, commits: str | None) -> dict[str, str]:
-        """{source hash: path} of the notes deleted by ``commits`` (HEAD's whole history
-        when the cache is rebuilt: it forgets nothing a person deleted; ``old..new`` when
-        it follows HEAD), the latest deletion of a hash first. One ``git log`` of the
-        deletions (a checkout or a reset brings no commit that deleted anything), then
-        their blobs in one batch; a move or an archive is not one (``_record_deleted``)."""
-        if commits is None:
-            return {}
-        out = _git(self.root, "log", "-z", "--no-renames", "--diff-filter=D", "--raw", "--no-abbrev",
-                   "--format=tformat:%x01", commits, "--")
-        if out is None:
-            raise OSError("git log failed")
-        from cortex.gitcli import raw_diff
-
-        deleted: list[tuple[str, str]] = []  # (path, blob), newest commit first
-        for chunk in out.split(b"\x01")[1:]:
-            for path, ((_, blob), _) in raw_diff(chunk.lstrip(b"\0\n")).items():
-                if is_note_path(path):
-                    deleted.append((path, blob))
-        contents = read_blobs(self.root, sorted({b for _, b in deleted}))
-        found: dict[str, str] = {}
-        for path, blob in deleted:
-            found.setdefault(identify(contents[blob])[0], path)
-        return found
 
     def close(self) -> None:
         if self._db is not None:
@@ -329,6 +304,45 @@ class HeadCache:
 
     def notes(self) -> int:
         return self._connect().execute("SELECT coalesce(sum(n), 0) FROM counts").fetchone()[0]
+
+
+def deletions(root: Path, commits: str | None) -> dict[str, str]:
+    """{source hash: path} of the notes deleted by ``commits`` (a revision range, or a
+    commit and its history), the latest deletion of a hash first. One ``git log`` of the
+    deletions (merges are not diffed: a deletion is seen in the commit that made it; a
+    checkout or a reset brings no commit that deleted anything), then their blobs in one
+    batch. A move or an archive shows here too: whether the hash lives on elsewhere is
+    the caller's question."""
+    if commits is None:
+        return {}
+    out = _git(root, "log", "-z", "--no-renames", "--diff-filter=D", "--raw", "--no-abbrev",
+               "--format=tformat:%x01", commits, "--")
+    if out is None:
+        raise OSError("git log failed")
+    from cortex.gitcli import raw_diff
+
+    deleted: list[tuple[str, str]] = []  # (path, blob), newest commit first
+    for chunk in out.split(b"\x01")[1:]:
+        for path, ((_, blob), _) in raw_diff(chunk.lstrip(b"\0\n")).items():
+            if is_note_path(path):
+                deleted.append((path, blob))
+    contents = read_blobs(root, sorted({b for _, b in deleted}))
+    found: dict[str, str] = {}
+    for path, blob in deleted:
+        found.setdefault(identify(contents[blob])[0], path)
+    return found
+
+
+def added(root: Path, old: str, new: str) -> dict[str, str]:
+    """{source hash: path} of the notes at ``new`` that were not at ``old`` (a tree diff)."""
+    from cortex import gitcli
+
+    out = _git(root, *gitcli.tree_diff_args(old, new), "--diff-filter=A")
+    if out is None:
+        raise OSError("git diff failed")
+    paths = {name: blob for name, blob in _raw_changes(out) if blob is not None}
+    contents = read_blobs(root, sorted(set(paths.values())))
+    return {identify(contents[blob])[0]: path for path, blob in sorted(paths.items())}
 
 
 def _slices(items: list[str], size: int = 500) -> Iterator[list[str]]:

@@ -14,7 +14,10 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
   archive fields, and the file comes back out of ``mind/archive/`` to its folder;
 - a memory forgotten or replaced on one machine (``taxonomy.DELIBERATE_ARCHIVE``) and
   memorized anew on another before it heard: the new note folds into the archived one,
-  which stays archived.
+  which stays archived;
+- a memory a person deleted on one machine and memorized anew on another before it heard
+  (``memorized_anew``): ``cortex sync`` leaves the new note out of its merge; after a
+  person's plain ``git pull`` merged it, the settle deletes it.
 
 ``plan_settle`` is pure over a HEAD snapshot; ``settle`` applies it in one crash-safe
 commit (``settle:``), for ``cortex sync`` after every merge, and after a person's plain
@@ -27,6 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Iterable, Iterator, TYPE_CHECKING
 
 from cortex import counts
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
     from cortex.vault import Vault
 
 JOB = "sync"
+FIRST_MERGES = 20  # merges a machine's first settle looks back on (a person's pulls before it)
 _ARCHIVED_RE = re.compile(r"^(archived|merged_into):", re.M)
 
 
@@ -133,6 +138,35 @@ def _uncounted(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | None
             yield keep, tuple(sorted(absorbed, key=lambda n: n.path))
 
 
+def memorized_anew(root: Path, head: str, tip: str) -> dict[str, str]:
+    """{note added on one side of a merge of ``head`` and ``tip``: the path its memory was
+    deleted from on the other}: an agent that had not heard of a person's deletion said
+    it again and memorized it anew (the same ``source_hash``). The deletion stands, as a
+    forgotten memory stays archived; a note memorized after its side heard (a person's
+    ``quarantine promote``) is not in this merge's two sides, and stays."""
+    from cortex import gitcli
+    from cortex.headcache import added, deletions
+    from cortex.layout import PARTITIONS
+
+    base = gitcli.run(root, "merge-base", head, tip).out.strip()
+    if not base:
+        return {}
+    twins: dict[str, str] = {}
+    sides = {head: tip, tip: head}
+    gone = {side: deletions(root, f"{base}..{side}") for side in sides}
+    if not any(gone.values()):
+        return {}
+    new = {side: added(root, base, side) for side in sides}
+    for side, other in sides.items():
+        said = {h: path for h, path in new[side].items() if h in gone[other]}
+        if said:  # rare: read the other side's tree for the hashes, which a move keeps
+            found = gitcli.run(root, "grep", "-h", "-o", "-F", *(a for h in said for a in ("-e", h)), other, "--",
+                               *PARTITIONS)
+            said = {h: path for h, path in said.items() if h not in found.out}
+        twins.update({path: gone[other][h] for h, path in said.items()})
+    return twins
+
+
 def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
     """Apply what HEAD needs settling (since the last settle); the items done."""
     ctx = JobContext(vault, now)
@@ -170,6 +204,12 @@ def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
         items.append({"kept": keep.path, "folded": [o.path for o in fold.others], "reinforced": count.total,
                       **({"counted": [n.path for n in fold.absorbed]} if fold.absorbed else {}),
                       **({"stays_archived": keep.archive_reason} if keep.archived else {})})
+    present = {n.path for n in snapshot}
+    for twin, path in _twins_merged_by_people(ctx.repo, record.get("settled"), head).items():
+        if twin in present and twin not in changes and not ctx.editing(twin):
+            changes[twin] = None
+            items.append({"kept_deleted": twin, "deleted": path})
+            lines.append(f"{twin} deleted (the memory deleted as {path} on the other side, memorized anew before it heard)")
     if changes:
         head_line = f"settle: {len(lines)} note{'' if len(lines) == 1 else 's'} after a sync"
         ctx.commit(JOB, changes, head_line + "\n\n" + "\n".join(lines) + "\n")
@@ -178,6 +218,21 @@ def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
     state.extra.setdefault("sync", {})["settled"] = head
     vault.save_state(state)
     return items
+
+
+def _twins_merged_by_people(repo, old: str | None, new: str) -> dict[str, str]:
+    """``memorized_anew`` of the merges since the last settle (before a first one, the
+    last ``FIRST_MERGES``): a person's ``git pull`` merges a twin in (``cortex sync``'s
+    own merges left it out already)."""
+    from cortex import gitcli
+
+    since = [f"{old}..{new}"] if old is not None else [f"--max-count={FIRST_MERGES}", new]
+    twins: dict[str, str] = {}
+    for line in gitcli.run(repo.root, "rev-list", "--merges", "--parents", *since).out.splitlines():
+        _, first, *others = line.split()
+        for other in others:
+            twins.update(memorized_anew(repo.root, first, other))
+    return twins
 
 
 def _changed_since(repo, old: str | None, new: str) -> set[str] | None:

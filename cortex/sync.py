@@ -33,7 +33,7 @@ from typing import Any, TYPE_CHECKING
 
 from cortex import gitcli
 from cortex.errors import CortexError
-from cortex.settle import settle
+from cortex.settle import memorized_anew, settle
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -253,13 +253,13 @@ def check_not_rewritten(root, last: str | None, tip: str | None, head: str, remo
     )
 
 
-def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str, list[str]]:
-    """(how, new head, notes kept deleted): move HEAD, the index and the working tree to
-    include ``tip``."""
+def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str, list[dict[str, str]]]:
+    """(how, new head, what the merge kept deleted): move HEAD, the index and the working
+    tree to include ``tip``."""
     root = vault.root
     if gitcli.is_ancestor(root, tip, head):
         return "up to date", head, []
-    kept_deleted: list[str] = []
+    kept_deleted: list[dict[str, str]] = []
     if gitcli.is_ancestor(root, head, tip):
         how, new = "fast-forward", tip
     else:
@@ -268,8 +268,10 @@ def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, 
     return how, new, kept_deleted
 
 
-def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, list[str]]:
-    """The merge commit of ``head`` and ``tip``, and the notes it keeps deleted."""
+def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, list[dict[str, str]]]:
+    """The merge commit of ``head`` and ``tip``, and what it keeps deleted that one side
+    deleted: ``{"kept_deleted": path}`` (only counted on the other side) or
+    ``{"kept_deleted": twin, "deleted": path}`` (memorized anew on the other side)."""
     from cortex.mergedriver import ensure_driver
 
     root = vault.root
@@ -294,7 +296,8 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
         kept_deleted = _deleted_on_one_side(root, stages)
         if len(kept_deleted) < len(stages):
             raise _conflict([p for p in stages if p not in kept_deleted], stages, remote_ref)
-        tree = _without(root, tree, kept_deleted)
+    twins = memorized_anew(root, head, tip)
+    tree = _without(root, tree, kept_deleted + list(twins))
     import pygit2
 
     repo = pygit2.Repository(str(root))
@@ -302,8 +305,11 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
     message = f"sync: merge {remote_ref}\n"
     if kept_deleted:
         message += "\nDeleted on one side, only counted on the other: kept deleted\n" + "".join(f"  {p}\n" for p in kept_deleted)
+    if twins:
+        message += ("\nDeleted on one side, memorized anew on the other before it heard: kept deleted\n"
+                    + "".join(f"  {twin} (deleted as {path})\n" for twin, path in twins.items()))
     oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=head), pygit2.Oid(hex=tip)])
-    return str(oid), kept_deleted
+    return str(oid), [{"kept_deleted": p} for p in kept_deleted] + [{"kept_deleted": t, "deleted": p} for t, p in twins.items()]
 
 
 def _deleted_on_one_side(root: Path, stages: dict[str, dict[int, str]]) -> list[str]:
@@ -329,6 +335,8 @@ def _deleted_on_one_side(root: Path, stages: dict[str, dict[int, str]]) -> list[
 def _without(root: Path, tree: str, paths: list[str]) -> str:
     """``tree`` without ``paths``, written as a new tree (a throwaway index: the person's
     is never touched)."""
+    if not paths:
+        return tree
     import pygit2
 
     repo = pygit2.Repository(str(root))
@@ -432,7 +440,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
                     continue  # a commit landed meanwhile (a person's): merge again, with it
                 if how != "up to date":
                     report.integrated = how if report.integrated == "up to date" else report.integrated
-                report.settled += [{"kept_deleted": path} for path in kept_deleted]
+                report.settled += kept_deleted
             report.settled += settle(vault, now)
             head = gitcli.rev(root, "HEAD")
             _remember(vault, remote_ref, tip, now)

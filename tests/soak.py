@@ -5,9 +5,11 @@ The person does what people do: `git commit -a`, a plain `git commit` whose edit
 stays open a while, a commit of one file while another has unstaged edits (pre-commit
 stashes them), a commit by a git slow between reading the index and taking its lock
 (strace holds it 0.3 s, where strace runs: as on a slow disk or in a large vault), and
-retries when git says another process holds the index. At the end
+retries when git says another process holds the index. Now and then the person deletes a
+memory they find wrong (`git rm`, commit) and the agent later says it again. At the end
 nothing a person wrote is lost or reverted, no note was deleted except by cortex's own
-archive moves, every observation is a note, HEAD and the index agree and `git fsck` is
+archive moves and the person's `git rm`, every observation is a note but the ones the
+person deleted, which none brought back, HEAD and the index agree and `git fsck` is
 clean.
 
 With ``--remote`` the vault shares a bare remote with a second machine, whose agent,
@@ -64,6 +66,7 @@ class Counts:
     cortex: Counter = field(default_factory=Counter)
     observations: int = 0
     problems: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)  # bodies of the memories the person deleted (committed)
 
 
 class Person:
@@ -77,6 +80,8 @@ class Person:
         self.text: dict[str, str] = {}  # path -> what the person last wrote
         self.staged: dict[str, str] = {}  # path -> what their index holds, not yet committed
         self.committed: dict[str, str] = {}  # path -> what their last successful commit holds
+        self.deleting: dict[str, str] = {}  # memory path -> body: removed in their index, not yet committed
+        self.deleted_paths: set[str] = set()
         self.edits = 0
 
     def write(self, rel: str) -> None:
@@ -107,6 +112,9 @@ class Person:
         if done.returncode == 0:
             self.committed.update(going_in)
             self.staged.clear()
+            self.counts.deleted += self.deleting.values()
+            self.deleted_paths.update(self.deleting)
+            self.deleting.clear()
             self.counts.person[kind] += 1
         elif "nothing to commit" in done.stdout + done.stderr:
             self.counts.person["nothing left to commit"] += 1
@@ -117,19 +125,45 @@ class Person:
 
     def pull(self) -> None:
         """The person's own `git pull` (a merge, as git's default): it gives way when
-        another git holds the index, and must never conflict (the machines write apart)."""
+        another git holds the index, and conflicts only where git itself must (a memory the
+        person deleted that the other machine counted meanwhile: git's modify/delete, which
+        no merge driver sees; the person aborts, and `cortex sync` settles it)."""
         done = git(self.root, "pull", "--no-rebase", "--no-edit", "-q", "origin", "main", check=False)
         said = done.stdout + done.stderr
+        conflicts = [line for line in said.splitlines() if line.startswith("CONFLICT (")]
         if done.returncode == 0:
             self.counts.person["git pull"] += 1
+        elif conflicts and all(line.startswith("CONFLICT (modify/delete)") for line in conflicts):
+            self.counts.person["git pull stopped at a memory deleted here, counted there (aborted)"] += 1
+            git(self.root, "merge", "--abort", check=False)
         elif "CONFLICT" in said or "fix conflicts" in said:
             self.counts.problems.append(f"the person's git pull conflicted: {said.strip()[-400:]}")
             git(self.root, "merge", "--abort", check=False)
         else:
             self.counts.person["git pull retried (git busy)"] += 1
 
+    def delete_memory(self) -> None:
+        """A memory the person finds wrong, deleted with `git rm` and committed: it must not
+        come back, whatever the agent says later."""
+        paths = [p for p in git(self.root, "ls-files", "mind/facts").stdout.split() if p.endswith(".md")]
+        if not paths:
+            return
+        rel = self.rnd.choice(paths)
+        try:
+            body = (self.root / rel).read_text().split("\n---\n", 1)[-1].strip()
+        except OSError:
+            return  # moved meanwhile (archived by cortex)
+        if git(self.root, "rm", "-q", rel, check=False).returncode != 0:
+            self.counts.person["git rm retried (git busy, or archived meanwhile)"] += 1
+            return
+        self.deleting[rel] = body
+        self.commit("-m", f"person: delete {rel}", kind="git rm of a memory")
+
     def step(self, remote: bool = False) -> None:
         files = sorted(self.text)
+        if self.rnd.random() < 0.08:
+            self.delete_memory()
+            return
         choice = self.rnd.random()
         if remote and choice < 0.1:
             self.pull()
@@ -170,6 +204,14 @@ class Person:
 def agent(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random, who: str = "Soak worker") -> None:
     buffer = root / "observer" / "observations.jsonl"
     while not stop.is_set():
+        if counts.deleted and rnd.random() < 0.1:  # says again what the person deleted
+            line = {"timestamp": "2026-02-17T09:00:00.000Z", "bucket": "explicit", "type": "fact",
+                    "body": rnd.choice(counts.deleted), "attribution": "soak-agent", "session_id": "cli"}
+            with open(buffer, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(line) + "\n")
+            counts.cortex["a deleted memory said again"] += 1
+            time.sleep(0.05)
+            continue
         n = counts.observations
         line = {"timestamp": "2026-02-16T15:23:14.527Z", "bucket": "explicit", "type": "fact",
                 "body": f"{who} {n} finished batch {rnd.randrange(10**6)} in {n % 90 + 5} seconds.",
@@ -211,11 +253,11 @@ def reader(root: Path, stop: threading.Event, counts: Counts, rnd: random.Random
         time.sleep(rnd.uniform(0.05, 0.3))
 
 
-def note_bodies(root: Path) -> set[str]:
+def note_bodies(root: Path, active: bool = False) -> set[str]:
     paths = git(root, "ls-tree", "-r", "--name-only", "HEAD").stdout.split()
     bodies = set()
     for rel in paths:
-        if rel.startswith(("mind/", "vault/")) and rel.endswith(".md"):
+        if rel.startswith(("mind/", "vault/")) and rel.endswith(".md") and not (active and rel.startswith("mind/archive/")):
             text = git(root, "show", f"HEAD:{rel}").stdout
             bodies.add(text.split("\n---\n", 1)[-1].strip())
     return bodies
@@ -241,7 +283,8 @@ def soak(root: Path, seconds: float, seed: int = 0, watch: bool = False, remote:
     config = root / "observer" / "config.yml"
     config.write_text(config.read_text() + "\nlock_timeout: 2\n")  # give way to the person sooner
     counts = Counts()
-    teammate = Counts(problems=counts.problems)  # the other machine's agent counts its own observations
+    # the other machine's agent counts its own observations, and says again what the person deleted too
+    teammate = Counts(problems=counts.problems, deleted=counts.deleted)
     rnd = random.Random(seed)
     person = Person(root, random.Random(seed + 1), counts)
     stop = threading.Event()
@@ -341,6 +384,13 @@ def converge(root: Path, other: Path, counts: Counts) -> None:
     counts.problems.append("the two machines did not converge to one tree")
 
 
+def settled_twins(root: Path) -> set[str]:
+    """The notes a settle deleted as memorized anew where the person had deleted them."""
+    log = git(root, "log", "--format=%B", "--grep=^settle: ").stdout
+    return {line.split(" deleted (the memory deleted as ", 1)[0] for line in log.splitlines()
+            if " deleted (the memory deleted as " in line}
+
+
 def verify(root: Path, person: Person, counts: Counts, also: tuple[Path, int] | None = None) -> None:
     problems = counts.problems
     person.check_working_tree()
@@ -351,16 +401,36 @@ def verify(root: Path, person: Person, counts: Counts, also: tuple[Path, int] | 
             problems.append(f"{rel}: HEAD does not hold the person's last commit "
                             f"(HEAD has {at_head[-40:]!r}, the person committed {text[-40:]!r}; log: {history})")
     log = git(root, "log", "--format=@%an|%s", "--name-status", "--no-renames").stdout
-    author, subject = "", ""
-    for line in log.splitlines():
-        if line.startswith("@"):
-            author, subject = line[1:].split("|", 1)
-        elif line.startswith("D\t"):
-            path = line[2:]
-            archived = subject.startswith(("decay:", "dedup:"))
-            if author == "Test Person" or (not archived and path.startswith(("mind/", "vault/", "people/"))):
+    twins = settled_twins(root)
+    for commit in ("\n" + log).split("\n@")[1:]:
+        head, _, names = commit.partition("\n")
+        author, subject = head.split("|", 1)
+        status = [line.split("\t", 1) for line in names.splitlines() if "\t" in line]
+        archived_to = {path.rsplit("/", 1)[-1] for kind, path in status if kind == "A" and path.startswith("mind/archive/")}
+        for kind, path in status:
+            if kind != "D":
+                continue
+            if author == "Test Person" and path in person.deleted_paths:
+                continue  # the person's own `git rm`
+            if subject.startswith("settle:") and path in twins:
+                continue  # memorized anew where the person had deleted it
+            moved = subject.startswith(("decay:", "dedup:")) or (subject.startswith("settle:")
+                                                                and path.rsplit("/", 1)[-1] in archived_to)
+            if author == "Test Person" or (not moved and path.startswith(("mind/", "vault/", "people/"))):
                 problems.append(f"{path} deleted by {author!r} in {subject!r}")
     bodies = note_bodies(root)
+    back = set(counts.deleted) & note_bodies(root, active=True)
+    if back:
+        problems.append(f"{len(back)} memories the person deleted are back: {sorted(back)[:3]}")
+    for what, grep in (("only counted", "only counted on the other: kept deleted"),
+                       ("memorized anew", "memorized anew on the other before it heard: kept deleted")):
+        counts.cortex[f"syncs that kept a deletion ({what} elsewhere)"] = git(
+            root, "log", "--oneline", f"--grep={grep}").stdout.count("\n")
+    counts.cortex["twins a git pull merged, deleted by the settle"] = len(settled_twins(root))
+    quarantine = root / "observer" / "quarantine.jsonl"
+    counts.cortex["repeats held (the person deleted them)"] = sum(
+        json.loads(line).get("reason") == "deleted" for line in (quarantine.read_text().splitlines() if quarantine.exists() else [])
+        if line.strip())
     for machine, observed in [(root, counts.observations), *([also] if also else [])]:
         buffer_lines = []
         for source in [machine / "observer" / "observations.jsonl",
@@ -368,7 +438,7 @@ def verify(root: Path, person: Person, counts: Counts, also: tuple[Path, int] | 
             if source.exists():
                 buffer_lines += source.read_text().splitlines()
         wanted = {json.loads(line)["body"] for line in buffer_lines if line.strip()}
-        missing = wanted - bodies  # every machine's observations are notes of this one
+        missing = wanted - bodies - set(counts.deleted)  # every machine's observations are notes of this one
         if len(wanted) < observed or missing:
             problems.append(f"{machine.name}: {len(missing)} observations are in no note; "
                             f"{observed - len(wanted)} not in the buffer or archive")

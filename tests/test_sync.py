@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 
+import pytest
+
 from sync_helpers import (active, cx, field, fsck, git, head_tree, make_fleet, notes, person_commit, sh, sync,
                           write)
 
@@ -510,3 +512,75 @@ def test_a_memory_deleted_on_one_machine_and_rewritten_on_the_other_is_left_to_a
     assert report["error"] == "conflict" and report["paths"] == [rel]
     assert "`git rm` it to keep it deleted or `git add` it to keep it" in report["hint"]
     assert git(b, "rev-parse", "HEAD") == before and "CockroachDB" in (b / rel).read_text()
+
+
+@pytest.mark.parametrize("first", ["deleting", "repeating"])
+def test_a_memory_deleted_on_one_machine_and_memorized_anew_on_the_other_stays_deleted(tmp_path, first):
+    """The other machine never had the note: its agent, not told, memorizes the same
+    observation anew (another day, another path, one source_hash). Whichever machine
+    merges, the deletion stands, and a repeat is held on both after."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY, timestamp="2026-11-01T10:00:00Z")
+    cx(a, "run")
+    path = next(p for p, t in active(a).items() if BODY in t)
+    git(a, "rm", "-q", path)
+    sh(a, "git", "commit", "-q", "-m", "not true")
+    write(b, BODY, timestamp="2026-11-02T10:00:00Z")
+    assert json.loads(cx(b, "run", "--json").stdout)["memorized"] == 1
+    twin = next(p for p, t in active(b).items() if BODY in t)
+    order = (a, b) if first == "deleting" else (b, a)
+    sync(order[0])
+    done = sync(order[1], "--json")
+    assert {"kept_deleted": twin, "deleted": path} in json.loads(done.stdout)["settled"]
+    converge(a, b)
+    for machine in (a, b):
+        assert not [p for p, t in notes(machine).items() if BODY in t]
+        write(machine, BODY, timestamp="2026-11-03T10:00:00Z")
+        report = json.loads(cx(machine, "run", "--json").stdout)
+        assert report["memorized"] == 0 and report["quarantined"] == {"deleted": 1}, report
+        fsck(machine)
+
+
+def test_a_memory_promoted_after_its_deletion_was_heard_of_stays(tmp_path):
+    """The person who wants it after all promotes the held line: that note comes after the
+    deletion in history, and no sync removes it."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    path = next(p for p, t in active(a).items() if BODY in t)
+    git(a, "rm", "-q", path)
+    sh(a, "git", "commit", "-q", "-m", "not true")
+    converge(a, b)
+    write(b, BODY, timestamp="2026-11-02T10:00:00Z")
+    assert json.loads(cx(b, "run", "--json").stdout)["quarantined"] == {"deleted": 1}
+    held = json.loads(cx(b, "quarantine", "list", "--json").stdout)
+    cx(b, "quarantine", "promote", held[0]["id"])
+    write(a, "Something else entirely happened on a.")
+    cx(a, "run")  # so that the next sync is a merge
+    converge(a, b)
+    for machine in (a, b):
+        assert len([p for p, t in active(machine).items() if BODY in t]) == 1
+
+
+def test_a_twin_a_persons_git_pull_merged_in_is_deleted_by_the_next_sync(tmp_path):
+    """A plain `git pull` is git's merge, which cannot know a deleted memory from a new
+    one: the next `cortex sync` settles it as its own merge would have."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    converge(a, b)
+    write(a, BODY, timestamp="2026-11-01T10:00:00Z")
+    cx(a, "run")
+    path = next(p for p, t in active(a).items() if BODY in t)
+    git(a, "rm", "-q", path)
+    sh(a, "git", "commit", "-q", "-m", "not true")
+    write(b, BODY, timestamp="2026-11-02T10:00:00Z")
+    cx(b, "run")
+    twin = next(p for p, t in active(b).items() if BODY in t)
+    sync(b)
+    sh(a, "git", "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    assert (a / twin).exists()  # git's merge kept it
+    done = sync(a, "--json")
+    assert {"kept_deleted": twin, "deleted": path} in json.loads(done.stdout)["settled"]
+    converge(a, b)
+    for machine in (a, b):
+        assert not [p for p, t in notes(machine).items() if BODY in t]
+        assert git(machine, "status", "--porcelain") == ""
