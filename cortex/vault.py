@@ -214,6 +214,7 @@ class Vault:
 
         batch = [observations] if isinstance(observations, dict) else list(observations)
         lines, warnings, refused = [], [], []
+        bodies: dict[int, str] = {}
         ctx = self.context(scan=False)
         for n, obs in enumerate(batch, start=1):
             if not isinstance(obs, dict):
@@ -234,8 +235,10 @@ class Vault:
                 continue
             warnings += list(result.warnings) + list(cut)
             lines.append(json.dumps(obs, ensure_ascii=False, separators=(",", ":")))
+            bodies[n] = result.body
         if refused:
             raise BatchRefused(refused, len(batch))
+        warnings += self._deleted_by_people(bodies)
         if dry_run:
             return warnings
         self.refuse_links()
@@ -255,6 +258,23 @@ class Vault:
         return run_pass(self, dry_run=dry_run, commit_per=commit_per or self.settings.commit_per, now=now, limit=limit)
 
     # --- quarantine ---------------------------------------------------------------------
+
+    def _deleted_by_people(self, bodies: dict[int, str]) -> list[str]:
+        """What the run will hold as a memory a commit deleted, said when it is written (a
+        hint from the HEAD cache: the run decides, and the line is appended either way)."""
+        import sqlite3
+
+        from cortex.headcache import HeadCache
+        from cortex.notes import source_hash
+
+        hashes = {n: source_hash(body) for n, body in bodies.items()}
+        try:
+            gone = HeadCache(self.root).sync().deleted(list(hashes.values()))
+        except (OSError, ValueError, sqlite3.Error):
+            return []
+        return [(f"observation {n}: " if len(bodies) > 1 else "") + f"this memory was deleted from {gone[h]} in a commit: "
+                "the run will hold it in the quarantine, not memorize it (`cortex quarantine promote` keeps it after all)"
+                for n, h in hashes.items() if h in gone]
 
     def promote(self, ident: str, *, force: bool = False, now: datetime | None = None) -> RunReport:
         from cortex.cycle import promote

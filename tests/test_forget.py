@@ -275,15 +275,29 @@ def _person_deletes(vault, path, message="this one is wrong"):
 
 
 def test_a_memory_a_person_deleted_is_held_when_an_agent_says_it_again(vault):
+    from cortex.agent_memory import Memory
+
     memorize(vault, OLD, NEW)
     old, new = note_of(vault, OLD), note_of(vault, NEW)
     _person_deletes(vault, old["path"])
+
+    # Said at once to whoever writes it (the run decides; the line is appended either way).
+    written = cortex("--vault", str(vault.root), "write", "--type", "fact", "--body", OLD)
+    assert written.returncode == 0 and f"deleted from {old['path']} in a commit" in written.stderr, written.stderr
+    memory = Memory(vault)
+    try:
+        reply = memory.observe({"type": "fact", "body": OLD})
+        assert any(old["path"] in w and "quarantine" in w for w in reply["warnings"]), reply
+        assert memory.observe({"type": "fact", "body": NEW})["warnings"] == []
+    finally:
+        memory.stop()
+    assert _run(vault)["quarantined"] == {"deleted": 2}  # both, held
 
     report = _run(vault, OLD, NEW)
     assert (report["memorized"], report["reinforced"], report["quarantined"]) == (0, 1, {"deleted": 1})
     assert not (vault.root / old["path"]).exists() and OLD not in git(vault.root, "grep", "-h", "standup", "HEAD", check=False)
     held = json.loads(cortex("--vault", str(vault.root), "quarantine", "list", "--reason", "deleted", "--json").stdout)
-    assert len(held) == 1 and old["path"] in held[0]["detail"] and OLD in held[0]["line"]
+    assert len(held) == 3 and all(old["path"] in h["detail"] and OLD in h["line"] for h in held)
 
     # The cache that knows it is derived: deleted, it is rebuilt from git's history.
     for stale in (vault.root / ".cortex").glob("head.sqlite*"):
