@@ -315,17 +315,17 @@ def deletions(root: Path, commits: str | None) -> dict[str, str]:
     the caller's question."""
     if commits is None:
         return {}
-    out = _git(root, "log", "-z", "--no-renames", "--diff-filter=D", "--raw", "--no-abbrev",
-               "--format=tformat:%x01", commits, "--")
+    # no commit lines (an empty format): only "meta NUL path NUL" pairs, whatever a path holds
+    out = _git(root, "log", "-z", "--no-renames", "--diff-filter=D", "--raw", "--no-abbrev", "--format=", commits, "--")
     if out is None:
         raise OSError("git log failed")
-    from cortex.gitcli import raw_diff
-
     deleted: list[tuple[str, str]] = []  # (path, blob), newest commit first
-    for chunk in out.split(b"\x01")[1:]:
-        for path, ((_, blob), _) in raw_diff(chunk.lstrip(b"\0\n")).items():
-            if is_note_path(path):
-                deleted.append((path, blob))
+    items = out.split(b"\0")
+    for meta, raw_path in zip(items[0::2], items[1::2]):
+        parts = meta.lstrip(b"\n:").split()
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if len(parts) >= 5 and is_note_path(path):
+            deleted.append((path, parts[2].decode("ascii", "replace")))
     contents = read_blobs(root, sorted({b for _, b in deleted}))
     found: dict[str, str] = {}
     for path, blob in deleted:
