@@ -348,12 +348,14 @@ def _without(root: Path, tree: str, paths: list[str]) -> str:
 
 
 def _conflict(paths: list[str], stages: dict[str, dict[int, str]], remote_ref: str) -> Conflict:
-    one_sided = [p for p in paths if len(stages[p]) == 2 and 1 in stages[p]]
-    hint = (f"nothing was changed here. Run `git merge {remote_ref}`, edit the files above (keep what is right, "
-            f"drop the <<<<<<< ======= >>>>>>> lines), `git add` them and `git commit`, then `cortex sync`")
-    if one_sided:
-        hint += (f". Deleted on one side and changed on the other ({', '.join(one_sided)}): `git rm` it to keep it "
-                 "deleted or `git add` it to keep it")
+    one_sided = [p for p in paths if len(stages[p]) == 2 and 1 in stages[p]]  # deleted on one side
+    deleted = "`git rm` a file deleted on one side and changed on the other to keep it deleted, or `git add` it to keep it"
+    if len(one_sided) == len(paths):
+        hint = f"nothing was changed here. Run `git merge {remote_ref}`, {deleted}; then `git commit` and `cortex sync`"
+    else:
+        hint = (f"nothing was changed here. Run `git merge {remote_ref}`, edit the files above (keep what is right, "
+                f"drop the <<<<<<< ======= >>>>>>> lines), `git add` them and `git commit`, then `cortex sync`"
+                + (f". Deleted on one side ({', '.join(one_sided)}): {deleted}" if one_sided else ""))
     return Conflict(f"both sides changed {len(paths)} file(s) in ways only a person can settle: {', '.join(paths)}",
                     hint, paths)
 

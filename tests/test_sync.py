@@ -510,7 +510,8 @@ def test_a_memory_deleted_on_one_machine_and_rewritten_on_the_other_is_left_to_a
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert report["error"] == "conflict" and report["paths"] == [rel]
-    assert "`git rm` it to keep it deleted or `git add` it to keep it" in report["hint"]
+    assert "`git rm` a file deleted on one side and changed on the other to keep it deleted" in report["hint"]
+    assert "<<<<<<<" not in report["hint"]  # it has no conflict markers
     assert git(b, "rev-parse", "HEAD") == before and "CockroachDB" in (b / rel).read_text()
 
 
