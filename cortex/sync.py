@@ -295,8 +295,8 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
             stages.setdefault(name, {})[int(stage)] = blob
         kept_deleted = _deleted_on_one_side(root, stages)
         if len(kept_deleted) < len(stages):
-            raise _conflict([p for p in stages if p not in kept_deleted], stages, remote_ref)
-    twins = memorized_anew(root, head, tip)
+            raise _conflict([p for p in stages if p not in kept_deleted], stages, remote_ref, kept_deleted)
+    twins = {twin: path for twin, path in memorized_anew(root, head, tip).items() if twin not in kept_deleted}
     tree = _without(root, tree, kept_deleted + list(twins))
     import pygit2
 
@@ -347,15 +347,20 @@ def _without(root: Path, tree: str, paths: list[str]) -> str:
     return str(index.write_tree(repo))
 
 
-def _conflict(paths: list[str], stages: dict[str, dict[int, str]], remote_ref: str) -> Conflict:
+def _conflict(paths: list[str], stages: dict[str, dict[int, str]], remote_ref: str, settled: list[str]) -> Conflict:
+    """``settled``: the files cortex would keep deleted, where `git merge` stops too."""
     one_sided = [p for p in paths if len(stages[p]) == 2 and 1 in stages[p]]  # deleted on one side
     deleted = "`git rm` a file deleted on one side and changed on the other to keep it deleted, or `git add` it to keep it"
     if len(one_sided) == len(paths):
-        hint = f"nothing was changed here. Run `git merge {remote_ref}`, {deleted}; then `git commit` and `cortex sync`"
+        hint = f"nothing was changed here. Run `git merge {remote_ref}`, {deleted}"
     else:
         hint = (f"nothing was changed here. Run `git merge {remote_ref}`, edit the files above (keep what is right, "
-                f"drop the <<<<<<< ======= >>>>>>> lines), `git add` them and `git commit`, then `cortex sync`"
-                + (f". Deleted on one side ({', '.join(one_sided)}): {deleted}" if one_sided else ""))
+                f"drop the <<<<<<< ======= >>>>>>> lines) and `git add` them"
+                + (f"; deleted on one side ({', '.join(one_sided)}): {deleted}" if one_sided else ""))
+    if settled:
+        hint += (f"; git stops at {len(settled)} more, memories deleted on one side and only counted on the other: "
+                 f"`git rm` them, as cortex would ({', '.join(settled[:3])}{', …' if len(settled) > 3 else ''})")
+    hint += "; then `git commit` and `cortex sync`"
     return Conflict(f"both sides changed {len(paths)} file(s) in ways only a person can settle: {', '.join(paths)}",
                     hint, paths)
 

@@ -591,3 +591,21 @@ def test_a_twin_a_persons_git_pull_merged_in_is_deleted_by_the_next_sync(tmp_pat
     for machine in (a, b):
         assert not [p for p, t in notes(machine).items() if BODY in t]
         assert git(machine, "status", "--porcelain") == ""
+
+
+def test_a_memory_deleted_on_one_machine_and_archived_on_the_other_stays_deleted(tmp_path):
+    """git sees a rename on one side and a deletion on the other (rename/delete); the
+    archived note is both the conflicted file and a note added on its side, and is left
+    out of the merge once."""
+    a, b, rel = shared_note(tmp_path)
+    git(a, "rm", "-q", rel)
+    sh(a, "git", "commit", "-q", "-m", "not true")
+    cx(b, "forget", rel, "--reason", "out of date")
+    sync(a)
+    done = sync(b, "--json")
+    settled = json.loads(done.stdout)["settled"]
+    assert [item["kept_deleted"] for item in settled] == [rel.replace("mind/", "mind/archive/", 1)]
+    converge(a, b)
+    for machine in (a, b):
+        assert not [p for p, t in notes(machine).items() if BODY in t]
+        fsck(machine)
