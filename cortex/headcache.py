@@ -176,13 +176,13 @@ class HeadCache:
                     db.execute("DELETE FROM counts")
                     db.execute("DELETE FROM deleted")
                     self._apply(db, self._listing(head))
-                    self._record_deleted(db, deletions(self.root, head))
+                    self._record_deleted(db, _known_deletions(self.root, head))
                     self.rebuilt = True
                 else:
                     self._apply(db, changes)
                     # the commits', not the two trees': a note cortex wrote and a person
                     # deleted since the cache last looked is in neither tree
-                    self._record_deleted(db, deletions(self.root, f"{old}..{head}") if head else {})
+                    self._record_deleted(db, _known_deletions(self.root, f"{old}..{head}") if head else {})
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (head or "",))
             db.execute("COMMIT")
         except BaseException:
@@ -331,6 +331,16 @@ def deletions(root: Path, commits: str | None) -> dict[str, str]:
     for path, blob in deleted:
         found.setdefault(identify(contents[blob])[0], path)
     return found
+
+
+def _known_deletions(root: Path, commits: str) -> dict[str, str]:
+    """``deletions``, or none when git cannot read the deleted notes: a partial clone
+    (``--filter=blob:none``) away from its remote has not fetched them. Repeats of those
+    memories are then memorized again, as before the cache knew deletions; nothing fails."""
+    try:
+        return deletions(root, commits)
+    except OSError:
+        return {}
 
 
 def added(root: Path, old: str, new: str) -> dict[str, str]:

@@ -215,3 +215,29 @@ def test_many_lookups_at_once_answer_as_one_at_a_time(vault):
     paths = list(rows) + ["mind/facts/none.md"]
     assert cache.present(paths) == {p for p in paths if cache.has_path(p)} == set(rows)
     cache.close()
+
+
+def test_a_partial_clone_away_from_its_remote_still_works_without_knowing_old_deletions(vault, tmp_path):
+    """A clone made with --filter=blob:none has not fetched the notes its history deleted;
+    with the remote out of reach, the rebuilt cache goes without them instead of failing
+    every command."""
+    make_note(vault, "fact", "The ledger runs on Postgres 16.")
+    gone = make_note(vault, "fact", "The ledger runs on MySQL.", created=T0 + MONTH)
+    git(vault.root, "rm", "-q", gone)
+    git(vault.root, *EMAIL, "commit", "-q", "--no-verify", "-m", "wrong")
+    assert HeadCache(vault.root).sync()._connect().execute("SELECT path FROM deleted").fetchall() == [(gone,)]
+    served = tmp_path / "served.git"
+    git(tmp_path, "clone", "-q", "--bare", str(vault.root), str(served))
+    git(served, "config", "uploadpack.allowFilter", "true")
+    laptop = tmp_path / "laptop"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{served}", str(laptop))
+    served.rename(tmp_path / "away.git")  # out of reach
+    cache = HeadCache(laptop).sync()
+    assert cache.rebuilt and cache.notes() == 1
+    assert cache._connect().execute("SELECT count(*) FROM deleted").fetchone()[0] == 0
+    done = subprocess.run(["cortex", "--vault", str(laptop), "status", "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # with the remote back, a rebuild reads them (git fetches the blobs it lacks)
+    (tmp_path / "away.git").rename(served)
+    (laptop / ".cortex" / "head.sqlite").unlink()
+    assert HeadCache(laptop).sync()._connect().execute("SELECT path FROM deleted").fetchall() == [(gone,)]
