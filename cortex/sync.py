@@ -10,9 +10,11 @@ One pass, under the vault lock (so no ``cortex run`` or job interleaves):
    first-parent order the exactly-once records rely on; it also drops a commit whose
    patch the other side already has, which is how two machines' identical
    reinforcements became one. The merge is computed by ``git merge-tree`` (the notes'
-   merge driver settles what it can) without touching the working tree; only a clean
-   result is applied, by ``git read-tree -m -u`` (which refuses to overwrite a person's
-   uncommitted change) and a compare-and-swap of the branch;
+   merge driver settles what it can) without touching the working tree; a memory one
+   side deleted stays deleted when the other only counted it or memorized it anew
+   before it heard; only a clean result is applied, by ``git read-tree -m -u`` (which
+   refuses to overwrite a person's uncommitted change) and a compare-and-swap of the
+   branch;
 5. settle what a merge cannot see: the same memory at two paths (two days) folds into one
    note, a memory brought back to life leaves ``mind/archive/`` (a crash-safe commit);
 6. push; a push rejected because another machine pushed first goes back to 2, a bounded
