@@ -53,6 +53,15 @@ def _entry(obj: dict[str, Any]) -> Entry:
     )
 
 
+def _held_before(entry: Entry, cutoff: datetime | None) -> bool:
+    if cutoff is None:
+        return True
+    try:
+        return parse_time(entry.at) < cutoff
+    except ValueError:
+        return False
+
+
 class Quarantine:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -103,16 +112,11 @@ class Quarantine:
         self._rewrite(kept)
         return len(entries) - len(kept)
 
-    def purge_older_than(self, cutoff: datetime) -> int:
+    def purge(self, *, before: datetime | None = None, reason: str | None = None) -> int:
+        """Remove the entries held before ``before`` and for ``reason`` (both when both
+        are given; an entry whose time cannot be read is never old). How many went."""
         entries = self.entries()
-        kept = []
-        for e in entries:
-            try:
-                old = parse_time(e.at) < cutoff
-            except ValueError:
-                old = False
-            if not old:
-                kept.append(e)
+        kept = [e for e in entries if not (_held_before(e, before) and (reason is None or e.reason == reason))]
         self._rewrite(kept)
         return len(entries) - len(kept)
 

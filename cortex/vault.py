@@ -310,9 +310,10 @@ class Vault:
         with self.lock():
             return self.quarantine.remove({entry.key})
 
-    def purge(self, older_than: timedelta, now: datetime | None = None) -> int:
+    def purge(self, older_than: timedelta | None = None, reason: str | None = None, now: datetime | None = None) -> int:
         with self.lock():
-            return self.quarantine.purge_older_than((now or utcnow()) - older_than)
+            before = None if older_than is None else (now or utcnow()) - older_than
+            return self.quarantine.purge(before=before, reason=reason)
 
     # --- status -------------------------------------------------------------------------
 

@@ -264,9 +264,16 @@ def test_quarantine_discard_and_purge(vpath):
     assert cortex("--vault", str(vpath), "quarantine", "discard", held["parse"]["id"]).returncode == 0
     assert len(json.loads(cortex("--vault", str(vpath), "quarantine", "list", "--json").stdout)) == 2
     assert "purged 0" in cortex("--vault", str(vpath), "quarantine", "purge", "--older-than", "30d").stderr
-    assert "purged 2" in cortex("--vault", str(vpath), "quarantine", "purge", "--older-than", "0s").stderr
+    by_reason = cortex("--vault", str(vpath), "quarantine", "purge", "--reason", "injection", "--older-than", "0s")
+    assert "purged 1 entry older than 0s and held as injection" in by_reason.stderr
+    left = json.loads(cortex("--vault", str(vpath), "quarantine", "list", "--json").stdout)
+    assert [e["reason"] for e in left] == ["untrusted"]
+    assert "purged 1" in cortex("--vault", str(vpath), "quarantine", "purge", "--reason", "untrusted").stderr
     bad = cortex("--vault", str(vpath), "quarantine", "purge", "--older-than", "soon")
     assert bad.returncode == 2 and "not a duration" in bad.stderr
+    for args in ((), ("--reason", "stale")):
+        bad = cortex("--vault", str(vpath), "quarantine", "purge", *args)
+        assert bad.returncode == 2 and ("say which" in bad.stderr or "use parse" in bad.stderr), bad.stderr
 
 
 def test_unknown_quarantine_id_says_what_to_do(vpath):

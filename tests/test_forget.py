@@ -309,6 +309,8 @@ def test_a_memory_a_person_deleted_is_held_when_an_agent_says_it_again(vault):
     assert done.returncode == 0 and json.loads(done.stdout)["memorized"] == 1, done.stderr
     assert _run(vault, OLD)["reinforced"] == 1
     assert new["path"] in found(vault)
+    cleared = cortex("--vault", str(vault.root), "quarantine", "purge", "--reason", "deleted")
+    assert cleared.returncode == 0 and "purged 3 entries" in cleared.stderr, cleared.stderr
 
 
 def test_a_note_gone_by_a_move_a_checkout_or_a_revert_is_not_taken_for_deleted(vault):

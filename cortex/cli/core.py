@@ -287,8 +287,7 @@ def quarantine_list(
     reason: Optional[str] = typer.Option(None, metavar="|".join(HELD_REASONS), help="Only lines held for this reason."),
 ) -> None:
     """Every held line: id, reason, and why."""
-    if reason is not None and reason not in HELD_REASONS:
-        raise typer.BadParameter(f"--reason {reason!r}: use {', '.join(HELD_REASONS[:-1])} or {HELD_REASONS[-1]}")
+    _check_reason(reason)
     entries = [e for e in open_vault().quarantine.entries() if reason is None or e.reason == reason]
     if json_:
         emit_json([{"id": e.short_id, **e.to_json()} for e in entries])
@@ -299,6 +298,11 @@ def quarantine_list(
             print(f"{e.short_id:<24} {e.reason:<10} {e.detail[:100]}")
         info(f"{len(entries)} held. `cortex quarantine show ID` for a line; promote or discard it.")
     raise typer.Exit(0)
+
+
+def _check_reason(reason: str | None) -> None:
+    if reason is not None and reason not in HELD_REASONS:
+        raise typer.BadParameter(f"--reason {reason!r}: use {', '.join(HELD_REASONS[:-1])} or {HELD_REASONS[-1]}")
 
 
 @quarantine_app.command("show")
@@ -388,13 +392,22 @@ def quarantine_discard(ident: str = typer.Argument(..., metavar="ID")) -> None:
 
 
 @quarantine_app.command("purge")
-def quarantine_purge(older_than: str = typer.Option(..., "--older-than", help="e.g. 30d, 2w, 12h.")) -> None:
-    """Remove held lines older than a duration."""
+def quarantine_purge(
+    older_than: Optional[str] = typer.Option(None, "--older-than", help="Held longer than this: e.g. 30d, 2w, 12h."),
+    reason: Optional[str] = typer.Option(None, metavar="|".join(HELD_REASONS),
+                                         help="Held for this reason (`deleted`: an agent's repeats of memories people deleted)."),
+) -> None:
+    """Remove held lines older than a duration, or held for a reason (or both)."""
     from cortex.timefmt import parse_duration
 
+    if older_than is None and reason is None:
+        raise typer.BadParameter("say which: --older-than DURATION, --reason REASON, or both")
+    _check_reason(reason)
     try:
-        age = parse_duration(older_than)
+        age = None if older_than is None else parse_duration(older_than)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    n = open_vault().purge(age)
-    info(f"purged {n} entr{'y' if n == 1 else 'ies'} older than {older_than}")
+    n = open_vault().purge(age, reason)
+    which = " and ".join(w for w in (f"older than {older_than}" if older_than else "",
+                                      f"held as {reason}" if reason else "") if w)
+    info(f"purged {n} entr{'y' if n == 1 else 'ies'} {which}")
