@@ -16,8 +16,8 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
   memorized anew on another before it heard: the new note folds into the archived one,
   which stays archived;
 - a memory a person deleted on one machine and memorized anew on another before it heard
-  (``memorized_anew``): ``cortex sync`` leaves the new note out of its merge; after a
-  person's plain ``git pull`` merged it, the settle deletes it.
+  (``memorized_anew``): the new note goes, whoever merged (``cortex sync`` or a person's
+  plain ``git pull``).
 
 ``plan_settle`` is pure over a HEAD snapshot; ``settle`` applies it in one crash-safe
 commit (``settle:``), for ``cortex sync`` after every merge, and after a person's plain
@@ -205,7 +205,7 @@ def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
                       **({"counted": [n.path for n in fold.absorbed]} if fold.absorbed else {}),
                       **({"stays_archived": keep.archive_reason} if keep.archived else {})})
     present = {n.path for n in snapshot}
-    for twin, path in _twins_merged_by_people(ctx.repo, record.get("settled"), head).items():
+    for twin, path in _twins_merged(ctx.repo, record.get("settled"), head).items():
         if twin in present and twin not in changes and not ctx.editing(twin):
             changes[twin] = None
             items.append({"kept_deleted": twin, "deleted": path})
@@ -220,10 +220,9 @@ def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
     return items
 
 
-def _twins_merged_by_people(repo, old: str | None, new: str) -> dict[str, str]:
+def _twins_merged(repo, old: str | None, new: str) -> dict[str, str]:
     """``memorized_anew`` of the merges since the last settle (before a first one, the
-    last ``FIRST_MERGES``): a person's ``git pull`` merges a twin in (``cortex sync``'s
-    own merges left it out already)."""
+    last ``FIRST_MERGES``: a person's ``git pull`` before this machine's first sync)."""
     from cortex import gitcli
 
     since = [f"{old}..{new}"] if old is not None else [f"--max-count={FIRST_MERGES}", new]

@@ -11,12 +11,12 @@ One pass, under the vault lock (so no ``cortex run`` or job interleaves):
    patch the other side already has, which is how two machines' identical
    reinforcements became one. The merge is computed by ``git merge-tree`` (the notes'
    merge driver settles what it can) without touching the working tree; a memory one
-   side deleted stays deleted when the other only counted it or memorized it anew
-   before it heard; only a clean result is applied, by ``git read-tree -m -u`` (which
-   refuses to overwrite a person's uncommitted change) and a compare-and-swap of the
-   branch;
+   side deleted stays deleted when the other only counted it; only a clean result is
+   applied, by ``git read-tree -m -u`` (which refuses to overwrite a person's
+   uncommitted change) and a compare-and-swap of the branch;
 5. settle what a merge cannot see: the same memory at two paths (two days) folds into one
-   note, a memory brought back to life leaves ``mind/archive/`` (a crash-safe commit);
+   note, a memory brought back to life leaves ``mind/archive/``, one memorized anew
+   where the other side deleted it goes (``cortex.settle``: a crash-safe commit);
 6. push; a push rejected because another machine pushed first goes back to 2, a bounded
    number of times.
 
@@ -35,7 +35,7 @@ from typing import Any, TYPE_CHECKING
 
 from cortex import gitcli
 from cortex.errors import CortexError
-from cortex.settle import memorized_anew, settle
+from cortex.settle import settle
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -255,13 +255,13 @@ def check_not_rewritten(root, last: str | None, tip: str | None, head: str, remo
     )
 
 
-def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str, list[dict[str, str]]]:
-    """(how, new head, what the merge kept deleted): move HEAD, the index and the working
-    tree to include ``tip``."""
+def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str, list[str]]:
+    """(how, new head, the notes the merge kept deleted): move HEAD, the index and the
+    working tree to include ``tip``."""
     root = vault.root
     if gitcli.is_ancestor(root, tip, head):
         return "up to date", head, []
-    kept_deleted: list[dict[str, str]] = []
+    kept_deleted: list[str] = []
     if gitcli.is_ancestor(root, head, tip):
         how, new = "fast-forward", tip
     else:
@@ -270,10 +270,9 @@ def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, 
     return how, new, kept_deleted
 
 
-def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, list[dict[str, str]]]:
-    """The merge commit of ``head`` and ``tip``, and what it keeps deleted that one side
-    deleted: ``{"kept_deleted": path}`` (only counted on the other side) or
-    ``{"kept_deleted": twin, "deleted": path}`` (memorized anew on the other side)."""
+def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, list[str]]:
+    """The merge commit of ``head`` and ``tip``, and the notes it keeps deleted that one
+    side deleted and the other only counted."""
     from cortex.mergedriver import ensure_driver
 
     root = vault.root
@@ -298,8 +297,7 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
         kept_deleted = _deleted_on_one_side(root, stages)
         if len(kept_deleted) < len(stages):
             raise _conflict([p for p in stages if p not in kept_deleted], stages, remote_ref, kept_deleted)
-    twins = {twin: path for twin, path in memorized_anew(root, head, tip).items() if twin not in kept_deleted}
-    tree = _without(root, tree, kept_deleted + list(twins))
+    tree = _without(root, tree, kept_deleted)
     import pygit2
 
     repo = pygit2.Repository(str(root))
@@ -307,11 +305,8 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
     message = f"sync: merge {remote_ref}\n"
     if kept_deleted:
         message += "\nDeleted on one side, only counted on the other: kept deleted\n" + "".join(f"  {p}\n" for p in kept_deleted)
-    if twins:
-        message += ("\nDeleted on one side, memorized anew on the other before it heard: kept deleted\n"
-                    + "".join(f"  {twin} (deleted as {path})\n" for twin, path in twins.items()))
     oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=head), pygit2.Oid(hex=tip)])
-    return str(oid), [{"kept_deleted": p} for p in kept_deleted] + [{"kept_deleted": t, "deleted": p} for t, p in twins.items()]
+    return str(oid), kept_deleted
 
 
 def _deleted_on_one_side(root: Path, stages: dict[str, dict[int, str]]) -> list[str]:
@@ -449,7 +444,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
                     continue  # a commit landed meanwhile (a person's): merge again, with it
                 if how != "up to date":
                     report.integrated = how if report.integrated == "up to date" else report.integrated
-                report.settled += kept_deleted
+                report.settled += [{"kept_deleted": path} for path in kept_deleted]
             report.settled += settle(vault, now)
             head = gitcli.rev(root, "HEAD")
             _remember(vault, remote_ref, tip, now)

@@ -422,11 +422,9 @@ def verify(root: Path, person: Person, counts: Counts, also: tuple[Path, int] | 
     back = set(counts.deleted) & note_bodies(root, active=True)
     if back:
         problems.append(f"{len(back)} memories the person deleted are back: {sorted(back)[:3]}")
-    for what, grep in (("only counted", "only counted on the other: kept deleted"),
-                       ("memorized anew", "memorized anew on the other before it heard: kept deleted")):
-        counts.cortex[f"syncs that kept a deletion ({what} elsewhere)"] = git(
-            root, "log", "--oneline", f"--grep={grep}").stdout.count("\n")
-    counts.cortex["twins a git pull merged, deleted by the settle"] = len(settled_twins(root))
+    counts.cortex["syncs that kept a deletion (only counted elsewhere)"] = git(
+        root, "log", "--oneline", "--grep=only counted on the other: kept deleted").stdout.count("\n")
+    counts.cortex["memories memorized anew elsewhere, deleted by the settle"] = len(settled_twins(root))
     quarantine = root / "observer" / "quarantine.jsonl"
     counts.cortex["repeats held (the person deleted them)"] = sum(
         json.loads(line).get("reason") == "deleted" for line in (quarantine.read_text().splitlines() if quarantine.exists() else [])
