@@ -15,6 +15,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from cortex.errors import CortexError
 
@@ -89,16 +90,20 @@ def stdout_bytes(root: Path | None, *args: str, input: bytes | None = None) -> b
 Entry = tuple[str, str]  # (mode, blob) as git prints them; ("000000", zeros) for none
 
 
-def raw_diff(out: bytes) -> dict[str, tuple[Entry, Entry]]:
-    """git's ``--raw -z`` diff output (``--no-renames``): {path: (entry before, entry
-    after)}, a path that is not there on one side with the zero entry on that side."""
+def raw_entries(out: bytes) -> Iterator[tuple[str, Entry, Entry]]:
+    """(path, entry before, entry after) of git's ``--raw -z`` output (``--no-renames``;
+    ``git log`` with an empty ``--format=`` gives the same pairs), in git's order, a path
+    that is not there on one side with the zero entry on that side."""
     items = out.split(b"\0")
-    changes: dict[str, tuple[Entry, Entry]] = {}
     for meta, path in zip(items[0::2], items[1::2]):
         parts = meta.lstrip(b":").decode("ascii", "replace").split()
         if len(parts) >= 5:
-            changes[path.decode("utf-8", "surrogateescape")] = ((parts[0], parts[2]), (parts[1], parts[3]))
-    return changes
+            yield path.decode("utf-8", "surrogateescape"), (parts[0], parts[2]), (parts[1], parts[3])
+
+
+def raw_diff(out: bytes) -> dict[str, tuple[Entry, Entry]]:
+    """``raw_entries`` of one diff as {path: (entry before, entry after)}."""
+    return {path: (before, after) for path, before, after in raw_entries(out)}
 
 
 def tree_diff_args(old: str, new: str) -> tuple[str, ...]:

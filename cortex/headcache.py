@@ -180,6 +180,10 @@ class HeadCache:
                     self.rebuilt = True
                 else:
                     self._apply(db, changes)
+                    back = [path for path, blob in changes if blob is not None]  # a revert, a re-add
+                    for part in _slices(back):
+                        db.execute("DELETE FROM deleted WHERE hash IN (SELECT hash FROM notes WHERE path IN "
+                                   f"({','.join('?' * len(part))}))", part)
                     # the commits', not the two trees': a note cortex wrote and a person
                     # deleted since the cache last looked is in neither tree
                     self._record_deleted(db, _known_deletions(self.root, f"{old}..{head}") if head else {})
@@ -221,7 +225,6 @@ class HeadCache:
                 ident, type_, hash_hex = fields(contents[blob])
                 db.execute("INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (path, blob, ident, type_, hash_hex, folder_of(path), path.lower()))
-                db.execute("DELETE FROM deleted WHERE hash = ?", (hash_hex,))  # back (a revert, a re-add)
 
     @staticmethod
     def _record_deleted(db: sqlite3.Connection, removed: dict[str, str]) -> None:
@@ -315,17 +318,14 @@ def deletions(root: Path, commits: str | None) -> dict[str, str]:
     the caller's question."""
     if commits is None:
         return {}
+    from cortex.gitcli import raw_entries
+
     # no commit lines (an empty format): only "meta NUL path NUL" pairs, whatever a path holds
     out = _git(root, "log", "-z", "--no-renames", "--diff-filter=D", "--raw", "--no-abbrev", "--format=", commits, "--")
     if out is None:
         raise OSError("git log failed")
-    deleted: list[tuple[str, str]] = []  # (path, blob), newest commit first
-    items = out.split(b"\0")
-    for meta, raw_path in zip(items[0::2], items[1::2]):
-        parts = meta.lstrip(b"\n:").split()
-        path = raw_path.decode("utf-8", "surrogateescape")
-        if len(parts) >= 5 and is_note_path(path):
-            deleted.append((path, parts[2].decode("ascii", "replace")))
+    # (path, blob), newest commit first
+    deleted = [(path, blob) for path, (_, blob), _ in raw_entries(out) if is_note_path(path)]
     contents = read_blobs(root, sorted({b for _, b in deleted}))
     found: dict[str, str] = {}
     for path, blob in deleted:
