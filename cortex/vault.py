@@ -257,8 +257,6 @@ class Vault:
 
         return run_pass(self, dry_run=dry_run, commit_per=commit_per or self.settings.commit_per, now=now, limit=limit)
 
-    # --- quarantine ---------------------------------------------------------------------
-
     def _deleted_by_people(self, bodies: dict[int, str]) -> list[str]:
         """What the run will hold as a memory a commit deleted, said when it is written (a
         hint from the HEAD cache: the run decides, and the line is appended either way)."""
@@ -268,13 +266,18 @@ class Vault:
         from cortex.notes import source_hash
 
         hashes = {n: source_hash(body) for n, body in bodies.items()}
+        cache = HeadCache(self.root)
         try:
-            gone = HeadCache(self.root).sync().deleted(list(hashes.values()))
+            gone = cache.sync().deleted(list(hashes.values()))
         except (OSError, ValueError, sqlite3.Error):
             return []
+        finally:
+            cache.close()
         return [(f"observation {n}: " if len(bodies) > 1 else "") + f"this memory was deleted from {gone[h]} in a commit: "
                 "the run will hold it in the quarantine, not memorize it (`cortex quarantine promote` keeps it after all)"
                 for n, h in hashes.items() if h in gone]
+
+    # --- quarantine ---------------------------------------------------------------------
 
     def promote(self, ident: str, *, force: bool = False, now: datetime | None = None) -> RunReport:
         from cortex.cycle import promote

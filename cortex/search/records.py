@@ -6,6 +6,7 @@ back from the index, so a query never re-reads note files.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -107,7 +108,8 @@ def _score(value: Any, default: float) -> float:
         number = float(value)
     except (TypeError, ValueError):
         return default
-    return default if number != number else max(0.0, min(1.0, number))  # NaN (`.nan` in YAML): no score
+    # `.nan` or `.inf` in YAML: no score, as the maintenance snapshot reads them
+    return max(0.0, min(1.0, number)) if math.isfinite(number) else default
 
 
 def _names(values: Any, key: str | None = None) -> tuple[str, ...]:
