@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import pygit2
 
@@ -55,6 +55,7 @@ class GitRepo:
         self.cleared_locks: list[str] = []  # locks our own killed process left, removed
         self._lock: IndexLock | None = None
         self._written: dict[str, bytes] = {}  # the blobs of the last write_blobs, by id
+        self.kept: list[str] = []  # working files materialize left as a person has them
 
     # --- reading -------------------------------------------------------------------
 
@@ -252,13 +253,29 @@ class GitRepo:
     def _staged_blobs(self, paths: list[str]) -> dict[str, str | None]:
         from cortex import gitcli
 
-        done = gitcli.run_bytes(self.root, "ls-files", "-s", "-z", "--", *[f":(literal){p}" for p in paths])
         out: dict[str, str | None] = {p: None for p in paths}
-        for entry in (done.out.decode("utf-8", "surrogateescape").split("\0") if done and done.code == 0 else ()):
-            if "\t" in entry:
-                meta, path = entry.split("\t", 1)
-                out[path] = meta.split()[1]
+        for start in range(0, len(paths), PATHS_PER_CALL):
+            chunk = [f":(literal){p}" for p in paths[start:start + PATHS_PER_CALL]]
+            done = gitcli.run_bytes(self.root, "ls-files", "-s", "-z", "--", *chunk)
+            for entry in (done.out.decode("utf-8", "surrogateescape").split("\0") if done and done.code == 0 else ()):
+                if "\t" in entry:
+                    meta, path = entry.split("\t", 1)
+                    out[path] = meta.split()[1]
         return out
+
+    def edited(self, paths: Iterable[str]) -> set[str]:
+        """Of ``paths``, those a person has changed since HEAD: the index entry or the
+        working file is not HEAD's (for a path HEAD lacks, there is one at all). Asked
+        under ``index.lock``, the index part holds until cortex lets go; a working file
+        can change at any moment (an editor takes no lock), which ``materialize`` checks
+        again as it writes."""
+        paths = list(paths)
+        if not paths:
+            return set()
+        head = self.head_oid()
+        at_head = {p: self._entry_at(head, p)[1] if head else None for p in paths}
+        staged, working = self._staged_blobs(paths), self._working_blobs(paths)
+        return {p for p in paths if staged[p] != at_head[p] or working.get(p, "unreadable") != at_head[p]}
 
     def _entry_at(self, commit: str, path: str) -> tuple[int, str | None]:
         try:
@@ -381,7 +398,7 @@ class GitRepo:
         return builder.write()
 
     @contextmanager
-    def materializing(self, changes: Mapping[str, str | None]) -> Iterator[None]:
+    def materializing(self, changes: Mapping[str, str | None], before: str | None = None) -> Iterator[None]:
         """For a block that commits ``changes`` (under ``locked()``): the index takes them
         first, from their blobs, before the block moves HEAD; the working files follow
         (``materialize``), still under the lock. (A failed block: see the end.)
@@ -399,6 +416,7 @@ class GitRepo:
         the index ahead, for the recovery to finish."""
         assert self._lock is not None, "the index is written only under index.lock"
         head_before = self.head_oid()
+        before = head_before if before is None else before
         entries = {path: (0o100644, oid) for path, oid in changes.items()}
         tmp, index = self._changed_index(info_step(entries, len(head_before or "0" * 40)),
                                          hint="nothing was committed: cortex tries again at its next run")
@@ -419,7 +437,7 @@ class GitRepo:
             # else part committed: the index stays ahead (never behind HEAD), recovery commits the rest
             raise
         old.unlink(missing_ok=True)
-        self.materialize(changes)
+        self.materialize(changes, before)
 
     def unstage(self, changes: Mapping[str, str | None]) -> None:
         """Undo what ``materializing`` staged for ``changes`` that were never committed (a
@@ -437,11 +455,18 @@ class GitRepo:
             except CortexError:
                 return
 
-    def materialize(self, changes: Mapping[str, str | None]) -> None:
+    def materialize(self, changes: Mapping[str, str | None], before: str | None) -> None:
         """Make the working tree and the index agree with committed ``changes``: files
-        written, then one new index, all under ``index.lock``."""
+        written, then one new index, all under ``index.lock``.
+
+        A working file is replaced (or removed) only while it is still cortex's: the one
+        ``before`` (the commit the changes were made on) had, the new one, or a start of
+        it (a write of cortex's that a kill cut short). Anything else is a person's edit
+        that reached the file after cortex looked (an editor saving takes no lock): it
+        stays as it is, an unstaged change over the committed note, and its path is
+        listed in ``kept``; its index entry is the committed one."""
         with self.locked():
-            writes = []
+            writes, removals = [], []
             written, self._written = self._written, {}
             safe: set[str] = set()  # folders already looked at: a run's notes share a few
             for path, oid in changes.items():
@@ -451,14 +476,35 @@ class GitRepo:
                     raise CortexError(f"cannot write {path}: {link}", "replace it with a folder and run again")
                 if oid is None:
                     if target.is_file() or target.is_symlink():
-                        target.unlink()
+                        removals.append((path, target))
                     continue
                 data = written.get(oid)
                 if data is None:  # after a crash, or another process's blobs: from the object store
                     data = self.repo[oid].data  # here: pygit2 stays on one thread
                 writes.append((path, target, data))
-            _write_files(writes)
-            self._write_index(paths_step(sorted(changes), "--add", "--remove"))
+            # what each existing file may hold and still be cortex's (read here: pygit2 on one thread)
+            theirs = {path: self._blob_at(before, path) for path, target, _ in writes if os.path.lexists(target)}
+            theirs.update({path: self._blob_at(before, path) for path, _ in removals})
+            kept = _write_files(writes, theirs)
+            for path, target in removals:
+                if _still_ours(target, theirs[path], b""):
+                    target.unlink(missing_ok=True)
+                else:
+                    kept.append(path)
+            self.kept += kept
+            step = paths_step(sorted(set(changes) - set(kept)), "--add", "--remove")
+            held = info_step({p: (0o100644, changes[p]) for p in kept}, len(before or "0" * 40))
+            self._write_index(step, *([held] if kept else []))
+
+    def kept_warnings(self) -> list[str]:
+        """What the commits so far left in a person's hands (``materialize``), once."""
+        kept, self.kept = self.kept, []
+        return [f"{path}: edited while cortex committed it; the edit is left as it is, an unstaged change "
+                "over the committed note (`git diff` shows it)" for path in kept]
+
+    def _blob_at(self, commit: str | None, path: str) -> bytes | None:
+        mode, oid = self._entry_at(commit, path) if commit else (0, None)
+        return self.repo[oid].data if oid and mode != 0o120000 else None
 
     def stage_committed(self, path: str, oid: str, previous: bytes | None,
                         restage: Callable[[bytes], bytes] | None = None) -> None:
@@ -521,34 +567,35 @@ def paths_step(paths: list[str], *flags: str) -> IndexStep:
 
 
 WRITE_THREADS_FROM = 500  # files: a big run's notes are written by one thread per core
+PATHS_PER_CALL = 2000  # paths on one git command line, well under the system's limit
 
 
-def _write_files(writes: list[tuple[str, Path, bytes]]) -> None:
-    """Each ``(path, target, data)`` written; creating a file costs the kernel more than
-    writing it, and several threads create files side by side (the GIL is released)."""
+def _write_files(writes: list[tuple[str, Path, bytes]], theirs: Mapping[str, bytes | None]) -> list[str]:
+    """Each ``(path, target, data)`` written, unless the file there is a person's
+    (``materialize``; ``theirs``: what an existing file may hold and still be cortex's);
+    the paths left alone. Creating a file costs the kernel more than writing it, and
+    several threads create files side by side (the GIL is released)."""
     from cortex.parallel import available_cores
 
     threads = min(4, available_cores()) if len(writes) >= WRITE_THREADS_FROM else 1
     if threads == 1:
-        for item in writes:
-            _write_file(*item)
-        return
+        return _write_slice(writes, theirs)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(threads) as pool:
-        for done in [pool.submit(_write_slice, writes[k::threads]) for k in range(threads)]:
-            done.result()  # the first failure is raised, as it would be from one thread
+        parts = [pool.submit(_write_slice, writes[k::threads], theirs) for k in range(threads)]
+        return [path for part in parts for path in part.result()]  # the first failure is raised, as from one thread
 
 
-def _write_slice(writes: list[tuple[str, Path, bytes]]) -> None:
-    for item in writes:
-        _write_file(*item)
+def _write_slice(writes: list[tuple[str, Path, bytes]], theirs: Mapping[str, bytes | None]) -> list[str]:
+    return [path for path, target, data in writes if not _write_file(path, target, data, theirs.get(path))]
 
 
-def _write_file(path: str, target: Path, data: bytes) -> None:
+def _write_file(path: str, target: Path, data: bytes, before: bytes | None) -> bool:
+    """Write ``data`` to ``target``; False when the file there is a person's."""
     try:
-        # One call for the common case, a new note; an existing file (a run completed
-        # after a crash) is compared and rewritten only if it differs.
+        # One call for the common case, a new note; an existing file is rewritten only
+        # while it is cortex's (``_still_ours``).
         with open(target, "xb") as fh:
             fh.write(data)
     except FileNotFoundError:
@@ -558,11 +605,27 @@ def _write_file(path: str, target: Path, data: bytes) -> None:
     except FileExistsError:
         if target.is_dir():
             raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
+        if not _still_ours(target, before, data):
+            return False
         if target.read_bytes() != data:
-            # Written in place: a torn write is rewritten by the recovery that follows
-            # any crash, since the commit (the truth) already holds it.
+            # Written in place: a torn write is a start of ``data``, which the recovery
+            # that follows any crash writes again (the commit, the truth, holds it).
             with open(target, "wb") as fh:
                 fh.write(data)
+    return True
+
+
+def _still_ours(target: Path, before: bytes | None, data: bytes) -> bool:
+    """Whether the file at ``target`` holds what cortex may replace: the content the
+    commit replaced (``before``), ``data`` itself or a start of it (a write of cortex's
+    cut short; for a removal, ``data`` is empty). A symbolic link is never replaced."""
+    if target.is_symlink():
+        return False
+    try:
+        content = target.read_bytes()
+    except OSError:
+        return False
+    return content == before or data.startswith(content)
 
 
 def init_repository(root: Path) -> None:

@@ -159,7 +159,8 @@ def finish(
         all_changes.update(group["changes"])
         report.superseded += group.get("superseded", [])
     # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
-    with repo.locked(), (repo.materializing(all_changes) if all_changes else contextlib.nullcontext()):
+    with repo.locked(), (repo.materializing(all_changes, pending.get("head_before")) if all_changes
+                         else contextlib.nullcontext()):
         for part, group in enumerate(pending["groups"]):
             tag = f"{batch}/{part}"
             if tag not in done:
@@ -171,6 +172,7 @@ def finish(
     for note_id, at, path in pending["reinforcements"]:
         state.add_reinforcement(note_id, at, path)
     report.warnings += [f"removed {lock}, left by an interrupted run" for lock in repo.cleared_locks]
+    report.warnings += repo.kept_warnings()
     if pending.get("quarantine_remove"):
         quarantine.remove(set(pending["quarantine_remove"]))
     if pending.get("target_offset") is not None:

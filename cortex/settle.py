@@ -170,6 +170,11 @@ def memorized_anew(root: Path, head: str, tip: str) -> dict[str, str]:
 def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
     """Apply what HEAD needs settling (since the last settle); the items done."""
     ctx = JobContext(vault, now)
+    return ctx.replanned(lambda: _settle(ctx))
+
+
+def _settle(ctx: JobContext) -> list[dict[str, Any]]:
+    vault = ctx.vault
     head = ctx.repo.head_oid()
     state = vault.load_state()
     record = state.extra.setdefault("sync", {})

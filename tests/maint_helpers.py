@@ -37,8 +37,9 @@ def make_note(vault, type_: str, body: str, *, created: datetime = T0, importanc
 def commit_files(vault, files: dict[str, str], message: str = "person: notes") -> None:
     repo = GitRepo(vault.root)
     changes = {p: repo.write_blob(t.encode("utf-8")) for p, t in files.items()}
+    before = repo.head_oid()
     repo.commit(changes, message + "\n", ("Test Person", "person@example.com"))
-    repo.materialize(changes)
+    repo.materialize(changes, before)
 
 
 def meta(vault, path: str) -> dict:

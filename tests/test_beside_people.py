@@ -611,3 +611,77 @@ def test_notes_a_sync_brought_are_kept_too(tmp_path):
     assert "staged again as committed" in person.stdout + person.stderr
     assert facts(here) == brought and "people/note.md" in tree_paths(here)
     assert git(here, "status", "--porcelain") == ""
+
+
+# --- a person's edit landing while a maintenance job commits --------------------------------
+
+def _reinforced_note(vault) -> str:
+    """A memory with a reinforcement pending (an agent said it twice); its path."""
+    vault.write(observation(body="The ferry timetable changes on the first of May."))
+    vault.run()
+    vault.write(observation(body="The ferry timetable changes on the first of May.", timestamp="2026-02-17T09:00:00.000Z"))
+    vault.run()
+    [path] = [p for p in facts(vault.root)]
+    assert vault.load_state().reinforcements
+    return path
+
+
+def test_an_edit_staged_after_the_job_looked_is_left_alone_and_the_count_waits(vault):
+    """The job looks for notes being edited, then plans; a person's `git stash pop` (a
+    staged and an unstaged edit of the same note) lands before it takes the lock. The
+    commit must not carry cortex's version of that note, nor its index entry or working
+    file replace the person's: the job plans again without it, and the count waits."""
+    from cortex.maintenance import reinforce
+    from cortex.maintenance.base import JobContext
+    from cortex.maintenance.due import run_job
+    from cortex.timefmt import utcnow
+
+    root = vault.root
+    path = _reinforced_note(vault)
+    head = git(root, "rev-parse", "HEAD")
+    with vault.lock():
+        ctx = JobContext(vault, utcnow())
+        assert not ctx.editing(path)  # the job's look: nothing being edited yet
+        note = root / path
+        note.write_text(note.read_text() + "\nStaged by the person.\n")
+        git(root, "add", path)
+        note.write_text(note.read_text() + "Not staged yet.\n")
+        staged = git(root, "show", f":{path}")
+        result = ctx.replanned(lambda: reinforce.run(ctx))  # as `cortex maintain` runs a job
+    assert result.commit is None and [s["path"] for s in result.skipped] == [path]
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "show", f":{path}") == staged
+    assert note.read_text().endswith("Staged by the person.\nNot staged yet.\n")
+    assert vault.load_state().reinforcements  # kept for the next run
+
+    git(root, "commit", "-qam", "person: notes on the ferry")
+    assert run_job(vault, "reinforce").commit is not None
+    assert "Not staged yet." in note.read_text() and "reinforced: 1" in note.read_text()
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_an_editor_saving_while_the_job_writes_keeps_the_persons_file(vault, tmp_path):
+    """An editor saves the note while `cortex reinforce` holds the index lock (no git
+    lock can stop an editor): the working file is written only if it is still the one
+    the commit replaced, so the person's save stays, as an unstaged change."""
+    root = vault.root
+    path = _reinforced_note(vault)
+    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "git").write_text(
+        "#!/bin/sh\n"
+        f"case \" $* \" in *' update-index '*) [ -e '{tmp_path}/saved' ] || "
+        f"{{ printf 'Saved by the editor.\\n' >> '{root / path}'; touch '{tmp_path}/saved'; }};; esac\n"
+        f"exec '{real_git}' \"$@\"\n")
+    (shim / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"}
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(root), "reinforce"], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "saved").exists()
+    text = (root / path).read_text()
+    assert text.endswith("Saved by the editor.\n")
+    assert "reinforced: 1" in git(root, "show", f"HEAD:{path}")  # committed all the same
+    assert git(root, "status", "--porcelain").rstrip("\n") == f" M {path}"  # the person's save, unstaged
+    assert path in done.stdout + done.stderr  # and said

@@ -67,7 +67,7 @@ def test_reinforce_survives_a_crash_between_commit_and_state(vault, monkeypatch)
     reinforce_by_run(vault, "Ledgerline stores money as integer cents.", "2026-02-01T10:00:00.000Z")
     from cortex.gitrepo import GitRepo
 
-    def killed(self, changes):
+    def killed(self, changes, before):
         raise KeyboardInterrupt  # the process dies right after the commit
 
     monkeypatch.setattr(GitRepo, "materialize", killed)

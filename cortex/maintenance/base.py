@@ -5,6 +5,12 @@ carries a ``Cortex-Job: <token>`` trailer. Killed at any instant, the next run o
 job finds the record: when HEAD's history has the token, the commit happened, so it only
 finishes the working tree and the state (``on_done``); otherwise nothing happened and the
 job simply plans again.
+
+A job looks for the notes a person is editing first and leaves them out; an edit that
+lands after that look (an editor saving, ``git stash pop``) is found again under
+``index.lock``, just before the commit: the job plans again without the note
+(``replanned``). One that lands later still, while the files are written, stays in the
+working tree (``GitRepo.materialize``): nothing a person wrote is overwritten.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Sequence, TYPE_CHECKING
 
+from cortex.errors import CortexError
 from cortex.gitrepo import GitRepo, trailer_lines
 from cortex.maintenance.settings import MaintenanceSettings, load_maintenance
 from cortex.maintenance.snapshot import Snapshot, SnapshotCache, take_snapshot
@@ -40,6 +47,20 @@ class JobResult:
             "skipped": self.skipped, "warnings": self.warnings, "seconds": round(self.seconds, 3),
             "dry_run": self.dry_run,
         }
+
+
+class EditedMeanwhile(CortexError):
+    """Notes a job was about to commit that a person changed after the job looked:
+    nothing was committed."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = list(paths)
+        shown = ", ".join(self.paths[:3]) + (f" and {len(self.paths) - 3} more" if len(self.paths) > 3 else "")
+        super().__init__(f"{shown} changed while cortex was about to commit: nothing was committed",
+                         "commit or discard the change, then run the command again")
+
+
+REPLANS = 3  # a job planned again this often while people keep editing its notes
 
 
 _CACHES: dict[str, SnapshotCache] = {}
@@ -101,6 +122,17 @@ class JobContext:
         root = self.vault.root
         return next_free(path, lambda p: p in taken or p in at_head or (root / p).exists())
 
+    def replanned(self, plan_and_commit: Callable[[], Any]) -> Any:
+        """``plan_and_commit()``, again (at most ``REPLANS`` times in all) while it meets
+        a person's edit it had not seen (``EditedMeanwhile``): each time it looks afresh
+        and leaves the edited notes out."""
+        for _ in range(REPLANS - 1):
+            try:
+                return plan_and_commit()
+            except EditedMeanwhile:
+                continue
+        return plan_and_commit()
+
     # --- the crash-safe commit ---------------------------------------------------------
 
     def recover(self, job: str, on_done: Callable[[Any, dict], None] | None = None) -> None:
@@ -112,7 +144,7 @@ class JobContext:
             info.trailers.get("Job") == pending["token"] for info in self.repo.commits_since(pending.get("head_before"))
         )
         if committed:
-            self.repo.materialize(pending["changes"])
+            self.repo.materialize(pending["changes"], pending.get("head_before"))
             if on_done is not None:
                 on_done(state, pending)
         else:  # killed before its commit: what was staged for it goes (the job plans again)
@@ -122,14 +154,23 @@ class JobContext:
 
     def commit(self, job: str, changes: dict[str, str | None], message: str, extra: dict | None = None,
                on_done: Callable[[Any, dict], None] | None = None) -> str:
-        token = secrets.token_hex(8)
-        state = self.vault.load_state()
-        pending = {"token": token, "head_before": self.repo.head_oid(), "changes": changes, **(extra or {})}
-        state.jobs.setdefault(job, {})["pending"] = pending
-        self.vault.save_state(state)
+        """Commit ``changes`` crash-safely; raises ``EditedMeanwhile`` (nothing done, the
+        next look sees the edit) when a person changed one of their paths since the job
+        looked."""
         # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
-        with self.repo.locked(), self.repo.materializing(changes):
-            oid = self.repo.commit(changes, message.rstrip("\n") + "\n\n" + trailer_lines({"Job": token}) + "\n", self.author)
+        with self.repo.locked():
+            edited = self.repo.edited(changes)
+            if edited:
+                self._dirty = None
+                raise EditedMeanwhile(sorted(edited))
+            token = secrets.token_hex(8)
+            state = self.vault.load_state()
+            pending = {"token": token, "head_before": self.repo.head_oid(), "changes": changes, **(extra or {})}
+            state.jobs.setdefault(job, {})["pending"] = pending
+            self.vault.save_state(state)
+            with self.repo.materializing(changes):
+                oid = self.repo.commit(changes, message.rstrip("\n") + "\n\n" + trailer_lines({"Job": token}) + "\n",
+                                       self.author)
         if on_done is not None:
             on_done(state, pending)
         _close_journal(state, job)

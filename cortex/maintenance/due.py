@@ -17,7 +17,7 @@ from typing import Any, Iterable, TYPE_CHECKING
 
 from cortex.errors import CortexError, LockBusy
 from cortex.maintenance import JOBS
-from cortex.maintenance.base import JobContext, JobResult
+from cortex.maintenance.base import EditedMeanwhile, JobContext, JobResult
 from cortex.maintenance.settings import MaintenanceSettings, load_maintenance
 from cortex.timefmt import format_time, parse_time, utcnow
 
@@ -85,12 +85,13 @@ def run_job(vault: Vault, name: str, *, now: datetime | None = None, dry_run: bo
     with vault.lock():
         ctx = JobContext(vault, now, settings)
         try:
-            result = _runner(name)(ctx, dry_run=dry_run)
+            result = ctx.replanned(lambda: _runner(name)(ctx, dry_run=dry_run))
         except CortexError as exc:
             if not dry_run:
-                _record(vault, name, now, settings, error=exc.message, again=isinstance(exc, LockBusy))
+                _record(vault, name, now, settings, error=exc.message, again=isinstance(exc, (LockBusy, EditedMeanwhile)))
             raise
         result.seconds = time.monotonic() - started
+        result.warnings += ctx.repo.kept_warnings()
         if ctx._snapshot is not None:  # the job read the notes at HEAD
             result.warnings += [f"skipped {path}: a symbolic link, not a note (cortex follows no link)"
                                 for path in ctx._snapshot.links]
