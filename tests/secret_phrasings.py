@@ -97,6 +97,7 @@ def families() -> list[tuple[str, str, str, str]]:
                 p = PROVIDERS[(t + len(kind)) % len(PROVIDERS)]
                 rows.append((family, kind, template.format(p=p, p_lower=p.lower(), v=secret), secret))
     rows += _structured()
+    rows += _beside_encoded()
     return rows
 
 
@@ -142,6 +143,102 @@ def _structured() -> list[tuple[str, str, str, str]]:
     return rows
 
 
+# --- encoded content: random-looking, public, and what people paste into notes ----------
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def random_bytes(seed: str, n: int) -> bytes:
+    out, counter = b"", 0
+    while len(out) < n:
+        out += hashlib.sha256(f"{seed}:{counter}".encode()).digest()
+        counter += 1
+    return out[:n]
+
+
+def _ssh_string(raw: bytes) -> bytes:
+    return len(raw).to_bytes(4, "big") + raw
+
+
+def ssh_public_key(algorithm: str, seed: str) -> str:
+    """An OpenSSH public key line: the algorithm, then the key in SSH's wire format
+    (length-prefixed strings, the first the algorithm's name again)."""
+    if algorithm == "ssh-rsa":
+        parts = [b"\x01\x00\x01", b"\x00" + random_bytes(seed, 256)]
+    elif algorithm.startswith("ecdsa-sha2-"):
+        parts = [algorithm.rsplit("-", 1)[1].encode(), b"\x04" + random_bytes(seed, 64)]
+    else:
+        parts = [random_bytes(seed, 32)]
+    blob = b"".join(_ssh_string(p) for p in [algorithm.encode(), *parts])
+    return f"{algorithm} {_b64(blob)}"
+
+
+def wrapped(text: str, width: int, sep: str = "\n") -> str:
+    return sep.join(text[i : i + width] for i in range(0, len(text), width))
+
+
+def excalidraw_note(seed: str) -> str:
+    """An Obsidian Excalidraw drawing as the plugin saves it by default: the scene
+    compressed to base64 in a `compressed-json` block, cut into 256-character lines."""
+    data = _b64(random_bytes(seed, 4500))
+    return (f"---\nexcalidraw-plugin: parsed\ntags: [excalidraw]\n---\n# Excalidraw Data\n\n## Text Elements\n"
+            f"Seagull ^abc123\n\n%%\n## Drawing\n```compressed-json\n{wrapped(data, 256, chr(10) * 2)}\n```\n%%\n")
+
+
+def private_key_der(seed: str) -> bytes:
+    """The first bytes of a PKCS#8 RSA private key (SEQUENCE, version 0, rsaEncryption),
+    then noise: the shape, no key."""
+    return bytes.fromhex("308204bd020100300d06092a864886f70d0101010500048204a7") + random_bytes(seed, 1200)
+
+
+def _beside_encoded() -> list[tuple[str, str, str, str]]:
+    """Credentials in notes that also carry encoded content, and private keys however
+    they are encoded: found still."""
+    rows = []
+    drawing = excalidraw_note("drawing-with-secret")
+    v = value("beside-drawing", 40, B62 + "+/")
+    rows.append(("encoded", "labelled", f"{drawing}\nThe CI deploy token: {v}\n", v))
+    rows.append(("encoded", "bare", f"{drawing}\n{v}\n", v))
+    gh = "gh" + "p_" + value("beside-drawing-gh", 36)
+    rows.append(("encoded", "github", f"{drawing}\npushed with {gh}\n", gh))
+    image = f"![x](data:image/png;base64,{_b64(bytes.fromhex('89504e470d0a1a0a') + random_bytes('img', 90))})"
+    pw = value("beside-image", 24)
+    rows.append(("encoded", "labelled", f"{image}\npassword={pw}\n", pw))
+    body = _b64(random_bytes("openssh-private", 300))
+    block = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{wrapped(body, 70)}\n-----END OPENSSH PRIVATE KEY-----"
+    rows.append(("encoded", "private_key", f"{ssh_public_key('ssh-ed25519', 'pair')} me@laptop\n\n{block}\n", body[70:140]))
+    headless = wrapped(_b64(private_key_der("headless")), 64)
+    rows.append(("encoded", "private_key", f"The key body, pasted without its lines:\n{headless}\n", headless.split("\n")[3]))
+    pem = "-----BEGIN PRIVATE KEY-----\n" + wrapped(_b64(private_key_der("as-uri")), 64) + "\n-----END PRIVATE KEY-----\n"
+    uri = "data:application/x-pem-file;base64," + _b64(pem.encode())
+    rows.append(("encoded", "private_key", f"[download the key]({uri})", uri[40:120]))
+    blob = _b64(b"openssh-key-v1\0" + random_bytes("fenced-private", 400))
+    rows.append(("encoded", "private_key", f"```base64\n{wrapped(blob, 76)}\n```", blob[76:152]))
+    return rows
+
+
+def encoded_near_misses() -> list[tuple[str, str]]:
+    """Public or encoded content, each kind twice or more: none of it is a credential."""
+    cert = wrapped(_b64(bytes.fromhex("308203773082025fa003020102") + random_bytes("cert", 880)), 64)
+    mime = wrapped(_b64(random_bytes("mime", 600)), 76)
+    return [
+        ("ssh_public_key", f"My laptop key for the server:\n{ssh_public_key('ssh-ed25519', 'laptop')} me@laptop"),
+        ("ssh_public_key", f"{ssh_public_key('ssh-rsa', 'ci')} deploy@ci"),
+        ("ssh_public_key", f"github.com {ssh_public_key('ecdsa-sha2-nistp256', 'known-host')}"),
+        ("ssh_public_key", f"Add to authorized_keys: {ssh_public_key('sk-ssh-ed25519@openssh.com', 'yubikey')} ada@yubikey"),
+        ("data_uri", f"An image: ![x](data:image/png;base64,{_b64(bytes.fromhex('89504e470d0a1a0a') + random_bytes('png', 120))})"),
+        ("data_uri", f'<img src="data:image/jpeg;base64,{_b64(random_bytes("jpeg", 200))}" alt="clip">'),
+        ("data_uri", f"src: url(data:font/woff2;charset=utf-8;base64,{_b64(random_bytes('font', 300))}) format('woff2');"),
+        ("data_uri", f"[file](data:application/octet-stream;base64,{_b64(random_bytes('octets', 90))})"),
+        ("drawing", excalidraw_note("drawing")),
+        ("drawing", f"```compressed-json\n{_b64(random_bytes('one-line-drawing', 900))}\n```"),
+        ("wrapped_base64", f"-----BEGIN CERTIFICATE-----\n{cert}\n-----END CERTIFICATE-----"),
+        ("wrapped_base64", f"The attachment, as the mail carried it:\n\n{mime}\n"),
+        ("wrapped_base64", f"```base64\n{_b64(random_bytes('fenced', 120))}\n```"),
+    ]
+
+
 def near_misses() -> list[tuple[str, str]]:
     sha256 = hashlib.sha256(b"near").hexdigest()
     sha1 = hashlib.sha1(b"near").hexdigest()
@@ -181,4 +278,5 @@ def near_misses() -> list[tuple[str, str]]:
         ("k8s", "kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1\n"),
         ("number", "The PIN pad on floor 3 is broken."),
         ("number", "The Sonar token count rose to 1284 this sprint."),
+        *encoded_near_misses(),
     ]

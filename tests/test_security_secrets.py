@@ -238,3 +238,65 @@ def test_the_named_phrasings_of_the_leaks_are_each_caught():
     ):
         out, kinds = redact(text)
         assert v not in out and REDACTED in out, text
+
+
+# --- encoded content: random-looking, pasted into notes, and no credential --------------
+# (an Obsidian user's drawings, SSH public keys and clipped images were refused by the
+# commit hook as "looks like a credential (generic)")
+
+from secret_phrasings import excalidraw_note, private_key_der, random_bytes, ssh_public_key, wrapped  # noqa: E402
+
+_ENCODED = [r for r in _FAMILIES if r[0] == "encoded"]
+
+
+@pytest.mark.parametrize("algorithm", ["ssh-ed25519", "ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                                       "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com", "ssh-ed25519-cert-v01@openssh.com"])
+def test_an_ssh_public_key_is_no_credential(algorithm):
+    for line in (f"{ssh_public_key(algorithm, 'laptop')} me@laptop", f"host.example {ssh_public_key(algorithm, 'host')}",
+                 f"command=\"backup\",no-pty {ssh_public_key(algorithm, 'opts')}"):
+        assert redact(line) == (line, ()), line
+
+
+def test_random_base64_after_an_ssh_algorithm_name_is_still_a_credential():
+    # The key's bytes must name the algorithm: the word before them proves nothing.
+    fake = body("not-a-key", 68, _B62 + "+/")
+    assert redact(f"ssh-ed25519 {fake} me@laptop")[1] == ("generic",)
+
+
+@pytest.mark.parametrize("media", ["image/png", "image/svg+xml", "image/webp", "font/woff2", "application/pdf",
+                                   "application/octet-stream", "audio/mpeg", ""])
+def test_a_data_uri_is_no_credential(media):
+    payload = base64.b64encode(random_bytes("uri" + media, 150)).decode()
+    for text in (f"![clip](data:{media};base64,{payload})", f'<img src="data:{media};name=a.bin;base64,{payload}">'):
+        assert redact(text) == (text, ()), text
+
+
+def test_an_excalidraw_drawing_is_no_credential():
+    note = excalidraw_note("seagull")
+    assert redact(note) == (note, ())
+    one_line = f"```compressed-json\n{base64.b64encode(random_bytes('one-line', 2000)).decode()}\n```"
+    assert redact(one_line) == (one_line, ())
+
+
+def test_a_wrapped_run_of_base64_is_no_credential_but_keys_listed_one_per_line_are():
+    run = wrapped(base64.b64encode(random_bytes("mime", 500)).decode(), 76)
+    assert redact(run) == (run, ())
+    keys = "\n".join(body(f"listed{i}", 40, _B62 + "+/") for i in range(3))  # three keys of one length
+    assert redact(keys)[1] == ("generic",) * 3
+
+
+@pytest.mark.parametrize("kind,text,secret", [r[1:] for r in _ENCODED], ids=[r[1] for r in _ENCODED])
+def test_a_credential_beside_encoded_content_is_still_found(kind, text, secret):
+    out, kinds = redact(text)
+    assert secret not in out and kinds
+    if kind == "private_key":
+        assert kinds == ("private_key",)
+
+
+def test_a_private_key_goes_whole_however_it_is_encoded():
+    headless = wrapped(base64.b64encode(private_key_der("whole")).decode(), 64)
+    out, kinds = redact(f"pasted:\n{headless}\n")
+    assert kinds == ("private_key",) and out == f"pasted:\n{REDACTED}\n"
+    pem = "-----BEGIN PRIVATE KEY-----\n" + headless + "\n-----END PRIVATE KEY-----\n"
+    encoded = base64.b64encode(pem.encode()).decode()
+    assert redact(f"KEY_B64 {encoded}") == (f"KEY_B64 {REDACTED}", ("private_key",))

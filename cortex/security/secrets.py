@@ -9,6 +9,8 @@ UUIDs, base64 that decodes to prose, URLs without credentials and placeholders a
 touched by the generic pass.
 
 Values no provider format names are found by their context (``context.py``).
+Encoded content (a drawing, an inline image, an SSH public key) is no credential to the
+generic pass; a private key is one however encoded (``encoded.py``).
 
 detect-secrets was measured against these rules (``bench/bench_security.py``, the same
 texts: the shared set per provider and every phrasing family): its keyword and entropy
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
+
+from cortex.security import encoded
 
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -295,14 +299,27 @@ def find_secrets(
                 taken.append((start, end))
                 found.append(Finding(start, end, "generic", rule))
     # The generic pass skips URLs (their paths are long and mixed-case) unless a rule
-    # already found a password inside one.
+    # already found a password inside one, and encoded content (cortex/security/
+    # encoded.py): an Obsidian drawing, an inline image, an SSH public key.
     url_spans = [m.span() for m in _URL.finditer(text)]
+    blocks: list[tuple[int, int]] | None = None  # found for the first token that needs them
     for m in _TOKEN.finditer(text):
         start, end = m.span()
-        if _overlaps(start, end, taken) or _overlaps(start, end, url_spans):
+        token = m.group(0)
+        if len(token) < generic.min_length or _overlaps(start, end, taken) or _overlaps(start, end, url_spans):
             continue
-        if (_generic_candidate(m.group(0), generic) and not _public_or_path(text, start, end)
-                and not identifier_like(m.group(0))):
+        if encoded.private_key(token):  # before "decodes to text": base64 of a PEM block is text
+            blocks = encoded.blocks(text) if blocks is None else blocks
+            start, end = next(((s, e) for s, e in blocks if s <= start and end <= e), (start, end))
+            if not _overlaps(start, end, taken):
+                taken.append((start, end))
+                found.append(Finding(start, end, "private_key", "encoded-private-key"))
+            continue
+        blocks = encoded.blocks(text) if blocks is None else blocks
+        if _overlaps(start, end, blocks) or encoded.content(token):
+            continue
+        if (_generic_candidate(token, generic) and not _public_or_path(text, start, end)
+                and not identifier_like(token)):
             taken.append((start, end))
             found.append(Finding(start, end, "generic", "high-entropy"))
     found.sort(key=lambda f: f.start)
