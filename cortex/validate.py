@@ -215,13 +215,17 @@ class NoteValidator:
         them, so they would make the scanner's "is there any long token at all" check
         pass on every note and run all its rules (4x the time of the rest)."""
         text = without_identity_lines(text)
-        _, kinds = self.redact(text)
+        redacted, kinds = self.redact(text)
         if not kinds:
             return []
         fix = "remove the secret from the note; rotate it if it was real"
+        # A line the whole scan kept as it was holds no credential: alone, it would lose
+        # what surrounds it (each line of an Excalidraw drawing's fenced block looked like
+        # a key and was reported beside the real one).
+        kept = set(redacted.splitlines())
         out, placed = [], []
         for n, line in enumerate(text.splitlines(), start=1):
-            if not line:
+            if not line or line in kept:
                 continue
             _, found = self.redact(line)
             if found:

@@ -10,6 +10,7 @@ tested through the full hook separately.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -163,6 +164,46 @@ def test_pasted_secret_is_refused(repo):
     assert "mind/facts/a.md:" in done.output and "looks like a credential (github)" in done.output
     assert token not in done.output  # the hook's output does not spread the secret further
     assert not repo.committed("mind/facts/a.md")
+
+
+def test_drawings_public_keys_and_clipped_images_commit(repo):
+    """An Excalidraw drawing (compressed base64 in 256-character lines), an SSH public
+    key and an inline image are random-looking but no credential: each line of the
+    drawing was refused as one."""
+    from secret_phrasings import excalidraw_note, random_bytes, ssh_public_key
+
+    image = base64.b64encode(bytes.fromhex("89504e470d0a1a0a") + random_bytes("clip", 120)).decode()
+    notes = {
+        "Drawing 2026-03-01 12.00.00.excalidraw.md": excalidraw_note("hook"),
+        "SSH.md": f"My laptop key for the server:\n{ssh_public_key('ssh-ed25519', 'hook')} me@laptop\n",
+        "Clip.md": f"An image: ![x](data:image/png;base64,{image})\n",
+    }
+    for rel, text in notes.items():
+        repo.write(rel, text)
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    assert all(repo.committed(rel) for rel in notes)
+
+
+def test_a_secret_beside_a_drawing_is_refused_on_its_own_line(repo):
+    from secret_phrasings import excalidraw_note, random_bytes, ssh_public_key, wrapped
+
+    token = fake_github_token()
+    drawing = excalidraw_note("hook-token") + f"\nThe deploy bot uses {token} to push tags.\n"
+    repo.write("Drawing.excalidraw.md", drawing)
+    line = len(drawing.splitlines())
+    body = wrapped(base64.b64encode(b"openssh-key-v1\0" + random_bytes("hook-key", 300)).decode(), 70)
+    key = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----\n"
+    repo.write("SSH.md", f"{ssh_public_key('ssh-ed25519', 'pair')} me@laptop\n\n{key}")
+    done = repo.commit()
+    assert done.returncode != 0
+    problems = [x for x in done.output.splitlines() if "looks like a credential" in x]
+    fix = "remove the secret from the note; rotate it if it was real"
+    # the token's line alone, not the drawing's: each of them alone looks like a key
+    assert [x for x in problems if x.startswith("Drawing")] == [f"Drawing.excalidraw.md:{line}: looks like a credential (github) — {fix}"]
+    assert f"SSH.md:3: looks like a credential (private_key) — {fix}" in problems  # the key's lines, not the public key's
+    assert not any(x.startswith(("SSH.md:1:", "SSH.md:2:")) for x in problems), done.output
+    assert token not in done.output
 
 
 def test_tag_outside_the_allow_list_is_refused(repo):
