@@ -318,6 +318,19 @@ class GitRepo:
         self._written = dict(zip(oids, blobs))  # what materialize writes next, read from memory
         return oids
 
+    def release_packs(self) -> None:
+        """The packs ``write_blobs`` wrote may go the way of any other now (``packing.release_packs``)."""
+        from cortex import packing
+
+        objects = self._objects_dir()
+        if objects is not None:
+            packing.release_packs(objects)
+
+    def missing(self, oids: Iterable[str]) -> set[str]:
+        """Of the object ids ``oids``, those the object store does not have (a `git gc
+        --prune=now` or `git repack -a -d` removed blobs no commit referenced yet)."""
+        return {oid for oid in oids if oid not in self.repo}
+
     def _objects_dir(self) -> Path | None:
         """Where new objects go, when cortex may write a pack there itself: not in a
         SHA-256 repository (pack ids are SHA-1 here) nor when ``GIT_OBJECT_DIRECTORY``

@@ -119,9 +119,17 @@ def _entry_header(kind: int, size: int) -> bytes:
     return bytes(out)
 
 
+KEEP_MARK = "cortex: blobs of a commit in the making\n"
+
+
 def write_pack(objects: Path, blobs: list[bytes]) -> list[str]:
     """Write ``blobs`` as one pack (version 2) and its index into ``objects/pack``;
     returns their ids, in order.
+
+    Until a commit reaches them, nothing references these blobs, and ``git repack -a
+    -d`` or ``git gc --prune=now`` would delete them under a run that is about to commit
+    them (or that a kill left for its recovery): the pack comes with a ``.keep`` file, as
+    git's own packs in the making do, which ``release_packs`` removes once committed.
 
     git and libgit2 use a pack only once its ``.idx`` exists, so the pack is renamed into
     place first and the index last: a kill before that leaves an unused temporary file
@@ -187,6 +195,7 @@ def write_pack(objects: Path, blobs: list[bytes]) -> list[str]:
         name = pack_dir / f"pack-{pack_sum.hex()}"
         os.chmod(tmp_pack, 0o444)
         os.chmod(tmp_idx, 0o444)
+        Path(f"{name}.keep").write_text(KEEP_MARK, encoding="utf-8")  # before git can see the pack
         os.replace(tmp_pack, f"{name}.pack")
         os.replace(tmp_idx, f"{name}.idx")
     except BaseException:
@@ -198,3 +207,15 @@ def write_pack(objects: Path, blobs: list[bytes]) -> list[str]:
                     pass
         raise
     return ids
+
+
+def release_packs(objects: Path) -> None:
+    """Remove the ``.keep`` files of cortex's packs (``write_pack``): called once the
+    commits of what they hold are made, under the vault's lock (no other cortex process
+    is writing one). A pack kept by git or by a person keeps its own."""
+    for keep in (objects / "pack").glob("pack-*.keep"):
+        try:
+            if keep.read_text(encoding="utf-8") == KEEP_MARK:
+                keep.unlink()
+        except OSError:
+            pass  # gone meanwhile, or unreadable: not ours to judge

@@ -25,6 +25,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from cortex.errors import CortexError
 from cortex.gitrepo import GitRepo, trailer_lines
 from cortex.model import Plan, PlannedNote, RunReport
 from cortex.quarantine import Quarantine
@@ -141,6 +142,19 @@ def apply(
     report.paths += [n.path for n in plan.notes]
 
 
+def _replan(repo: GitRepo, state: State, save, changes: dict[str, str], report: RunReport) -> None:
+    """A killed run's decision that cannot be finished: blobs it had written and not
+    yet committed are gone (a `git gc --prune=now` or `git repack -a -d` since). What it
+    staged goes, and its lines are read again from the buffer's offset, which it never
+    moved: each becomes a note, a reinforcement or a quarantine entry (kept once, by
+    key) again. Notes of it that were committed already are repeats to the new plan."""
+    repo.unstage(changes)
+    state.pending = None
+    save(state)
+    report.warnings.append("an interrupted run's notes were removed from git's object store before their commit "
+                           "(git gc --prune=now, or git repack -a -d, since): their lines were read again")
+
+
 def finish(
     repo: GitRepo, state: State, save, quarantine: Quarantine, author, now: datetime, report: RunReport, *, recovering: bool = False
 ) -> None:
@@ -157,6 +171,15 @@ def finish(
     all_changes: dict[str, str] = {}
     for group in pending["groups"]:
         all_changes.update(group["changes"])
+    if repo.missing(oid for part, group in enumerate(pending["groups"]) if f"{batch}/{part}" not in done
+                    for oid in group["changes"].values() if oid):
+        _replan(repo, state, save, all_changes, report)
+        if recovering:
+            return
+        raise CortexError("git removed this run's notes from its object store before cortex committed them "
+                          "(git gc --prune=now, or git repack -a -d, while cortex ran)",
+                          "run `cortex run` again: nothing was committed, and its lines are read again")
+    for group in pending["groups"]:
         report.superseded += group.get("superseded", [])
     # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
     with repo.locked(), (repo.materializing(all_changes, pending.get("head_before")) if all_changes
@@ -171,6 +194,7 @@ def finish(
                 report.commits += 1
     for note_id, at, path in pending["reinforcements"]:
         state.add_reinforcement(note_id, at, path)
+    repo.release_packs()
     report.warnings += [f"removed {lock}, left by an interrupted run" for lock in repo.cleared_locks]
     report.warnings += repo.kept_warnings()
     if pending.get("quarantine_remove"):

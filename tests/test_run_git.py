@@ -439,3 +439,39 @@ def test_an_index_copy_a_killed_cortexs_git_still_holds_does_not_wedge_the_next_
     assert legacy.exists() and writing.exists()  # fresh: not removed while a git may hold them
     assert not left.exists()
     assert not list(git_dir.glob("cortex-scratch.*.index"))  # the run's own copy became the index
+
+
+@pytest.mark.parametrize("n, git_cleanup", [
+    (5, ("gc", "--quiet", "--prune=now")),  # loose blobs: nothing protects them from a prune "now"
+    (130, ("repack", "-a", "-d", "-q")),  # one pack: its .keep protects it until the commit
+    (130, ("gc", "--quiet", "--prune=now")),
+])
+def test_a_run_killed_before_its_commit_survives_a_git_gc_or_repack(vault, monkeypatch, n, git_cleanup):
+    """The run had written its notes' blobs and saved its decision, then was killed;
+    a person's `git gc --prune=now` or `git repack -a -d` came before the next run.
+    Blobs in cortex's pack are kept (git honours the .keep); loose ones may be gone, and
+    then the decision is dropped and its lines read again: every line a note, once."""
+    from cortex.gitrepo import GitRepo
+
+    append_lines(vault, *big_batch(n))
+    with monkeypatch.context() as m:
+        crash_at(m, GitRepo, "commit", 0)
+        with pytest.raises(Crash):
+            vault.run(now=NOW)
+    git(vault.root, *git_cleanup)
+    report = vault.run(now=NOW)
+    assert report.recovered and len(notes(vault)) == n
+    assert ("read again" in " ".join(report.warnings)) == (n < 100)  # only loose blobs can be lost
+    assert git(vault.root, "status", "--porcelain") == "" and vault.load_state().pending is None
+    git(vault.root, "fsck", "--strict")
+    assert not list((vault.root / ".git" / "objects" / "pack").glob("*.keep"))  # released once committed
+
+
+def test_the_pack_of_a_run_is_released_once_committed_and_git_may_repack_it(vault):
+    append_lines(vault, *big_batch(130))
+    vault.run(now=NOW)
+    packs = vault.root / ".git" / "objects" / "pack"
+    assert not list(packs.glob("*.keep"))
+    git(vault.root, "repack", "-a", "-d", "-q")
+    assert len(list(packs.glob("*.pack"))) == 1 and len(notes(vault)) == 130
+    git(vault.root, "fsck", "--strict")
