@@ -42,10 +42,12 @@ from cortex.notes import (
     NoteSyntaxError,
     flow_list,
     make_title,
+    note_aliases,
     parse_note,
     quote,
     source_hash,
     split_frontmatter,
+    split_tags,
     uuid7,
 )
 from cortex.taxonomy import Taxonomy, TypeSpec
@@ -88,9 +90,10 @@ def normalise_tag(tag: Any) -> str | None:
 def normalise_tags(tags: Any) -> list[Any] | None:
     """The normalised list, or None when ``tags`` is not something to normalise."""
     if isinstance(tags, str):
-        # Obsidian's legacy string form, `tags: a, b` or `tags: "#a #b"`: a comma, or a
-        # space before a `#`, starts the next tag ("#infra #Post Gres": infra, post-gres).
-        tags = [t for t in re.split(r",|\s+(?=#)", tags) if t.strip()]
+        # The string form, `tags: a, b` or `tags: "#a #b"`, split as Obsidian (and every
+        # reader of a note's tags) splits it: at commas and spaces, so the list keeps what
+        # Obsidian showed ("Home Office" is two tags there, not home-office).
+        tags = split_tags(tags)
     elif not isinstance(tags, list):
         return None
     else:  # an item "#a #b" is two tags too
@@ -197,6 +200,8 @@ def fix_note(
             updates["title"] = quote(followed)
             changes.append("title follows the edited body")
             aliases = meta.get("aliases")
+            if isinstance(aliases, str):  # Obsidian reads a string as aliases separated by commas
+                aliases = note_aliases(aliases)
             if isinstance(aliases, list) and title in aliases:
                 updates["aliases"] = flow_list([followed if a == title else a for a in aliases])
     if "tags" in meta:

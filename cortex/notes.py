@@ -408,6 +408,51 @@ def set_fields(text: str, updates: Mapping[str, str | None], *, after: str | Non
     return "".join([lines[0], *out, *lines[close:]])
 
 
+# --- tags and aliases, as Obsidian reads them -------------------------------------------
+# Every reader of a note's `tags` or `aliases` goes through these (the search index, the
+# graph and brief, query filters, the fixer), so a note means the same to all of them as
+# to Obsidian. Obsidian reads a string as a list (its parseFrontMatterTags and
+# parseFrontMatterAliases): `tags: recipes, kitchen` is two tags, split at commas and
+# spaces; `aliases: Kumquat, Cumquat` two aliases, split at commas only. Indexing the
+# string as one tag ("recipes, kitchen") hid the note from `--tag recipes`.
+
+_TAG_SEPARATORS = re.compile(r"[,\s]+")
+
+
+def split_tags(text: str) -> list[str]:
+    """A ``tags`` string as Obsidian splits it: at commas and spaces (`#a #b`, `a, b`)."""
+    return [t for t in _TAG_SEPARATORS.split(text) if t]
+
+
+def tag_name(text: str) -> str:
+    """A tag as Obsidian counts it: no leading `#`, lowercased, nesting kept
+    (`#Recipes/Jam` is `recipes/jam`)."""
+    return text.strip().lstrip("#").lower()
+
+
+def note_tags(value: Any) -> list[str]:
+    """A note's frontmatter ``tags`` (a list, or a string of them) as tag names, in order,
+    once each; what is neither reads as no tags (the validator says what is wrong)."""
+    if isinstance(value, str):
+        items = split_tags(value)
+    elif isinstance(value, (list, tuple)):
+        items = [str(v) for v in value if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+    else:
+        return []
+    return [t for t in dict.fromkeys(tag_name(item) for item in items) if t]
+
+
+def note_aliases(value: Any) -> list[str]:
+    """A note's frontmatter ``aliases``: a list, or a string of them separated by commas."""
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, (list, tuple)):
+        items = [v for v in value if isinstance(v, str)]
+    else:
+        return []
+    return [a for a in dict.fromkeys(item.strip() for item in items) if a]
+
+
 # --- what a body says ------------------------------------------------------------------
 
 # Obsidian's inline tag: `#` after the line's start or a space, then letters, digits,

@@ -177,8 +177,9 @@ def test_tag_normalisation(raw, expected):
 
 def test_tags_list_deduplicated_string_split_unusable_kept():
     assert normalise_tags(["A", "a", "b c"]) == ["a", "b-c"]
-    assert normalise_tags("Work, Home Office") == ["work", "home-office"]
-    assert normalise_tags("#infra #Post Gres") == ["infra", "post-gres"]
+    # a string splits as Obsidian splits it, at commas and spaces (notes.split_tags)
+    assert normalise_tags("Work, Home Office") == ["work", "home", "office"]
+    assert normalise_tags("#infra #Post Gres") == ["infra", "post", "gres"]
     assert normalise_tags(["#Ops #ops", "Home Office"]) == ["ops", "home-office"]
     assert normalise_tags(["日本"]) == ["日本"]  # left for the validator to explain
     assert normalise_tags({"a": 1}) is None
@@ -443,6 +444,24 @@ def test_a_run_notes_alias_follows_its_derived_title():
                    now=NOW, previous=text).text
     assert parse_note(out).meta["aliases"] == [body.replace("16", "17")]
 
+    # an alias list a person wrote as a string (comma-separated, as Obsidian reads it) follows too
+    theirs = text.replace(f'aliases: ["{body}"]', f"aliases: Ledger DB, {body}")
+    head, fence, rest = theirs.rpartition("---\n")
+    out = fix_note("mind/facts/n.md", head + fence + rest.replace("16", "17"), DEFAULT_TAXONOMY,
+                   now=NOW, previous=theirs).text
+    assert parse_note(out).meta["aliases"] == ["Ledger DB", body.replace("16", "17")]
+
+
+def test_frontmatter_tags_and_aliases_as_obsidian_reads_them():
+    from cortex.notes import note_aliases, note_tags
+
+    assert note_tags("recipes, kitchen") == note_tags("#recipes #kitchen") == ["recipes", "kitchen"]
+    assert note_tags("Recipes/Jam,kitchen  #Kitchen") == ["recipes/jam", "kitchen"]
+    assert note_tags(["#Recipes", "recipes", "home office", 2024, None, {"a": 1}]) == ["recipes", "home office", "2024"]
+    assert note_tags(None) == note_tags(7) == note_tags("") == note_tags({"a": 1}) == []
+    assert note_aliases("Kumquat jam, Cumquat jam") == ["Kumquat jam", "Cumquat jam"]  # commas only
+    assert note_aliases(["Kumquat jam", "", 3]) == ["Kumquat jam"]
+    assert note_aliases(None) == []
 
 def test_inline_tags_as_obsidian_counts_them():
     from cortex.notes import inline_tags

@@ -203,6 +203,31 @@ def test_an_entity_or_tag_with_a_comma_is_matched_whole(vault):
     assert search(idx, "contract", limit=1)[0].entities == ["Acme, Inc."]
 
 
+
+def test_a_persons_tags_read_as_obsidian_reads_them_everywhere(vault):
+    """`tags: recipes, kitchen` is two tags to Obsidian (a string splits at commas and
+    spaces, `#` or not): the index, the query filters and the graph read it so too, and
+    nothing rewrites the person's file for it."""
+    from cortex.maintenance.base import JobContext
+    from cortex.maintenance.graph import build_graph
+
+    (vault / "Marmalade.md").write_text("---\ntags: recipes, Kitchen\n---\nKumquat marmalade needs a long, slow boil.\n")
+    (vault / "Curd.md").write_text("---\ntags: [recipes, kitchen]\n---\nLemon curd needs a bain-marie.\n")
+    (vault / "Jam.md").write_text("---\ntags: \"#recipes/jam #kitchen\"\n---\nDamson jam sets fast.\n")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "--no-verify", "-m", "three recipes")
+    idx = fresh_index(vault)
+    assert search(idx, "kumquat marmalade")[0].tags == ["recipes", "kitchen"]
+    assert sorted(paths(search(idx, "needs", filters=Filters(tags=("recipes",))))) == ["Curd.md", "Marmalade.md"]
+    assert sorted(paths(search(idx, "needs sets", filters=Filters(tags=("#Kitchen",))))) == ["Curd.md", "Jam.md", "Marmalade.md"]
+    assert paths(search(idx, "damson", filters=Filters(tags=("recipes/jam",)))) == ["Jam.md"]
+    v = Vault(vault)
+    with v.lock():
+        graph = build_graph(JobContext(v, NOW).snapshot())
+    tags = {k for k, node in graph.nodes.items() if node["kind"] == "tag"}
+    assert tags == {"tag:recipes", "tag:kitchen", "tag:recipes/jam"}
+
+
 def test_recent_spans_segments_and_skips_deleted_notes(vault):
     """The temporal view reads the `ts` column of every segment, minus deleted rows."""
     day = timedelta(days=1)

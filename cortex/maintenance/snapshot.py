@@ -21,11 +21,12 @@ from typing import Any, Iterator
 from cortex.counts import Count, parse_merged
 from cortex.fsutil import atomic_write
 from cortex.layout import MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition
-from cortex.notes import NoteSyntaxError, inline_tags, parse_note, source_hash, split_frontmatter
+from cortex.notes import NoteSyntaxError, inline_tags, note_tags, parse_note, source_hash, split_frontmatter
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
 
-CACHE_VERSION = 5  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart; 4: merged_counts; 5: archive_reason
+CACHE_VERSION = 6  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart; 4: merged_counts; 5: archive_reason;
+# 6: frontmatter tags as Obsidian reads them (notes.note_tags)
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ def describe(data: bytes) -> dict[str, Any]:
         "titled": bool(meta.get("title")),
         "attribution": _text(meta.get("attribution")),
         "entities": entities,
-        "tags": list(dict.fromkeys([*_strings(meta.get("tags")), *inline_tags(body)])),
+        "tags": list(dict.fromkeys([*note_tags(meta.get("tags")), *inline_tags(body)])),
         "links": _strings(meta.get("links")),
         "merged_from": _strings(meta.get("merged_from")),
         "merged_into": _text(meta.get("merged_into")),

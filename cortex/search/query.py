@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Sequence
 
+from cortex.notes import tag_name
 from cortex.search import fusion, when
 from cortex.search.question import Filters
 from cortex.search.records import LIST_SEP
@@ -66,7 +67,7 @@ def is_brief(doc: dict) -> bool:
 def matches(doc: dict, f: Filters) -> bool:
     if doc.get("archived") and not f.archived:
         return False
-    if BRIEF_TAG in (doc.get("tags") or "") and is_brief(doc) and BRIEF_TAG not in {t.lower() for t in f.tags}:
+    if BRIEF_TAG in (doc.get("tags") or "") and is_brief(doc) and BRIEF_TAG not in {tag_name(t) for t in f.tags}:
         return False  # a digest of other notes would outrank them in ordinary searches
     if f.types and doc.get("type") not in f.types:
         return False
@@ -76,7 +77,7 @@ def matches(doc: dict, f: Filters) -> bool:
         return False
     if f.attributions and doc.get("attribution") not in f.attributions:
         return False
-    if f.tags and not _split(doc.get("tags")) & {t.lower() for t in f.tags}:
+    if f.tags and not _split(doc.get("tags")) & {tag_name(t) for t in f.tags}:  # `--tag #Jam` is jam
         return False
     if f.entities and not _split(doc.get("entities")) & {e.lower() for e in f.entities}:
         return False

@@ -11,14 +11,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from cortex.notes import WIKILINK_RE, inline_tags
+from cortex.notes import WIKILINK_RE, inline_tags, note_tags
 from cortex.taxonomy import ARCHIVE, Taxonomy
 
 # The on-disk layout of .cortex/search/; an index of another format is rebuilt.
 # 3: tags and entities joined by U+001F, not a comma; accents folded.
 # 4: ø, ł, ß, æ, œ... folded too.
 # 5: notes outside vault/ and mind/ (the top folder is "."), inline #tags.
-FORMAT = 5
+# 6: frontmatter tags as Obsidian reads them (`tags: a, b` is two tags, `#a` is a).
+FORMAT = 6
 
 # The index stores tags and entities as one string each, joined by a character no name
 # holds (a comma did: "Acme, Inc." could never be matched again).
@@ -152,7 +153,7 @@ def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Ta
         category=category,
         partition=partition,
         archived=archived or bool(meta.get("archived")),
-        tags=tuple(dict.fromkeys([*_names(meta.get("tags")), *inline_tags(body)])),
+        tags=tuple(dict.fromkeys([*note_tags(meta.get("tags")), *inline_tags(body)])),
         entities=_names(meta.get("entities"), "name"),
         attribution=str(meta.get("attribution") or ""),
         created=_iso(created),
