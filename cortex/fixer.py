@@ -6,7 +6,8 @@ What it does, and only this:
   implies one) and a body: ``id`` (UUIDv7), ``category``, ``created``, ``source_hash``,
   the ``# ---`` separator, and a ``title`` below it (the body's opening words, or its
   first markdown heading). The required block goes first, in
-  order; a file with no frontmatter at all gets one.
+  order; a file with no frontmatter at all gets one. A ``created`` that is a date with
+  no time (Obsidian's Date property) gets midnight UTC.
 - keeps a title cortex derived true to the body: when the body changes and the title is
   still what the old body gave, the title (and that alias) follows the new body; a
   title a person wrote is theirs and never changes;
@@ -32,7 +33,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Callable
 
 from cortex.layout import in_partition
@@ -51,7 +52,7 @@ from cortex.notes import (
     uuid7,
 )
 from cortex.taxonomy import Taxonomy, TypeSpec
-from cortex.timefmt import format_time
+from cortex.timefmt import format_time, parse_time
 from cortex.validate import TAG_RE
 
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
@@ -209,6 +210,10 @@ def fix_note(
         if tags is not None and tags != meta["tags"]:
             updates["tags"] = flow_list(tags)
             changes.append("normalised tags")
+    completed = _completed_date(meta.get("created"))
+    if completed:
+        updates["created"] = completed
+        changes.append("gave the date in created a time (midnight UTC)")
     if spec is not None and has_body:
         fresh = _required_values(spec, body, now, new_id)
         generated = ("title",) if _clean(title_for(body), redact) else ()
@@ -248,6 +253,20 @@ def fix_note(
     if check.meta != expected or check.body != body:
         return Fixed(text, refused="the frontmatter is too unusual to edit safely")
     return Fixed(new_text, tuple(changes))
+
+
+def _completed_date(value: Any) -> str | None:
+    """A date with no time (`2026-03-01`, what Obsidian's Date property writes) as the
+    time cortex writes, midnight UTC, the time every reader already took it for; None
+    for anything else (a date and time passes as it is, whatever its precision)."""
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        try:
+            value = date.fromisoformat(value.strip())
+        except ValueError:
+            return None  # no such day: the validator says what is expected
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return format_time(parse_time(value))
+    return None
 
 
 def _required_values(spec: TypeSpec, body: str, now: datetime, new_id: Callable[[int], str]) -> dict[str, str]:

@@ -5,7 +5,7 @@ whole budget of the git hook for one note. The note schema needs only a dozen ke
 so ``compile_schema`` checks those itself and hands any schema that uses something else
 (a person's extended ``schemas/note.schema.json`` with ``oneOf``, ``$ref``, ...) to
 jsonschema's Draft 2020-12 validator. Errors carry the attributes the note validator
-reads from jsonschema's (``absolute_path``, ``validator``, ``message``); tests compare
+reads from jsonschema's (``absolute_path``, ``validator``, ``message``, ``instance``); tests compare
 both on the same inputs.
 """
 
@@ -38,6 +38,7 @@ class SchemaError:
     message: str
     validator: str
     absolute_path: deque = field(default_factory=deque)
+    instance: Any = None  # the value that failed
 
 
 def supported(schema: Any) -> bool:
@@ -68,7 +69,7 @@ class LiteValidator:
 
     def _check(self, schema: dict, value: Any, path: tuple) -> Iterator[SchemaError]:
         def err(message: str, keyword: str) -> SchemaError:
-            return SchemaError(message, keyword, deque(path))
+            return SchemaError(message, keyword, deque(path), value)
 
         for key, rule in schema.items():
             if key == "type":

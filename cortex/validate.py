@@ -155,7 +155,7 @@ class NoteValidator:
                 continue  # reported above with the fixer hint
             if key == "type" and unknown:
                 continue  # reported below, with what was probably meant
-            add(line_of(key), f"{key or 'frontmatter'}: {error.message}", _schema_fix(key))
+            add(line_of(key), _schema_what(key, error), _schema_fix(key))
 
         type_name = meta.get("type")
         spec = self.taxonomy.get(type_name) if isinstance(type_name, str) else None
@@ -309,10 +309,30 @@ def _separator_line(frontmatter: str) -> int | None:
     return None
 
 
+# What each pattern of the note schema asks for, in words: a value that does not match is
+# explained by these, never by the regex (which reached people double-escaped).
+_FORMS = {
+    "id": "a UUIDv7 such as 019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d5e",
+    "type": "a lowercase name (letters, digits, _) such as fact",
+    "created": "a date and time such as 2026-02-16T15:23:14.527Z or 2026-03-01T09:30",
+    "source_hash": "64 lowercase hex digits",
+    "links": "a wikilink such as [[Maya Okafor]]",
+}
+
+
+def _schema_what(key: str, error: Any) -> str:
+    if error.validator != "pattern":
+        return f"{key or 'frontmatter'}: {error.message}"
+    form = _FORMS.get(key, f"in the form the note schema (schemas/note.schema.json) gives `{key}`")
+    return f"{key}: {error.instance!r} is not {form}"
+
+
 def _schema_fix(key: str) -> str:
     return {
         "id": "ids are UUIDv7 strings; delete the line and commit again: the hook writes a new one",
-        "created": "use an ISO-8601 time such as 2026-02-16T15:23:14.527Z",
+        "created": "write the time the note was made, such as 2026-02-16T15:23:14.527Z (a date alone, "
+                   "2026-03-01, the commit completes to midnight UTC)",
+        "links": "write each link as [[Name]]",
         "source_hash": "delete the source_hash line and commit again: the hook sets it from the body",
         "confidence": "use a number from 0 to 1",
         "importance": "use a number from 0 to 1",

@@ -132,7 +132,9 @@ INVALID = {
     "no-separator": ("mind/facts/a.md", note().replace("# ---\n", ""), "no `# ---` line"),
     "out-of-order": ("mind/facts/a.md", _swap(note(), "id:", "type:"), "required fields out of order"),
     "below-separator": ("mind/facts/a.md", _swap(note(), "source_hash:", "# ---"), "required field(s) source_hash below `# ---`"),
-    "bad-id": ("mind/facts/a.md", note(id_="019c7a1e-5b40-4a2c-9d3e-4f1a2b3c4d5e"), "id: '019c7a1e-5b40-4a2c-9d3e-4f1a2b3c4d5e' does not match"),
+    "bad-id": ("mind/facts/a.md", note(id_="019c7a1e-5b40-4a2c-9d3e-4f1a2b3c4d5e"), "id: '019c7a1e-5b40-4a2c-9d3e-4f1a2b3c4d5e' is not a UUIDv7"),
+    "bad-created": ("mind/facts/a.md", note().replace("created: 2026-02-19T21:14:03.207Z", "created: 1 March 2026"),
+                    "created: '1 March 2026' is not a date and time such as 2026-02-16T15:23:14.527Z"),
     "unknown-type": ("mind/facts/a.md", note(type_="gadget"), "type 'gadget' is not in the taxonomy"),
     "category-mismatch": ("mind/facts/a.md", note(category="entity"), "category 'entity' does not match type fact"),
     "folder-mismatch": ("vault/decisions/a.md", note(), "a fact note belongs in mind/facts/, not vault/decisions/"),
@@ -247,6 +249,33 @@ def test_obsidian_note_is_completed_within_the_first_commit(repo):
     assert repo.git("status", "--porcelain").stdout == ""  # nothing left behind, staged or not
     assert repo.commit().returncode != 0  # nothing more to commit: the second pass changed nothing
     assert path.read_text() == fixed
+
+
+
+def test_a_date_property_is_completed_to_a_time_within_the_first_commit(repo):
+    """Obsidian's Date property writes `created: 2026-03-01` (a YAML date): the fixer
+    completes it to midnight UTC, as it completes the rest of the note."""
+    rel = "vault/decisions/CDN.md"
+    repo.write(rel, "---\ncreated: 2026-03-01\ntags: [infra]\n---\nWe chose Fastly as CDN for the marketing site.\n")
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    committed = repo.git("show", f"HEAD:{rel}").stdout
+    assert "\ncreated: 2026-03-01T00:00:00.000Z\n" in committed
+    assert f"{rel}: completed (gave the date in created a time (midnight UTC);" in done.output
+
+
+def test_a_pattern_the_schema_asks_for_is_said_in_words(repo):
+    """A value that misses a schema pattern is explained (the form, an example), never
+    shown as the regex."""
+    repo.write("mind/facts/a.md", note().replace("created: 2026-02-19T21:14:03.207Z", "created: 2026-03-01"))
+    repo.write("mind/facts/b.md", note("Links are wikilinks.", id_="019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d5f")
+               .replace("tags: [ops]", "links: [Maya]\ntags: [ops]"))
+    done = repo.commit(skip_fix=True)
+    assert done.returncode != 0
+    assert "created: '2026-03-01' is not a date and time such as 2026-02-16T15:23:14.527Z" in done.output
+    assert "the commit completes to midnight UTC" in done.output
+    assert "links: 'Maya' is not a wikilink such as [[Maya Okafor]] — write each link as [[Name]]" in done.output
+    assert "does not match" not in done.output and "\\d" not in done.output and "^" not in done.output
 
 
 def test_edited_body_keeps_its_source_hash_and_commits_first_time(repo):
