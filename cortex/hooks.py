@@ -639,11 +639,16 @@ def _install_guard(hooks_dir: Path, said: list[str], problems: list[str]) -> Non
 
 # --- output -------------------------------------------------------------------------------
 
-def render(report: Report, action: str, out=None, *, hook: bool = True) -> None:
-    """People's view of a report: one line per problem or fixed note."""
+def render(report: Report, action: str, out=None, *, hook: bool = True, refused: bool = False) -> None:
+    """People's view of a report: one line per problem or fixed note. ``refused``: the
+    commit does not go through (a problem below), so a staged completion
+    waits for the next one rather than being part of this one."""
     out = out or sys.stdout
     for path, changes in report.changed.items():
-        if path in report.staged:
+        if path in report.staged and refused:
+            out.write(f"{path}: completed ({'; '.join(changes)}) and staged; it goes in with the commit, "
+                      "once the problems below are solved\n")
+        elif path in report.staged:
             out.write(f"{path}: completed ({'; '.join(changes)}), part of this commit\n")
         else:
             out.write(f"{path}: fixed ({'; '.join(changes)}) — review it, `git add` it and commit again\n")
@@ -710,8 +715,9 @@ def render_all(reports: dict[str, Report], *, as_json: bool, nested: bool) -> No
         data = {k: r.as_dict() for k, r in reports.items()} if nested else next(iter(reports.values())).as_dict()
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return
+    refused = any(r.exit_code for r in reports.values())
     for action, report in reports.items():
-        render(report, action)
+        render(report, action, refused=refused)
 
 
 if __name__ == "__main__":

@@ -278,6 +278,17 @@ def test_a_pattern_the_schema_asks_for_is_said_in_words(repo):
     assert "does not match" not in done.output and "\\d" not in done.output and "^" not in done.output
 
 
+def test_a_completion_in_a_refused_commit_does_not_claim_to_be_part_of_it(repo):
+    repo.write("mind/facts/new.md", "---\ntype: fact\n---\n\nThe queue drains nightly.\n")
+    repo.write("mind/facts/typo.md", "---\ntype: fcat\n---\n\nThe VPN drops at midnight.\n")
+    done = repo.commit()
+    assert done.returncode != 0
+    assert "part of this commit" not in done.output
+    assert "mind/facts/new.md: completed (added id, category, created, source_hash, title) and staged; " \
+           "it goes in with the commit, once the problems below are solved" in done.output
+    assert not repo.committed("mind/facts/new.md")
+
+
 def test_edited_body_keeps_its_source_hash_and_commits_first_time(repo):
     repo.write("mind/facts/a.md", note())
     assert repo.commit().returncode == 0
