@@ -289,6 +289,14 @@ def test_a_completion_in_a_refused_commit_does_not_claim_to_be_part_of_it(repo):
     assert not repo.committed("mind/facts/new.md")
 
 
+def test_a_name_no_note_may_have_is_said_once(repo):
+    repo.write("tab\tname.md", "A note.\n")
+    done = repo.commit()
+    assert done.returncode != 0
+    assert done.output.count("a control character (line break, tab) in the file name") == 1, done.output
+    assert "cortex: 1 problem in 1 note" in done.output
+
+
 def test_edited_body_keeps_its_source_hash_and_commits_first_time(repo):
     repo.write("mind/facts/a.md", note())
     assert repo.commit().returncode == 0
