@@ -297,6 +297,18 @@ def test_a_name_no_note_may_have_is_said_once(repo):
     assert "cortex: 1 problem in 1 note" in done.output
 
 
+
+def test_a_commit_of_many_notes_is_checked_in_one_process_with_one_total(repo):
+    """pre-commit runs a hook in parallel batches unless it is `require_serial`: each
+    batch printed its own total, and the batches' `git add` of their completions raced
+    for git's index lock."""
+    for i in range(12):
+        repo.write(f"mind/facts/typo-{i}.md", f"---\ntype: fcat\n---\n\nThe VPN drops at {i}:00.\n")
+    done = repo.commit()
+    assert done.returncode != 0
+    assert [line for line in done.output.splitlines() if line.startswith("cortex:")] == [
+        "cortex: 12 problems in 12 notes; nothing was committed"]
+
 def test_edited_body_keeps_its_source_hash_and_commits_first_time(repo):
     repo.write("mind/facts/a.md", note())
     assert repo.commit().returncode == 0
