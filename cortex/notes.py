@@ -301,11 +301,29 @@ def parse_note(text: str, *, max_frontmatter: int = MAX_FRONTMATTER_CHARS) -> No
         line = (mark.line + 2) if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc)
         raise NoteSyntaxError(f"frontmatter is not valid YAML: {problem}", line) from None
+    except ValueError as exc:  # YAML 1.1 reads 2026-02-30 as a date, which Python cannot hold
+        raise NoteSyntaxError(f"frontmatter holds a date that does not exist ({exc}): "
+                              "correct it, or quote it to keep it as text", _impossible_date_line(fm)) from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
         raise NoteSyntaxError("frontmatter must be a mapping of `key: value` lines", 2)
     return Note(meta, body, fm, body_line, _key_lines(fm))
+
+
+_DATE_RE = re.compile(r"(?<![\d-])(\d{4})-(\d\d?)-(\d\d?)(?![\d-])")
+
+
+def _impossible_date_line(frontmatter: str) -> int:
+    import datetime
+
+    for n, line in enumerate(frontmatter.splitlines(), start=2):
+        for m in _DATE_RE.finditer(line):
+            try:
+                datetime.date(*map(int, m.groups()))
+            except ValueError:
+                return n
+    return 2
 
 
 def _key_lines(frontmatter: str) -> dict[str, int]:

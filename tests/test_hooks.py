@@ -298,6 +298,15 @@ def test_a_name_no_note_may_have_is_said_once(repo):
 
 
 
+
+def test_a_date_that_does_not_exist_is_a_problem_with_its_line_not_a_traceback(repo):
+    repo.write("2026-02-30.md", "---\ndate: 2026-02-30\n---\nA day that never was.\n")  # a person's note: a warning
+    repo.write("mind/facts/a.md", note().replace("created: 2026-02-19T21:14:03.207Z", "created: 2026-02-30T09:00:00Z"))
+    done = repo.commit()
+    assert "Traceback" not in done.output and done.returncode != 0
+    assert "2026-02-30.md:2: warning: frontmatter holds a date that does not exist" in done.output
+    assert "mind/facts/a.md:5: frontmatter holds a date that does not exist" in done.output
+
 def test_a_commit_of_many_notes_is_checked_in_one_process_with_one_total(repo):
     """pre-commit runs a hook in parallel batches unless it is `require_serial`: each
     batch printed its own total, and the batches' `git add` of their completions raced

@@ -179,3 +179,14 @@ def test_draft_meta_equals_what_yaml_reads_back(text, score):
     assert _jsonable(reread.meta) == _jsonable(draft_meta(d)) == _jsonable(note.meta)
     assert (reread.body, reread.frontmatter, reread.body_line, dict(reread.key_lines)) == (
         note.body, note.frontmatter, note.body_line, dict(note.key_lines))
+
+
+def test_a_date_that_does_not_exist_is_a_syntax_error_with_its_line():
+    """YAML reads `2026-02-30` as a date Python cannot make: that was a traceback (the
+    hook, the index), where broken frontmatter is a problem with a line."""
+    from cortex.notes import NoteSyntaxError
+
+    with pytest.raises(NoteSyntaxError) as caught:
+        parse_note("---\ntags: [garden]\ndate: 2026-02-30\n---\nPruned the pears.\n")
+    assert caught.value.line == 3 and "a date that does not exist" in str(caught.value)
+    assert parse_note('---\ndate: "2026-02-30"\n---\nx\n').meta["date"] == "2026-02-30"  # quoted: text
