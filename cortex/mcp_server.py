@@ -12,8 +12,11 @@ stdout is the protocol: every log line goes to stderr.
 """
 
 import json
+import os
 import secrets
 import sys
+import threading
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from cortex.agent_memory import (
@@ -261,6 +264,97 @@ def build_server(memory: Memory):
     return server
 
 
+# --- the stdio transport: every request answered before the client's EOF is passed on ----
+
+DRAIN_LIMIT = 600.0  # seconds an answer may still take once the client closed its side
+
+
+def _message_ids(line: bytes, *, requests: bool) -> list[str]:
+    """The ids of the client's requests (``requests``) or of the server's answers in one
+    line of JSON-RPC (an object, or a batch of them); none in a line that is not JSON."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return []
+    ids = []
+    for item in message if isinstance(message, list) else [message]:
+        if not isinstance(item, dict) or item.get("id") is None:
+            continue
+        if requests and "method" in item:
+            ids.append(json.dumps(item["id"]))  # 1 and "1" are two ids
+        elif not requests and "method" not in item and ("result" in item or "error" in item):
+            ids.append(json.dumps(item["id"]))
+    return ids
+
+
+def _cancelled(line: bytes) -> list[str]:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return []
+    if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
+        request = (message.get("params") or {}).get("requestId")
+        return [json.dumps(request)] if request is not None else []
+    return []
+
+
+@contextmanager
+def answers_before_eof(limit: float = DRAIN_LIMIT):
+    """Relay stdin and stdout through pipes so that the SDK sees the client close stdin
+    only once every request read so far has its answer on stdout.
+
+    The SDK's stdio loop ends at EOF and cancels what is still running: a client that
+    writes its requests and closes stdin (``printf … | cortex mcp``) got the answer to
+    `initialize` and lost the rest, an `observe` among them maybe half done. The relay
+    reads each line the client sends, notes the ids of its requests, and each line the
+    server writes, striking off the ids answered; at EOF it waits (at most ``limit``
+    seconds) before closing the SDK's stdin. A client that stops reading is a client
+    that went away: its answers are dropped, not waited for."""
+    real_in, real_out = os.dup(0), os.dup(1)
+    to_sdk_r, to_sdk_w = os.pipe()
+    from_sdk_r, from_sdk_w = os.pipe()
+    os.dup2(to_sdk_r, 0)
+    os.dup2(from_sdk_w, 1)
+    os.close(to_sdk_r)
+    os.close(from_sdk_w)
+    pending: set[str] = set()
+    answered = threading.Condition()
+
+    def inbound() -> None:
+        with open(real_in, "rb") as client, open(to_sdk_w, "wb") as sdk:
+            for line in client:
+                with answered:
+                    pending.update(_message_ids(line, requests=True))
+                    pending.difference_update(_cancelled(line))
+                sdk.write(line)
+                sdk.flush()
+            with answered:
+                if not answered.wait_for(lambda: not pending, timeout=limit):
+                    log(f"stdin closed with {len(pending)} request(s) unanswered after {limit:g}s: stopping")
+        # the SDK's stdin closes here: it sees EOF
+
+    def outbound() -> None:
+        gone = False
+        with open(from_sdk_r, "rb") as sdk, open(real_out, "wb") as client:
+            for line in sdk:
+                if not gone:
+                    try:
+                        client.write(line)
+                        client.flush()
+                    except OSError:  # the client stopped reading: nobody to answer
+                        gone = True
+                with answered:
+                    if gone:
+                        pending.clear()
+                    else:
+                        pending.difference_update(_message_ids(line, requests=False))
+                    answered.notify_all()
+
+    for relay in (inbound, outbound):
+        threading.Thread(target=relay, name=f"mcp-{relay.__name__}", daemon=True).start()
+    yield
+
+
 def serve(vault: "Vault", *, model: str | None = None, attribution: str = "agent", session_id: str | None = None,
           process_after_writes: bool = False, debounce: float = DEFAULT_DEBOUNCE,
           refresh_interval: float = DEFAULT_REFRESH) -> None:
@@ -273,6 +367,7 @@ def serve(vault: "Vault", *, model: str | None = None, attribution: str = "agent
     log(f"serving {vault.root} over stdio (session {memory.session_id}"
         + (f", processing the buffer {debounce:g}s after writes)" if process_after_writes else ")"))
     try:
-        server.run("stdio")
+        with answers_before_eof():
+            server.run("stdio")
     finally:
         memory.stop()

@@ -379,3 +379,25 @@ def test_a_damaged_index_under_the_server_is_rebuilt_at_the_next_query(tmp_path)
         f.write_bytes(f.read_bytes()[:10])
     memory.index.lexical.close()  # a searcher opened after the damage, as after a reload
     assert [h["path"] for h in memory.query("pelican", mode="lexical")] == ["mind/facts/a.md"]
+
+
+def test_a_client_that_closes_stdin_after_its_requests_gets_every_answer(vault):
+    """A script pipes its requests in and closes stdin (`printf … | cortex mcp`): every
+    request read is answered before the server stops, an `observe` among them kept."""
+    def request(ident, method, params):
+        return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+    lines = [request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "script", "version": "1"}}),
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             *[request(f"obs-{k}", "tools/call", {"name": "observe", "arguments": {
+                 "body": f"Dock {k} opens at {k + 5}:00 on Saturdays.", "type": "fact"}}) for k in range(4)],
+             request(99, "tools/call", {"name": "status", "arguments": {}})]
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault), "mcp"], capture_output=True, text=True,
+                          input="".join(json.dumps(m) + "\n" for m in lines), timeout=120)
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert set(answers) == {1, "obs-0", "obs-1", "obs-2", "obs-3", 99}
+    assert all("result" in a and not a["result"].get("isError") for a in answers.values())
+    buffered = (vault / "observer" / "observations.jsonl").read_text().splitlines()
+    assert sorted(json.loads(b)["body"] for b in buffered) == [f"Dock {k} opens at {k + 5}:00 on Saturdays." for k in range(4)]
