@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-pythons smoke-pythons bench soak model classifier clean
+.PHONY: install run test test-pythons smoke-pythons smoke-lowest bench soak model classifier clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,13 @@ smoke-pythons:
 	  echo "== Python $$v ($$py)"; \
 	  scripts/smoke.sh "$$py" || { echo "smoke: Python $$v failed"; exit 1; }; \
 	done
+
+# The same with every dependency at the lowest version pyproject.toml accepts, on the
+# oldest supported Python (scripts/lowest-constraints).
+smoke-lowest:
+	@py=$$(scripts/find-python 3.10) || { echo "== Python 3.10: not installed, lowest versions skipped"; exit 0; }; \
+	  echo "== lowest dependency versions, Python 3.10 ($$py)"; \
+	  scripts/smoke.sh "$$py" --lowest || { echo "smoke: lowest dependency versions failed"; exit 1; }
 
 # Figures, not pass/fail: each bench/bench_*.py prints its own table.
 bench: $(STAMP)
