@@ -685,3 +685,30 @@ def test_an_editor_saving_while_the_job_writes_keeps_the_persons_file(vault, tmp
     assert "reinforced: 1" in git(root, "show", f"HEAD:{path}")  # committed all the same
     assert git(root, "status", "--porcelain").rstrip("\n") == f" M {path}"  # the person's save, unstaged
     assert path in done.stdout + done.stderr  # and said
+
+
+def test_an_editor_saving_a_note_cortex_archives_keeps_the_persons_file(vault, tmp_path):
+    """The same for a removal: `cortex forget` moves the note to the archive; an editor
+    saves it while cortex holds the lock. The person's file is not deleted: it stays
+    where it was, untracked beside the archived note."""
+    root = vault.root
+    vault.write(observation(body="The ferry timetable changes on the first of May."))
+    vault.run()
+    [path] = facts(root)
+    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "git").write_text(
+        "#!/bin/sh\n"
+        f"case \" $* \" in *' update-index '*) [ -e '{tmp_path}/saved' ] || "
+        f"{{ printf 'Saved by the editor.\\n' >> '{root / path}'; touch '{tmp_path}/saved'; }};; esac\n"
+        f"exec '{real_git}' \"$@\"\n")
+    (shim / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"}
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(root), "forget", path, "--reason", "moved"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (root / path).read_text().endswith("Saved by the editor.\n")
+    assert path not in tree_paths(root)  # archived in the commit all the same
+    assert git(root, "status", "--porcelain", "--untracked-files=all").rstrip("\n") == f"?? {path}"
+    assert path in done.stdout + done.stderr  # and said

@@ -50,3 +50,5 @@ def forget(
         verb = "would move" if dry_run else "forgotten"
         commit = f", commit {done.commit[:10]}" if done.commit else ""
         info(f"{verb}: {done.path} → {done.archived_to}{commit}")
+        for line in done.warnings:
+            info(f"  warning: {line}")

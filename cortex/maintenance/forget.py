@@ -10,7 +10,7 @@ permanent data, which a person edits or deletes themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -35,10 +35,11 @@ class Forgotten:
     title: str
     reason: str
     commit: str | None
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"id": self.id, "path": self.path, "archived_to": self.archived_to, "title": self.title,
-                "reason": self.reason, "commit": self.commit}
+                "reason": self.reason, "commit": self.commit, "warnings": self.warnings}
 
 
 def clean_reason(reason: str) -> str:
@@ -77,4 +78,4 @@ def forget(vault: Vault, ref: str, reason: str, *, now: datetime, dry_run: bool 
             message = f"forget: {scrub_generated(note.title)}\n\n{path} → {target}\nreason: {reason}\n"
             commit = ctx.commit(JOB, {target: ctx.blob(text), path: None}, message)
         return Forgotten(id=note.id or "", path=path, archived_to=target, title=note.title or "", reason=reason,
-                         commit=commit)
+                         commit=commit, warnings=ctx.repo.kept_warnings())
