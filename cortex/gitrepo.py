@@ -27,6 +27,7 @@ MOVE_JOURNAL = "cortex-move"  # in .git: the move `move_tree` is making, "<old> 
 
 BLOB = pygit2.enums.FileMode.BLOB
 TREE = pygit2.enums.FileMode.TREE
+LINK = pygit2.enums.FileMode.LINK
 TRAILER_RE = re.compile(r"^Cortex-([A-Za-z-]+): (.+)$", re.M)
 
 # How long cortex waits for git's locks (a person's commit, a GUI client's refresh)
@@ -226,11 +227,11 @@ class GitRepo:
             listed = gitcli.run_bytes(self.root, "diff", "--name-only", "-z", "--no-renames", old, new)
             paths = [] if listed is None or listed.code != 0 else \
                 [p for p in listed.out.decode("utf-8", "surrogateescape").split("\0") if p]
-            before = {p: self._entry_at(old, p)[1] for p in paths}
+            before = {p: oid for p, (_, oid) in self._entries_at(old, paths).items()}
             if not paths or self._staged_blobs(paths) != before:
                 journal.unlink(missing_ok=True)  # staged since (or unreadable): the person's to settle
                 return False
-            after = {p: self._entry_at(new, p) for p in paths}
+            after = self._entries_at(new, paths)
             working = self._working_blobs(paths)
             stale = [p for p in paths if working.get(p, "?") == before[p]]
             try:
@@ -254,12 +255,14 @@ class GitRepo:
         from cortex import gitcli
 
         out: dict[str, str | None] = {p: None for p in paths}
-        for start in range(0, len(paths), PATHS_PER_CALL):
-            chunk = [f":(literal){p}" for p in paths[start:start + PATHS_PER_CALL]]
-            done = gitcli.run_bytes(self.root, "ls-files", "-s", "-z", "--", *chunk)
-            for entry in (done.out.decode("utf-8", "surrogateescape").split("\0") if done and done.code == 0 else ()):
-                if "\t" in entry:
-                    meta, path = entry.split("\t", 1)
+        # git matches every index entry against every pathspec: past a few, the whole
+        # index listed once and looked up here costs less (both read the whole index)
+        pathspecs = ["--", *(f":(literal){p}" for p in paths)] if len(paths) <= PATHSPECS_MAX else []
+        done = gitcli.run_bytes(self.root, "ls-files", "-s", "-z", *pathspecs)
+        for entry in (done.out.decode("utf-8", "surrogateescape").split("\0") if done and done.code == 0 else ()):
+            if "\t" in entry:
+                meta, path = entry.split("\t", 1)
+                if path in out:
                     out[path] = meta.split()[1]
         return out
 
@@ -273,16 +276,23 @@ class GitRepo:
         if not paths:
             return set()
         head = self.head_oid()
-        at_head = {p: self._entry_at(head, p)[1] if head else None for p in paths}
+        at_head = {p: oid for p, (_, oid) in self._entries_at(head, paths).items()}
         staged, working = self._staged_blobs(paths), self._working_blobs(paths)
         return {p for p in paths if staged[p] != at_head[p] or working.get(p, "unreadable") != at_head[p]}
 
-    def _entry_at(self, commit: str, path: str) -> tuple[int, str | None]:
-        try:
-            entry = self.repo[commit].peel(pygit2.Tree)[path]
-        except (KeyError, ValueError):
-            return 0, None
-        return entry.filemode, str(entry.id)
+    def _entries_at(self, commit: str | None, paths: Iterable[str]) -> dict[str, tuple[int, str | None]]:
+        """``(mode, blob id)`` of each of ``paths`` in ``commit``'s tree, ``(0, None)``
+        where it has none (the tree read once: a lookup per path costs ms in a big vault)."""
+        tree = self.repo[commit].peel(pygit2.Tree) if commit else None
+        out = {}
+        for path in paths:
+            try:
+                entry = tree[path]
+            except (KeyError, TypeError, ValueError):
+                out[path] = (0, None)
+                continue
+            out[path] = (entry.filemode, str(entry.id))
+        return out
 
     def _working_blobs(self, paths: list[str]) -> dict[str, str | None]:
         """The blob id git gives each working file, its filters applied (None: no file;
@@ -460,7 +470,7 @@ class GitRepo:
         with self.locked():
             head = self.head_oid()
             staged = self._staged_blobs(list(changes))
-            back = {p: self._entry_at(head, p) for p, oid in changes.items() if staged.get(p) == oid} if head else {}
+            back = self._entries_at(head, [p for p, oid in changes.items() if staged.get(p) == oid]) if head else {}
             if not back:
                 return
             try:
@@ -496,8 +506,8 @@ class GitRepo:
                     data = self.repo[oid].data  # here: pygit2 stays on one thread
                 writes.append((path, target, data))
             # what each existing file may hold and still be cortex's (read here: pygit2 on one thread)
-            theirs = {path: self._blob_at(before, path) for path, target, _ in writes if os.path.lexists(target)}
-            theirs.update({path: self._blob_at(before, path) for path, _ in removals})
+            theirs = self._blobs_at(before, [path for path, target, _ in writes if os.path.lexists(target)]
+                                    + [path for path, _ in removals])
             kept = _write_files(writes, theirs)
             for path, target in removals:
                 if _still_ours(target, theirs[path], b""):
@@ -515,9 +525,10 @@ class GitRepo:
         return [f"{path}: edited while cortex committed it; the edit is left as it is, an unstaged change "
                 "over the committed note (`git diff` shows it)" for path in kept]
 
-    def _blob_at(self, commit: str | None, path: str) -> bytes | None:
-        mode, oid = self._entry_at(commit, path) if commit else (0, None)
-        return self.repo[oid].data if oid and mode != 0o120000 else None
+    def _blobs_at(self, commit: str | None, paths: list[str]) -> dict[str, bytes | None]:
+        """The content of each of ``paths`` in ``commit`` (None: no file there, or a link)."""
+        return {path: self.repo[oid].data if oid and mode != LINK else None
+                for path, (mode, oid) in self._entries_at(commit, paths).items()}
 
     def stage_committed(self, path: str, oid: str, previous: bytes | None,
                         restage: Callable[[bytes], bytes] | None = None) -> None:
@@ -580,7 +591,7 @@ def paths_step(paths: list[str], *flags: str) -> IndexStep:
 
 
 WRITE_THREADS_FROM = 500  # files: a big run's notes are written by one thread per core
-PATHS_PER_CALL = 2000  # paths on one git command line, well under the system's limit
+PATHSPECS_MAX = 500  # paths given to `git ls-files` as pathspecs; more: the whole index, filtered here
 
 
 def _write_files(writes: list[tuple[str, Path, bytes]], theirs: Mapping[str, bytes | None]) -> list[str]:
