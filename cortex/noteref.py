@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from cortex.errors import UsageError
 from cortex.layout import PARTITIONS, is_note_path
+from cortex.taxonomy import ARCHIVE
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -60,6 +61,27 @@ def note_id_of(path: Path) -> str | None:
     return m.group(1) if m else None
 
 
+def preferred(paths: Iterable[str]) -> str | None:
+    """Of the notes that carry one id, the one the id names: a memory in ``mind/`` (an
+    active one before one in the archive), then ``vault/``. A copy a person made in a
+    folder of their own keeps the id and is never the note the id names: archiving it (a
+    ``--supersedes`` that picked it by its name's order) left the memory active."""
+    def rank(path: str) -> tuple[int, str]:
+        if path.startswith(f"mind/{ARCHIVE}/"):
+            return 2, path
+        return {"mind": 0, "vault": 1}.get(path.split("/", 1)[0], 3), path
+
+    ranked = sorted((rank(p) for p in paths))
+    return ranked[0][1] if ranked and ranked[0][0] < 3 else None
+
+
+def kind_of(path: str) -> str:
+    """What a note that is not an active memory is, for a message refusing to archive it."""
+    if path.startswith("vault/"):
+        return "permanent data (vault/)"
+    return "a person's own note (outside vault/ and mind/)"
+
+
 def find_note_by_id(root: Path, ident: str) -> str | None:
     """The vault path of the note whose frontmatter has `id: ident` (`git grep`, in C, over
     tracked and untracked notes; a walk over the files where git cannot answer)."""
@@ -72,7 +94,7 @@ def find_note_by_id(root: Path, ident: str) -> str | None:
         candidates = [p for p in proc.out.decode("utf-8", "replace").splitlines() if p.endswith(".md")]
     if candidates is None:
         candidates = [p.relative_to(root).as_posix() for part in PARTITIONS for p in (root / part).rglob("*.md")]
-    return next((p for p in sorted(candidates) if note_id_of(root / p) == ident), None)
+    return preferred(p for p in candidates if note_id_of(root / p) == ident)
 
 
 def resolve(root: Path, ref: str, known: dict[str, str] | None = None) -> str:

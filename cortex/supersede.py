@@ -11,8 +11,10 @@ does it once.
 
 What is not archived, with a warning in the run's report (the new note is written all
 the same): a reference that names no note at HEAD; permanent data (``vault/``, which a
-person edits or deletes); a note with a person's uncommitted changes; a note archived
-already (it is out of queries).
+person edits or deletes) and a person's own notes elsewhere; a note with a person's
+uncommitted changes; a note archived already (it is out of queries). An id resolves as
+``cortex forget`` resolves it (``noteref.preferred``): the memory in ``mind/``, never a
+copy a person keeps in a folder of their own with the same id.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ class _NothingToArchive(Exception):
 
 def _named(repo: GitRepo, cache, ref: str) -> str | None:
     """The active memory at HEAD that ``ref`` names; None when it is archived already."""
-    from cortex.noteref import ID_RE, BadReference, note_path
+    from cortex.noteref import ID_RE, BadReference, kind_of, note_path, preferred
 
     try:
         path = note_path(repo.root, ref)
@@ -96,18 +98,17 @@ def _named(repo: GitRepo, cache, ref: str) -> str | None:
         if not ID_RE.match(ref):
             raise _NothingToArchive("not a note id or path")
         paths = cache.paths_with_id(ref)
-        active = [p for p in paths if not _archived(p)]
-        if not active:
-            if paths:
-                return None
+        path = preferred(paths)  # as `cortex forget` resolves the id (cortex/noteref.py)
+        if path is None and not paths:
             raise _NothingToArchive("no note at HEAD has that id")
-        path = sorted(active)[0]
+        if path is None:
+            raise _NothingToArchive(f"no memory has that id, only {kind_of(paths[0])}: {paths[0]}")
     elif not cache.has_path(path):
         raise _NothingToArchive("no such note at HEAD")
     if _archived(path):
         return None
     if not path.startswith("mind/"):
-        raise _NothingToArchive("it is permanent data (vault/): edit or delete it yourself")
+        raise _NothingToArchive(f"it is {kind_of(path)}: edit or delete it yourself")
     return path
 
 

@@ -192,6 +192,30 @@ def test_supersedes_leaves_permanent_data_a_persons_edit_and_unknown_notes_alone
     assert (vault.root / project["path"]).exists() and (vault.root / old["path"]).read_text() == edited
 
 
+def test_an_id_names_the_memory_not_a_copy_a_person_keeps_in_a_folder_of_their_own(vault):
+    """A person copied a memory into `Reading/`, its id line and all: a correction that
+    supersedes the id archives the memory, `forget` finds the same note, and the copy,
+    which is neither a memory nor permanent data, is said to be the person's own."""
+    memorize(vault, OLD)
+    old = note_of(vault, OLD)
+    (vault.root / "Reading").mkdir()
+    copy = vault.root / "Reading" / "Standup notes.md"
+    copy.write_text((vault.root / old["path"]).read_text())
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-q", "-m", "my copy")  # through the hooks
+    dry = cortex("--vault", str(vault.root), "forget", old["id"], "--reason", "x", "--dry-run", "--json")
+    assert dry.returncode == 0 and json.loads(dry.stdout)["path"] == old["path"]
+
+    append_lines(vault, observation(body=NEW, type="fact", supersedes=old["id"]))
+    report = run_json(vault)
+    assert report["superseded"] == [old["path"]] and report["warnings"] == []
+    assert not (vault.root / old["path"]).exists() and copy.read_text().startswith("---\nid: ")
+
+    refused = cortex("--vault", str(vault.root), "forget", "Reading/Standup notes.md", "--reason", "x")
+    assert refused.returncode == 1 and "a person's own note" in refused.stderr
+    assert "permanent data" not in refused.stderr and copy.exists()
+
+
 def test_a_run_killed_after_its_decision_archives_the_superseded_memory_once(vault, monkeypatch):
     from cortex.gitrepo import GitRepo
     from cortex.vault import Vault

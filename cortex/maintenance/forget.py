@@ -53,7 +53,7 @@ def clean_reason(reason: str) -> str:
 
 def forget(vault: Vault, ref: str, reason: str, *, now: datetime, dry_run: bool = False) -> Forgotten:
     """Archive the memory ``ref`` names (a path or an id) with ``reason``."""
-    from cortex.noteref import resolve
+    from cortex.noteref import kind_of, resolve
 
     reason = clean_reason(reason)
     with vault.lock():
@@ -67,7 +67,7 @@ def forget(vault: Vault, ref: str, reason: str, *, now: datetime, dry_run: bool 
         if note.archived:
             raise CortexError(f"{path} is archived already", "nothing to forget")
         if note.partition != "mind":
-            raise CortexError(f"{path} is permanent data (vault/), not a memory",
+            raise CortexError(f"{path} is {kind_of(path)}, not a memory",
                               "edit or delete the note yourself; git keeps its history")
         if ctx.editing(path):
             raise CortexError(f"{path} has uncommitted changes", "commit or discard them, then forget it; nothing was changed")
