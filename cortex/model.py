@@ -115,6 +115,7 @@ class RunReport:
     empty: int = 0
     commits: int = 0
     recovered: bool = False
+    recovered_notes: int = 0  # of ``memorized``: notes an interrupted run had decided, committed by this one
     rotated: bool = False
     dry_run: bool = False
     seconds: float = 0.0
@@ -140,6 +141,7 @@ class RunReport:
             "empty": self.empty,
             "commits": self.commits,
             "recovered": self.recovered,
+            "recovered_notes": self.recovered_notes,
             "rotated": self.rotated,
             "dry_run": self.dry_run,
             "seconds": round(self.seconds, 3),

@@ -142,6 +142,14 @@ def apply(
     report.paths += [n.path for n in plan.notes]
 
 
+def _archived(path: str) -> bool:
+    """An archive move's target (a superseded memory), not a note the run wrote: notes are
+    written to a type's folder, and no type's folder is the archive."""
+    from cortex.taxonomy import ARCHIVE
+
+    return path.startswith(f"mind/{ARCHIVE}/")
+
+
 def _replan(repo: GitRepo, state: State, save, changes: dict[str, str], report: RunReport) -> None:
     """A killed run's decision that cannot be finished: blobs it had written and not
     yet committed are gone (a `git gc --prune=now` or `git repack -a -d` since). What it
@@ -194,6 +202,15 @@ def finish(
                 report.commits += 1
     for note_id, at, path in pending["reinforcements"]:
         state.add_reinforcement(note_id, at, path)
+    if recovering:
+        # The interrupted run (git busy: exit 75; or killed) decided these and reported
+        # none of them; this run committed or finished them, so it counts them.
+        made = [p for group in pending["groups"] for p, oid in group["changes"].items()
+                if oid and not _archived(p)]
+        report.recovered_notes += len(made)
+        report.memorized += len(made)
+        report.reinforced += len(pending["reinforcements"])
+        report.paths += made
     repo.release_packs()
     report.warnings += [f"removed {lock}, left by an interrupted run" for lock in repo.cleared_locks]
     report.warnings += repo.kept_warnings()

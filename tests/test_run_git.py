@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from conftest import append_lines, git, observation
+from conftest import append_lines, cortex, git, observation
 from cortex.errors import CortexError, LockBusy
 from test_run_rules import NOW, notes
 
@@ -218,6 +218,30 @@ def test_a_fresh_index_lock_of_another_git_process_is_respected(vault):
     assert git(vault.root, "status", "--porcelain") == ""
 
 
+def test_notes_a_run_decided_while_git_was_busy_are_counted_by_the_run_that_commits_them(vault):
+    """A person's git holds index.lock: the run saves its decision and exits 75. The next
+    run commits those notes, and says it memorized them (it read no line itself)."""
+    (vault.root / ".git" / "index.lock").write_text("")
+    append_lines(vault, *lines(2))
+    busy = cortex("--vault", str(vault.root), "run")
+    assert busy.returncode == 75, busy.stderr
+    (vault.root / ".git" / "index.lock").unlink()
+    done = cortex("--vault", str(vault.root), "run")
+    assert done.returncode == 0, done.stderr
+    assert "memorized        2  (1 commit; 2 recovered from the interrupted run)" in done.stderr
+    append_lines(vault, *lines(1))  # a repeat: this run's own line
+    report = json.loads(cortex("--vault", str(vault.root), "run", "--json").stdout)
+    assert report["memorized"] == report["recovered_notes"] == 0 and report["reinforced"] == 1
+
+    (vault.root / ".git" / "index.lock").write_text("")
+    append_lines(vault, observation(body="A third fact about the build cache."))
+    assert cortex("--vault", str(vault.root), "run").returncode == 75
+    (vault.root / ".git" / "index.lock").unlink()
+    report = json.loads(cortex("--vault", str(vault.root), "run", "--json").stdout)
+    assert report["recovered"] and report["memorized"] == report["recovered_notes"] == 1
+    assert len(report["paths"]) == 1 and report["paths"][0].startswith("mind/facts/")
+
+
 def test_a_lock_left_inside_an_interrupted_run_is_cleared(vault, monkeypatch):
     """A kill -9 inside the commit step leaves index.lock and the owner record naming it;
     the next run (another process: the killed one's pid is dead) clears it and finishes."""
@@ -404,7 +428,8 @@ def test_a_kill_around_the_index_loses_and_doubles_nothing(vault, step):
     assert not any((vault.root / p).exists() for p in staged)  # files come after the commit
 
     report = vault.run(now=NOW)
-    assert report.recovered and report.memorized == 0  # the lines were the killed run's
+    # the lines were the killed run's: not planned again, counted as recovered
+    assert report.recovered and report.memorized == report.recovered_notes == 3
     assert len(notes(vault)) == 3 and (step != "commit" or sorted(notes(vault)) == staged)
     assert commit_count(vault) == 2  # init + one run
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""

@@ -155,11 +155,17 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _recovered(report) -> str:
+    """Notes an interrupted run had decided (git was busy, or it was killed) and this run committed."""
+    return f"; {report.recovered_notes} recovered from the interrupted run" if report.recovered_notes else ""
+
+
 def render_report(report) -> str:
     q = report.quarantined_total
     lines = [
         f"cortex run: {_plural(report.read, 'line')} read in {report.seconds:.2f}s" + (" (dry run: nothing written)" if report.dry_run else ""),
-        f"  memorized        {report.memorized}" + (f"  ({_plural(report.commits, 'commit')})" if not report.dry_run else ""),
+        f"  memorized        {report.memorized}" + (f"  ({_plural(report.commits, 'commit')}{_recovered(report)})"
+                                                       if not report.dry_run else ""),
         f"  reinforced       {report.reinforced}",
         f"  below threshold  {report.below_threshold}",
         f"  quarantined      {q}"
