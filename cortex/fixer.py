@@ -14,7 +14,8 @@ What it does, and only this:
 - sets ``source_hash`` from the body of a note entering the vault. Once there, it is the
   identity of the observation the note came from: a person's later edit does not
   change it, so an agent observing the same thing again reinforces the improved note;
-- normalises tags (Obsidian habits: ``#tag``, capitals, spaces, ``tags: a, b``).
+- normalises tags (Obsidian habits: ``#tag``, capitals, spaces, ``tags: a, b``);
+- gives a memory a person moved back from the archive a fresh start (``_restored``).
 
 Only notes under ``vault/`` and ``mind/`` are completed; a note holding a credential is
 left as it is (the validator refuses it, and nothing of it is copied into a title).
@@ -51,7 +52,7 @@ from cortex.notes import (
     split_tags,
     uuid7,
 )
-from cortex.taxonomy import Taxonomy, TypeSpec
+from cortex.taxonomy import ARCHIVE, ARCHIVE_FIELDS, Taxonomy, TypeSpec
 from cortex.timefmt import format_time, parse_time
 from cortex.validate import TAG_RE
 
@@ -65,6 +66,9 @@ class Fixed:
     refused: str = ""  # why a change was not made safely (the note is left as it was)
     wants_previous: bool = False  # ask again with the committed version (``previous``)
 
+
+RESTORED_IMPORTANCE = 0.5  # a new memory's importance (an explicit observation's, pipeline/score.py)
+DEFAULT_FORGET_THRESHOLD = 0.2  # maintenance/settings.py's (not imported: the hook stays light)
 
 UNKNOWN = object()  # ``previous`` not looked up yet (a git read the fixer spares when it can)
 
@@ -160,10 +164,13 @@ def fix_note(
     new_id: Callable[[int], str] = uuid7,
     redact: Callable[[str], tuple[str, tuple[str, ...]]] | None = None,
     previous: Any = None,
+    forget_threshold: float = DEFAULT_FORGET_THRESHOLD,
 ) -> Fixed:
     """``previous``: the note's committed text (None: there is none, the note is entering
     the vault; ``UNKNOWN``: not looked up yet, and the result says when it is needed). ``redact``: the credential
-    scanner; a note it flags is left alone, and a generated title it flags is not written."""
+    scanner; a note it flags is left alone, and a generated title it flags is not written.
+    ``forget_threshold``: decay's (``maintenance.forget_threshold``), for a memory a person
+    brings back from the archive."""
     if not in_partition(path):
         return Fixed(text)  # a person's own note: cortex fields are not asked of it
     try:
@@ -184,6 +191,7 @@ def fix_note(
     updates: dict[str, str] = {}  # existing keys: new rendered value
     adds: dict[str, str] = {}  # missing keys: rendered value
     changes: list[str] = []
+    removes = _restored(path, meta, now, forget_threshold, updates, adds, changes)
     has_body = bool(body.strip())
     digest = source_hash(body)
     if has_body and "source_hash" in meta and meta["source_hash"] != digest:
@@ -223,9 +231,10 @@ def fix_note(
             elif meta[key] is None or meta[key] == "":  # `id:` left empty: as good as missing
                 updates[key] = fresh[key]
                 changes.append(f"filled the empty {key}")
-        if adds:
+        added = [k for k in adds if k in (*REQUIRED_FIELDS, "title")]
+        if added:
             how = " (type from the folder)" if "type" in adds else ""
-            changes.append(f"added {', '.join(adds)}{how}")
+            changes.append(f"added {', '.join(added)}{how}")
 
     lines = text.splitlines(keepends=True)
     close = split[2] - 2  # index of the closing fence
@@ -235,16 +244,17 @@ def fix_note(
     if twice and changes:  # YAML keeps the last one; which did the person mean?
         return Fixed(text, refused=f"`{twice[0]}` appears more than once")
     restructure = spec is not None and has_body and not _structure_ok(blocks)
-    if restructure and not adds:
+    if restructure and not set(adds) & {*REQUIRED_FIELDS, "title"}:
         changes.append(f"moved the required fields above `{SEPARATOR}`")
     if not changes:
         return Fixed(text)
     if not _clean(text, redact):
         return Fixed(text)  # refused by the validator; nothing of it goes into a title
 
-    fm = _rebuild(blocks, updates, adds, newline) if restructure else _edit(blocks, updates, adds, newline)
+    kept = [(key, block) for key, block in blocks if key not in removes]
+    fm = _rebuild(kept, updates, adds, newline) if restructure else _edit(kept, updates, adds, newline)
     new_text = "".join([lines[0], *fm, *lines[close:]])
-    expected = dict(meta)
+    expected = {k: v for k, v in meta.items() if k not in removes}
     expected.update({k: _yaml_value(v) for k, v in {**updates, **adds}.items()})
     try:
         check = parse_note(new_text)
@@ -253,6 +263,35 @@ def fix_note(
     if check.meta != expected or check.body != body:
         return Fixed(text, refused="the frontmatter is too unusual to edit safely")
     return Fixed(new_text, tuple(changes))
+
+
+def _restored(path: str, meta: dict, now: datetime, threshold: float, updates: dict[str, str],
+              adds: dict[str, str], changes: list[str]) -> frozenset[str]:
+    """A memory a person moved from ``mind/archive/`` back to its folder: their decision,
+    which decay must not undo at its next run. The archive fields go, and the move counts
+    as a reinforcement at the commit's time (``last_reinforced``); an importance below the
+    forget threshold, which would fade again however fresh, becomes a new memory's.
+    Returns the keys to remove (none for any other note: cortex moves notes out of the
+    archive itself only with these fields cleared)."""
+    if not path.startswith("mind/") or path.startswith(f"mind/{ARCHIVE}/"):
+        return frozenset()
+    removes = frozenset(k for k in ARCHIVE_FIELDS if k in meta)
+    if not removes:
+        return removes
+    done = [f"cleared {', '.join(k for k in ARCHIVE_FIELDS if k in removes)}"]
+    try:
+        fresh = parse_time(meta.get("last_reinforced")) < now
+    except ValueError:
+        fresh = True
+    if fresh:
+        (updates if "last_reinforced" in meta else adds)["last_reinforced"] = format_time(now)
+        done.append("last_reinforced is the commit's time")
+    importance = meta.get("importance")
+    if isinstance(importance, (int, float)) and not isinstance(importance, bool) and importance < threshold:
+        updates["importance"] = f"{RESTORED_IMPORTANCE:g}"
+        done.append(f"importance {importance:g} was below the forget threshold {threshold:g}: now {RESTORED_IMPORTANCE:g}")
+    changes.append(f"back from the archive ({'; '.join(done)})")
+    return removes
 
 
 def _completed_date(value: Any) -> str | None:
@@ -331,7 +370,7 @@ def _edit(blocks, updates: dict[str, str], adds: dict[str, str], newline: str) -
             out.extend(lines)
         if _is_separator((key, lines)) and "title" in adds:
             out.append(_line("title", adds["title"], newline))
-    return out
+    return out + _other_adds(adds, newline)
 
 
 def _rebuild(blocks, updates: dict[str, str], adds: dict[str, str], newline: str) -> list[str]:
@@ -356,7 +395,13 @@ def _rebuild(blocks, updates: dict[str, str], adds: dict[str, str], newline: str
     if "title" in adds:
         out.append(_line("title", adds["title"], newline))
     out.extend(rest)
-    return out
+    return out + _other_adds(adds, newline)
+
+
+def _other_adds(adds: dict[str, str], newline: str) -> list[str]:
+    """Added keys other than the required ones and the title (``last_reinforced`` of a
+    memory back from the archive): at the end of the frontmatter."""
+    return [_line(k, v, newline) for k, v in adds.items() if k not in (*REQUIRED_FIELDS, "title")]
 
 
 def _add_frontmatter(path: str, text: str, taxonomy: Taxonomy, now: datetime, new_id, redact=None) -> Fixed:

@@ -115,6 +115,15 @@ class HookVault:
         value = (self._config().get("limits") or {}).get("max_note_bytes", MAX_NOTE_BYTES)
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else MAX_NOTE_BYTES
 
+    def forget_threshold(self) -> float:
+        """Decay's ``maintenance.forget_threshold`` (a memory brought back from the archive
+        is given an importance above it); a mistake in it must not block a commit."""
+        from cortex.fixer import DEFAULT_FORGET_THRESHOLD
+
+        value = (self._config().get("maintenance") or {}).get("forget_threshold", DEFAULT_FORGET_THRESHOLD)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
+        return float(value) if ok else DEFAULT_FORGET_THRESHOLD
+
     def taxonomy(self):
         from cortex.taxonomy import load_taxonomy
 
@@ -477,6 +486,7 @@ def fix(
         return scanner.redact(without_identity_lines(text))
 
     now = now or utcnow()
+    threshold = vault.forget_threshold()
     held = _stashed_paths(vault.root) if stage else set()
     for rel in paths:
         try:
@@ -487,10 +497,11 @@ def fix(
             report.skipped.append(rel)
             continue
         report.checked += 1
-        result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact, previous=UNKNOWN)
+        result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact, previous=UNKNOWN,
+                          forget_threshold=threshold)
         if result.wants_previous:
             result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact,
-                              previous=vault.committed(rel))
+                              previous=vault.committed(rel), forget_threshold=threshold)
         if result.text != text and rel in held:
             # pre-commit set the person's unstaged edits of this note aside and puts them
             # back after the hooks: a completion staged now could clash with them.

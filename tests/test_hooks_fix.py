@@ -108,6 +108,24 @@ def test_obsidian_note_exact_result():
     )
 
 
+def test_a_memory_moved_back_from_the_archive_loses_the_archive_fields_and_starts_afresh():
+    body = "The fax machine is on floor two.\n"
+    archived = ("---\n" f'id: "{fixed_id(1)}"\n' "type: fact\ncategory: concept\ncreated: 2020-01-01T00:00:00.000Z\n"
+                f"source_hash: {source_hash(body)}\n# ---\n" 'title: "The fax machine is on floor two."\n'
+                "importance: 0.6\nlast_reinforced: 2020-01-01T00:00:00.000Z # the person's comment\n"
+                "archived: 2026-02-01T03:00:00.000Z\narchive_reason: forgotten\n"
+                'forgotten_reason: "moved"\n---\n' + body)
+    assert fix("mind/archive/facts/fax.md", archived) == archived  # still in the archive: as it is
+    out = fix("mind/facts/fax.md", archived)
+    assert out == archived.replace("last_reinforced: 2020-01-01T00:00:00.000Z # the person's comment\n",
+                                   "last_reinforced: 2026-03-01T12:00:00.123Z\n").replace(
+        'archived: 2026-02-01T03:00:00.000Z\narchive_reason: forgotten\nforgotten_reason: "moved"\n', "")
+    assert fix("mind/facts/fax.md", out) == out
+    low = fix("mind/facts/fax.md", archived.replace("importance: 0.6", "importance: 0.1"))
+    assert parse_note(low).meta["importance"] == 0.5  # below the forget threshold: it would fade at once
+    assert fix("Reading/fax.md", archived) == archived  # a person's own note: never changed
+
+
 def test_no_frontmatter_in_a_typed_folder_gets_one():
     out = fix("mind/facts/x.md", "The build server restarts on Sundays.\n")
     meta = parse_note(out).meta

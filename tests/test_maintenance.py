@@ -111,6 +111,35 @@ def test_decay_archives_below_the_threshold_and_nothing_else(vault):
     assert run_job(vault, "decay", now=now).commit is None and commit_count(vault) == before
 
 
+def test_a_memory_a_person_moves_back_from_the_archive_stays_where_they_put_it(vault):
+    """The move back is the person's decision: their commit (the hook) clears the archive
+    fields and counts the move as a reinforcement, so the next decay leaves the memory
+    where it is; one whose own importance is below the threshold gets a new memory's."""
+    from conftest import cortex
+
+    old = T0.replace(year=2020)
+    kept = make_note(vault, "fact", "The fax machine is on floor two.", created=old, name="Fax")
+    low = make_note(vault, "fact", "The spare badge is in the top drawer.", created=old, importance=0.05, name="Badge")
+    done = cortex("--vault", str(vault.root), "maintain", "--force", "--only", "decay")
+    assert done.returncode == 0, done.stderr
+    assert not (vault.root / kept).exists() and not (vault.root / low).exists()
+    for path in (kept, low):
+        git(vault.root, "mv", path.replace("mind/facts/", "mind/archive/facts/"), path)
+    git(vault.root, "commit", "-q", "-m", "still true")  # through the hooks
+    assert git(vault.root, "status", "--porcelain") == ""
+    for path in (kept, low):
+        fields = meta(vault, path)
+        assert not {"archived", "archive_reason"} & set(fields)
+        assert fields["last_reinforced"].year >= 2026
+    assert meta(vault, kept)["importance"] == 0.7 and meta(vault, low)["importance"] == 0.5
+
+    done = cortex("--vault", str(vault.root), "maintain", "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    decay = next(j for j in json.loads(done.stdout)["ran"] if j["job"] == "decay")
+    assert decay["changed"] == 0
+    assert (vault.root / kept).exists() and (vault.root / low).exists()
+
+
 def test_forget_threshold_is_configurable(vault):
     path = make_note(vault, "opinion", "Maya thinks GraphQL is overkill for Ledgerline.", importance=0.6)
     with open(vault.root / "observer" / "config.yml", "a") as fh:
