@@ -52,6 +52,7 @@ from cortex.notes import (
     split_tags,
     uuid7,
 )
+from cortex.maintenance.settings import DEFAULT_FORGET_THRESHOLD
 from cortex.taxonomy import ARCHIVE, ARCHIVE_FIELDS, Taxonomy, TypeSpec
 from cortex.timefmt import format_time, parse_time
 from cortex.validate import TAG_RE
@@ -68,7 +69,6 @@ class Fixed:
 
 
 RESTORED_IMPORTANCE = 0.5  # a new memory's importance (an explicit observation's, pipeline/score.py)
-DEFAULT_FORGET_THRESHOLD = 0.2  # maintenance/settings.py's (not imported: the hook stays light)
 
 UNKNOWN = object()  # ``previous`` not looked up yet (a git read the fixer spares when it can)
 

@@ -118,7 +118,7 @@ class HookVault:
     def forget_threshold(self) -> float:
         """Decay's ``maintenance.forget_threshold`` (a memory brought back from the archive
         is given an importance above it); a mistake in it must not block a commit."""
-        from cortex.fixer import DEFAULT_FORGET_THRESHOLD
+        from cortex.maintenance.settings import DEFAULT_FORGET_THRESHOLD
 
         value = (self._config().get("maintenance") or {}).get("forget_threshold", DEFAULT_FORGET_THRESHOLD)
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
