@@ -57,6 +57,7 @@ class GitRepo:
         self._lock: IndexLock | None = None
         self._written: dict[str, bytes] = {}  # the blobs of the last write_blobs, by id
         self.kept: list[str] = []  # working files materialize left as a person has them
+        self._sparse: set[str] = set()  # paths of the commit in the making outside a sparse checkout
 
     # --- reading -------------------------------------------------------------------
 
@@ -266,19 +267,55 @@ class GitRepo:
                     out[path] = meta.split()[1]
         return out
 
-    def edited(self, paths: Iterable[str]) -> set[str]:
-        """Of ``paths``, those a person has changed since HEAD: the index entry or the
-        working file is not HEAD's (for a path HEAD lacks, there is one at all). Asked
-        under ``index.lock``, the index part holds until cortex lets go; a working file
-        can change at any moment (an editor takes no lock), which ``materialize`` checks
+    def changed(self, paths: Iterable[str] | None = None) -> set[str]:
+        """The paths a person has changed, staged or not, as their own ``git status``
+        sees them: of ``paths``, or all. git's view honours what pygit2's does not, such
+        as a sparse checkout (a note outside it is absent, not deleted). Asked under
+        ``index.lock``, the staged part holds until cortex lets go; a working file can
+        change at any moment (an editor takes no lock), which ``materialize`` checks
         again as it writes."""
-        paths = list(paths)
-        if not paths:
+        from cortex import gitcli
+
+        wanted = None if paths is None else set(paths)
+        if wanted is not None and not wanted:
             return set()
-        head = self.head_oid()
-        at_head = {p: oid for p, (_, oid) in self._entries_at(head, paths).items()}
-        staged, working = self._staged_blobs(paths), self._working_blobs(paths)
-        return {p for p in paths if staged[p] != at_head[p] or working.get(p, "unreadable") != at_head[p]}
+        # git status matches each path against every pathspec (500 cost 2.5 s at 200,000
+        # notes): past a handful, the whole status (0.5 s there), filtered here
+        spec = ["--", *(f":(literal){p}" for p in wanted)] if wanted is not None and len(wanted) <= STATUS_PATHSPECS else []
+        done = gitcli.run_bytes(self.root, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--no-renames",
+                                "--untracked-files=no", "--ignore-submodules=all", *spec)
+        if done is None or not done.ok:  # git cannot tell: libgit2's view, and every path it names
+            found = set(self.repo.status(untracked_files="no"))
+        else:
+            found = {entry[3:] for entry in done.out.decode("utf-8", "surrogateescape").split("\0") if len(entry) > 3}
+        return found if wanted is None else found & wanted
+
+    def _outside_checkout(self, paths: list[str]) -> set[str]:
+        """Of ``paths``, those a sparse checkout leaves out of the working tree (their
+        index entries carry git's skip-worktree bit); none unless one is configured."""
+        from cortex import gitcli
+
+        try:
+            if not paths or not self.repo.config.get_bool("core.sparseCheckout"):
+                return set()
+        except (KeyError, ValueError, pygit2.GitError):
+            return set()
+        spec = ["--", *(f":(literal){p}" for p in paths)] if len(paths) <= PATHSPECS_MAX else []
+        done = gitcli.run_bytes(self.root, "ls-files", "-t", "-z", *spec)
+        listed = done.out.decode("utf-8", "surrogateescape").split("\0") if done is not None and done.ok else []
+        tags = {entry[2:]: entry[0] for entry in listed if len(entry) > 2}
+        out = {p for p in paths if tags.get(p) == "S"}
+        new = [p for p in paths if p not in tags]
+        cone = gitcli.run(self.root, "sparse-checkout", "list") if new and self._cone_mode() else None
+        if cone is not None and cone.ok:  # a new note goes where the checkout's patterns say
+            out.update(p for p in new if not in_cone(p, cone.out.splitlines()))
+        return out
+
+    def _cone_mode(self) -> bool:
+        try:
+            return self.repo.config.get_bool("core.sparseCheckoutCone")
+        except (KeyError, ValueError, pygit2.GitError):
+            return False
 
     def _entries_at(self, commit: str | None, paths: Iterable[str]) -> dict[str, tuple[int, str | None]]:
         """``(mode, blob id)`` of each of ``paths`` in ``commit``'s tree, ``(0, None)``
@@ -440,6 +477,7 @@ class GitRepo:
         assert self._lock is not None, "the index is written only under index.lock"
         head_before = self.head_oid()
         before = head_before if before is None else before
+        self._sparse = self._outside_checkout(list(changes))
         entries = {path: (0o100644, oid) for path, oid in changes.items()}
         tmp, index = self._changed_index(info_step(entries, len(head_before or "0" * 40)),
                                          hint="nothing was committed: cortex tries again at its next run")
@@ -487,12 +525,19 @@ class GitRepo:
         it (a write of cortex's that a kill cut short). Anything else is a person's edit
         that reached the file after cortex looked (an editor saving takes no lock): it
         stays as it is, an unstaged change over the committed note, and its path is
-        listed in ``kept``; its index entry is the committed one."""
+        listed in ``kept``; its index entry is the committed one.
+
+        A path a sparse checkout leaves out (git's skip-worktree bit, found before the
+        index changed) gets no working file: its index entry is the committed one,
+        still marked so."""
         with self.locked():
             writes, removals = [], []
             written, self._written = self._written, {}
+            sparse, self._sparse = self._sparse, set()
             safe: set[str] = set()  # folders already looked at: a run's notes share a few
             for path, oid in changes.items():
+                if path in sparse:
+                    continue
                 target = self.root / path
                 link = link_on_path(self.root, path, safe)
                 if link:  # planning refuses these; a link made since must not be followed either
@@ -515,9 +560,10 @@ class GitRepo:
                 else:
                     kept.append(path)
             self.kept += kept
-            step = paths_step(sorted(set(changes) - set(kept)), "--add", "--remove")
-            held = info_step({p: (0o100644, changes[p]) for p in kept}, len(before or "0" * 40))
-            self._write_index(step, *([held] if kept else []))
+            step = paths_step(sorted(set(changes) - set(kept) - sparse), "--add", "--remove")
+            held = info_step({p: (0o100644, changes[p]) for p in [*kept, *sparse]}, len(before or "0" * 40))
+            marked = paths_step(sorted(p for p in sparse if changes[p] is not None), "--skip-worktree")
+            self._write_index(step, *([held] if kept or sparse else []), *([marked] if sparse else []))
 
     def kept_warnings(self) -> list[str]:
         """What the commits so far left in a person's hands (``materialize``), once."""
@@ -551,11 +597,7 @@ class GitRepo:
 
     def is_dirty(self, path: str) -> bool:
         """True when a person has staged or unstaged changes to ``path``."""
-        try:
-            flags = self.repo.status_file(path)
-        except KeyError:
-            return False
-        return flags != pygit2.enums.FileStatus.CURRENT
+        return bool(self.changed([path]))
 
 
 SCRATCH = "cortex-scratch"  # cortex's copies of the index: <SCRATCH>.<pid>.index (and git's .lock of one)
@@ -592,6 +634,7 @@ def paths_step(paths: list[str], *flags: str) -> IndexStep:
 
 WRITE_THREADS_FROM = 500  # files: a big run's notes are written by one thread per core
 PATHSPECS_MAX = 500  # paths given to `git ls-files` as pathspecs; more: the whole index, filtered here
+STATUS_PATHSPECS = 8  # the same for `git status`, which costs more per pathspec
 
 
 def _write_files(writes: list[tuple[str, Path, bytes]], theirs: Mapping[str, bytes | None]) -> list[str]:
@@ -650,6 +693,16 @@ def _still_ours(target: Path, before: bytes | None, data: bytes) -> bool:
     except OSError:
         return False
     return content == before or data.startswith(content)
+
+
+def in_cone(path: str, folders: list[str]) -> bool:
+    """Whether a cone-mode sparse checkout of ``folders`` has ``path`` in the working
+    tree: everything under a folder, and the files directly in the top folder and in each
+    folder above one (git's cone patterns)."""
+    parent = path.rpartition("/")[0]
+    if not parent:
+        return True
+    return any(path.startswith(f + "/") or f.startswith(parent + "/") for f in (f.strip("/") for f in folders))
 
 
 def init_repository(root: Path) -> None:

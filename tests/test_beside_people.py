@@ -712,3 +712,40 @@ def test_an_editor_saving_a_note_cortex_archives_keeps_the_persons_file(vault, t
     assert path not in tree_paths(root)  # archived in the commit all the same
     assert git(root, "status", "--porcelain", "--untracked-files=all").rstrip("\n") == f"?? {path}"
     assert path in done.stdout + done.stderr  # and said
+
+
+def test_a_sparse_checkout_is_neither_a_persons_edit_nor_filled_in(vault):
+    """A person checks out only part of the vault (`git sparse-checkout set vault
+    observer schemas`): the memories outside it are absent, not being edited. cortex
+    reinforces and forgets them as any other, and leaves them absent, still marked."""
+    from cortex.maintenance.due import run_job
+
+    root = vault.root
+    _reinforced_note(vault)
+    vault.write(observation(body="The lighthouse lamp is replaced every spring."))
+    vault.run()
+    ferry, lamp = sorted(facts(root), key=lambda p: "lamp" in (root / p).read_text())
+    git(root, "sparse-checkout", "set", "vault", "observer", "schemas")
+    assert not (root / ferry).exists() and git(root, "status", "--porcelain") == ""
+
+    result = run_job(vault, "reinforce")
+    assert result.commit is not None and not result.skipped
+    assert "reinforced: 1" in git(root, "show", f"HEAD:{ferry}")
+    done = cortex(root, "forget", lamp, "--reason", "the lamp is LED now")
+    assert done.returncode == 0, done.stderr
+    assert lamp not in tree_paths(root)
+    assert not (root / "mind").exists()  # nothing written outside the checkout
+    assert git(root, "status", "--porcelain") == ""
+    assert f"S {ferry}" in git(root, "ls-files", "-t", "mind").splitlines()
+    git(root, "sparse-checkout", "disable")
+    assert "reinforced: 1" in (root / ferry).read_text()
+
+
+def test_the_cone_of_a_sparse_checkout():
+    from cortex.gitrepo import in_cone
+
+    cone = ["vault", "mind/facts"]
+    assert in_cone("README.md", cone) and in_cone("vault/decisions/a.md", cone)
+    assert in_cone("mind/facts/2026-02/a.md", cone) and in_cone("mind/index.md", cone)  # a file above a cone folder
+    assert not in_cone("mind/archive/facts/a.md", cone) and not in_cone("observer/x.jsonl", cone)
+    assert not in_cone("vaults/a.md", cone)

@@ -103,10 +103,10 @@ class JobContext:
     def editing(self, path: str) -> bool:
         """A person has staged or unstaged changes here: leave the note alone.
 
-        One status of the whole tree (~0.3 s on 50,000 notes) instead of
-        ``GitRepo.is_dirty`` per note, which costs ~40 ms each on a vault that size."""
+        One status of the whole tree instead of ``GitRepo.is_dirty`` per note, which
+        reads the whole index each time."""
         if self._dirty is None:
-            self._dirty = set(self.repo.repo.status(untracked_files="no"))
+            self._dirty = self.repo.changed()
         return path in self._dirty
 
     def blob(self, text: str) -> str:
@@ -159,7 +159,7 @@ class JobContext:
         looked."""
         # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
         with self.repo.locked():
-            edited = self.repo.edited(changes)
+            edited = self.repo.changed(changes)
             if edited:
                 self._dirty = None
                 raise EditedMeanwhile(sorted(edited))
