@@ -347,10 +347,11 @@ def restore_dropped(root: Path, git_dir: Path | None = None) -> list[str]:
     ``GIT_INDEX_FILE`` in its environment (``git commit -a`` commits a new index of its
     own, and this mends that one)."""
     from cortex import gitcli
+    from cortex.gitop import in_progress
 
     git_dir = git_dir or git_dir_of(root)
-    if any((git_dir / name).exists() for name in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge",
-                                                   "rebase-apply")):
+    operation = in_progress(git_dir)
+    if operation is not None and operation.name != "bisect":
         return []  # a merge or replay the person is resolving: its index is theirs to settle
     head = head_oid(root)
     moves = _moves_to(git_dir, head) if head else []

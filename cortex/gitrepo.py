@@ -394,14 +394,13 @@ class GitRepo:
         common = packing.common_dir(self.root)
         return None if common is None else common / "objects"
 
-    def require_branch(self) -> None:
-        """Refuse to commit on a detached HEAD: the commit would be reachable from no
-        branch, and the memory lost at the next checkout."""
-        if self.repo.head_is_detached:
-            raise CortexError(
-                "the vault's HEAD is detached (no branch is checked out), so a commit would belong to no branch",
-                "check out a branch (`git switch main`), then run again; nothing was committed",
-            )
+    def require_branch(self, *, merge: bool = True, then: str = "run again") -> None:
+        """Refuse to commit on a detached HEAD (the commit would be reachable from no
+        branch, and the memory lost at the next checkout) or beside a person's git
+        operation that expects HEAD to move only by it (``gitop.require_committable``)."""
+        from cortex.gitop import require_committable
+
+        require_committable(self.git_dir, merge=merge, then=then)
 
     def commit(self, changes: Mapping[str, str | None], message: str, author: tuple[str, str]) -> str:
         """Commit HEAD's tree with ``changes`` applied (path → blob oid, or None to delete).
@@ -411,9 +410,9 @@ class GitRepo:
         a person's commit moves HEAD underneath us, and waits a bounded time for a ref
         lock another git process holds.
         """
-        self.require_branch()
         signature = pygit2.Signature(*author)
         with self.locked():
+            self.require_branch()  # under the lock: as late as can be before HEAD moves
             deadline = time.monotonic() + self.lock_wait
             while True:
                 base = self.head_tree()

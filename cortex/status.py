@@ -234,12 +234,23 @@ def vault_status(vault: Vault) -> dict[str, Any]:
         "quarantine": vault.quarantine.count(),
         "pending_reinforcements": {"notes": len(pending), "observations": sum(int(e.get("count", 0)) for e in pending.values())},
         "run_in_progress": state.pending is not None,
+        "git_operation": _git_operation(vault.root),
         "last_run": state.last_run,
         "jobs": {name: _job_view(record) for name, record in sorted(state.jobs.items())},
         "index": index_status(vault.root, index_state),
         "sync": sync_status(vault.root, state),
         "watch": _watch_status(vault.root),
     }
+
+
+def _git_operation(root) -> dict[str, Any] | None:
+    """The person's git operation in progress (a rebase, a cherry-pick stopped on a
+    conflict, ...): cortex commits nothing beside one that replays commits."""
+    from cortex.gitlock import git_dir_of
+    from cortex.gitop import in_progress
+
+    op = in_progress(git_dir_of(root))
+    return None if op is None else {**op.to_json(), "commits_wait": op.replays}
 
 
 def _watch_status(root) -> dict[str, Any]:

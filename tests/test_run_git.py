@@ -500,3 +500,113 @@ def test_the_pack_of_a_run_is_released_once_committed_and_git_may_repack_it(vaul
     git(vault.root, "repack", "-a", "-d", "-q")
     assert len(list(packs.glob("*.pack"))) == 1 and len(notes(vault)) == 130
     git(vault.root, "fsck", "--strict")
+
+
+# --- a person's git operation in progress -----------------------------------------------------
+
+def _commit(root, rel, text, message):
+    (root / rel).write_text(text)
+    git(root, "add", rel)
+    git(root, "commit", "-q", "--no-verify", "-m", message)
+
+
+def _stop_mid(root, op, rel) -> tuple[list[str], str]:
+    """Start the person's ``op`` and leave it stopped on a conflict in the note ``rel``
+    (a bisect: at the commit it tests): (the git command that aborts it, HEAD before it)."""
+    text = (root / rel).read_text()
+    words = lambda who: text.replace("The first memory", f"{who}'s words for the first memory")  # noqa: E731
+    if op == "cherry-pick":  # two commits: the first applies, the second stops
+        git(root, "checkout", "-qb", "other")
+        _commit(root, "person.txt", "a clean change\n", "o1")
+        _commit(root, rel, words("Other"), "o2")
+        git(root, "checkout", "-q", "main")
+        _commit(root, rel, words("Main"), "main's edit")
+        before = git(root, "rev-parse", "HEAD").strip()
+        assert subprocess.run(["git", "cherry-pick", "main..other"], cwd=root, capture_output=True).returncode != 0
+    elif op == "revert":  # two commits: the newer reverts cleanly, the older stops
+        _commit(root, rel, words("First"), "r1")
+        _commit(root, "person.txt", "a clean change\n", "r2")
+        _commit(root, rel, words("Later"), "r3")
+        before = git(root, "rev-parse", "HEAD").strip()
+        assert subprocess.run(["git", "revert", "--no-edit", "HEAD~3..HEAD~1"], cwd=root,
+                              capture_output=True).returncode != 0
+    elif op == "rebase":  # HEAD detached by the rebase, stopped on its conflict
+        git(root, "checkout", "-qb", "topic")
+        _commit(root, rel, words("Topic"), "topic's edit")
+        git(root, "checkout", "-q", "main")
+        _commit(root, rel, words("Main"), "main's edit")
+        git(root, "checkout", "-q", "topic")
+        before = git(root, "rev-parse", "HEAD").strip()
+        assert subprocess.run(["git", "rebase", "main"], cwd=root, capture_output=True).returncode != 0
+    elif op == "am":  # a patch that does not apply: on the branch, HEAD attached
+        _commit(root, rel, words("Patch"), "the patch")
+        git(root, "format-patch", "-q", "-1", "-o", str(root.parent / "patches"))
+        git(root, "reset", "-q", "--hard", "HEAD~1")
+        _commit(root, rel, words("Main"), "main's edit")
+        (patch,) = (root.parent / "patches").iterdir()
+        before = git(root, "rev-parse", "HEAD").strip()
+        assert subprocess.run(["git", "am", str(patch)], cwd=root, capture_output=True).returncode != 0
+    elif op == "bisect":  # HEAD detached at the commit it tests
+        for n in range(3):
+            _commit(root, "person.txt", f"version {n}\n", f"v{n}")
+        before = git(root, "rev-parse", "HEAD").strip()
+        git(root, "bisect", "start", "HEAD", "HEAD~3")
+    return (["bisect", "reset"] if op == "bisect" else [op, "--abort"]), before
+
+
+@pytest.mark.parametrize("op", ["cherry-pick", "revert", "rebase", "am", "bisect"])
+def test_a_persons_git_operation_in_progress_is_left_to_end_and_the_buffer_waits(vault, monkeypatch, op):
+    """While a person's cherry-pick, revert, rebase or am is stopped, git expects HEAD to
+    move only by it: cortex committed on top, and the person's `--abort` refused ("You seem
+    to have moved HEAD. Not rewinding"), leaving the conflict and the commits already
+    replayed. A bisect (and a rebase) detaches HEAD, and the hint was to switch branch,
+    which git refuses mid-rebase. Now cortex commits nothing, says what is in progress
+    and how to end it (exit 75), and memorizes the lines once it is over."""
+    from cortex.gitop import OperationInProgress
+
+    monkeypatch.setenv("GIT_EDITOR", "true")
+    root = vault.root
+    vault.write(observation(body="The first memory lands on main."))
+    vault.run(now=NOW)
+    (rel,) = notes(vault)
+    abort, before = _stop_mid(root, op, rel)
+    branch = git(root, "symbolic-ref", "--quiet", "HEAD", check=False).strip()
+    stopped = git(root, "rev-parse", "HEAD")
+    assert vault.status()["git_operation"]["name"] == op
+
+    vault.write(observation(body=f"Written while the person's {op} was stopped."))
+    with pytest.raises(OperationInProgress, match=f"{op}`? is in progress") as refused:
+        vault.run(now=NOW)
+    assert refused.value.exit_code == 75 and f"`git {' '.join(abort)}`" in refused.value.hint
+    assert git(root, "rev-parse", "HEAD") == stopped and branch == git(root, "symbolic-ref", "--quiet", "HEAD",
+                                                                        check=False).strip()
+    assert vault.load_state().pending is None
+
+    git(root, *abort)  # the person's way out works: back where they started
+    assert git(root, "rev-parse", "HEAD").strip() == before
+    assert vault.status()["git_operation"] is None
+    assert "U" not in {c for line in git(root, "status", "--porcelain").splitlines() for c in line[:2]}
+    assert vault.run(now=NOW).memorized == 1
+    assert f"Written while the person's {op} was stopped." in git(root, "log", "-1", "--format=%B")
+
+
+def test_a_merge_stopped_on_a_conflict_lets_the_run_commit(vault):
+    """A merge expects nothing of HEAD: `git merge --abort` resets to HEAD whatever it
+    is, and the person's `git commit` makes the merge on top of cortex's commit."""
+    root = vault.root
+    vault.write(observation(body="The first memory lands on main."))
+    vault.run(now=NOW)
+    (rel,) = notes(vault)
+    text = (root / rel).read_text()
+    git(root, "checkout", "-qb", "topic")
+    _commit(root, rel, text.replace("The first memory", "Topic's first memory"), "topic's edit")
+    git(root, "checkout", "-q", "main")
+    _commit(root, rel, text.replace("The first memory", "Main's first memory"), "main's edit")
+    assert subprocess.run(["git", "merge", "topic"], cwd=root, capture_output=True).returncode != 0
+    assert vault.status()["git_operation"] == {"name": "merge", "finish": vault.status()["git_operation"]["finish"],
+                                               "commits_wait": False}
+    vault.write(observation(body="Memorized during the person's merge."))
+    assert vault.run(now=NOW).memorized == 1
+    git(root, "merge", "--abort")
+    assert "Memorized during the person's merge." in git(root, "log", "-1", "--format=%B")
+    assert git(root, "status", "--porcelain") == ""

@@ -280,6 +280,10 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
                              else "not running (`cortex watch --background` for large vaults, Linux)"))
     if s["run_in_progress"]:
         print("note: a run was interrupted; the next `cortex run` completes it")
+    op = s.get("git_operation")
+    if op:
+        waits = "; cortex commits nothing until it is over" if op["commits_wait"] else ""
+        print(f"git          {op['name']} in progress{waits}: {op['finish']}")
 
 
 quarantine_app = typer.Typer(help="Review held and rejected buffer lines.", no_args_is_help=True, rich_markup_mode=None)

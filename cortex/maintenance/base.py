@@ -159,6 +159,7 @@ class JobContext:
         looked."""
         # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
         with self.repo.locked():
+            self.repo.require_branch()  # before the journal: a refusal leaves nothing to recover
             edited = self.repo.changed(changes)
             if edited:
                 self._dirty = None
