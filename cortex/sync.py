@@ -35,6 +35,7 @@ from typing import Any, TYPE_CHECKING
 
 from cortex import gitcli
 from cortex.errors import CortexError
+from cortex.gitop import require_committable
 from cortex.settle import settle
 
 if TYPE_CHECKING:
@@ -423,6 +424,10 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
     report = SyncReport()
     with vault.lock():
         now = now or utcnow()
+        # Before the recovery, which commits too: a person's merge, rebase, cherry-pick ...
+        # ends first (a merge stopped on a conflict made git refuse the working tree's move:
+        # "you need to resolve your current index first", told as uncommitted changes)
+        require_committable(gitcli.git_dir(root), merge=False, then="`cortex sync`")
         report.recovered = recover_all(vault, now)
         report.branch = branch_name(root)
         report.remote = choose_remote(root, remote, settings.sync_remote)

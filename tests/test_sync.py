@@ -609,3 +609,29 @@ def test_a_memory_deleted_on_one_machine_and_archived_on_the_other_stays_deleted
     for machine in (a, b):
         assert not [p for p, t in notes(machine).items() if BODY in t]
         fsck(machine)
+
+
+def test_a_persons_merge_stopped_on_a_conflict_is_named_and_the_sync_waits_for_it(tmp_path):
+    """The sync blamed "uncommitted changes in files the remote changed too" and advised
+    `git stash`, which git refuses with unmerged paths ("needs merge"). It says a merge
+    is in progress and how to end it (exit 75), and syncs once it is over."""
+    a, b, rel = shared_note(tmp_path)
+    write(a, "Another machine's memory arrives meanwhile")
+    cx(a, "run")
+    sync(a)
+    text = (b / rel).read_text()
+    git(b, "checkout", "-qb", "topic")
+    person_commit(b, rel, text.replace(BODY, "Topic's words for the ledger"), "topic's edit")
+    git(b, "checkout", "-q", "main")
+    person_commit(b, rel, text.replace(BODY, "Main's words for the ledger"), "main's edit")
+    assert sh(b, "git", "merge", "topic", check=False).returncode != 0
+    head = git(b, "rev-parse", "HEAD")
+    done = sync(b, "--json", check=False)
+    assert done.returncode == 75 and json.loads(done.stdout)["error"] == "in_progress"
+    assert "a merge is in progress in the vault with unresolved conflicts" in done.stderr
+    assert "`git merge --abort`" in done.stderr and "stash" not in done.stderr
+    assert git(b, "rev-parse", "HEAD") == head and (b / ".git" / "MERGE_HEAD").exists()
+    assert "merge in progress" in cx(b, "status").stdout
+    git(b, "merge", "--abort")
+    sync(b)
+    assert any("Another machine's memory" in t for t in active(b).values())

@@ -78,7 +78,8 @@ def sync_command(
 
     Exit 0 synced; 1 a person must act (a conflict, a rewritten remote, credentials,
     uncommitted changes in the way: the message says what to run); 75 try again later
-    (the remote is unreachable, or kept moving). Nothing is ever lost or reset."""
+    (the remote is unreachable, or kept moving, or a merge, rebase, cherry-pick ... of
+    yours is in progress). Nothing is ever lost or reset."""
     raise typer.Exit(run_sync(remote=remote, push=push, accept_rewrite=accept_rewrite, json_=json_))
 
 
