@@ -510,7 +510,7 @@ def _commit(root, rel, text, message):
     git(root, "commit", "-q", "--no-verify", "-m", message)
 
 
-def _stop_mid(root, op, rel) -> tuple[list[str], str]:
+def _stop_mid(root, op, rel, branch="main") -> tuple[list[str], str]:
     """Start the person's ``op`` and leave it stopped on a conflict in the note ``rel``
     (a bisect: at the commit it tests): (the git command that aborts it, HEAD before it)."""
     text = (root / rel).read_text()
@@ -519,10 +519,11 @@ def _stop_mid(root, op, rel) -> tuple[list[str], str]:
         git(root, "checkout", "-qb", "other")
         _commit(root, "person.txt", "a clean change\n", "o1")
         _commit(root, rel, words("Other"), "o2")
-        git(root, "checkout", "-q", "main")
+        git(root, "checkout", "-q", branch)
         _commit(root, rel, words("Main"), "main's edit")
         before = git(root, "rev-parse", "HEAD").strip()
-        assert subprocess.run(["git", "cherry-pick", "main..other"], cwd=root, capture_output=True).returncode != 0
+        assert subprocess.run(["git", "cherry-pick", f"{branch}..other"], cwd=root,
+                              capture_output=True).returncode != 0
     elif op == "revert":  # two commits: the newer reverts cleanly, the older stops
         _commit(root, rel, words("First"), "r1")
         _commit(root, "person.txt", "a clean change\n", "r2")
@@ -610,3 +611,66 @@ def test_a_merge_stopped_on_a_conflict_lets_the_run_commit(vault):
     git(root, "merge", "--abort")
     assert "Memorized during the person's merge." in git(root, "log", "-1", "--format=%B")
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_during_a_cherry_pick_every_committing_command_waits_and_the_others_work(vault, monkeypatch):
+    """The real CLI: run, reinforce, maintain and forget exit 75 with nothing committed
+    (the lines and the reinforcements wait); write, query and status go on working; once
+    the person aborts, everything lands."""
+    from conftest import cortex
+
+    monkeypatch.setenv("GIT_EDITOR", "true")
+    root = vault.root
+    kept = "The backup bucket is replicated to a second region."
+    vault.write(observation(body="The first memory lands on main."))
+    vault.write(observation(body=kept))
+    vault.run(now=NOW)
+    vault.write(observation(body=kept))
+    assert vault.run(now=NOW).reinforced == 1
+    first, other = sorted(notes(vault), key=lambda p: kept in (root / p).read_text())
+    abort, before = _stop_mid(root, "cherry-pick", first)
+    stopped = git(root, "rev-parse", "HEAD")
+
+    vault.write(observation(body="Written while the person picks commits."))
+    for args in (["run"], ["reinforce"], ["maintain", "--force"], ["forget", other, "--reason", "replaced"]):
+        done = cortex(*args, cwd=root)
+        assert done.returncode == 75, (args, done.stderr)
+        assert "a cherry-pick is in progress" in done.stderr and "`git cherry-pick --abort`" in done.stderr
+    assert git(root, "rev-parse", "HEAD") == stopped and vault.load_state().reinforcements
+    assert cortex("write", "-", cwd=root, input=json.dumps(observation(body="Written by the CLI meanwhile.")))\
+        .returncode == 0
+    assert "cherry-pick in progress" in cortex("status", cwd=root).stdout
+    assert cortex("query", "backup bucket", cwd=root).returncode == 0
+
+    git(root, *abort)
+    assert git(root, "rev-parse", "HEAD").strip() == before
+    assert cortex("run", cwd=root).returncode == 0
+    assert "2 memories" in git(root, "log", "-1", "--format=%s")
+    assert cortex("reinforce", cwd=root).returncode == 0 and not vault.load_state().reinforcements
+    assert cortex("forget", other, "--reason", "replaced", cwd=root).returncode == 0
+
+
+def test_an_operation_in_a_linked_worktree_is_told_from_that_worktrees_own_git_dir(vault, monkeypatch):
+    """git keeps CHERRY_PICK_HEAD, the sequencer and the rest in each worktree's own git
+    directory (.git/worktrees/<name>): a cherry-pick stopped in one checkout stops
+    cortex there, not in the other."""
+    from cortex.gitop import OperationInProgress
+    from cortex.vault import Vault
+
+    monkeypatch.setenv("GIT_EDITOR", "true")
+    vault.write(observation(body="The first memory lands on main."))
+    vault.run(now=NOW)
+    (rel,) = notes(vault)
+    second = vault.root.parent / "second"
+    git(vault.root, "worktree", "add", "-q", "-b", "second", str(second))
+    linked = Vault(second)
+    abort, before = _stop_mid(second, "cherry-pick", rel, branch="second")
+    assert not (vault.root / ".git" / "CHERRY_PICK_HEAD").exists()
+    linked.write(observation(body="Written in the linked checkout."))
+    with pytest.raises(OperationInProgress, match="cherry-pick"):
+        linked.run(now=NOW)
+    vault.write(observation(body="Written in the main checkout."))
+    assert vault.run(now=NOW).memorized == 1
+    git(second, *abort)
+    assert git(second, "rev-parse", "HEAD").strip() == before
+    assert linked.run(now=NOW).memorized == 1
