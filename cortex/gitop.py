@@ -107,11 +107,13 @@ def _detached(git_dir: Path) -> bool:
     return not head.startswith("ref:")
 
 
-def require_committable(git_dir: Path, *, merge: bool = True, then: str = "run again") -> None:
+def require_committable(git_dir: Path, *, merge: bool = True, then: str = "run again",
+                        detached: bool | None = None) -> None:
     """Refuse to commit on HEAD now: while a person's operation that replays commits is
     in progress (with ``merge=False``, a merge too), and on a detached HEAD, whose
     commit would belong to no branch (lost at the next checkout). ``then``: what the
-    person does once it is over."""
+    person does once it is over; ``detached``: whether HEAD is (pygit2 knows every ref
+    store), else read from ``HEAD``."""
     op = in_progress(git_dir)
     if op is not None and (op.replays or not merge and op.name == "merge"):
         why = ("git expects HEAD to move only by it, so cortex commits nothing until it is over" if op.replays
@@ -119,7 +121,7 @@ def require_committable(git_dir: Path, *, merge: bool = True, then: str = "run a
         raise OperationInProgress(op, f"{op.what} is in progress in the vault{_conflicts(git_dir, op)}: {why}",
                                   f"{op.finish}, then {then}; nothing was changed, and nothing is lost meanwhile "
                                   "(exit 75: try again later)")
-    if not _detached(git_dir):
+    if not (_detached(git_dir) if detached is None else detached):
         return
     if op is not None:  # a bisect, or a merge on a detached HEAD
         raise OperationInProgress(op, f"{op.what} is in progress in the vault, and HEAD is detached (no branch is "

@@ -400,7 +400,7 @@ class GitRepo:
         operation that expects HEAD to move only by it (``gitop.require_committable``)."""
         from cortex.gitop import require_committable
 
-        require_committable(self.git_dir, merge=merge, then=then)
+        require_committable(self.git_dir, merge=merge, then=then, detached=self.repo.head_is_detached)
 
     def commit(self, changes: Mapping[str, str | None], message: str, author: tuple[str, str]) -> str:
         """Commit HEAD's tree with ``changes`` applied (path → blob oid, or None to delete).
