@@ -296,6 +296,8 @@ def parse_note(text: str, *, max_frontmatter: int = MAX_FRONTMATTER_CHARS) -> No
     try:
         _refuse_aliases(fm)
         meta = yaml.load(fm, Loader=_loader()) if fm.strip() else {}
+    except NoteSyntaxError:
+        raise  # an alias, said as such (a ValueError too, which the last clause would take)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else 1
