@@ -626,6 +626,22 @@ def _reinforced_note(vault) -> str:
     return path
 
 
+def editor_saving_while_cortex_holds_the_lock(note: Path, tmp_path: Path) -> dict[str, str]:
+    """An environment whose `git` appends a line to ``note`` (once) as cortex's first
+    `git update-index` starts: an editor saving while cortex holds index.lock, after it
+    checked the note, before it writes the working files."""
+    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "git").write_text(
+        "#!/bin/sh\n"
+        f"case \" $* \" in *' update-index '*) [ -e '{tmp_path}/saved' ] || "
+        f"{{ printf 'Saved by the editor.\\n' >> '{note}'; touch '{tmp_path}/saved'; }};; esac\n"
+        f"exec '{real_git}' \"$@\"\n")
+    (shim / "git").chmod(0o755)
+    return {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"}
+
+
 def test_an_edit_staged_after_the_job_looked_is_left_alone_and_the_count_waits(vault):
     """The job looks for notes being edited, then plans; a person's `git stash pop` (a
     staged and an unstaged edit of the same note) lands before it takes the lock. The
@@ -666,16 +682,7 @@ def test_an_editor_saving_while_the_job_writes_keeps_the_persons_file(vault, tmp
     the commit replaced, so the person's save stays, as an unstaged change."""
     root = vault.root
     path = _reinforced_note(vault)
-    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    (shim / "git").write_text(
-        "#!/bin/sh\n"
-        f"case \" $* \" in *' update-index '*) [ -e '{tmp_path}/saved' ] || "
-        f"{{ printf 'Saved by the editor.\\n' >> '{root / path}'; touch '{tmp_path}/saved'; }};; esac\n"
-        f"exec '{real_git}' \"$@\"\n")
-    (shim / "git").chmod(0o755)
-    env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"}
+    env = editor_saving_while_cortex_holds_the_lock(root / path, tmp_path)
     done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(root), "reinforce"], capture_output=True,
                           text=True, env=env)
     assert done.returncode == 0, done.stderr
@@ -695,16 +702,7 @@ def test_an_editor_saving_a_note_cortex_archives_keeps_the_persons_file(vault, t
     vault.write(observation(body="The ferry timetable changes on the first of May."))
     vault.run()
     [path] = facts(root)
-    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    (shim / "git").write_text(
-        "#!/bin/sh\n"
-        f"case \" $* \" in *' update-index '*) [ -e '{tmp_path}/saved' ] || "
-        f"{{ printf 'Saved by the editor.\\n' >> '{root / path}'; touch '{tmp_path}/saved'; }};; esac\n"
-        f"exec '{real_git}' \"$@\"\n")
-    (shim / "git").chmod(0o755)
-    env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"}
+    env = editor_saving_while_cortex_holds_the_lock(root / path, tmp_path)
     done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(root), "forget", path, "--reason", "moved"],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
