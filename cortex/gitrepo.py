@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pygit2
 
@@ -56,7 +56,7 @@ class GitRepo:
         self.cleared_locks: list[str] = []  # locks our own killed process left, removed
         self._lock: IndexLock | None = None
         self._written: dict[str, bytes] = {}  # the blobs of the last write_blobs, by id
-        self.kept: list[str] = []  # working files materialize left as a person has them
+        self.kept: list[tuple[str, str]] = []  # working files materialize left as they are, and why
         self._sparse: set[str] = set()  # paths of the commit in the making outside a sparse checkout
 
     # --- reading -------------------------------------------------------------------
@@ -348,7 +348,7 @@ class GitRepo:
     # --- writing -------------------------------------------------------------------
 
     def write_blob(self, data: bytes) -> str:
-        return str(self.repo.create_blob(data))
+        return _retried(lambda: str(self.repo.create_blob(data)))
 
     def write_blobs(self, blobs: list[bytes]) -> list[str]:
         """Write ``blobs``, returning their ids in order: as one pack when there are many
@@ -361,7 +361,7 @@ class GitRepo:
         if objects is None or len(blobs) < packing.PACK_AT:
             oids = [self.write_blob(data) for data in blobs]
         else:
-            oids = packing.write_pack(objects, blobs)
+            oids = _retried(lambda: packing.write_pack(objects, blobs))
         self._written = dict(zip(oids, blobs))  # what materialize writes next, read from memory
         return oids
 
@@ -415,16 +415,16 @@ class GitRepo:
             self.require_branch()  # under the lock: as late as can be before HEAD moves
             deadline = time.monotonic() + self.lock_wait
             while True:
-                base = self.head_tree()
-                parents = [] if self.repo.head_is_unborn else [self.repo.head.target]
-                tree = self._apply(base, _nest(changes))
-                self._lock.note_ref_update()
                 try:
+                    base = self.head_tree()
+                    parents = [] if self.repo.head_is_unborn else [self.repo.head.target]
+                    tree = self._apply(base, _nest(changes))
+                    self._lock.note_ref_update()
                     oid = self.repo.create_commit("HEAD", signature, signature, message, tree, parents)
                 except (pygit2.GitError, OSError) as exc:  # libgit2 says a held lock as OSError
                     text = str(exc)
                     moved = "current tip" in text or "not the first parent" in text
-                    if not moved and "failed to lock" not in text:
+                    if not moved and "failed to lock" not in text and not _object_store_race(exc):
                         raise
                 else:
                     record_move(self.git_dir, str(parents[0]) if parents else None, str(oid))
@@ -521,10 +521,11 @@ class GitRepo:
 
         A working file is replaced (or removed) only while it is still cortex's: the one
         ``before`` (the commit the changes were made on) had, the new one, or a start of
-        it (a write of cortex's that a kill cut short). Anything else is a person's edit
-        that reached the file after cortex looked (an editor saving takes no lock): it
-        stays as it is, an unstaged change over the committed note, and its path is
-        listed in ``kept``; its index entry is the committed one.
+        a new one (a write of cortex's that a kill cut short). Anything else is a
+        person's, done after cortex looked (an editor saving takes no lock): an edit, or
+        a note they deleted (``before`` had it; no file now). It stays as it is, beside
+        the committed note, its index entry the committed one; so does a file cortex
+        cannot write (permissions). Each is listed in ``kept`` with why.
 
         A path a sparse checkout leaves out (git's skip-worktree bit, found before the
         index changed) gets no working file: its index entry is the committed one,
@@ -549,26 +550,28 @@ class GitRepo:
                 if data is None:  # after a crash, or another process's blobs: from the object store
                     data = self.repo[oid].data  # here: pygit2 stays on one thread
                 writes.append((path, target, data))
-            # what each existing file may hold and still be cortex's (read here: pygit2 on one thread)
-            theirs = self._blobs_at(before, [path for path, target, _ in writes if os.path.lexists(target)]
-                                    + [path for path, _ in removals])
+            # What was there before, for each path: read here (pygit2 stays on one thread),
+            # its content only where a file is there to compare.
+            known = self._entries_at(before, [path for path, _, _ in writes] + [path for path, _ in removals])
+            theirs = {path: Before(oid is not None, self.repo[oid].data if oid and mode != LINK else None)
+                      for path, (mode, oid) in known.items()
+                      if oid is not None or os.path.lexists(self.root / path)}
             kept = _write_files(writes, theirs)
             for path, target in removals:
-                if _still_ours(target, theirs[path], b""):
-                    target.unlink(missing_ok=True)
-                else:
-                    kept.append(path)
+                why = _remove_file(target, theirs[path])
+                if why is not None:
+                    kept.append((path, why))
             self.kept += kept
-            step = paths_step(sorted(set(changes) - set(kept) - sparse), "--add", "--remove")
-            held = info_step({p: (0o100644, changes[p]) for p in [*kept, *sparse]}, len(before or "0" * 40))
+            left = {path for path, _ in kept}
+            step = paths_step(sorted(set(changes) - left - sparse), "--add", "--remove")
+            held = info_step({p: (0o100644, changes[p]) for p in [*left, *sparse]}, len(before or "0" * 40))
             marked = paths_step(sorted(p for p in sparse if changes[p] is not None), "--skip-worktree")
-            self._write_index(step, *([held] if kept or sparse else []), *([marked] if sparse else []))
+            self._write_index(step, *([held] if left or sparse else []), *([marked] if sparse else []))
 
     def kept_warnings(self) -> list[str]:
         """What the commits so far left in a person's hands (``materialize``), once."""
         kept, self.kept = self.kept, []
-        return [f"{path}: edited while cortex committed it; the edit is left as it is, an unstaged change "
-                "over the committed note (`git diff` shows it)" for path in kept]
+        return [f"{path}: {why}" for path, why in kept]
 
     def _blobs_at(self, commit: str | None, paths: list[str]) -> dict[str, bytes | None]:
         """The content of each of ``paths`` in ``commit`` (None: no file there, or a link)."""
@@ -636,11 +639,51 @@ PATHSPECS_MAX = 500  # paths given to `git ls-files` as pathspecs; more: the who
 STATUS_PATHSPECS = 8  # the same for `git status`, which costs more per pathspec
 
 
-def _write_files(writes: list[tuple[str, Path, bytes]], theirs: Mapping[str, bytes | None]) -> list[str]:
+OBJECT_TRIES = 3  # writes of objects a `git gc` or `git prune` beside cortex made fail
+
+
+def _object_store_race(exc: Exception) -> bool:
+    """An object write that failed because git's own maintenance ran beside it: `git
+    gc` removes an empty fan-out folder between libgit2's mkdir and its rename, `git
+    prune --expire=now` a pack file being written. Written again, it succeeds."""
+    return isinstance(exc, FileNotFoundError) or "No such file or directory" in str(exc)
+
+
+def _retried(write: Callable[[], Any]) -> Any:
+    for attempt in range(OBJECT_TRIES):
+        try:
+            return write()
+        except (pygit2.GitError, OSError) as exc:
+            if not _object_store_race(exc):
+                raise
+            if attempt == OBJECT_TRIES - 1:
+                raise LockBusy(f"git's object store kept changing while cortex wrote to it ({exc})",
+                               "a `git gc` or `git prune` ran beside cortex; nothing was committed, "
+                               "cortex tries again at its next run (exit 75)") from None
+            time.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class Before:
+    """A path in the commit cortex's changes were made on: whether it was there, and its
+    content (None for a link)."""
+
+    tracked: bool
+    data: bytes | None
+
+
+NEW = Before(False, None)
+
+EDITED = "edited while cortex committed it; the edit is left as it is, an unstaged change over the committed note"
+EDITED_GONE = "edited while cortex moved or removed it; the edit is left where it was, an untracked file"
+
+
+def _write_files(writes: list[tuple[str, Path, bytes]], theirs: Mapping[str, Before]) -> list[tuple[str, str]]:
     """Each ``(path, target, data)`` written, unless the file there is a person's
-    (``materialize``; ``theirs``: what an existing file may hold and still be cortex's);
-    the paths left alone. Creating a file costs the kernel more than writing it, and
-    several threads create files side by side (the GIL is released)."""
+    (``materialize``; ``theirs``: each path as the replaced commit had it, where it had
+    it or a file is there); the paths left alone, and why. Creating a file costs the
+    kernel more than writing it, and several threads create files side by side (the
+    GIL is released)."""
     from cortex.parallel import available_cores
 
     threads = min(4, available_cores()) if len(writes) >= WRITE_THREADS_FROM else 1
@@ -650,48 +693,71 @@ def _write_files(writes: list[tuple[str, Path, bytes]], theirs: Mapping[str, byt
 
     with ThreadPoolExecutor(threads) as pool:
         parts = [pool.submit(_write_slice, writes[k::threads], theirs) for k in range(threads)]
-        return [path for part in parts for path in part.result()]  # the first failure is raised, as from one thread
+        return [kept for part in parts for kept in part.result()]  # the first failure is raised, as from one thread
 
 
-def _write_slice(writes: list[tuple[str, Path, bytes]], theirs: Mapping[str, bytes | None]) -> list[str]:
-    return [path for path, target, data in writes if not _write_file(path, target, data, theirs.get(path))]
+def _write_slice(writes: list[tuple[str, Path, bytes]], theirs: Mapping[str, Before]) -> list[tuple[str, str]]:
+    out = []
+    for path, target, data in writes:
+        why = _write_file(path, target, data, theirs.get(path, NEW))
+        if why is not None:
+            out.append((path, why))
+    return out
 
 
-def _write_file(path: str, target: Path, data: bytes, before: bytes | None) -> bool:
-    """Write ``data`` to ``target``; False when the file there is a person's."""
+def _write_file(path: str, target: Path, data: bytes, before: Before) -> str | None:
+    """Write ``data`` to ``target``; why not when the file there is a person's."""
     try:
-        # One call for the common case, a new note; an existing file is rewritten only
-        # while it is cortex's (``_still_ours``).
-        with open(target, "xb") as fh:
-            fh.write(data)
-    except FileNotFoundError:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "xb") as fh:
-            fh.write(data)
-    except FileExistsError:
-        if target.is_dir():
-            raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
-        if not _still_ours(target, before, data):
-            return False
-        if target.read_bytes() != data:
-            # Written in place: a torn write is a start of ``data``, which the recovery
-            # that follows any crash writes again (the commit, the truth, holds it).
-            with open(target, "wb") as fh:
+        if before.tracked and not os.path.lexists(target):  # a person deleted the note since cortex looked
+            return f"deleted while cortex committed it; it stays deleted (`git checkout -- {path}` brings it back)"
+        try:
+            # One call for the common case, a new note; an existing file is rewritten
+            # only while it is cortex's (``_still_ours``).
+            with open(target, "xb") as fh:
                 fh.write(data)
-    return True
+        except FileNotFoundError:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "xb") as fh:
+                fh.write(data)
+        except FileExistsError:
+            if target.is_dir():
+                raise CortexError(f"{path} is a directory in the working tree", "move it away and run again") from None
+            if not _still_ours(target, before, data):
+                return EDITED
+            if target.read_bytes() != data:
+                # Written in place: a torn write is a start of ``data``, which the recovery
+                # that follows any crash writes again (the commit, the truth, holds it).
+                target.write_bytes(data)
+    except OSError as exc:  # permissions, a read-only folder: the person's to sort out
+        return f"could not be written ({exc.strerror or exc}); the note is committed (`git checkout -- {path}` once it can be)"
+    return None
 
 
-def _still_ours(target: Path, before: bytes | None, data: bytes) -> bool:
-    """Whether the file at ``target`` holds what cortex may replace: the content the
-    commit replaced (``before``), ``data`` itself or a start of it (a write of cortex's
-    cut short; for a removal, ``data`` is empty). A symbolic link is never replaced."""
+def _remove_file(target: Path, before: Before) -> str | None:
+    """Remove ``target`` while it is still cortex's; why not otherwise."""
+    if not _still_ours(target, before, None):
+        return EDITED_GONE
+    try:
+        target.unlink(missing_ok=True)
+    except OSError as exc:
+        return f"could not be removed ({exc.strerror or exc}); it is no longer in git"
+    return None
+
+
+def _still_ours(target: Path, before: Before, data: bytes | None) -> bool:
+    """Whether the file at ``target`` holds what cortex may replace (``data``) or remove
+    (None): the content the commit replaced, ``data`` itself, or a start of ``data``
+    where the note is new (a write of cortex's cut short; an empty file where a note was
+    is an editor between truncating and saving). A link is never replaced."""
     if target.is_symlink():
         return False
     try:
         content = target.read_bytes()
     except OSError:
         return False
-    return content == before or data.startswith(content)
+    if content == before.data or (data is not None and content == data):
+        return True
+    return data is not None and not before.tracked and data.startswith(content)
 
 
 def in_cone(path: str, folders: list[str]) -> bool:

@@ -270,21 +270,23 @@ DRAIN_LIMIT = 600.0  # seconds an answer may still take once the client closed i
 
 
 def _message_ids(line: bytes, *, requests: bool) -> list[str]:
-    """The ids of the client's requests (``requests``) or of the server's answers in one
-    line of JSON-RPC (an object, or a batch of them); none in a line that is not JSON."""
+    """The id of a client's request the server will answer (``requests``: well-formed
+    JSON-RPC 2.0, an integer or string id, object params), or of the server's answer,
+    in one line; none otherwise: a line the SDK drops unanswered (no "jsonrpc", a
+    fractional id, a batch) must not be waited for."""
     try:
-        message = json.loads(line)
+        item = json.loads(line)
     except ValueError:
         return []
-    ids = []
-    for item in message if isinstance(message, list) else [message]:
-        if not isinstance(item, dict) or item.get("id") is None:
-            continue
-        if requests and "method" in item:
-            ids.append(json.dumps(item["id"]))  # 1 and "1" are two ids
-        elif not requests and "method" not in item and ("result" in item or "error" in item):
-            ids.append(json.dumps(item["id"]))
-    return ids
+    if not isinstance(item, dict) or item.get("jsonrpc") != "2.0":
+        return []
+    ident = item.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, (int, str)):
+        return []
+    if requests:
+        answerable = isinstance(item.get("method"), str) and isinstance(item.get("params", {}), dict)
+        return [json.dumps(ident)] if answerable else []  # 1 and "1" are two ids
+    return [json.dumps(ident)] if "method" not in item and ("result" in item or "error" in item) else []
 
 
 def _cancelled(line: bytes) -> list[str]:

@@ -626,17 +626,20 @@ def _reinforced_note(vault) -> str:
     return path
 
 
-def editor_saving_while_cortex_holds_the_lock(note: Path, tmp_path: Path) -> dict[str, str]:
-    """An environment whose `git` appends a line to ``note`` (once) as cortex's first
-    `git update-index` starts: an editor saving while cortex holds index.lock, after it
-    checked the note, before it writes the working files."""
+SAVE = "printf 'Saved by the editor.\\n' >> \"$NOTE\""
+
+
+def editor_saving_while_cortex_holds_the_lock(note: Path, tmp_path: Path, action: str = SAVE) -> dict[str, str]:
+    """An environment whose `git` runs ``action`` on ``note`` (once, a shell command
+    with ``$NOTE``) as cortex's first `git update-index` starts: an editor saving while
+    cortex holds index.lock, after it checked the note, before it writes the files."""
     real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
     shim = tmp_path / "bin"
     shim.mkdir()
     (shim / "git").write_text(
         "#!/bin/sh\n"
         f"case \" $* \" in *' update-index '*) [ -e '{tmp_path}/saved' ] || "
-        f"{{ printf 'Saved by the editor.\\n' >> '{note}'; touch '{tmp_path}/saved'; }};; esac\n"
+        f"{{ NOTE='{note}'; {action}; touch '{tmp_path}/saved'; }};; esac\n"
         f"exec '{real_git}' \"$@\"\n")
     (shim / "git").chmod(0o755)
     return {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"}
@@ -747,3 +750,41 @@ def test_the_cone_of_a_sparse_checkout():
     assert in_cone("mind/facts/2026-02/a.md", cone) and in_cone("mind/index.md", cone)  # a file above a cone folder
     assert not in_cone("mind/archive/facts/a.md", cone) and not in_cone("observer/x.jsonl", cone)
     assert not in_cone("vaults/a.md", cone)
+
+
+@pytest.mark.parametrize("action, status, said", [
+    ('rm "$NOTE"', " D", "stays deleted"),  # deleted in Obsidian: "not this"
+    (': > "$NOTE"', " M", "edited"),  # an editor that saves in place, between its truncate and its write
+])
+def test_a_note_deleted_or_emptied_while_the_job_writes_it_stays_so(vault, tmp_path, action, status, said):
+    root = vault.root
+    path = _reinforced_note(vault)
+    env = editor_saving_while_cortex_holds_the_lock(root / path, tmp_path, action)
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(root), "reinforce"], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "reinforced: 1" in git(root, "show", f"HEAD:{path}")
+    assert git(root, "status", "--porcelain").rstrip("\n") == f"{status} {path}"
+    assert said in done.stdout + done.stderr and path in done.stdout + done.stderr
+
+
+def test_a_note_cortex_cannot_write_is_left_with_a_warning_and_the_others_are_written(vault, tmp_path):
+    """A note made immutable (as a read-only file is to anyone but root): the commit is
+    made, the other notes are written, the note says why it is stale, exit 0."""
+    root = vault.root
+    for body in ("The ferry timetable changes on the first of May.", "The harbour crane is serviced on Mondays."):
+        vault.write(observation(body=body))
+        vault.run()
+        vault.write(observation(body=body, timestamp="2026-02-17T09:00:00.000Z"))
+        vault.run()
+    stuck, other = sorted(facts(root))
+    if subprocess.run(["chattr", "+i", str(root / stuck)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        done = cortex(root, "reinforce")
+    finally:
+        subprocess.run(["chattr", "-i", str(root / stuck)], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert "could not be written" in done.stdout + done.stderr
+    assert "reinforced: 1" in (root / other).read_text()
+    assert "reinforced: 1" in git(root, "show", f"HEAD:{stuck}") and "reinforced: 1" not in (root / stuck).read_text()

@@ -401,3 +401,19 @@ def test_a_client_that_closes_stdin_after_its_requests_gets_every_answer(vault):
     assert all("result" in a and not a["result"].get("isError") for a in answers.values())
     buffered = (vault / "observer" / "observations.jsonl").read_text().splitlines()
     assert sorted(json.loads(b)["body"] for b in buffered) == [f"Dock {k} opens at {k + 5}:00 on Saturdays." for k in range(4)]
+
+
+def test_lines_the_server_never_answers_are_not_waited_for_at_eof(vault):
+    """Valid JSON the SDK drops unanswered (no "jsonrpc", a fractional id, a batch,
+    params that are no object) must not keep the server waiting once stdin closes."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "script", "version": "1"}}}
+    dropped = [{"id": 7, "method": "ping"}, {"jsonrpc": "2.0", "id": 1.0, "method": "ping"},
+               [{"jsonrpc": "2.0", "id": 8, "method": "ping"}],
+               {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": "x"}]
+    lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, *dropped,
+             {"jsonrpc": "2.0", "id": 99, "method": "ping"}]
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault), "mcp"], capture_output=True, text=True,
+                          input="".join(json.dumps(m) + "\n" for m in lines), timeout=120)  # hung: 600 s
+    assert done.returncode == 0, done.stderr
+    assert {a["id"] for a in map(json.loads, done.stdout.splitlines())} == {0, 99}
