@@ -129,6 +129,21 @@ def maintained_only(base: str, side: str) -> bool:
     return obody == sbody and all(o.get(k) == s.get(k) for k in {*o, *s} if k not in MAINTAINED)
 
 
+IDENTITY = ("id", "created")  # what two notes of one memory differ in from birth
+
+
+def same_words(a: str, b: str) -> bool:
+    """Whether two notes of one memory say the same: the body and every field but what
+    cortex maintains and each note's own identity (``cortex sync`` folds such a twin)."""
+    try:
+        (ab, abody, _), (bb, bbody, _) = _split(a), _split(b)
+    except _Unmergeable:
+        return False
+    x, y = dict(ab), dict(bb)
+    ignored = {*MAINTAINED, *IDENTITY}
+    return _same(abody, bbody) and all(_same(x.get(k), y.get(k)) for k in {*x, *y} if k not in ignored)
+
+
 # --- the merge ----------------------------------------------------------------------------
 
 
@@ -142,14 +157,16 @@ def merge_note(base: str, ours: str, theirs: str) -> tuple[str, bool]:
         return ours, True
     try:
         if not base.strip():
-            return _fold(ours, theirs), True
+            return _fold(ours, theirs)
         return _three_way(base, ours, theirs), True
     except _Unmergeable:
         return _line_merge(base, ours, theirs)
 
 
-def _fold(ours: str, theirs: str) -> str:
-    """Two notes added at one path: the same memory (same hash) folds into one."""
+def _fold(ours: str, theirs: str) -> tuple[str, bool]:
+    """Two notes added at one path: the same memory (same hash) folds into one, with both
+    bodies' words: a body a person edited on both sides has no common ancestor to merge
+    with, so what differs gets conflict markers for a person (git's own add/add)."""
     a, b = dict(_split(ours)[0]), dict(_split(theirs)[0])
     if _value(a.get("source_hash")) != _value(b.get("source_hash")) or not _value(a.get("id")) or not _value(b.get("id")):
         raise _Unmergeable
@@ -157,6 +174,13 @@ def _fold(ours: str, theirs: str) -> str:
     rank = {side: (not _edited(text), _value(meta["id"])) for side, text, meta in (("a", ours, a), ("b", theirs, b))}
     keep_text, keep, other = (ours, a, b) if rank["a"] <= rank["b"] else (theirs, b, a)
     blocks, body, opening = _split(keep_text)
+    other_text = theirs if keep_text is ours else ours
+    other_body = _split(other_text)[1]
+    clean = True
+    if not _same(body, other_body) and _edited(other_text):
+        # Both edited (keep ranks an edited note first): keep's words and the other's.
+        first, second = (body, other_body) if keep_text is ours else (other_body, body)
+        body, clean = _merge_file("", first, second)
     nl = _newline(keep_text)
     ids = _ids(keep.get("merged_from")) + [i for i in [*_ids(other.get("merged_from")), _value(other["id"])]
                                             if i not in _ids(keep.get("merged_from"))]
@@ -173,7 +197,10 @@ def _fold(ours: str, theirs: str) -> str:
     for key, value in fields.items():
         if value is not None:
             out[key] = f"{key}: {value}{nl}"
-    return _render(_order([n for n, _ in blocks], list(fields)), out, body, opening)
+    # A field only the other note has (a person's `tags`, say) comes along.
+    added = [n for n in other if n not in out and n not in MAINTAINED and not n.startswith("#")]
+    out.update({n: other[n] for n in added})
+    return _render(_order([n for n, _ in blocks], [*fields, *added]), out, body, opening), clean
 
 
 def _edited(text: str) -> bool:
