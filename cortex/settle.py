@@ -61,6 +61,8 @@ class Fold:
 class SettlePlan:
     folds: tuple[Fold, ...]
     revived: tuple[NoteInfo, ...]  # in mind/archive/ without the fields that put it there
+    # Twins left beside their note: a person edited each, and a fold would drop one's words.
+    apart: tuple[Fold, ...] = ()
 
 
 def _eligible(note: NoteInfo) -> bool:
@@ -68,22 +70,24 @@ def _eligible(note: NoteInfo) -> bool:
 
 
 def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | None,
-                archive_text) -> SettlePlan:
+                note_text, first_text=lambda note: None) -> SettlePlan:
     """``changed``: the paths a merge touched (None: look at every note);
-    ``archive_text(note)``: the text of a note under ``mind/archive/``."""
+    ``note_text(note)``: a note's committed text; ``first_text(note)``: the text it was
+    added with (None: unknown), to tell a twin a person edited."""
     groups: dict[str, list[NoteInfo]] = {}
     revived = []
     forgotten: dict[str, NoteInfo] = {}  # source_hash -> a note someone forgot or replaced
     for note in snapshot:
         if note.archived:
             if (changed is None or note.path in changed) and not note.broken \
-                    and not _ARCHIVED_RE.search(archive_text(note)):
+                    and not _ARCHIVED_RE.search(note_text(note)):
                 revived.append(note)
             elif note.archive_reason in DELIBERATE_ARCHIVE and note.id and not note.broken:
                 forgotten.setdefault(note.source_hash, note)
         elif _eligible(note):
             groups.setdefault(note.source_hash, []).append(note)
     folds: dict[str, Fold] = {}
+    apart: list[Fold] = []
     for source, notes in groups.items():
         meant = forgotten.get(source)
         if meant is not None:
@@ -100,11 +104,29 @@ def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | Non
         # A person's edit keeps its note (its body is no longer the observation's);
         # else the older id, as the merge driver chooses for one path.
         notes.sort(key=lambda n: (source_hash(n.body) == n.source_hash, n.id or ""))
-        folds[notes[0].path] = Fold(notes[0], tuple(notes[1:]))
+        keep, kept_text = notes[0], note_text(notes[0])
+        own = tuple(n for n in notes[1:] if _own_words(n, kept_text, note_text, first_text))
+        if own:
+            apart.append(Fold(keep, own))
+        if len(notes) - 1 > len(own):
+            folds[keep.path] = Fold(keep, tuple(n for n in notes[1:] if n not in own))
     for keep, absorbed in _uncounted(snapshot, changed):
         fold = folds.get(keep.path)
         folds[keep.path] = Fold(keep, fold.others if fold else (), absorbed)
-    return SettlePlan(tuple(folds.values()), tuple(revived))
+    return SettlePlan(tuple(folds.values()), tuple(revived), tuple(apart))
+
+
+def _own_words(twin: NoteInfo, kept_text: str, note_text, first_text) -> bool:
+    """Whether ``twin`` holds words of a person's that the kept note lacks: a fold would
+    remove them (in ``vault/``) or hide them in the archive (repro: both machines'
+    people edited their own copy of one decision before a sync)."""
+    from cortex.mergedriver import maintained_only, same_words
+
+    text = note_text(twin)
+    if same_words(kept_text, text):
+        return False
+    first = first_text(twin)
+    return first is None or not maintained_only(first, text)
 
 
 def _uncounted(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | None) -> Iterator[tuple[NoteInfo, tuple]]:
@@ -182,7 +204,7 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
         return []
     changed = _changed_since(ctx.repo, record.get("settled"), head)
     snapshot = ctx.snapshot()
-    plan = plan_settle(snapshot, changed, ctx.file_text)
+    plan = plan_settle(snapshot, changed, ctx.file_text, lambda note: first_text(ctx.repo.root, note.path))
     changes: dict[str, str | None] = {}
     items: list[dict[str, Any]] = []
     lines: list[str] = []
@@ -209,6 +231,8 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
         items.append({"kept": keep.path, "folded": [o.path for o in fold.others], "reinforced": count.total,
                       **({"counted": [n.path for n in fold.absorbed]} if fold.absorbed else {}),
                       **({"stays_archived": keep.archive_reason} if keep.archived else {})})
+    for fold in plan.apart:
+        items.append({"apart": [o.path for o in fold.others], "beside": fold.keep.path})
     present = {n.path for n in snapshot}
     for twin, path in _twins_merged(ctx.repo, record.get("settled"), head).items():
         if twin in present and twin not in changes and not ctx.editing(twin):
@@ -223,6 +247,17 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
     state.extra.setdefault("sync", {})["settled"] = head
     vault.save_state(state)
     return items
+
+
+def first_text(root: Path, path: str) -> str | None:
+    """The text ``path`` was added with at HEAD's history (None: not found)."""
+    from cortex import gitcli
+
+    commit = gitcli.run(root, "log", "--diff-filter=A", "--format=%H", "-1", "--", path).out.strip()
+    if not commit:
+        return None
+    shown = gitcli.run(root, "show", f"{commit}:{path}")
+    return shown.out if shown.code == 0 else None
 
 
 def _twins_merged(repo, old: str | None, new: str) -> dict[str, str]:

@@ -24,6 +24,9 @@ def render_sync(report) -> str:
         elif "deleted" in item:
             lines.append(f"  settled  {item['kept_deleted']} stays deleted (the memory deleted as {item['deleted']}, "
                          "memorized anew before the deletion was heard of)")
+        elif "apart" in item:
+            lines.append(f"  kept apart  {', '.join(item['apart'])} beside {item['beside']} (the same memory, "
+                         "edited by a person on each machine: nothing folded; merge them by hand if they are one)")
         elif "kept_deleted" in item:
             lines.append(f"  settled  {item['kept_deleted']} stays deleted (deleted on one side, only counted on the other)")
         else:
