@@ -149,6 +149,68 @@ def test_a_note_another_machine_committed_without_the_hooks_is_named_by_the_sync
     assert "fail cortex's checks" not in done.stdout + done.stderr and (b / "mind/facts/quick.md").exists()
 
 
+def memorized_and_edited_on_both(tmp_path, type_, days):
+    """BODY memorized on a and on b (on ``days``), then a person on each machine edits
+    their own copy: a rewrites the line, b adds one. (a, b, a's path, b's path)."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    for m, day in zip((a, b), days):
+        write(m, BODY, type_=type_, timestamp=f"2026-02-{day}T10:00:00Z")
+        cx(m, "run")
+    (ra,), (rb,) = ([p for p, t in active(m).items() if BODY in t] for m in (a, b))
+    person_commit(a, ra, (a / ra).read_text().replace(BODY, BODY + ", on a dedicated host"), "edit on a")
+    person_commit(b, rb, (b / rb).read_text() + "Approved by the CTO in February.\n", "edit on b")
+    return a, b, ra, rb
+
+
+def test_same_observation_the_same_day_edited_on_both_machines_is_left_to_a_person(tmp_path):
+    """One path added on both sides (no common ancestor to merge the bodies with): the
+    fold keeps both people's words, the body with conflict markers, never one side whole."""
+    a, b, rel, other = memorized_and_edited_on_both(tmp_path, "fact", (16, 16))
+    assert rel == other
+    hint = stopped_by_conflict(a, b, rel)
+    sh(b, "git", "merge", "origin/main", check=False)
+    text = (b / rel).read_text()
+    assert "on a dedicated host" in text and "Approved by the CTO" in text and "<<<<<<<" in text
+    assert field(text, "reinforced") == "1" and field(text, "merged_from")  # the fold itself is settled
+    assert "git merge origin/main" in hint
+    resolved = "\n".join(line for line in text.splitlines() if line[:7] not in ("<<<<<<<", "=======", ">>>>>>>")
+                         and line != BODY) + "\n"
+    person_commit(b, rel, resolved, "settle the ledger note: both")
+    converge(a, b)
+    (text,) = [t for t in active(a).values() if "on a dedicated host" in t]
+    assert "Approved by the CTO" in text and field(text, "reinforced") == "1"
+    cx(a, "validate", "--all")
+
+
+@pytest.mark.parametrize("type_", ["decision", "fact"])  # vault/ removes a folded twin, mind/ archives it
+def test_same_observation_on_different_days_edited_on_both_machines_keeps_both_notes(tmp_path, type_):
+    a, b, ra, rb = memorized_and_edited_on_both(tmp_path, type_, (16, 18))
+    assert ra != rb
+    sync(a)
+    done = json.loads(sync(b, "--json").stdout)
+    assert done["settled"] == [{"apart": [rb], "beside": ra}]
+    converge(a, b)
+    live = active(a)
+    assert "on a dedicated host" in live[ra] and "Approved by the CTO" in live[rb]  # both, in place
+    cx(a, "validate", "--all")
+
+
+def test_a_twin_edited_on_one_machine_only_still_folds_into_the_edited_note(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY, timestamp="2026-02-16T10:00:00Z")
+    write(b, BODY, timestamp="2026-02-18T09:00:00Z", session_id="0b7e1c1e-1d2a-4b8e-9c5f-3f1b2a6d7e10")
+    for m in (a, b):
+        cx(m, "run")
+    (rb,) = [p for p, t in active(b).items() if BODY in t]
+    person_commit(b, rb, (b / rb).read_text() + "Approved by the CTO in February.\n", "edit on b")
+    sync(a)
+    (item,) = json.loads(sync(b, "--json").stdout)["settled"]
+    assert item["kept"] == rb and item["reinforced"] == 1
+    converge(a, b)
+    (text,) = [t for t in active(a).values() if BODY in t]
+    assert "Approved by the CTO" in text
+
+
 def near_duplicates_on_two_machines(tmp_path):
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, "Maya prefers small, reviewable pull requests", timestamp="2026-01-10T10:00:00Z", type_="preference")
