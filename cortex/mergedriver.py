@@ -7,7 +7,8 @@ sync`` and a plain ``git pull`` or ``git merge`` settle the same way:
 - the same observation memorized on both sides (an add/add of one path: same day, same
   hash) is one note (the one a person edited, else the older id's) plus a reinforcement:
   ``reinforced`` is the sum of both plus one, ``merged_from`` keeps the other id and
-  ``merged_counts`` what it brought;
+  ``merged_counts`` what it brought; bodies a person edited on both sides (no common
+  ancestor to merge them with) keep both, with conflict markers where they differ;
 - ``reinforced`` adds up: each side's own increments once, and every note absorbed on
   either side (``merged_counts``, by id) once, so overlapping folds are not counted twice
   (``cortex.counts``); ``last_reinforced`` takes the later, ``merged_from`` is the union;

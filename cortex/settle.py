@@ -9,7 +9,9 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
   sets count each note once: ``cortex.counts``), the later ``last_reinforced`` and the
   other id in ``merged_from``; the other goes where dedup
   sends a duplicate (``mind/archive/`` with ``merged_into``), or, in the permanent
-  ``vault/`` partition that has no archive, is removed (its id lives on in ``merged_from``);
+  ``vault/`` partition that has no archive, is removed (its id lives on in ``merged_from``).
+  A twin a person edited, saying what the kept note does not, is not folded: both stay
+  (``SettlePlan.apart``), since a fold would remove or hide that person's words;
 - a memory reinforced on one machine and archived on the other: the driver drops the
   archive fields, and the file comes back out of ``mind/archive/`` to its folder;
 - a memory forgotten or replaced on one machine (``taxonomy.DELIBERATE_ARCHIVE``) and
