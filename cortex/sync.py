@@ -238,12 +238,15 @@ def _network_failure(res: gitcli.Result, remote: str, doing: str) -> None:
     raise SyncError(f"could not {doing} {remote}: {detail}", f"`git fetch {remote}` shows the whole error")
 
 
-def check_not_rewritten(root, last: str | None, tip: str | None, head: str, remote_ref: str) -> None:
-    """The tip we last integrated must still be in the remote's history."""
+def check_not_rewritten(root, last: str | None, tip: str | None, head: str | None, remote_ref: str) -> None:
+    """The tip we last integrated must still be in the remote's history, unless this
+    vault took the rewritten history."""
     if last is None or last == tip:
         return
     if tip is not None and gitcli.is_ancestor(root, last, tip):
         return  # moved forward
+    if tip is not None and head is not None and _took_rewrite(root, last, tip, head):
+        return  # the sync records the new tip: the next one checks against it
     # A remote moved back (commits removed, perhaps a secret purged) is a rewrite too:
     # pushing would quietly put the removed commits back.
     now = tip[:10] if tip else "gone"
@@ -252,8 +255,22 @@ def check_not_rewritten(root, last: str | None, tip: str | None, head: str, remo
         f"is no longer in its history (now {now}). cortex never resets your vault to it",
         f"look at both (`git log --oneline --graph HEAD {remote_ref}`). To keep everything, merging the rewritten "
         f"history with yours (commits the rewrite removed come back): `cortex sync --accept-rewrite`. To take the "
-        f"remote's history instead: `git reset --keep {remote_ref}` (commits only you had are then only in the reflog)",
+        f"remote's history instead: `git reset --keep {remote_ref}` (commits only you had are then only in the reflog), "
+        f"then `cortex sync`",
     )
+
+
+def _took_rewrite(root, last: str, tip: str, head: str) -> bool:
+    """Whether HEAD is the rewritten tip or built on it, holding none of the commits the
+    rewrite removed: the machine that force-pushed, or one that followed the hint's
+    `git reset --keep`. Every common ancestor of HEAD and the old tip must then be in the
+    new history; a HEAD that still holds a removed commit would push it back."""
+    if not gitcli.is_ancestor(root, tip, head):
+        return False
+    bases = gitcli.run(root, "merge-base", "--all", last, head)
+    if bases.code not in (0, 1):  # 1: no common ancestor at all
+        return False
+    return all(gitcli.is_ancestor(root, base, tip) for base in bases.out.split())
 
 
 def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str, list[str]]:

@@ -351,6 +351,48 @@ def test_a_force_pushed_remote_stops_the_sync_and_nothing_is_reset(tmp_path):
     assert BODY in "".join(active(a).values()) and git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
 
 
+def test_a_vault_that_took_the_rewritten_history_syncs_again_without_pushing_it_back(tmp_path):
+    remote, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    # a person on a drops the last commit (say it leaked something) and force-pushes
+    git(a, "reset", "-q", "--hard", "HEAD~1")
+    sh(a, "git", "push", "-q", "--force", "origin", "main")
+    base = git(a, "rev-parse", "HEAD").strip()
+    sync(a)  # the machine that force-pushed: HEAD is the new history
+    done = sync(b, "--json", check=False)
+    assert done.returncode == 1 and json.loads(done.stdout)["error"] == "rewritten"
+    git(b, "reset", "-q", "--keep", "origin/main")  # the hint's second way
+    for _ in range(2):
+        assert json.loads(sync(b, "--json").stdout)["integrated"] == "up to date"
+    assert git(b, "rev-parse", "HEAD").strip() == base == git(a, "rev-parse", "origin/main").strip()
+    assert sh(remote, "git", "rev-parse", "main").stdout.strip() == base  # the removed commit stays removed
+    assert BODY not in "".join(active(b).values())
+    # built on the new history, it pushes as ever
+    write(b, "A memory made after taking the rewritten history")
+    cx(b, "run")
+    assert json.loads(sync(b, "--json").stdout)["pushed"]
+    sync(a)
+    assert BODY not in "".join(active(a).values()) and "rewritten history" in "".join(active(a).values())
+
+
+def test_a_vault_holding_a_commit_the_rewrite_removed_still_stops(tmp_path):
+    """Built on the new tip is not enough: a HEAD that still holds a removed commit (a
+    person's reset to it, a merge of it) would push it back."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    removed = git(a, "rev-parse", "HEAD").strip()
+    sh(a, "git", "push", "-q", "--force", "origin", "HEAD~1:refs/heads/main")
+    git(b, "fetch", "-q", "origin")
+    git(b, "reset", "-q", "--keep", "origin/main")
+    sh(b, "git", "-c", "user.name=P", "-c", "user.email=p@x", "merge", "-q", "--no-edit", "--no-ff", removed)
+    done = sync(b, "--json", check=False)
+    assert done.returncode == 1 and json.loads(done.stdout)["error"] == "rewritten"
+
+
 def test_a_push_overtaken_by_another_machine_is_merged_and_pushed_again(tmp_path):
     from cortex.sync import push
 
