@@ -190,3 +190,29 @@ def failure_kind(err: str) -> str:
     if any(sign in low for sign in NETWORK_SIGNS):
         return "network"
     return "other"
+
+
+# What git adds after an ssh or local remote failed, and after any refused push, whatever
+# the cause: the tail of it once stood in for the cause ("the remote is unreachable (and
+# the repository exists.)" when the repository did not exist).
+_BOILERPLATE = ("could not read from remote repository", "please make sure you have the correct access rights",
+                "and the repository exists", "failed to push some refs")
+
+
+def failure_reason(err: str) -> str | None:
+    """The line of a failed fetch's or push's stderr that says why: git's first ``fatal:``
+    or ``error:`` line that is not boilerplate, else the first line another program (ssh,
+    a proxy) wrote, else git's first ``fatal:`` line; without the ``fatal:`` prefix."""
+    lines = [line.strip() for line in err.splitlines()]
+    told = [line for line in lines if line and not line.lower().startswith(("hint:", "warning:", "remote:"))
+            and not any(text in line.lower() for text in _BOILERPLATE)]
+    said = next((line for line in told if line.lower().startswith(("fatal:", "error:"))), None)
+    said = said or (told[0] if told else next((line for line in lines if line.lower().startswith("fatal:")), None))
+    return _unprefixed(said) if said else None
+
+
+def _unprefixed(line: str) -> str:
+    for prefix in ("fatal:", "error:"):
+        if line.lower().startswith(prefix):
+            return line[len(prefix):].strip()
+    return line

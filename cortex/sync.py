@@ -221,7 +221,7 @@ def fetch(root, remote: str, branch: str) -> str | None:
 
 
 def _network_failure(res: gitcli.Result, remote: str, doing: str) -> None:
-    detail = res.err.strip().splitlines()[-1] if res.err.strip() else f"exit {res.code}"
+    detail = gitcli.failure_reason(res.err) or f"exit {res.code}"
     kind = gitcli.failure_kind(res.err)
     if kind == "auth":
         raise AuthFailed(

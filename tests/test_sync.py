@@ -324,12 +324,39 @@ def test_an_unreachable_remote_exits_75_and_keeps_everything(tmp_path):
     done = sync(a, "--json", check=False)
     assert done.returncode == 75
     assert json.loads(done.stdout)["error"] == "unreachable" and "unreachable" in done.stderr
+    assert "does not appear to be a git repository" in done.stderr  # git's reason, not its boilerplate
+    assert "repository exists" not in done.stderr
     assert git(a, "rev-parse", "HEAD") == head
     write(a, "The vault stays usable while offline")
     cx(a, "run")  # still usable
     (tmp_path / "gone.git").rename(remote)
     converge(a, b)
     assert len([t for t in active(b).values() if "offline" in t or BODY in t]) == 2
+
+
+GIT_SAID = "\nPlease make sure you have the correct access rights\nand the repository exists.\n"
+
+
+@pytest.mark.parametrize("err, reason", [
+    ("fatal: '/srv/notes.git' does not appear to be a git repository\nfatal: Could not read from remote repository.\n"
+     + GIT_SAID, "'/srv/notes.git' does not appear to be a git repository"),
+    ("ssh: Could not resolve hostname gitbox: Name or service not known\r\n"
+     "fatal: Could not read from remote repository.\n" + GIT_SAID,
+     "ssh: Could not resolve hostname gitbox: Name or service not known"),
+    ("Warning: Permanently added 'github.com' (ED25519) to the list of known hosts.\r\n"
+     "git@github.com: Permission denied (publickey).\r\nfatal: Could not read from remote repository.\n" + GIT_SAID,
+     "git@github.com: Permission denied (publickey)."),
+    ("remote: Repository not found.\nfatal: repository 'https://github.com/maya/notes.git/' not found\n",
+     "repository 'https://github.com/maya/notes.git/' not found"),
+    ("fatal: unable to access 'https://gitbox/notes.git/': Could not resolve host: gitbox\n",
+     "unable to access 'https://gitbox/notes.git/': Could not resolve host: gitbox"),
+    ("fatal: Could not read from remote repository.\n" + GIT_SAID, "Could not read from remote repository."),
+    ("", None),
+])
+def test_a_failed_fetch_is_told_by_gits_reason_never_its_boilerplate(err, reason):
+    from cortex.gitcli import failure_reason
+
+    assert failure_reason(err) == reason
 
 
 def test_a_force_pushed_remote_stops_the_sync_and_nothing_is_reset(tmp_path):
