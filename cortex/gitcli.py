@@ -211,6 +211,16 @@ def failure_reason(err: str) -> str | None:
     return _unprefixed(said) if said else None
 
 
+def remote_said(err: str, limit: int = 3) -> list[str]:
+    """What the remote's own programs wrote (a hook, branch protection: git's ``remote:``
+    lines), without the prefix and the padding git adds; at most ``limit``, the last one
+    ``…`` when there were more."""
+    said = [line[len("remote:"):].replace("\x1b[K", "").strip() for line in err.splitlines()
+            if line.startswith("remote:")]
+    said = [line for line in said if line]
+    return said[:limit - 1] + ["…"] if len(said) > limit else said
+
+
 def _unprefixed(line: str) -> str:
     for prefix in ("fatal:", "error:"):
         if line.lower().startswith(prefix):

@@ -416,14 +416,25 @@ def push(root, remote: str, branch: str) -> str:
                                         or "cannot lock ref" in text):
         return "raced"  # another machine's push held or moved the branch at that instant
     if "[remote rejected]" in text:
-        reason = next((line for line in text.splitlines() if "[remote rejected]" in line), "").strip()
         raise PushRefused(
-            f"{remote} refused the push: {reason}",
+            f"{remote} refused the push{_refusal(res.out, res.err)}",
             "the remote's rules (branch protection, a size limit, a hook) said no; your commits are safe here. "
             "Fix the rule or push to a branch you may write, then `cortex sync`",
         )
     _network_failure(res, remote, "push to")
     return "failed"  # not reached
+
+
+def _refusal(out: str, err: str) -> str:
+    """" to main (pre-receive hook declined): <what the remote said>" from git's porcelain
+    status line (``!<TAB>HEAD:refs/heads/main<TAB>[remote rejected] (why)``) and the
+    remote's own ``remote:`` lines, which hold the reason a person can act on."""
+    status = next((line for line in out.splitlines() if "[remote rejected]" in line), "")
+    parts = status.split("\t")
+    where = parts[1].rpartition(":")[2].removeprefix("refs/heads/") if len(parts) > 2 else ""
+    why = parts[2].replace("[remote rejected]", "").strip().removeprefix("(").removesuffix(")") if len(parts) > 2 else ""
+    said = " ".join(gitcli.remote_said(err))
+    return (f" to {where}" if where else "") + (f" ({why})" if why else "") + (f": {said}" if said else "")
 
 
 # --- the pass ---------------------------------------------------------------------------------

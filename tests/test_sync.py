@@ -359,6 +359,25 @@ def test_a_failed_fetch_is_told_by_gits_reason_never_its_boilerplate(err, reason
     assert failure_reason(err) == reason
 
 
+def test_a_push_a_remote_hook_refuses_is_told_with_the_remotes_reason(tmp_path):
+    remote, (a,) = make_fleet(tmp_path, 1)
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text('#!/bin/sh\necho "GH006: Protected branch update failed for refs/heads/main: 1 review required." >&2\n'
+                    'echo "" >&2\necho "See the branch rules." >&2\nexit 1\n')
+    hook.chmod(0o755)
+    write(a, BODY)
+    cx(a, "run")
+    head = git(a, "rev-parse", "HEAD")
+    done = sync(a, "--json", check=False)
+    assert done.returncode == 1
+    out = json.loads(done.stdout)
+    assert out["error"] == "push_refused"
+    assert out["message"] == ("origin refused the push to main (pre-receive hook declined): GH006: Protected branch "
+                              "update failed for refs/heads/main: 1 review required. See the branch rules.")
+    assert "\t" not in done.stderr and "remote:" not in done.stderr
+    assert git(a, "rev-parse", "HEAD") == head
+
+
 def test_a_force_pushed_remote_stops_the_sync_and_nothing_is_reset(tmp_path):
     remote, (a, b) = make_fleet(tmp_path, 2)
     write(a, BODY)
