@@ -3,7 +3,9 @@
 Answered from the HEAD-following cache (``cortex/headcache.py``): brought up to date by
 diffing the HEAD it last saw against the new one, so a run reads only the notes committed
 since the last run — by people, by an earlier run, by maintenance or by a pull — however
-many the vault holds. Notes committed during this run are added in memory.
+many the vault holds. Notes committed during this run are added in memory. A memory a
+person moved out of ``vault/`` and ``mind/`` still carries its ``source_hash``: a repeat
+reinforces it there (``HeadCache.by_hashes``) rather than memorizing it twice.
 """
 
 from __future__ import annotations

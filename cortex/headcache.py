@@ -1,7 +1,7 @@
 """What HEAD's notes are, kept in a derived cache that follows HEAD.
 
 ``.cortex/head.sqlite`` holds one row per note at HEAD (path, blob, id, declared type,
-source hash) and a count per folder and type, with the commit it describes; and the
+source hash, whether the note declares it) and a count per folder and type, with the commit it describes; and the
 source hashes of the notes a commit in HEAD's history deleted, which no note at HEAD
 carries any more (a person's "not this": ``cortex run`` holds a repeat of one, see
 ``deleted``). Whoever needs
@@ -27,7 +27,7 @@ from typing import Iterator
 
 from cortex.layout import is_note_path
 
-FORMAT = 3
+FORMAT = 4  # 4: ``declared``, whether the note carries its source hash
 FILE = "head.sqlite"
 _HASH_RE = re.compile(rb"^source_hash:\s*[\"']?([0-9a-f]{64})", re.M)
 _ID_RE = re.compile(rb"^id:\s*[\"']?([0-9a-f-]{36})", re.M)
@@ -35,7 +35,7 @@ _TYPE_RE = re.compile(r"^type:[ \t]*[\"']?([a-z][a-z0-9_]*)", re.M)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, blob TEXT NOT NULL, id TEXT, type TEXT, hash TEXT, folder TEXT NOT NULL,
-  folded TEXT NOT NULL);
+  folded TEXT NOT NULL, declared INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS notes_folded ON notes (folded);
 CREATE INDEX IF NOT EXISTS notes_id ON notes (id);
 CREATE INDEX IF NOT EXISTS notes_hash ON notes (hash);
@@ -222,9 +222,11 @@ class HeadCache:
         for path, blob in changes:
             db.execute("DELETE FROM notes WHERE path = ?", (path,))
             if blob is not None:
-                ident, type_, hash_hex = fields(contents[blob])
-                db.execute("INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (path, blob, ident, type_, hash_hex, folder_of(path), path.lower()))
+                data = contents[blob]
+                ident, type_, hash_hex = fields(data)
+                declared = _HASH_RE.search(data[:4096]) is not None
+                db.execute("INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (path, blob, ident, type_, hash_hex, folder_of(path), path.lower(), declared))
 
     @staticmethod
     def _record_deleted(db: sqlite3.Connection, removed: dict[str, str]) -> None:
@@ -252,23 +254,30 @@ class HeadCache:
 
     def by_hash(self, hash_hex: str, partitions: tuple[str, ...]) -> tuple[str | None, str] | None:
         """(id, path) of a note under ``partitions`` with this source hash: the first
-        partition's first path, when several share it (dedup merges them later)."""
+        partition's first path, when several share it (dedup merges them later); else the
+        first of the notes elsewhere that carry it in their ``source_hash`` field — a
+        memory a person moved into a folder of their own is still that observation's note
+        (a person's note that merely says the same words is not)."""
         return self.by_hashes([hash_hex], partitions).get(hash_hex)
 
     def by_hashes(self, hashes: list[str], partitions: tuple[str, ...]) -> dict[str, tuple[str | None, str]]:
         """``by_hash`` of many hashes in a few queries (a run asks a chunk's at once):
         {hash: (id, path)} of those found."""
-        rows: list[tuple[str, str | None, str]] = []
+        rows: list[tuple[str, str | None, str, int]] = []
         for part in _slices(sorted(set(hashes))):
             rows += self._connect().execute(
-                f"SELECT hash, id, path FROM notes WHERE hash IN ({','.join('?' * len(part))}) ORDER BY path", part)
+                f"SELECT hash, id, path, declared FROM notes WHERE hash IN ({','.join('?' * len(part))}) ORDER BY path",
+                part)
         order = {p: i for i, p in enumerate(partitions)}
-        best: dict[str, tuple[str | None, str]] = {}
-        for hash_hex, ident, path in rows:  # by path: the first of a partition wins, earlier partitions first
-            rank = order.get(path.split("/", 1)[0])
-            if rank is not None and (hash_hex not in best or rank < order[best[hash_hex][1].split("/", 1)[0]]):
-                best[hash_hex] = (ident, path)
-        return best
+        elsewhere = len(partitions)
+        best: dict[str, tuple[int, str | None, str]] = {}
+        for hash_hex, ident, path, declared in rows:  # by path: the first of a rank wins, lower ranks first
+            top, sep, _ = path.partition("/")
+            rank = order.get(top) if sep else None
+            rank = elsewhere if rank is None and declared else rank
+            if rank is not None and (hash_hex not in best or rank < best[hash_hex][0]):
+                best[hash_hex] = (rank, ident, path)
+        return {hash_hex: (ident, path) for hash_hex, (_, ident, path) in best.items()}
 
     def present(self, paths: list[str]) -> set[str]:
         """Those of ``paths`` that are notes at HEAD, in a few queries."""

@@ -17,7 +17,8 @@ EMAIL = ("-c", "user.name=Test Person", "-c", "user.email=person@example.com")
 
 
 def from_git(root) -> dict[str, tuple]:
-    """path → (blob, id, type, hash) of every note at HEAD, read from git alone."""
+    """path → (blob, id, type, hash, declared) of every note at HEAD, read from git alone
+    (declared: the note carries its source hash, as cortex writes it)."""
     listing = git(root, "ls-tree", "-r", "HEAD")
     out = {}
     for line in listing.splitlines():
@@ -25,13 +26,13 @@ def from_git(root) -> dict[str, tuple]:
         blob = meta.split()[2]
         if is_note_path(path):
             data = subprocess.run(["git", "cat-file", "blob", blob], cwd=root, capture_output=True, check=True).stdout
-            out[path] = (blob, *fields(data))
+            out[path] = (blob, *fields(data), int(b"\nsource_hash: " in data.split(b"\n---", 1)[0]))
     return out
 
 
 def cached(root) -> tuple[HeadCache, dict[str, tuple]]:
     cache = HeadCache(root).sync()
-    rows = cache._connect().execute("SELECT path, blob, id, type, hash FROM notes").fetchall()
+    rows = cache._connect().execute("SELECT path, blob, id, type, hash, declared FROM notes").fetchall()
     return cache, {r[0]: tuple(r[1:]) for r in rows}
 
 
@@ -41,7 +42,7 @@ def assert_follows(root, *, rebuilt: bool = False) -> HeadCache:
     assert rows == from_git(root)
     assert cache.head == git(root, "rev-parse", "HEAD").strip()
     counts = {}
-    for path, (_, _, type_, _) in rows.items():
+    for path, (_, _, type_, _, _) in rows.items():
         parts = path.split("/")  # counted by their first two folders; a top-level note under ""
         key = ("/".join(parts[:2]) if len(parts) > 2 else parts[0] if len(parts) == 2 else "", type_ or "")
         counts[key] = counts.get(key, 0) + 1
@@ -112,6 +113,11 @@ def test_rebuilt_when_deleted_or_damaged(vault):
     cache.close()
     make_note(vault, "fact", "The ledger's backups run nightly.", created=T0 + MONTH)
     assert_follows(vault.root, rebuilt=True)
+    # one an older cortex wrote, of another format
+    cache = HeadCache(vault.root).sync()
+    cache._connect().execute("UPDATE meta SET value = '3' WHERE key = 'format'")
+    cache.close()
+    assert_follows(vault.root, rebuilt=True)
 
 
 def test_hook_finds_a_copied_id_through_the_cache(vault):
@@ -128,6 +134,41 @@ def test_hook_finds_a_copied_id_through_the_cache(vault):
     done = subprocess.run(["git", *EMAIL, "commit", "-q", "-m", "rename"], cwd=vault.root, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert_follows(vault.root)
+
+
+def test_a_memory_a_person_moved_out_of_mind_is_found_by_its_source_hash(vault):
+    """A note elsewhere counts as its observation's note when it carries cortex's
+    ``source_hash``, followed commit by commit; a person's note that only says the same
+    words does not, and a memory in mind/ wins over a copy a person keeps elsewhere."""
+    from cortex.layout import PARTITIONS
+    from cortex.notes import source_hash
+
+    body = "Deploys are frozen on Fridays after noon."
+    path = make_note(vault, "fact", body)
+    cache = assert_follows(vault.root, rebuilt=True)
+    ident, hash_hex = cache.sync().by_hash(source_hash(body), PARTITIONS)[0], source_hash(body)
+    cache.close()
+    (vault.root / "projects").mkdir()
+    git(vault.root, "mv", path, "projects/deploy-freeze.md")
+    git(vault.root, *EMAIL, "commit", "-q", "-m", "person: into my projects folder")
+    cache = assert_follows(vault.root)  # followed, not rebuilt
+    assert cache.sync().by_hash(hash_hex, PARTITIONS) == (ident, "projects/deploy-freeze.md")
+    assert cache.deleted([hash_hex]) == {}  # moved, not deleted
+    cache.close()
+    # a copy back in mind/ is the note a repeat reinforces
+    (vault.root / path).write_text((vault.root / "projects/deploy-freeze.md").read_text(), encoding="utf-8")
+    git(vault.root, "add", path)
+    git(vault.root, *EMAIL, "commit", "-q", "--no-verify", "-m", "person: a copy")
+    assert HeadCache(vault.root).sync().by_hash(hash_hex, PARTITIONS) == (ident, path)
+    # the same words without cortex's fields are a person's own note
+    git(vault.root, "rm", "-q", path, "projects/deploy-freeze.md")
+    (vault.root / "daily.md").write_text(body + "\n", encoding="utf-8")
+    git(vault.root, "add", "daily.md")
+    git(vault.root, *EMAIL, "commit", "-q", "-m", "person: only my own words")
+    cache = assert_follows(vault.root)
+    assert cached(vault.root)[1]["daily.md"][3:] == (hash_hex, 0)
+    assert cache.sync().by_hash(hash_hex, PARTITIONS) is None
+    cache.close()
 
 
 def test_git_is_asked_to_pack_when_loose_objects_pile_up(vault):
@@ -165,7 +206,7 @@ def test_a_forked_child_reads_through_its_own_connection(vault):
     append_lines(vault, observation(body="The export job compresses monthly exports."))
     vault.run()
     cache, rows = cached(vault.root)
-    path, (_, _, _, hash_hex) = next(iter(rows.items()))
+    path, (_, _, _, hash_hex, _) = next(iter(rows.items()))
     parent = cache._connect()
     read, write = os.pipe()
     pid = os.fork()
@@ -201,14 +242,14 @@ def test_many_lookups_at_once_answer_as_one_at_a_time(vault):
     git(vault.root, *EMAIL, "add", str(twin))
     git(vault.root, *EMAIL, "commit", "-q", "--no-verify", "-m", "a copy")
     cache, rows = cached(vault.root)
-    hashes = [h for _, _, _, h in rows.values()] + ["0" * 64]
+    hashes = [h for _, _, _, h, _ in rows.values()] + ["0" * 64]
     assert twin.relative_to(vault.root).as_posix() in rows and rows[fact][3] == rows["vault/projects/twin.md"][3]
     for partitions in (("mind", "vault"), ("vault", "mind"), ("vault",)):
-        expected = {}  # read from git alone: the first partition's first path
+        expected = {}  # read from git alone: the first partition's first path, else the first note declaring it
         for path in sorted(rows, key=lambda p: (partitions.index(p.split("/")[0]) if p.split("/")[0] in partitions
                                                  else len(partitions), p)):
-            blob, ident, _, hash_hex = rows[path]
-            if path.split("/")[0] in partitions:
+            blob, ident, _, hash_hex, declared = rows[path]
+            if path.split("/")[0] in partitions or declared:
                 expected.setdefault(hash_hex, (ident, path))
         assert cache.by_hashes(hashes, partitions) == expected
         assert {h: cache.by_hash(h, partitions) for h in hashes} == {h: expected.get(h) for h in hashes}

@@ -80,6 +80,28 @@ def test_commit_touches_only_cortex_paths_and_leaves_a_persons_work_alone(vault)
     assert git(root, "show", "HEAD:README.md") == "mine\n"
 
 
+def test_a_repeat_of_a_memory_a_person_moved_out_of_mind_reinforces_it_there(vault):
+    """One observation, one note: a memory a person filed in a folder of their own (with
+    `git mv`, through the real hook) is still the note a repeat reinforces, by the real CLI."""
+    root = vault.root
+    body = "Deploys are frozen on Fridays after noon."
+    append_lines(vault, observation(body=body, timestamp="2026-03-01T12:00:00.000Z"))
+    cortex("--vault", str(root), "run", check=True)
+    (memory,) = [p for p in git(root, "ls-files", "mind").split() if p.endswith(".md") and "/20" in p]
+    (root / "projects").mkdir()
+    git(root, "mv", memory, "projects/deploy-freeze.md")
+    git(root, "-c", "user.name=P", "-c", "user.email=p@x", "commit", "-qm", "person: into my projects folder")
+    append_lines(vault, observation(body=body, timestamp="2026-03-02T12:00:00.000Z"))
+    report = json.loads(cortex("--vault", str(root), "run", "--json", check=True).stdout)
+    assert (report["memorized"], report["reinforced"]) == (0, 1)
+    cortex("--vault", str(root), "maintain", "--force", check=True)
+    hash_line = next(line for line in (root / "projects/deploy-freeze.md").read_text().splitlines()
+                     if line.startswith("source_hash:"))
+    assert git(root, "grep", "-l", "-F", hash_line, "HEAD", "--", "*.md").split() == ["HEAD:projects/deploy-freeze.md"]
+    text = (root / "projects/deploy-freeze.md").read_text()
+    assert "\nreinforced: 1\n" in text and "last_reinforced: 2026-03-02T12:00" in text
+
+
 def test_git_status_is_clean_after_a_run_and_fsck_passes(vault):
     append_lines(vault, *lines(5), "{bad", observation(type="nope"))
     vault.run(now=NOW)
