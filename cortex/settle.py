@@ -238,6 +238,9 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
     present = {n.path for n in snapshot}
     for twin, path in _twins_merged(ctx.repo, record.get("settled"), head).items():
         if twin in present and twin not in changes and not ctx.editing(twin):
+            if _edited_since_memorized(ctx, twin):  # a person's words now: theirs to delete, not cortex's
+                items.append({"kept_edited": twin, "deleted": path})
+                continue
             changes[twin] = None
             items.append({"kept_deleted": twin, "deleted": path})
             lines.append(f"{twin} deleted (the memory deleted as {path} on the other side, memorized anew before it heard)")
@@ -249,6 +252,16 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
     state.extra.setdefault("sync", {})["settled"] = head
     vault.save_state(state)
     return items
+
+
+def _edited_since_memorized(ctx: JobContext, path: str) -> bool:
+    """Whether a person changed the note at ``path`` since it was memorized (more than
+    cortex's maintained fields); when its first text cannot be found, it may have been."""
+    from cortex.mergedriver import maintained_only
+
+    first = first_text(ctx.vault.root, path)
+    now = ctx.repo.file_at_head(path)
+    return first is None or now is None or not maintained_only(first, now.decode("utf-8", "replace"))
 
 
 def first_text(root: Path, path: str) -> str | None:

@@ -785,3 +785,19 @@ def test_a_persons_merge_stopped_on_a_conflict_is_named_and_the_sync_waits_for_i
     git(b, "merge", "--abort")
     sync(b)
     assert any("Another machine's memory" in t for t in active(b).values())
+
+
+def test_a_twin_memorized_anew_and_edited_by_a_person_is_not_deleted_for_the_other_sides_deletion(tmp_path):
+    """The deletion on one side meets a note the other side's person has edited since it
+    was memorized: their words now, which no settle deletes; the report says so."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    path, twin = deleted_here_memorized_there(a, b)
+    note = b / twin
+    note.write_text(note.read_text() + "\nChecked with the harbour master: still true.\n")
+    git(b, "commit", "-qam", "person: a note of mine")
+    sync(a)
+    done = sync(b)
+    assert f"kept  {twin} (the memory deleted as {path}" in done.stdout + done.stderr
+    assert "still true" in note.read_text()
+    converge(a, b)
+    assert "still true" in (a / twin).read_text() and path not in notes(a)

@@ -21,6 +21,9 @@ def render_sync(report) -> str:
             kept = (f"{item['stays_archived']} here: it stays archived" if item.get("stays_archived")
                     else f"reinforced {item['reinforced']}")
             lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, {kept})")
+        elif "kept_edited" in item:
+            lines.append(f"  kept  {item['kept_edited']} (the memory deleted as {item['deleted']} on the other side, "
+                         "memorized anew here and edited by a person since: theirs to delete)")
         elif "deleted" in item:
             lines.append(f"  settled  {item['kept_deleted']} stays deleted (the memory deleted as {item['deleted']}, "
                          "memorized anew before the deletion was heard of)")
