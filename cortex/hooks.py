@@ -118,11 +118,15 @@ class HookVault:
     def forget_threshold(self) -> float:
         """Decay's ``maintenance.forget_threshold`` (a memory brought back from the archive
         is given an importance above it); a mistake in it must not block a commit."""
-        from cortex.maintenance.settings import DEFAULT_FORGET_THRESHOLD
+        from cortex.errors import ConfigError
+        from cortex.maintenance.settings import DEFAULT_FORGET_THRESHOLD, number
 
-        value = (self._config().get("maintenance") or {}).get("forget_threshold", DEFAULT_FORGET_THRESHOLD)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
-        return float(value) if ok else DEFAULT_FORGET_THRESHOLD
+        maintenance = self._config().get("maintenance")
+        try:
+            return number(maintenance if isinstance(maintenance, dict) else {}, "forget_threshold",
+                          DEFAULT_FORGET_THRESHOLD)
+        except ConfigError:
+            return DEFAULT_FORGET_THRESHOLD
 
     def taxonomy(self):
         from cortex.taxonomy import load_taxonomy

@@ -269,35 +269,28 @@ def build_server(memory: Memory):
 DRAIN_LIMIT = 600.0  # seconds an answer may still take once the client closed its side
 
 
-def _message_ids(line: bytes, *, requests: bool) -> list[str]:
-    """The id of a client's request the server will answer (``requests``: well-formed
-    JSON-RPC 2.0, an integer or string id, object params), or of the server's answer,
-    in one line; none otherwise: a line the SDK drops unanswered (no "jsonrpc", a
-    fractional id, a batch) must not be waited for."""
+def _ids(line: bytes) -> tuple[str | None, str | None, str | None]:
+    """(asked, answered, cancelled): the id of a client's request the server will answer
+    (well-formed JSON-RPC 2.0, an integer or string id, object params), of the server's
+    answer, and of a request the client cancels, in one line (1 and "1" are two ids). A
+    line the SDK drops unanswered (no "jsonrpc", a fractional id, a batch) asks nothing,
+    so nothing waits for it."""
     try:
         item = json.loads(line)
     except ValueError:
-        return []
+        return None, None, None
     if not isinstance(item, dict) or item.get("jsonrpc") != "2.0":
-        return []
+        return None, None, None
+    if item.get("method") == "notifications/cancelled":
+        params = item.get("params")
+        request = params.get("requestId") if isinstance(params, dict) else None
+        return None, None, None if request is None else json.dumps(request)
     ident = item.get("id")
     if isinstance(ident, bool) or not isinstance(ident, (int, str)):
-        return []
-    if requests:
-        answerable = isinstance(item.get("method"), str) and isinstance(item.get("params", {}), dict)
-        return [json.dumps(ident)] if answerable else []  # 1 and "1" are two ids
-    return [json.dumps(ident)] if "method" not in item and ("result" in item or "error" in item) else []
-
-
-def _cancelled(line: bytes) -> list[str]:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return []
-    if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
-        request = (message.get("params") or {}).get("requestId")
-        return [json.dumps(request)] if request is not None else []
-    return []
+        return None, None, None
+    if isinstance(item.get("method"), str):
+        return (json.dumps(ident) if isinstance(item.get("params", {}), dict) else None), None, None
+    return None, (json.dumps(ident) if "result" in item or "error" in item else None), None
 
 
 @contextmanager
@@ -325,9 +318,10 @@ def answers_before_eof(limit: float = DRAIN_LIMIT):
     def inbound() -> None:
         with open(real_in, "rb") as client, open(to_sdk_w, "wb") as sdk:
             for line in client:
+                asked, _, cancelled = _ids(line)
                 with answered:
-                    pending.update(_message_ids(line, requests=True))
-                    pending.difference_update(_cancelled(line))
+                    pending.update(i for i in (asked,) if i is not None)
+                    pending.discard(cancelled)
                 sdk.write(line)
                 sdk.flush()
             with answered:
@@ -349,7 +343,7 @@ def answers_before_eof(limit: float = DRAIN_LIMIT):
                     if gone:
                         pending.clear()
                     else:
-                        pending.difference_update(_message_ids(line, requests=False))
+                        pending.discard(_ids(line)[1])
                     answered.notify_all()
 
     for relay in (inbound, outbound):

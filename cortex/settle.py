@@ -122,12 +122,17 @@ def _own_words(twin: NoteInfo, kept_text: str, note_text, first_text) -> bool:
     """Whether ``twin`` holds words of a person's that the kept note lacks: a fold would
     remove them (in ``vault/``) or hide them in the archive (repro: both machines'
     people edited their own copy of one decision before a sync)."""
-    from cortex.mergedriver import maintained_only, same_words
+    from cortex.mergedriver import same_words
 
     text = note_text(twin)
-    if same_words(kept_text, text):
-        return False
-    first = first_text(twin)
+    return not same_words(kept_text, text) and changed_since_memorized(first_text(twin), text)
+
+
+def changed_since_memorized(first: str | None, text: str) -> bool:
+    """Whether a note whose text is ``text`` says more than it did when memorized
+    (``first``; None: not found, so it may): more than cortex's maintained fields."""
+    from cortex.mergedriver import maintained_only
+
     return first is None or not maintained_only(first, text)
 
 
@@ -257,11 +262,8 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
 def _edited_since_memorized(ctx: JobContext, path: str) -> bool:
     """Whether a person changed the note at ``path`` since it was memorized (more than
     cortex's maintained fields); when its first text cannot be found, it may have been."""
-    from cortex.mergedriver import maintained_only
-
-    first = first_text(ctx.vault.root, path)
     now = ctx.repo.file_at_head(path)
-    return first is None or now is None or not maintained_only(first, now.decode("utf-8", "replace"))
+    return now is None or changed_since_memorized(first_text(ctx.vault.root, path), now.decode("utf-8", "replace"))
 
 
 def first_text(root: Path, path: str) -> str | None:

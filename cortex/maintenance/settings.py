@@ -80,7 +80,7 @@ class MaintenanceSettings:
     when: dict[str, When] = field(default_factory=lambda: {k: When.parse(v) for k, v in DEFAULT_WHEN.items()})
 
 
-def _number(data: dict, key: str, default: float) -> float:
+def number(data: dict, key: str, default: float) -> float:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
         raise ConfigError(f"observer/config.yml: maintenance.{key} must be a number from 0 to 1, got {value!r}")
@@ -101,8 +101,8 @@ def parse_maintenance(data: Any) -> MaintenanceSettings:
             raise ConfigError(f"observer/config.yml: unknown maintenance job {name!r}", f"use {', '.join(DEFAULT_WHEN)}")
         when[name] = When.parse(text)
     return MaintenanceSettings(
-        forget_threshold=_number(data, "forget_threshold", DEFAULT_FORGET_THRESHOLD),
-        dedup_threshold=_number(data, "dedup_threshold", DEFAULT_DEDUP_THRESHOLD),
+        forget_threshold=number(data, "forget_threshold", DEFAULT_FORGET_THRESHOLD),
+        dedup_threshold=number(data, "dedup_threshold", DEFAULT_DEDUP_THRESHOLD),
         when=when,
     )
 
