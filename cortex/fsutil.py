@@ -98,28 +98,35 @@ def append_locked(path: Path, data: bytes, mode: int = 0o600) -> None:
             os.close(fd)
 
 
+def flock_within(fd: int, timeout: float, poll: float = 0.05) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, trying for up to ``timeout`` seconds;
+    False when another process still holds it then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)
+
+
 @contextmanager
 def file_lock(path: Path, timeout: float, what: str) -> Iterator[None]:
     """An exclusive advisory lock on ``path``; waits up to ``timeout`` seconds."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-                    raise LockBusy(
-                        f"{what} is busy: {holder} holds {path.name}",
-                        "wait for it to finish, or retry later (cortex waits "
-                        f"{timeout:g}s; set lock_timeout in observer/config.yml)",
-                    ) from None
-                time.sleep(0.05)
+        if not flock_within(fd, timeout):
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+            raise LockBusy(
+                f"{what} is busy: {holder} holds {path.name}",
+                "wait for it to finish, or retry later (cortex waits "
+                f"{timeout:g}s; set lock_timeout in observer/config.yml)",
+            )
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
         yield

@@ -32,7 +32,6 @@ Standard library only: the guard runs inside every commit a person makes.
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import sys
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Iterator
 
 from cortex.errors import LockBusy
+from cortex.fsutil import flock_within
 
 OWNER = "cortex-lock.json"
 OWN_LOCK_PREFIX = "cortex-index.lock."  # the lock as made, before it is linked into place
@@ -98,15 +98,8 @@ def _write_json(path: Path, data: dict) -> None:
 def _guard_flock(git_dir: Path, timeout: float) -> Iterator[None]:
     fd = os.open(git_dir / GUARD_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.02)
+        if not flock_within(fd, timeout, poll=0.02):
+            raise OSError(errno.EAGAIN, f"{GUARD_LOCK} is held", str(git_dir / GUARD_LOCK))
         yield
     finally:
         os.close(fd)
