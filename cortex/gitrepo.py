@@ -89,6 +89,13 @@ class GitRepo:
         except KeyError:
             return None
 
+    def file_at(self, commit: str, path: str) -> bytes | None:
+        """The blob at ``path`` in ``commit`` (None: no such file, or no such commit)."""
+        try:
+            return self.repo[commit].peel(pygit2.Commit).tree[path].data
+        except (KeyError, ValueError, AttributeError):
+            return None
+
     def commits_since(self, stop: str | None, limit: int = 10_000) -> Iterator[CommitInfo]:
         """First-parent commits from HEAD back to (not including) ``stop``."""
         if self.repo.head_is_unborn:

@@ -140,6 +140,76 @@ def test_a_memory_a_person_moves_back_from_the_archive_stays_where_they_put_it(v
     assert (vault.root / kept).exists() and (vault.root / low).exists()
 
 
+def _decay_by_cli(vault) -> dict:
+    from conftest import cortex
+
+    done = cortex("--vault", str(vault.root), "maintain", "--force", "--only", "decay", "--json")
+    assert done.returncode == 0, done.stderr
+    return next(j for j in json.loads(done.stdout)["ran"] if j["job"] == "decay")
+
+
+def _bring_back(vault, how: str, path: str) -> None:
+    """A person brings ``path`` back from the archive with git, by ``how``."""
+    archived = path.replace("mind/facts/", "mind/archive/facts/")
+    if how == "revert decay":
+        git(vault.root, "revert", "--no-edit", "HEAD")  # no pre-commit hook runs
+    elif how == "revert forget":
+        git(vault.root, "revert", "--no-edit", git(vault.root, "log", "-1", "--format=%H", "--grep=^forget:").strip())
+    elif how == "cherry-pick":  # a revert made on another branch, picked onto this one
+        git(vault.root, "checkout", "-q", "-b", "side")
+        git(vault.root, "revert", "--no-edit", "HEAD")
+        git(vault.root, "checkout", "-q", "-")
+        git(vault.root, "cherry-pick", "side")
+    else:  # checkout the version before the archive, through the hooks
+        before = git(vault.root, "log", "-1", "--format=%H", "--", archived).strip()
+        git(vault.root, "checkout", "-q", f"{before}~1", "--", path)
+        git(vault.root, "rm", "-q", archived)
+        git(vault.root, "commit", "-q", "-m", "still true")
+
+
+@pytest.mark.parametrize("how", ["revert decay", "revert forget", "cherry-pick", "checkout"])
+def test_a_memory_a_person_brings_back_with_git_stays(vault, how):
+    """A revert (of the decay or of the forget that archived it), a cherry-picked revert
+    or an older version checked out brings the memory back with its old fields and runs
+    no hook that would refresh them: decay counts the restoring commit as a
+    reinforcement at its time, writes it into the note, and archives nothing."""
+    from conftest import cortex
+
+    old = T0.replace(year=2020)
+    path = make_note(vault, "fact", "The fax machine is on floor two.", created=old, name="Fax")
+    if how == "revert forget":  # forgotten before decay ever saw it
+        done = cortex("--vault", str(vault.root), "forget", path, "--reason", "not sure")
+        assert done.returncode == 0, done.stderr
+    else:
+        assert [i["path"] for i in _decay_by_cli(vault)["items"]] == [path]
+    assert not (vault.root / path).exists()
+    _bring_back(vault, how, path)
+    assert (vault.root / path).exists() and "archived" not in meta(vault, path)
+    restoring = git(vault.root, "log", "-1", "--format=%H %ct").split()
+
+    decay = _decay_by_cli(vault)
+    assert (vault.root / path).exists() and not (vault.root / "mind/archive/facts/Fax.md").exists()
+    assert [(i["path"], i["restored_in"]) for i in decay["items"]] == [(path, restoring[0])]
+    assert meta(vault, path)["last_reinforced"].timestamp() == int(restoring[1])
+    assert subjects(vault, 1) == ["decay: 1 brought back by a person kept"]
+    assert git(vault.root, "status", "--porcelain") == ""
+    before = commit_count(vault)
+    assert _decay_by_cli(vault)["changed"] == 0 and commit_count(vault) == before
+
+
+def test_a_memory_cortex_brought_back_itself_fades_again(vault):
+    """Only a person's commit counts as a restoration: a memory an agent's repeat brought
+    back (the reinforce job's commit) fades from that reinforcement like any other."""
+    body = "Close all open security alerts in the dotfiles repo."
+    path = make_note(vault, "goal_short", body, importance=0.5)
+    run_job(vault, "decay", now=T0 + 3 * MONTH)
+    reinforce_by_run(vault, body, "2026-04-10T09:00:00.000Z", "goal_short")
+    run_job(vault, "reinforce", now=when("2026-04-10T10:00:00Z"))
+    assert path in note_paths(vault)
+    result = run_job(vault, "decay", now=when("2026-04-10T09:00:00Z") + 3 * MONTH)
+    assert [i["path"] for i in result.items] == [path] and "restored_in" not in result.items[0]
+
+
 def test_forget_threshold_is_configurable(vault):
     path = make_note(vault, "opinion", "Maya thinks GraphQL is overkill for Ledgerline.", importance=0.6)
     with open(vault.root / "observer" / "config.yml", "a") as fh:

@@ -78,7 +78,13 @@ def decay(
     now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
 ) -> None:
     """Archive memories whose effective importance fell below the forget threshold (mind only)."""
-    _job("decay", json_, dry_run, now, lambda i: f"{i['path']} → {i['archived_to']}  ({i['effective_importance']:.2f})")
+    _job("decay", json_, dry_run, now, _decayed_line)
+
+
+def _decayed_line(item: dict) -> str:
+    if item.get("restored_in"):
+        return f"{item['path']}  kept: brought back by {item['restored_by']} in {item['restored_in'][:10]}"
+    return f"{item['path']} → {item['archived_to']}  ({item['effective_importance']:.2f})"
 
 
 @app.command()
