@@ -300,7 +300,7 @@ class GitRepo:
     def _outside_checkout(self, paths: list[str]) -> set[str]:
         """Of ``paths``, those a sparse checkout leaves out of the working tree (their
         index entries carry git's skip-worktree bit); none unless one is configured."""
-        from cortex import gitcli
+        from cortex import gitcli, sparse
 
         try:
             if not paths or not self.repo.config.get_bool("core.sparseCheckout"):
@@ -313,14 +313,25 @@ class GitRepo:
         tags = {entry[2:]: entry[0] for entry in listed if len(entry) > 2}
         out = {p for p in paths if tags.get(p) == "S"}
         new = [p for p in paths if p not in tags]
-        cone = gitcli.run(self.root, "sparse-checkout", "list") if new and self._cone_mode() else None
-        if cone is not None and cone.ok:  # a new note goes where the checkout's patterns say
-            out.update(p for p in new if not in_cone(p, cone.out.splitlines()))
+        if not new:
+            return out
+        # a new note goes where the checkout's patterns say, as git would put it
+        if self._cone_mode():
+            cone = gitcli.run(self.root, "sparse-checkout", "list")
+            if cone is not None and cone.ok:
+                out.update(p for p in new if not in_cone(p, cone.out.splitlines()))
+        else:  # gitignore-like patterns, matched here as git's dir.c does (no process per note)
+            patterns = sparse.read_patterns(self.git_dir, self._config_bool("core.ignoreCase"))
+            if patterns is not None:
+                out.update(p for p in new if not sparse.included(p, patterns))
         return out
 
     def _cone_mode(self) -> bool:
+        return self._config_bool("core.sparseCheckoutCone")
+
+    def _config_bool(self, name: str) -> bool:
         try:
-            return self.repo.config.get_bool("core.sparseCheckoutCone")
+            return self.repo.config.get_bool(name)
         except (KeyError, ValueError, pygit2.GitError):
             return False
 

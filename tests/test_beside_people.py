@@ -752,6 +752,63 @@ def test_the_cone_of_a_sparse_checkout():
     assert not in_cone("vaults/a.md", cone)
 
 
+def test_a_non_cone_sparse_checkout_keeps_new_notes_out_of_the_folders_it_leaves_out(vault):
+    """`git sparse-checkout set --no-cone '/*' '!/mind/lessons/'`: a person wants every
+    folder but the lessons. A new lesson is committed, its index entry marked as git
+    marks one (skip-worktree), and no file appears in the folder; a new fact is written
+    as usual. (Before, only cone mode was honoured: the lesson's file was written.)"""
+    root = vault.root
+    vault.write(observation(type="lesson", body="max()+1 invoice numbers duplicated under concurrent checkout."))
+    vault.run()
+    git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/mind/lessons/")
+    assert not (root / "mind" / "lessons").exists()
+    vault.write(observation(type="lesson", body="Run migrations before the deploy, never after it."))
+    vault.write(observation(body="The staging database is rebuilt every night at 02:00."))
+    done = cortex(root, "run")
+    assert done.returncode == 0, done.stderr
+    lessons = [p for p in tree_paths(root) if p.startswith("mind/lessons/") and p.endswith(".md")]
+    assert len(lessons) == 2 and len(facts(root)) == 1
+    assert not (root / "mind" / "lessons").exists()  # nothing written where the person excluded it
+    assert (root / facts(root)[0]).is_file()
+    assert {f"S {p}" for p in lessons} <= set(git(root, "ls-files", "-t", "mind/lessons").splitlines())
+    assert git(root, "status", "--porcelain") == ""
+    git(root, "sparse-checkout", "disable")
+    assert all((root / p).is_file() for p in lessons)
+
+
+SPARSE_PATHS = ["README.md", "daily.md", "notes.txt", "mind/facts/2026-11/a.md", "mind/lessons/2026-11/b.md",
+                "mind/lessons/keep.md", "mind/archive/lessons/2026-10/c.md", "vault/decisions/2026-11/d.md",
+                "people/maya.md", "People/Ann.md", "deep/er/still/x.md", "a b/c d.md", "mind/x[1].md"]
+
+
+@pytest.mark.parametrize("patterns", [
+    ["/*", "!/mind/lessons/"],
+    ["/*", "!/mind/lessons/", "/mind/lessons/keep.md"],  # a file let back in: its own match decides
+    ["*.md", "!lessons/"],  # no slash: any depth, by name
+    ["/vault/", "/mind/**/2026-11/", "!**/lessons/**"],
+    ["/*", "!/*/", "/mind/f[a-z]cts/", "/p?ople/", "!/mind/x\\[1].md"],
+    ["/*", "!/mind/", "mind/facts", "deep/**/x.md", "# a comment", "", "/a b/  "],
+    ["/**/2026-1[!1]/", "/*.md", "!/d*.md", "/[[:upper:]]*/"],
+])
+def test_non_cone_patterns_are_matched_as_git_matches_them(tmp_path, patterns):
+    """cortex decides where a new note goes from the patterns (git marks only paths its
+    index has): for every path, the same decision as git's own skip-worktree bit."""
+    from cortex import sparse
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for rel in SPARSE_PATHS:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "all")
+    git(root, "sparse-checkout", "set", "--no-cone", *patterns)
+    gits = {line[2:]: line[0] == "H" for line in git(root, "ls-files", "-t").splitlines()}
+    ours = sparse.read_patterns(root / ".git")
+    assert ours is not None
+    assert {p: sparse.included(p, ours) for p in SPARSE_PATHS} == {p: gits[p] for p in SPARSE_PATHS}
+
+
 @pytest.mark.parametrize("action, status, said", [
     ('rm "$NOTE"', " D", "stays deleted"),  # deleted in Obsidian: "not this"
     (': > "$NOTE"', " M", "edited"),  # an editor that saves in place, between its truncate and its write
