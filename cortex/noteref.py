@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Iterable
 
 from cortex.errors import UsageError
-from cortex.layout import PARTITIONS, is_note_path
+from cortex.layout import is_note_path
 from cortex.taxonomy import ARCHIVE
 
 if TYPE_CHECKING:
@@ -63,16 +63,18 @@ def note_id_of(path: Path) -> str | None:
 
 def preferred(paths: Iterable[str]) -> str | None:
     """Of the notes that carry one id, the one the id names: a memory in ``mind/`` (an
-    active one before one in the archive), then ``vault/``. A copy a person made in a
-    folder of their own keeps the id and is never the note the id names: archiving it (a
-    ``--supersedes`` that picked it by its name's order) left the memory active."""
+    active one before one in the archive), then ``vault/``; only where neither has it, a
+    note elsewhere (the first by path): a memory a person moved into a folder of their
+    own is still the note its id names. A copy a person made beside the memory keeps the
+    id and is never the note the id names: archiving it (a ``--supersedes`` that picked
+    it by its name's order) left the memory active."""
     def rank(path: str) -> tuple[int, str]:
         if path.startswith(f"mind/{ARCHIVE}/"):
             return 2, path
         return {"mind": 0, "vault": 1}.get(path.split("/", 1)[0], 3), path
 
     ranked = sorted((rank(p) for p in paths))
-    return ranked[0][1] if ranked and ranked[0][0] < 3 else None
+    return ranked[0][1] if ranked else None
 
 
 def kind_of(path: str) -> str:
@@ -84,17 +86,18 @@ def kind_of(path: str) -> str:
 
 def find_note_by_id(root: Path, ident: str) -> str | None:
     """The vault path of the note whose frontmatter has `id: ident` (`git grep`, in C, over
-    tracked and untracked notes; a walk over the files where git cannot answer)."""
+    tracked and untracked notes, wherever a person keeps them; a walk over the files
+    where git cannot answer), by the rule of ``preferred``."""
     from cortex import gitcli
 
     candidates: list[str] | None = None
     proc = gitcli.run_bytes(root, "-c", "core.quotepath=off", "grep", "-l", "-I", "-E", "--untracked",
-                            "-e", f"^id:[[:space:]]*['\"]?{ident}['\"]?[[:space:]]*$", "--", *PARTITIONS, timeout=60)
+                            "-e", f"^id:[[:space:]]*['\"]?{ident}['\"]?[[:space:]]*$", "--", "*.md", timeout=60)
     if proc is not None and proc.code in (0, 1):
-        candidates = [p for p in proc.out.decode("utf-8", "replace").splitlines() if p.endswith(".md")]
+        candidates = proc.out.decode("utf-8", "replace").splitlines()
     if candidates is None:
-        candidates = [p.relative_to(root).as_posix() for part in PARTITIONS for p in (root / part).rglob("*.md")]
-    return preferred(p for p in candidates if note_id_of(root / p) == ident)
+        candidates = [p.relative_to(root).as_posix() for p in root.rglob("*.md")]
+    return preferred(p for p in candidates if is_note_path(p) and note_id_of(root / p) == ident)
 
 
 def resolve(root: Path, ref: str, known: dict[str, str] | None = None) -> str:

@@ -97,12 +97,9 @@ def _named(repo: GitRepo, cache, ref: str) -> str | None:
     if path is None:
         if not ID_RE.match(ref):
             raise _NothingToArchive("not a note id or path")
-        paths = cache.paths_with_id(ref)
-        path = preferred(paths)  # as `cortex forget` resolves the id (cortex/noteref.py)
-        if path is None and not paths:
-            raise _NothingToArchive("no note at HEAD has that id")
+        path = preferred(cache.paths_with_id(ref))  # as `cortex forget` resolves the id (cortex/noteref.py)
         if path is None:
-            raise _NothingToArchive(f"no memory has that id, only {kind_of(paths[0])}: {paths[0]}")
+            raise _NothingToArchive("no note at HEAD has that id")
     elif not cache.has_path(path):
         raise _NothingToArchive("no such note at HEAD")
     if _archived(path):

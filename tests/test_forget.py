@@ -216,6 +216,41 @@ def test_an_id_names_the_memory_not_a_copy_a_person_keeps_in_a_folder_of_their_o
     assert "permanent data" not in refused.stderr and copy.exists()
 
 
+def test_an_id_finds_a_memory_a_person_moved_into_a_folder_of_their_own(vault):
+    """`git mv mind/facts/…/x.md people/standup.md`: the memory lives on there (queries
+    give its id). `cortex show ID` and MCP `get_note` find it where the person put it,
+    and `forget` names it, a person's own note now, instead of saying no note has the id
+    (before, an id was looked up in mind/ and vault/ only)."""
+    from cortex.agent_memory import Memory
+
+    memorize(vault, OLD)
+    old = note_of(vault, OLD)
+    (vault.root / "people").mkdir()
+    git(vault.root, "mv", old["path"], "people/standup.md")
+    git(vault.root, "commit", "-q", "-m", "my folder")  # through the hooks
+    assert note_of(vault, OLD)["id"] == old["id"]
+
+    shown = cortex("--vault", str(vault.root), "show", old["id"])
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == (vault.root / "people" / "standup.md").read_text()
+    memory = Memory(vault)
+    try:
+        assert memory.get_note(old["id"])["path"] == "people/standup.md"
+    finally:
+        memory.stop()
+    refused = cortex("--vault", str(vault.root), "forget", old["id"], "--reason", "x")
+    assert refused.returncode == 1 and "people/standup.md" in refused.stderr and "a person's own note" in refused.stderr
+    assert (vault.root / "people" / "standup.md").exists()
+
+    # a copy back in mind/: the id names the memory there again, never the person's file
+    git(vault.root, "mv", "people/standup.md", old["path"])
+    (vault.root / "people" / "standup.md").write_text((vault.root / old["path"]).read_text())
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-q", "-m", "back, and a copy")
+    shown = cortex("--vault", str(vault.root), "show", old["id"], "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["path"] == old["path"]
+
+
 def test_a_run_killed_after_its_decision_archives_the_superseded_memory_once(vault, monkeypatch):
     from cortex.gitrepo import GitRepo
     from cortex.vault import Vault

@@ -67,7 +67,7 @@ def forget(vault: Vault, ref: str, reason: str, *, now: datetime, dry_run: bool 
         if note.archived:
             raise CortexError(f"{path} is archived already", "nothing to forget")
         if note.partition != "mind":
-            raise CortexError(f"{path} is {kind_of(path)}, not a memory",
+            raise CortexError(f"{path} is {kind_of(path)}: cortex archives only the memories in mind/",
                               "edit or delete the note yourself; git keeps its history")
         if ctx.editing(path):
             raise CortexError(f"{path} has uncommitted changes", "commit or discard them, then forget it; nothing was changed")
