@@ -223,7 +223,7 @@ def promote(vault: Vault, entry: Entry, *, force: bool, now: datetime | None = N
     """Send a held line through the pipeline again, skipping the trust hold (and, with
     ``force``, the injection hold). The entry leaves the quarantine in the same
     exactly-once step that commits its note."""
-    from cortex.model import Line
+    from cortex.model import Line, Reinforcement
 
     now = now or utcnow()
     report = RunReport()
@@ -246,5 +246,8 @@ def promote(vault: Vault, entry: Entry, *, force: bool, now: datetime | None = N
 
             raise CortexError(f"{entry.short_id} is still rejected: {why.reason}: {why.detail}",
                               f"correct it with `cortex quarantine edit {entry.short_id}` (--set FIELD=VALUE), or discard it")
+        if entry.count > 1 and len(plan.notes) == 1:  # the repeats counted on the entry reinforce the note
+            note = plan.notes[0]
+            plan.reinforcements += [Reinforcement(note.note_id, note.path, entry.last_seen, entry.key)] * (entry.count - 1)
         _apply(vault, repo, state, plan, "run", now, report, quarantine_remove=[entry.key])
     return report

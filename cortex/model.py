@@ -109,6 +109,7 @@ class RunReport:
     reinforced: int = 0
     below_threshold: int = 0
     quarantined: dict[str, int] = field(default_factory=dict)
+    quarantine_repeats: int = 0  # of ``quarantined``: counted on an entry already held, no new entry
     dropped: int = 0
     redacted: int = 0
     truncated: int = 0
@@ -135,6 +136,7 @@ class RunReport:
             "reinforced": self.reinforced,
             "below_threshold": self.below_threshold,
             "quarantined": dict(sorted(self.quarantined.items())),
+            "quarantine_repeats": self.quarantine_repeats,
             "dropped": self.dropped,
             "redacted": self.redacted,
             "truncated": self.truncated,

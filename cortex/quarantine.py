@@ -2,6 +2,14 @@
 
 Entries are keyed by ``<buffer id>:<byte offset>`` so that re-processing a line after a
 crash never records it twice. ``discard`` and ``promote`` rewrite the file atomically.
+
+A repeat of a memory a person deleted (reason ``deleted``: the same observation, by its
+``source_hash``) is counted on the entry already held for it — ``count`` (times held),
+``last_seen`` — instead of becoming an entry of its own: an agent that keeps saying it
+grows a number, not the file. The repeat's line itself stays in the buffer's archive
+(``observer/archive/``), as every consumed line does. ``seen`` records, per buffer runs
+still read, the last offset counted, so a run that reads its lines again after a crash
+counts none twice.
 """
 
 from __future__ import annotations
@@ -10,7 +18,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Collection, Iterable, Iterator
 
 from cortex.errors import CortexError
 from cortex.fsutil import append_locked, atomic_write
@@ -18,6 +26,8 @@ from cortex.timefmt import parse_time
 
 # Reasons a line is held or rejected. Security holds need --force to promote.
 SECURITY_REASONS = frozenset({"injection"})
+# Reasons whose repeats (the same source_hash) are counted on one entry.
+COUNTED_REASONS = frozenset({"deleted"})
 
 
 @dataclass(frozen=True)
@@ -33,8 +43,58 @@ class Entry:
     def short_id(self) -> str:
         return self.key.replace(":", "-")
 
+    @property
+    def count(self) -> int:
+        """How many times the line was held: 1, more for the repeats counted on it."""
+        return _count(self.extra)
+
+    @property
+    def last_seen(self) -> str:
+        return str(self.extra.get("last_seen") or self.at)
+
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "reason": self.reason, "detail": self.detail, "line": self.line, "at": self.at, **self.extra}
+
+
+@dataclass(frozen=True)
+class Added:
+    entries: int  # new entries
+    repeats: int  # lines counted on an entry already held (a deleted memory said again)
+
+
+def _count(obj: dict[str, Any]) -> int:
+    try:
+        return max(1, int(obj.get("count", 1)))
+    except (TypeError, ValueError):
+        return 1
+
+
+def _position(key: str) -> tuple[str, int] | None:
+    buffer_id, _, offset = key.rpartition(":")
+    return (buffer_id, int(offset)) if buffer_id and offset.isdigit() else None
+
+
+def _counted(target: dict[str, Any], key: str) -> bool:
+    """Whether ``key`` was counted on ``target`` already (its lines read again after a
+    crash): a buffer's lines are read in order, so at or before the last one counted."""
+    pos = _position(key)
+    seen = target.get("seen")
+    if pos is None or not isinstance(seen, dict):
+        return False
+    last = seen.get(pos[0])
+    return isinstance(last, int) and pos[1] <= last
+
+
+def _count_on(target: dict[str, Any], record: dict[str, Any], live: Collection[str]) -> None:
+    target["count"] = _count(target) + 1
+    target["last_seen"] = record.get("at", "")
+    seen = target.get("seen") if isinstance(target.get("seen"), dict) else {}
+    pos = _position(record["key"])
+    if pos is not None:
+        # a buffer no run reads any more is never read again: its mark goes
+        seen = {b: o for b, o in seen.items() if not live or b in live}
+        seen[pos[0]] = max(pos[1], seen.get(pos[0], -1))
+    target["seen"] = seen
 
 
 def _entry(obj: dict[str, Any]) -> Entry:
@@ -54,10 +114,11 @@ def _entry(obj: dict[str, Any]) -> Entry:
 
 
 def _held_before(entry: Entry, cutoff: datetime | None) -> bool:
+    """Held before ``cutoff``, and not said again since."""
     if cutoff is None:
         return True
     try:
-        return parse_time(entry.at) < cutoff
+        return parse_time(entry.last_seen) < cutoff
     except ValueError:
         return False
 
@@ -83,20 +144,53 @@ class Quarantine:
         """How many entries, without redacting each as `entries` does (`cortex status`)."""
         return sum(1 for _ in self._records())
 
+    def summary(self) -> tuple[int, int]:
+        """(entries, repeats counted on them) in one read (`cortex status`)."""
+        entries = repeats = 0
+        for obj in self._records():
+            entries += 1
+            repeats += _count(obj) - 1
+        return entries, repeats
+
     def keys(self) -> set[str]:
         return {str(obj.get("key", "")) for obj in self._records()}
 
-    def add(self, records: Iterable[dict[str, Any]]) -> int:
-        """Append records whose keys are not already present. Returns how many were added."""
+    def add(self, records: Iterable[dict[str, Any]], live: Collection[str] = ()) -> Added:
+        """Append records whose keys are not already present; a repeat of a deleted
+        memory already held (same ``source_hash``) is counted on its entry instead.
+        ``live``: the buffers runs still read (``seen`` keeps marks for those only)."""
         records = list(records)
         if not records:
-            return 0
-        seen = self.keys()
-        fresh = [r for r in records if r["key"] not in seen]
-        if fresh:
+            return Added(0, 0)
+        existing = list(self._records())
+        seen = {str(obj.get("key", "")) for obj in existing}
+        held: dict[tuple[str, str], dict[str, Any]] = {}
+        for obj in existing:
+            if obj.get("reason") in COUNTED_REASONS and obj.get("source_hash"):
+                held.setdefault((str(obj["reason"]), str(obj["source_hash"])), obj)
+        fresh: list[dict[str, Any]] = []
+        repeats = 0
+        for record in records:
+            if record["key"] in seen:
+                continue
+            same = (str(record.get("reason")), str(record.get("source_hash") or ""))
+            target = held.get(same) if same[0] in COUNTED_REASONS and same[1] else None
+            if target is None:
+                record = dict(record)
+                fresh.append(record)
+                seen.add(record["key"])
+                if same[0] in COUNTED_REASONS and same[1]:
+                    held[same] = record  # this run's later repeats are counted on it
+            elif not _counted(target, record["key"]):
+                _count_on(target, record, live)
+                repeats += 1
+        if repeats:  # entries changed in place: the file is written anew, whole
+            data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in [*existing, *fresh])
+            atomic_write(self.path, data.encode("utf-8"), 0o600)
+        elif fresh:
             data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in fresh)
             append_locked(self.path, data.encode("utf-8"))  # heals a torn last line
-        return len(fresh)
+        return Added(len(fresh), repeats)
 
     def find(self, ident: str) -> Entry:
         matches = [e for e in self.entries() if ident in (e.key, e.short_id) or e.short_id.endswith(ident)]

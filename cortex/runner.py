@@ -122,7 +122,8 @@ def apply(
 ) -> None:
     at = format_time(now)
     held, dropped = log_records(plan, at)
-    quarantine.add(held)
+    added = quarantine.add(held, live={state.buffer_id, *state.retired})
+    report.quarantine_repeats += added.repeats
     skipped.add(dropped)
     state.pending = prepare(repo, state, plan, per, list(quarantine_remove), now=now, report=report)
     save(state)

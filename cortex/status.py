@@ -195,6 +195,7 @@ def sync_status(root, state) -> dict[str, Any] | None:
 
 def vault_status(vault: Vault) -> dict[str, Any]:
     state = vault.load_state()
+    held, repeats = vault.quarantine.summary()
     index_state = _index_state(vault.root)
     counts: Counter[tuple[str, str]] = Counter()  # (partition, type) of active notes
     types_of: dict[str, list[str]] = {}  # folder -> the types that live there
@@ -231,7 +232,8 @@ def vault_status(vault: Vault) -> dict[str, Any]:
             "by_partition": {p: sum(v.values()) for p, v in partitions.items()},
             "by_type": partitions,
         },
-        "quarantine": vault.quarantine.count(),
+        "quarantine": held,
+        "quarantine_repeats": repeats,
         "pending_reinforcements": {"notes": len(pending), "observations": sum(int(e.get("count", 0)) for e in pending.values())},
         "run_in_progress": state.pending is not None,
         "git_operation": _git_operation(vault.root),

@@ -426,9 +426,10 @@ def verify(root: Path, person: Person, counts: Counts, also: tuple[Path, int] | 
         root, "log", "--oneline", "--grep=only counted on the other: kept deleted").stdout.count("\n")
     counts.cortex["memories memorized anew elsewhere, deleted by the settle"] = len(settled_twins(root))
     quarantine = root / "observer" / "quarantine.jsonl"
-    counts.cortex["repeats held (the person deleted them)"] = sum(
-        json.loads(line).get("reason") == "deleted" for line in (quarantine.read_text().splitlines() if quarantine.exists() else [])
-        if line.strip())
+    counts.cortex["repeats held (the person deleted them)"] = sum(  # each entry counts its repeats
+        int(entry.get("count", 1)) for entry in (json.loads(line) for line in (quarantine.read_text().splitlines()
+                                                                              if quarantine.exists() else []) if line.strip())
+        if entry.get("reason") == "deleted")
     for machine, observed in [(root, counts.observations), *([also] if also else [])]:
         buffer_lines = []
         for source in [machine / "observer" / "observations.jsonl",

@@ -350,26 +350,104 @@ def test_a_memory_a_person_deleted_is_held_when_an_agent_says_it_again(vault):
         assert memory.observe({"type": "fact", "body": NEW})["warnings"] == []
     finally:
         memory.stop()
-    assert _run(vault)["quarantined"] == {"deleted": 2}  # both, held
+    report = _run(vault)
+    assert report["quarantined"] == {"deleted": 2} and report["quarantine_repeats"] == 1  # both held, on one entry
 
     report = _run(vault, OLD, NEW)
     assert (report["memorized"], report["reinforced"], report["quarantined"]) == (0, 1, {"deleted": 1})
     assert not (vault.root / old["path"]).exists() and OLD not in git(vault.root, "grep", "-h", "standup", "HEAD", check=False)
     held = json.loads(cortex("--vault", str(vault.root), "quarantine", "list", "--reason", "deleted", "--json").stdout)
-    assert len(held) == 3 and all(old["path"] in h["detail"] and OLD in h["line"] for h in held)
+    assert len(held) == 1 and held[0]["count"] == 3 and old["path"] in held[0]["detail"] and OLD in held[0]["line"]
 
     # The cache that knows it is derived: deleted, it is rebuilt from git's history.
     for stale in (vault.root / ".cortex").glob("head.sqlite*"):
         stale.unlink()
     assert _run(vault, OLD)["quarantined"] == {"deleted": 1}
 
-    # The person changes their mind: a promoted line is memorized, and counted after that.
+    # The person changes their mind: a promoted line is memorized, its repeats reinforce it,
+    # and it is counted after that.
     done = cortex("--vault", str(vault.root), "quarantine", "promote", held[0]["id"], "--json")
-    assert done.returncode == 0 and json.loads(done.stdout)["memorized"] == 1, done.stderr
+    assert done.returncode == 0, done.stderr
+    assert (json.loads(done.stdout)["memorized"], json.loads(done.stdout)["reinforced"]) == (1, 3)
     assert _run(vault, OLD)["reinforced"] == 1
     assert new["path"] in found(vault)
+    assert json.loads(cortex("--vault", str(vault.root), "status", "--json").stdout)["quarantine"] == 0
+
+
+def test_an_agent_repeating_a_deleted_memory_grows_a_count_not_the_quarantine(vault):
+    """Each repeat of a memory a person deleted used to be an entry of its own: an agent
+    that kept saying it grew the quarantine without bound. The repeats are counted on the
+    one entry (count, last seen), and the run's report and `cortex status` say so."""
+    memorize(vault, OLD, NEW)
+    old = note_of(vault, OLD)
+    _person_deletes(vault, old["path"])
+    for _ in range(3):
+        append_lines(vault, *(observation(body=OLD, type="fact", timestamp=f"2026-02-1{n}T09:00:00.000Z") for n in range(3)))
+        done = cortex("--vault", str(vault.root), "run")
+        assert done.returncode == 0, done.stderr
+        assert "deleted 3;" in done.stdout + done.stderr and "counted on the entry held for it" in done.stdout + done.stderr
+    lines = (vault.root / "observer" / "quarantine.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["count"] == 9
+    status = json.loads(cortex("--vault", str(vault.root), "status", "--json").stdout)
+    assert (status["quarantine"], status["quarantine_repeats"]) == (1, 8)
+    text = cortex("--vault", str(vault.root), "status")
+    assert "1 held, and 8 repeats counted on them" in text.stdout + text.stderr
+    listed = cortex("--vault", str(vault.root), "quarantine", "list")
+    assert "held 9 times, last " in listed.stdout and "(8 repeats counted on them)" in listed.stderr
+
     cleared = cortex("--vault", str(vault.root), "quarantine", "purge", "--reason", "deleted")
-    assert cleared.returncode == 0 and "purged 3 entries" in cleared.stderr, cleared.stderr
+    assert cleared.returncode == 0 and "purged 1 entry" in cleared.stderr, cleared.stderr
+
+
+def test_a_repeat_read_again_after_a_crash_is_counted_once(vault, monkeypatch):
+    """The quarantine is written before the run's decision: a run killed there reads its
+    lines again. A repeat counted on an entry is not counted a second time, even when the
+    next run holds it as the crashed one did."""
+    from cortex import runner
+    from cortex.quarantine import Quarantine
+    from cortex.vault import Vault
+
+    memorize(vault, OLD)
+    _person_deletes(vault, note_of(vault, OLD)["path"])
+    append_lines(vault, *(observation(body=OLD, type="fact", timestamp=f"2026-02-1{n}T09:00:00.000Z") for n in range(3)))
+    real = runner.prepare
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed before the decision")
+
+    monkeypatch.setattr(runner, "prepare", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Vault(vault.root).run()
+    quarantine = Quarantine(vault.root / "observer" / "quarantine.jsonl")
+    assert [e.count for e in quarantine.entries()] == [3]
+    monkeypatch.setattr(runner, "prepare", real)
+    report = Vault(vault.root).run()
+    assert report.quarantined == {"deleted": 3} and report.quarantine_repeats == 0  # counted already
+    assert [e.count for e in quarantine.entries()] == [3]
+
+    append_lines(vault, observation(body=OLD, type="fact"))
+    assert Vault(vault.root).run().quarantine_repeats == 1
+    [entry] = quarantine.entries()
+    assert entry.count == 4 and entry.last_seen >= entry.at
+
+
+def test_repeats_are_counted_by_memory_and_by_buffer_position(tmp_path):
+    from cortex.quarantine import Quarantine
+
+    q = Quarantine(tmp_path / "quarantine.jsonl")
+
+    def held(key, hash_hex, at="2026-02-16T09:00:00.000Z", reason="deleted"):
+        return {"key": key, "reason": reason, "detail": "d", "line": "{}", "at": at, "source_hash": hash_hex}
+
+    assert q.add([held("b1:0", "aa"), held("b1:10", "bb"), held("b1:20", "aa")], live={"b1"}).repeats == 1
+    assert q.add([held("b1:0", "aa"), held("b1:10", "bb"), held("b1:20", "aa")], live={"b1"}).repeats == 0  # read again
+    assert q.add([held("b2:0", "aa", at="2026-02-17T09:00:00.000Z")], live={"b2"}).repeats == 1
+    assert q.add([held("b3:5", "cc", reason="schema"), held("b3:9", "cc", reason="schema")], live={"b3"}).entries == 2
+    entries = {e.key: e for e in q.entries()}
+    assert set(entries) == {"b1:0", "b1:10", "b3:5", "b3:9"}
+    assert (entries["b1:0"].count, entries["b1:0"].last_seen, entries["b1:10"].count) == (3, "2026-02-17T09:00:00.000Z", 1)
+    assert entries["b1:0"].extra["seen"] == {"b2": 0}  # a buffer no run reads again keeps no mark
+    assert q.summary() == (4, 2)
 
 
 def test_a_note_gone_by_a_move_a_checkout_or_a_revert_is_not_taken_for_deleted(vault):

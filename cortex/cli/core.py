@@ -160,6 +160,15 @@ def _recovered(report) -> str:
     return f"; {report.recovered_notes} recovered from the interrupted run" if report.recovered_notes else ""
 
 
+def _repeats(report) -> str:
+    """Held lines that made no entry: repeats of a deleted memory, counted on the one held."""
+    n = report.quarantine_repeats
+    if not n:
+        return ""
+    return ("; 1 a repeat, counted on the entry held for it" if n == 1 else
+            f"; {n} repeats, each counted on the entry held for it")
+
+
 def render_report(report) -> str:
     q = report.quarantined_total
     lines = [
@@ -169,7 +178,8 @@ def render_report(report) -> str:
         f"  reinforced       {report.reinforced}",
         f"  below threshold  {report.below_threshold}",
         f"  quarantined      {q}"
-        + (f"  ({', '.join(f'{k} {v}' for k, v in sorted(report.quarantined.items()))}) → `cortex quarantine list`" if q else ""),
+        + (f"  ({', '.join(f'{k} {v}' for k, v in sorted(report.quarantined.items()))}{_repeats(report)})"
+           " → `cortex quarantine list`" if q else ""),
     ]
     if report.dropped:
         lines.append(f"  dropped          {report.dropped}  (untrusted sources, see observer/skipped.jsonl)")
@@ -262,7 +272,10 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     for partition, types in n["by_type"].items():
         if types:
             print(f"  {partition:<6} " + ", ".join(f"{t} {c}" for t, c in types.items()))
-    print(f"quarantine   {s['quarantine']} held" + (" → `cortex quarantine list`" if s["quarantine"] else ""))
+    repeats = s.get("quarantine_repeats", 0)
+    print(f"quarantine   {s['quarantine']} held"
+          + (f", and {_plural(repeats, 'repeat')} counted on them (a memory a person deleted, said again)" if repeats else "")
+          + (" → `cortex quarantine list`" if s["quarantine"] else ""))
     pr = s["pending_reinforcements"]
     print(f"reinforce    {pr['observations']} pending on {pr['notes']} note{'' if pr['notes'] == 1 else 's'}")
     last = s["last_run"] or {}
@@ -305,8 +318,11 @@ def quarantine_list(
         emit_jsonl({"id": e.short_id, **e.to_json()} for e in entries)
     else:
         for e in entries:
-            print(f"{e.short_id:<24} {e.reason:<10} {e.detail[:100]}")
-        info(f"{len(entries)} held. `cortex quarantine show ID` for a line; promote or discard it.")
+            again = f"held {e.count} times, last {e.last_seen}: " if e.count > 1 else ""
+            print(f"{e.short_id:<24} {e.reason:<10} {again}{e.detail[:100]}")
+        repeats = sum(e.count - 1 for e in entries)
+        info(f"{len(entries)} held" + (f" ({_plural(repeats, 'repeat')} counted on them)" if repeats else "")
+             + ". `cortex quarantine show ID` for a line; promote or discard it.")
     raise typer.Exit(0)
 
 
@@ -324,7 +340,8 @@ def quarantine_show(ident: str = typer.Argument(..., metavar="ID"), json_: bool 
         return
     print(f"id      {e.short_id}\nreason  {e.reason}\ndetail  {e.detail}\nat      {e.at}")
     for k, v in sorted(e.extra.items()):
-        print(f"{k:<7} {v}")
+        if k != "seen":  # where the repeats were counted up to, per buffer: for the run
+            print(f"{k:<7} {v}")
     print(f"line    {e.line}")
 
 

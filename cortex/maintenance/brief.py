@@ -96,7 +96,7 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
     quarantined: Counter[str] = Counter()
     for entry in vault.quarantine.entries():
         try:
-            if parse_time(entry.at) >= since:
+            if parse_time(entry.last_seen) >= since:  # held, or said again, since
                 quarantined[entry.reason] += 1
         except (ValueError, TypeError):
             continue

@@ -242,8 +242,10 @@ def settle(parts: list[Assessed], lines: Sequence[Line], buffer_id: str, ctx: Co
             # A person deleted this memory (in Obsidian, with git rm): an agent saying it
             # again does not bring it back behind their back. Held, not dropped: a person
             # who wants it after all promotes it.
+            # Its repeats are counted on one entry (by source_hash), not held one by one.
             reject(c.key, Rejection("deleted", f"this memory was deleted from {gone} in a commit (`git log -- '{gone}'` "
-                                    "says who and when); promote the line to memorize it again"))
+                                    "says who and when); promote the line to memorize it again",
+                                    {"source_hash": c.hash_hex}))
             continue
         if c.directory in ctx.refused_dirs:
             why = Rejection("unsafe_path", f"{ctx.refused_dirs[c.directory]}; make {c.directory} a folder, "
