@@ -40,6 +40,7 @@ def _bracket(pat: str, i: int) -> tuple[str, int] | None:
     if negated:
         i += 1
     items: list[str] = []
+    prev: str | None = None  # the last single character, which a '-' makes a range from
     first = True
     while True:
         if i >= len(pat):
@@ -53,17 +54,19 @@ def _bracket(pat: str, i: int) -> tuple[str, int] | None:
             if i >= len(pat):
                 return None
             items.append(re.escape(pat[i]))
+            prev = pat[i]
         elif ch == "[" and pat.startswith("[:", i):
             end = pat.find(":]", i + 2)
             if end < 0:  # git reads it as a plain '['
                 items.append(re.escape("["))
+                prev = "["
             else:
                 name = pat[i + 2:end]
                 if name not in _CLASSES:
                     return None
                 items.append(_CLASSES[name])
-                i = end + 1
-        elif ch == "-" and items and i + 1 < len(pat) and pat[i + 1] != "]":
+                i, prev = end + 1, None
+        elif ch == "-" and prev is not None and i + 1 < len(pat) and pat[i + 1] != "]":
             i += 1
             hi = pat[i]
             if hi == "\\":
@@ -71,9 +74,12 @@ def _bracket(pat: str, i: int) -> tuple[str, int] | None:
                 if i >= len(pat):
                     return None
                 hi = pat[i]
-            items[-1] = f"{items[-1]}-{re.escape(hi)}"
+            if prev <= hi:  # reversed, only its first character (met on its own before the '-'), as in git
+                items.append(f"{re.escape(prev)}-{re.escape(hi)}")
+            prev = None
         else:
             items.append(re.escape(ch))
+            prev = ch
         i += 1
     body = "".join(items)
     return ("(?!/)" + (f"[^{body}]" if negated else f"[{body}]")), i + 1
@@ -152,7 +158,10 @@ def parse(text: str, ignore_case: bool = False) -> list[Pattern]:
         if not basename and line.startswith("/"):
             line = line[1:]
         source = _wild_regex(line)
-        regex = re.compile(source + r"\Z", flags | re.DOTALL) if source is not None else None
+        try:
+            regex = re.compile(source + r"\Z", flags | re.DOTALL) if source is not None else None
+        except re.error:  # nothing git would match either: never let a pattern stop a run
+            regex = None
         out.append(Pattern(regex, negative, dir_only, basename))
     return out
 

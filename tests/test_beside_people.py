@@ -789,6 +789,7 @@ SPARSE_PATHS = ["README.md", "daily.md", "notes.txt", "mind/facts/2026-11/a.md",
     ["/*", "!/*/", "/mind/f[a-z]cts/", "/p?ople/", "!/mind/x\\[1].md"],
     ["/*", "!/mind/", "mind/facts", "deep/**/x.md", "# a comment", "", "/a b/  "],
     ["/**/2026-1[!1]/", "/*.md", "!/d*.md", "/[[:upper:]]*/"],
+    ["/[v-a]*/", "/[l-m-o]*/", "!/[]x]*/", "/[]D]*/"],  # git's brackets: a range's first character, ']' first
 ])
 def test_non_cone_patterns_are_matched_as_git_matches_them(tmp_path, patterns):
     """cortex decides where a new note goes from the patterns (git marks only paths its
