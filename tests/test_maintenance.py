@@ -360,6 +360,124 @@ def test_a_merged_duplicate_reinforces_the_note_it_joined(vault):
     assert len(note_paths(vault)) == 2
 
 
+def _dedup_by_cli(vault) -> dict:
+    from conftest import cortex
+
+    done = cortex("--vault", str(vault.root), "maintain", "--force", "--only", "dedup", "--json")
+    assert done.returncode == 0, done.stderr
+    return next(j for j in json.loads(done.stdout)["ran"] if j["job"] == "dedup")
+
+
+def _split_by_dedup(vault, kind: str) -> tuple[str, str, str]:
+    """Two notes dedup pairs (a near-duplicate, or a contradicted memory and the newer one
+    that contradicts it), paired by ``cortex maintain``: (older, newer, the one archived)."""
+    if kind == "merge":
+        older = make_note(vault, "preference", "Maya prefers tabs over spaces in Go code.", name="Tabs")
+        newer = make_note(vault, "preference", "In Go code Maya prefers tabs rather than spaces.", created=T0 + MONTH,
+                          name="Tabs-Go")
+    else:
+        older = make_note(vault, "fact", "The team standup is at 09:30 every weekday.", name="Standup")
+        newer = make_note(vault, "fact", "The team standup is at 10:15 every weekday.", created=T0 + MONTH,
+                          name="Standup-moved")
+    first = _dedup_by_cli(vault)
+    gone = newer if kind == "merge" else older
+    assert first["changed"] == 1 and not (vault.root / gone).exists()
+    return older, newer, gone
+
+
+@pytest.mark.parametrize("kind", ["merge", "supersede"])
+@pytest.mark.parametrize("how", ["revert", "git mv"])
+def test_a_pair_a_person_splits_stays_apart(vault, kind, how):
+    """A person who reverts the ``dedup:`` commit, or moves the note back out of the
+    archive (through the hook, which clears ``merged_into`` / ``superseded_by`` and makes
+    the note the one said last), said the two are different memories: the next dedup
+    neither merges nor supersedes the pair again (nor the other way round), and says why."""
+    from conftest import cortex
+
+    older, newer, gone = _split_by_dedup(vault, kind)
+    if how == "revert":
+        git(vault.root, "revert", "--no-edit", "HEAD")  # no hook runs
+    else:
+        git(vault.root, "mv", gone.replace("mind/", "mind/archive/", 1), gone)
+        git(vault.root, "commit", "-q", "-m", "two different memories")
+    assert "archive_reason" not in meta(vault, gone)
+    restoring = git(vault.root, "rev-parse", "HEAD").strip()
+    before = commit_count(vault)
+
+    dedup = _dedup_by_cli(vault)
+    assert dedup["changed"] == 0 and dedup["commit"] is None and commit_count(vault) == before
+    assert (vault.root / older).exists() and (vault.root / newer).exists()
+    # moved back through the hook, the old standup is the one said last: it would supersede the new one
+    again = newer if (kind, how) == ("supersede", "git mv") else gone
+    side = "merge" if kind == "merge" else "superseded"
+    assert [(s[side], s["restored"], s["restored_in"], s["why"]) for s in dedup["skipped"]] == [
+        (again, gone, restoring, f"kept apart: a person brought it back in {restoring[:10]}")]
+    assert git(vault.root, "status", "--porcelain") == ""
+    assert _dedup_by_cli(vault)["changed"] == 0 and commit_count(vault) == before
+    dry = cortex("--vault", str(vault.root), "dedup", "--dry-run")
+    assert dry.returncode == 0 and "would merge 0 near-duplicates in" in dry.stderr, dry.stderr
+    assert f"(kept apart: a person brought it back in {restoring[:10]})" in dry.stdout
+
+
+def test_a_note_a_person_split_off_still_merges_with_other_duplicates(vault):
+    """Kept apart is a pair: a new duplicate of both merges into the older note as any
+    would, and the note the person brought back stays where they put it."""
+    older, newer, gone = _split_by_dedup(vault, "merge")
+    git(vault.root, "revert", "--no-edit", "HEAD")
+    again = make_note(vault, "preference", "For Go code, Maya prefers tabs over spaces.", created=T0 + 2 * MONTH,
+                      name="Tabs-again")
+    dedup = _dedup_by_cli(vault)
+    assert [(i["keep"], i["merge"]) for i in dedup["items"]] == [(older, again)]
+    assert [(s["keep"], s["merge"]) for s in dedup["skipped"]] == [(older, newer)]
+    assert (vault.root / newer).exists() and not (vault.root / again).exists()
+    assert meta(vault, older)["merged_from"] == [meta(vault, again.replace("mind/", "mind/archive/", 1))["id"]]
+
+
+def test_only_the_memory_it_was_joined_to_is_kept_apart(vault):
+    """The archived copy names the memory cortex joined it to: a restoration keeps that
+    pair apart, not the note from every other."""
+    from cortex.gitrepo import GitRepo
+    from cortex.maintenance.restored import kept_apart
+
+    older, newer, gone = _split_by_dedup(vault, "merge")
+    git(vault.root, "revert", "--no-edit", "HEAD")
+    other = make_note(vault, "preference", "Maya prefers short commit messages.", created=T0 + 2 * MONTH)
+    notes = {n.path: n for n in JobContext(vault, T0 + 3 * MONTH).snapshot()}
+    split = kept_apart(GitRepo(vault.root), [(notes[older], notes[newer]), (notes[other], notes[newer])])
+    assert list(split) == [(older, newer)] and split[older, newer][0].path == gone
+
+
+def test_dedup_reads_history_only_for_tonights_pairs_since_both_existed(vault, monkeypatch):
+    """One ``git log`` for the pairs about to be merged or superseded, their paths only,
+    back to when the newer of each pair was created (a day's slack for clocks); none when
+    nothing is to merge."""
+    from cortex import gitcli
+    from cortex.maintenance.restored import SLACK
+
+    logs, real = [], gitcli.run
+
+    def run(root, *args, **kw):
+        logs.append((args, kw.get("input")))
+        return real(root, *args, **kw)
+
+    monkeypatch.setattr(gitcli, "run", run)
+    make_note(vault, "fact", "The office plants are watered on Fridays.")
+    make_note(vault, "fact", "The coffee machine is descaled every month.")
+    assert run_job(vault, "dedup", now=T0 + MONTH).changed == 0
+    assert [args for args, _ in logs if "log" in args] == []  # no pair tonight: no history read
+
+    older, newer, _ = _split_by_dedup(vault, "merge")
+    git(vault.root, "revert", "--no-edit", "HEAD")
+    logs.clear()
+    result = run_job(vault, "dedup", now=T0 + 3 * MONTH)
+    assert result.changed == 0 and [s["restored"] for s in result.skipped] == [newer]
+    reads = [(args, stdin) for args, stdin in logs if "log" in args]
+    assert len(reads) == 1
+    args, stdin = reads[0]
+    assert f"--since={int((T0 + MONTH - SLACK).timestamp())}" in args
+    assert stdin == f"HEAD\n--\n{older}\n{newer}\n"
+
+
 @pytest.mark.parametrize("a, b, expected", [
     ("Maya prefers tabs over spaces in Go code.", "Maya prefers spaces over tabs in Go code.", False),
     ("The billing cron job runs at 06:00 UTC.", "The billing cron job runs at 07:00 UTC.", False),

@@ -111,6 +111,8 @@ def dedup(
             for s in result.skipped:
                 if "cosine" in s:
                     print(f"keep   {s['cosine']:.3f}  {s['merge']} ≠ {s['keep']}  ({s['why']})")
+                elif "restored" in s:  # a pair a person split
+                    print(f"apart  {s.get('merge') or s['superseded']} ≠ {s.get('keep') or s['by']}  ({s['why']})")
     verb = "would merge" if dry_run else "merged"
     commit = f", commit {result.commit[:10]}" if result.commit else ""
     also = f", {'would supersede' if dry_run else 'superseded'} {len(superseded)} contradicted" if superseded else ""

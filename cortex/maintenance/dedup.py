@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from cortex.maintenance.base import JobContext, JobResult, archive_path, archived, fold_into, later
 from cortex.maintenance.dedup_check import changed_value, lexical, overlap, subject_key, verdict
+from cortex.maintenance.restored import Restoration, kept_apart
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.notes import quote
 from cortex.timefmt import format_time
@@ -317,21 +318,41 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     for keep, other, score, why in plan.vetoed:
         if dry_run:
             result.skipped.append({"keep": keep.path, "merge": other.path, "cosine": round(score, 4), "why": why})
-    groups: dict[str, list[Merge]] = {}
+    edited = False  # a pair left for the next run: the same notes must be compared again
+    merges = []
     for m in plan.merges:
         if ctx.editing(m.keep.path) or ctx.editing(m.merge.path):
             result.skipped.append({"keep": m.keep.path, "merge": m.merge.path, "why": "being edited (uncommitted changes): next run"})
+            edited = True
+        else:
+            merges.append(m)
+    # only the pairs about to be merged are looked up in git's history
+    split = kept_apart(ctx.repo, [(m.keep, m.merge) for m in merges])
+    groups: dict[str, list[Merge]] = {}
+    for m in merges:
+        if (m.keep.path, m.merge.path) in split:
+            result.skipped.append({"keep": m.keep.path, "merge": m.merge.path,
+                                   **_apart(split[m.keep.path, m.merge.path])})
             continue
         groups.setdefault(m.keep.path, []).append(m)
         result.items.append({"keep": m.keep.path, "merge": m.merge.path, "cosine": round(m.cosine, 4),
                              "overlap": round(overlap(lexical(m.keep.body), lexical(m.merge.body)), 3),
                              "keep_title": m.keep.title, "merge_title": m.merge.title})
     merging = {m.keep.path for ms in groups.values() for m in ms} | {m.merge.path for ms in groups.values() for m in ms}
-    contradicted = []
+    found = []
     for c in plan_contradicted(snapshot, exclude=merging):
         if ctx.editing(c.older.path) or ctx.editing(c.newer.path):
             result.skipped.append({"superseded": c.older.path, "by": c.newer.path,
                                    "why": "being edited (uncommitted changes): next run"})
+            edited = True
+        else:
+            found.append(c)
+    split = kept_apart(ctx.repo, [(c.older, c.newer) for c in found])
+    contradicted = []
+    for c in found:
+        if (c.older.path, c.newer.path) in split:
+            result.skipped.append({"superseded": c.older.path, "by": c.newer.path,
+                                   **_apart(split[c.older.path, c.newer.path])})
             continue
         contradicted.append(c)
         result.items.append({"superseded": c.older.path, "by": c.newer.path, "why": c.why,
@@ -363,7 +384,14 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
         result.commit = ctx.commit(JOB, changes, head + "\n\n" + "\n".join(lines) + "\n")
         snapshot = ctx.snapshot()
     state = ctx.vault.load_state()
-    if not result.skipped:  # skipped pairs must be looked at again next time
+    if not edited:  # a pair being edited must be looked at again next time; one kept apart stays apart
         state.jobs.setdefault(JOB, {})["checked"] = f"{snapshot.signature}@{threshold:g}"
         ctx.vault.save_state(state)
     return result
+
+
+def _apart(split: tuple[NoteInfo, Restoration]) -> dict[str, str]:
+    """The skipped line of a pair a person split."""
+    note, r = split
+    return {"why": f"kept apart: a person brought it back in {r.commit[:10]}", "restored": note.path,
+            "restored_in": r.commit, "restored_by": r.by}

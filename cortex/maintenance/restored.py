@@ -1,4 +1,5 @@
-"""A memory a person brought back from the archive with git, for decay to keep.
+"""A memory a person brought back from the archive with git: decay keeps it, dedup keeps
+it apart from the memory it had been merged into or superseded by.
 
 ``git revert`` of a ``decay:`` or ``forget:`` commit, a ``git cherry-pick`` of such a
 revert, or ``git checkout <older> -- mind/…`` brings a memory back into its folder with
@@ -14,13 +15,21 @@ counts as a reinforcement at that commit's time, as the hook counts a move. Only
 since the memory began to fade by its own fields are read: decay archives a memory only
 after that moment, so a revert of its archiving always comes later, and the walk stays
 short whatever the size of the vault or its history.
+
+Dedup asks the same question for the pairs it is about to merge or supersede
+(``kept_apart``): a person who reverts a ``dedup:`` commit, or moves the note back out of
+the archive (the hook clears ``merged_into`` and ``superseded_by`` then), said the two are
+different memories, and the pair is not merged or superseded again. The archived copy in
+the restoring commit's parent tells which memory cortex had joined it to, so the note
+stays open to merging with any other. Only commits since the newer of the two was
+created are read: cortex pairs two notes only once both exist.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from cortex.fixer import RESTORED_IMPORTANCE
 from cortex.gitrepo import TRAILER_RE
@@ -39,6 +48,7 @@ class Restoration:
     commit: str
     at: str  # the commit's time: the reinforcement
     by: str  # who committed it
+    replaced_by: str | None = None  # the memory cortex had merged it into, or superseded it by
 
 
 def fading_since(meta: Mapping, taxonomy: Taxonomy, threshold: float) -> datetime | None:
@@ -93,10 +103,39 @@ def restorations(repo, notes: Iterable[tuple[NoteInfo, datetime]]) -> dict[str, 
             continue
         parent = parents.split()[0] if parents else None
         for path in added:
-            if parent and _was_archived(repo, parent, path, wanted[path].id):
+            archived = _archived(repo, parent, path, wanted[path].id) if parent else None
+            if archived is not None:
                 at = format_time(datetime.fromtimestamp(int(ctime), timezone.utc))
-                found[path] = Restoration(oid, at, cn)
+                found[path] = Restoration(oid, at, cn, _replaced_by(archived))
     return found
+
+
+def kept_apart(repo, pairs: Sequence[tuple[NoteInfo, NoteInfo]]
+               ) -> dict[tuple[str, str], tuple[NoteInfo, Restoration]]:
+    """The pairs (by their paths) a person split: one side brought back from the archive
+    after cortex merged it into, or superseded it by, the other; with that side and the
+    commit that brought it back. Both sides are asked about: a memory moved back through
+    the hook is the one said last, and would supersede the other."""
+    back = restorations(repo, [(n, _both_exist(a, b)) for a, b in pairs for n in (a, b)])
+    split = {}
+    for a, b in pairs:
+        for side, other in ((a, b), (b, a)):
+            r = back.get(side.path)
+            if r and other.id and r.replaced_by == other.id:
+                split[(a.path, b.path)] = (side, r)
+                break
+    return split
+
+
+def _both_exist(a: NoteInfo, b: NoteInfo) -> datetime | None:
+    """When the newer of two notes was created (None: neither says)."""
+    times = []
+    for note in (a, b):
+        try:
+            times.append(parse_time(note.created))
+        except (TypeError, ValueError):
+            continue
+    return max(times, default=None)
 
 
 def _cortex_made(message: str, author: tuple, committer: tuple) -> bool:
@@ -105,15 +144,28 @@ def _cortex_made(message: str, author: tuple, committer: tuple) -> bool:
     return bool(set(dict(TRAILER_RE.findall(message))) & {"Job", "Batch"}) and author == committer
 
 
-def _was_archived(repo, commit: str, path: str, note_id: str) -> bool:
-    """Whether ``commit`` held the memory ``note_id`` in the archive, where cortex puts
-    ``path`` (``mind/archive/<folder>/x.md``, or ``x-2.md`` … when that was taken)."""
+def _archived(repo, commit: str, path: str, note_id: str) -> bytes | None:
+    """The memory ``note_id`` as ``commit`` held it in the archive, where cortex puts
+    ``path`` (``mind/archive/<folder>/x.md``, or ``x-2.md`` … when that was taken); None
+    when it was not there."""
     from cortex.headcache import fields
 
     target, n = archive_path(path), 1
     while (data := repo.file_at(commit, target)) is not None:
         if fields(data)[0] == note_id:
-            return True
+            return data
         n += 1
         target = f"{archive_path(path)[:-3]}-{n}.md"
-    return False
+    return None
+
+
+def _replaced_by(data: bytes) -> str | None:
+    """The id an archived note names in ``merged_into`` or ``superseded_by``."""
+    from cortex.notes import NoteSyntaxError, parse_note
+
+    try:
+        meta = parse_note(data.decode("utf-8", "replace")).meta
+    except NoteSyntaxError:
+        return None
+    value = meta.get("merged_into") or meta.get("superseded_by")
+    return str(value) if value else None
