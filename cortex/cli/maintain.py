@@ -28,7 +28,8 @@ def _now(text: Optional[str]):
 
 def _skips(result) -> None:
     for s in result.skipped[:20]:
-        where = s.get("path") or f"{s.get('merge')} → {s.get('keep')}"
+        where = s.get("path") or (f"{s['superseded']} (superseded by {s['by']})" if "superseded" in s
+                                  else f"{s.get('merge')} → {s.get('keep')}")
         info(f"  skipped {where}: {s['why']}")
     if len(result.skipped) > 20:
         info(f"  … and {len(result.skipped) - 20} more skipped (--json shows all)")
