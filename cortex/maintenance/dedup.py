@@ -29,6 +29,11 @@ built for precision: ``bench/bench_contradiction.py``) — the older one moves t
 archive with ``archive_reason: superseded`` and ``superseded_by``, as a memory an agent
 corrects with ``supersedes`` does. Notes are compared only within one subject key
 (type, names, the words without values): linear, no embeddings.
+
+A pair a person split — one of them brought back from the archive (``git revert`` of the
+``dedup:`` commit, a move back) after cortex merged it into, or superseded it by, the
+other — is neither merged nor superseded again (``restored.kept_apart``, asked about
+tonight's pairs only); each of the two still pairs with any other note.
 """
 
 from __future__ import annotations
