@@ -176,14 +176,30 @@ def ahead_behind(root: Path, ref: str, upstream: str) -> tuple[int, int] | None:
 AUTH_SIGNS = ("authentication failed", "permission denied", "could not read username", "could not read password",
               "terminal prompts disabled", "http 401", "http 403", "returned error: 401", "returned error: 403",
               "invalid username or password", "host key verification failed")
+# No repository at the address: deleted, moved, never made, or a folder that is not one
+# (GitHub and Bitbucket answer "not found" for a private repository you may not read too)
+MISSING_SIGNS = ("does not appear to be a git repository", "not a git repository", "repository not found",
+                 "' not found", "returned error: 404", "could not be found", "does not exist", "no such repository")
 NETWORK_SIGNS = ("could not resolve", "connection refused", "connection timed out", "timed out", "network is unreachable",
-                 "unable to access", "could not read from remote", "does not appear to be a git repository",
-                 "no route to host", "connection reset", "early eof", "the remote end hung up", "unable to connect",
-                 "failed to connect", "couldn't connect", "no such file or directory")
+                 "unable to access", "could not read from remote", "no route to host", "connection reset", "early eof",
+                 "the remote end hung up", "unable to connect", "failed to connect", "couldn't connect",
+                 "no such file or directory")
+# Held for a moment by another git (a background fetch, the remote's own upkeep)
+BUSY_SIGNS = ("cannot lock ref", "unable to create", ".lock': file exists", "is locked", "temporarily unavailable",
+              "try again later")
 
 
 def failure_kind(err: str) -> str:
-    """``auth``, ``network`` or ``other`` for a fetch or push that failed with ``err``."""
+    """What a fetch or push that failed with ``err`` met: ``missing`` (no repository at
+    the address) and ``auth`` (credentials refused) last until a person acts; ``network``
+    and ``busy`` pass; ``other`` is anything else. Read from the lines that say why (git's
+    reason line, the remote's own lines): git's boilerplate after any ssh or local
+    failure ("could not read from remote repository") says nothing of the cause."""
+    said = " ".join([failure_reason(err) or "", *remote_said(err)]).lower()
+    for kind, signs in (("busy", BUSY_SIGNS), ("auth", AUTH_SIGNS), ("missing", MISSING_SIGNS),
+                        ("network", NETWORK_SIGNS)):
+        if any(sign in said for sign in signs):
+            return kind
     low = err.lower()
     if any(sign in low for sign in AUTH_SIGNS):
         return "auth"

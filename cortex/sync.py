@@ -54,7 +54,13 @@ class Unreachable(SyncError):
 
 
 class AuthFailed(SyncError):
-    kind = "auth"
+    kind = "auth"  # exit 1: a person must act; trying again changes nothing
+
+
+class RemoteMissing(SyncError):
+    """No repository at the remote's address (deleted, moved, never made): a scheduler
+    trying again later would try forever, so a person is told (exit 1)."""
+    kind = "not_found"
 
 
 class RemoteRewritten(SyncError):
@@ -229,11 +235,20 @@ def _network_failure(res: gitcli.Result, remote: str, doing: str) -> None:
             "check your credentials for this remote (ssh key, token, credential helper: `git fetch "
             f"{remote}` shows the same error); your commits are safe here and go out at the next `cortex sync`",
         )
-    if kind == "network":
+    if kind == "missing":
+        raise RemoteMissing(
+            f"could not {doing} {remote}: there is no repository at its address ({detail})",
+            f"trying again will not help: check the address (`git remote -v`) and set the right one with "
+            f"`git remote set-url {remote} URL`; if the shared repository was deleted, make a new empty one there "
+            f"(`git init --bare`, or on the host) and `cortex sync` pushes this vault to it. Your notes are "
+            f"committed here and go out at the next `cortex sync`",
+        )
+    if kind in ("network", "busy"):
         raise Unreachable(
-            f"could not {doing} {remote}: the remote is unreachable ({detail})",
+            f"could not {doing} {remote}: " + ("the remote is unreachable" if kind == "network" else "git is busy")
+            + f" ({detail})",
             "nothing is lost: your notes are committed here and go out at the next `cortex sync` once the "
-            "network is back (exit 75: try again later)",
+            + ("network is back" if kind == "network" else "other git is done") + " (exit 75: try again later)",
         )
     raise SyncError(f"could not {doing} {remote}: {detail}", f"`git fetch {remote}` shows the whole error")
 

@@ -320,18 +320,50 @@ def test_an_unreachable_remote_exits_75_and_keeps_everything(tmp_path):
     write(a, BODY)
     cx(a, "run")
     head = git(a, "rev-parse", "HEAD")
-    remote.rename(tmp_path / "gone.git")
+    # the network is down: ssh cannot reach the host (as ssh says it)
+    git(a, "config", "core.sshCommand", "sh -c 'echo \"ssh: connect to host gitbox port 22: Network is unreachable\" >&2; exit 255'")
+    git(a, "remote", "set-url", "origin", "ssh://gitbox/srv/notes.git")
     done = sync(a, "--json", check=False)
     assert done.returncode == 75
     assert json.loads(done.stdout)["error"] == "unreachable" and "unreachable" in done.stderr
-    assert "does not appear to be a git repository" in done.stderr  # git's reason, not its boilerplate
+    assert "Network is unreachable" in done.stderr  # git's reason, not its boilerplate
     assert "repository exists" not in done.stderr
     assert git(a, "rev-parse", "HEAD") == head
     write(a, "The vault stays usable while offline")
     cx(a, "run")  # still usable
-    (tmp_path / "gone.git").rename(remote)
+    git(a, "remote", "set-url", "origin", str(remote))
     converge(a, b)
     assert len([t for t in active(b).values() if "offline" in t or BODY in t]) == 2
+
+
+@pytest.mark.parametrize("gone", ["deleted", "never made", "not a repository"])
+def test_a_remote_with_no_repository_says_what_to_do_and_exits_1_not_75(tmp_path, gone):
+    """Trying again cannot help (a scheduler would retry forever on 75): a person is told."""
+    remote, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    head = git(a, "rev-parse", "HEAD")
+    if gone == "deleted":
+        remote.rename(tmp_path / "gone.git")
+    elif gone == "never made":
+        git(a, "remote", "set-url", "origin", str(tmp_path / "no" / "such.git"))
+    else:
+        (tmp_path / "plain").mkdir()
+        git(a, "remote", "set-url", "origin", str(tmp_path / "plain"))
+    done = sync(a, "--json", check=False)
+    assert done.returncode == 1, done.stderr
+    out = json.loads(done.stdout)
+    assert out["error"] == "not_found" and out["exit_code"] == 1
+    assert "no repository at its address" in out["message"] and "does not appear to be a git repository" in out["message"]
+    assert "git remote set-url origin" in out["hint"] and "75" not in out["hint"]
+    assert git(a, "rev-parse", "HEAD") == head
+    write(a, "A memory made while the remote was missing")
+    assert cx(a, "run", "--sync", check=False).returncode == 1  # the run commits; the sync's code is said
+    if gone == "deleted":
+        (tmp_path / "gone.git").rename(remote)
+    git(a, "remote", "set-url", "origin", str(remote))
+    converge(a, b)
+    assert len([t for t in active(b).values() if "missing" in t or BODY in t]) == 2
 
 
 GIT_SAID = "\nPlease make sure you have the correct access rights\nand the repository exists.\n"
@@ -357,6 +389,34 @@ def test_a_failed_fetch_is_told_by_gits_reason_never_its_boilerplate(err, reason
     from cortex.gitcli import failure_reason
 
     assert failure_reason(err) == reason
+
+
+@pytest.mark.parametrize("err, kind", [
+    ("fatal: '/srv/notes.git' does not appear to be a git repository\nfatal: Could not read from remote repository.\n"
+     + GIT_SAID, "missing"),
+    ("ERROR: Repository not found.\nfatal: Could not read from remote repository.\n" + GIT_SAID, "missing"),  # GitHub, ssh
+    ("remote: Repository not found.\nfatal: repository 'https://github.com/maya/notes.git/' not found\n", "missing"),
+    ("remote: The project you were looking for could not be found or you don't have permission to view it.\n"
+     "fatal: repository 'https://gitlab.com/maya/notes.git/' not found\n", "missing"),
+    ("git@github.com: Permission denied (publickey).\r\nfatal: Could not read from remote repository.\n" + GIT_SAID,
+     "auth"),
+    ("fatal: could not read Username for 'https://github.com': terminal prompts disabled\n", "auth"),
+    ("fatal: unable to access 'https://gitbox/notes.git/': The requested URL returned error: 403\n", "auth"),
+    ("ssh: Could not resolve hostname gitbox: Name or service not known\r\n"
+     "fatal: Could not read from remote repository.\n" + GIT_SAID, "network"),
+    ("ssh: connect to host gitbox port 22: Connection refused\r\nfatal: Could not read from remote repository.\n"
+     + GIT_SAID, "network"),
+    ("fatal: unable to access 'https://gitbox/notes.git/': The requested URL returned error: 503\n", "network"),
+    ("fatal: Could not read from remote repository.\n" + GIT_SAID, "network"),  # nothing said why: try again
+    ("error: cannot lock ref 'refs/remotes/origin/main': Unable to create '/v/.git/refs/remotes/origin/main.lock': "
+     "File exists.\n", "busy"),
+])
+def test_a_failed_fetch_is_classed_by_the_reason_git_gives(err, kind):
+    """Whether trying again can help is read from git's reason line, never from the
+    boilerplate git adds after any ssh or local failure."""
+    from cortex.gitcli import failure_kind
+
+    assert failure_kind(err) == kind
 
 
 def test_a_push_a_remote_hook_refuses_is_told_with_the_remotes_reason(tmp_path):

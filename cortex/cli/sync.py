@@ -82,10 +82,10 @@ def sync_command(
 ) -> None:
     """Fetch, merge (notes settled by cortex's merge driver), push, retrying when another machine pushed first.
 
-    Exit 0 synced; 1 a person must act (a conflict, a rewritten remote, credentials,
-    uncommitted changes in the way: the message says what to run); 75 try again later
-    (the remote is unreachable, or kept moving, or a merge, rebase, cherry-pick ... of
-    yours is in progress). Nothing is ever lost or reset."""
+    Exit 0 synced; 1 a person must act (a conflict, a rewritten remote, credentials, no
+    repository at the remote's address, uncommitted changes in the way: the message says
+    what to run); 75 try again later (the remote is unreachable, or kept moving, or a
+    merge, rebase, cherry-pick ... of yours is in progress). Nothing is ever lost or reset."""
     raise typer.Exit(run_sync(remote=remote, push=push, accept_rewrite=accept_rewrite, json_=json_))
 
 
