@@ -238,9 +238,15 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
         items.append({"kept": keep.path, "folded": [o.path for o in fold.others], "reinforced": count.total,
                       **({"counted": [n.path for n in fold.absorbed]} if fold.absorbed else {}),
                       **({"stays_archived": keep.archive_reason} if keep.archived else {})})
-    for fold in plan.apart:
-        items.append({"apart": [o.path for o in fold.others], "beside": fold.keep.path})
     present = {n.path for n in snapshot}
+    # Twins kept apart are told once, by the settle that first finds them on this machine:
+    # a later change to either (a repeat counted, another edit) leaves them as they were.
+    told = {pair for pair in record.get("apart_told") or () if all(p in present for p in pair.split("\t"))}
+    for fold in plan.apart:
+        fresh = [o.path for o in fold.others if f"{fold.keep.path}\t{o.path}" not in told]
+        told.update(f"{fold.keep.path}\t{path}" for path in fresh)
+        if fresh:
+            items.append({"apart": fresh, "beside": fold.keep.path})
     for twin, path in _twins_merged(ctx.repo, record.get("settled"), head).items():
         if twin in present and twin not in changes and not ctx.editing(twin):
             if _edited_since_memorized(ctx, twin):  # a person's words now: theirs to delete, not cortex's
@@ -255,6 +261,7 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
         head = ctx.repo.head_oid()
     state = vault.load_state()
     state.extra.setdefault("sync", {})["settled"] = head
+    state.extra["sync"]["apart_told"] = sorted(told)
     vault.save_state(state)
     return items
 

@@ -189,9 +189,17 @@ def test_same_observation_on_different_days_edited_on_both_machines_keeps_both_n
     sync(a)
     done = json.loads(sync(b, "--json").stdout)
     assert done["settled"] == [{"apart": [rb], "beside": ra}]
+    first = sync(a, "--json")  # a hears of the pair: told there once too
+    assert json.loads(first.stdout)["settled"] == [{"apart": [rb], "beside": ra}]
     converge(a, b)
     live = active(a)
     assert "on a dedicated host" in live[ra] and "Approved by the CTO" in live[rb]  # both, in place
+    # nothing changed between them: a repeat counted on either, synced, tells it no more
+    _reinforce(b, BODY, "2026-03-01T10:00:00Z")
+    for machine in (b, a, b, a):
+        done = sync(machine, "--json")
+        assert json.loads(done.stdout)["settled"] == [] and "kept apart" not in done.stderr
+    assert "kept apart" not in sync(a).stderr
     cx(a, "validate", "--all")
 
 
