@@ -15,8 +15,9 @@ sync`` and a plain ``git pull`` or ``git merge`` settle the same way:
 - archived (faded or merged) on one side, alive on the other (reinforced or its body
   edited): a reinforced or edited memory is not archived, so the archive fields go and
   ``cortex sync`` moves the file back out of ``mind/archive/``; one forgotten or replaced
-  (``taxonomy.DELIBERATE_ARCHIVE``) stays archived, with the other side's count and edit:
-  someone said it is wrong, and a repeat elsewhere does not make it right;
+  (``taxonomy.DELIBERATE_ARCHIVE``) stays archived with the other side's count: someone
+  said it is wrong, and a repeat elsewhere does not make it right; but a person's edit of
+  its words on the other side brings it back (their words now, not hidden in the archive);
 - any other field or the body changed on one side only takes that side; both bodies
   edited merge line by line when the edits do not overlap.
 
@@ -261,10 +262,10 @@ def _three_way(base: str, ours: str, theirs: str) -> str:
     if "archived" not in o and a_archived != b_archived:
         other, other_body = (b, bbody) if a_archived else (a, abody)
         keeper = a if a_archived else b
-        # Merged into another note, the memory lives on there: only an edit brings it back.
-        if _value(keeper.get("archive_reason")) in DELIBERATE_ARCHIVE:
-            alive = False  # forgotten or replaced: meant, whatever the other side did
-        elif "merged_into" in keeper:
+        # Merged into another note, the memory lives on there; forgotten or replaced, it was
+        # meant, and a repeat elsewhere does not make it right: only a person's edit of the
+        # words brings it back (their words now, not to be hidden in the archive).
+        if _value(keeper.get("archive_reason")) in DELIBERATE_ARCHIVE or "merged_into" in keeper:
             alive = other_body != obody
         else:
             alive = _alive(o, other, obody, other_body)

@@ -16,7 +16,8 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
   archive fields, and the file comes back out of ``mind/archive/`` to its folder;
 - a memory forgotten or replaced on one machine (``taxonomy.DELIBERATE_ARCHIVE``) and
   memorized anew on another before it heard: the new note folds into the archived one,
-  which stays archived;
+  which stays archived — unless a person edited the new note since it was memorized: it
+  stays current (``SettlePlan.edited_forgotten``), their words are not hidden;
 - a memory a person deleted on one machine and memorized anew on another before it heard
   (``memorized_anew``): the new note goes, whoever merged (``cortex sync`` or a person's
   plain ``git pull``).
@@ -65,6 +66,10 @@ class SettlePlan:
     revived: tuple[NoteInfo, ...]  # in mind/archive/ without the fields that put it there
     # Twins left beside their note: a person edited each, and a fold would drop one's words.
     apart: tuple[Fold, ...] = ()
+    # Twins of a memory forgotten or replaced on one side, left current: a person edited
+    # them since they were memorized (their words now, theirs to forget), as ``keep`` is
+    # the archived note.
+    edited_forgotten: tuple[Fold, ...] = ()
 
 
 def _eligible(note: NoteInfo) -> bool:
@@ -90,14 +95,21 @@ def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | Non
             groups.setdefault(note.source_hash, []).append(note)
     folds: dict[str, Fold] = {}
     apart: list[Fold] = []
+    edited_forgotten: list[Fold] = []
     for source, notes in groups.items():
         meant = forgotten.get(source)
         if meant is not None:
             # Memorized on another machine too, before it heard: the twin joins the note
-            # forgotten here, which stays archived (a person's own note stays apart).
+            # forgotten here, which stays archived (a person's own note stays apart, and
+            # so does one a person edited since it was memorized: their words now).
             twins = tuple(n for n in notes if not n.locked and n.partition == "mind")
-            if twins and (changed is None or any(n.path in changed for n in (meant, *twins))):
-                folds[meant.path] = Fold(meant, twins)
+            if not twins or (changed is not None and not any(n.path in changed for n in (meant, *twins))):
+                continue
+            edited = tuple(n for n in twins if changed_since_memorized(first_text(n), note_text(n)))
+            if edited:
+                edited_forgotten.append(Fold(meant, edited))
+            if len(twins) > len(edited):
+                folds[meant.path] = Fold(meant, tuple(n for n in twins if n not in edited))
             continue
         if len(notes) < 2 or (changed is not None and not any(n.path in changed for n in notes)):
             continue
@@ -115,7 +127,7 @@ def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | Non
     for keep, absorbed in _uncounted(snapshot, changed):
         fold = folds.get(keep.path)
         folds[keep.path] = Fold(keep, fold.others if fold else (), absorbed)
-    return SettlePlan(tuple(folds.values()), tuple(revived), tuple(apart))
+    return SettlePlan(tuple(folds.values()), tuple(revived), tuple(apart), tuple(edited_forgotten))
 
 
 def _own_words(twin: NoteInfo, kept_text: str, note_text, first_text) -> bool:
@@ -223,8 +235,11 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
         taken.add(target)
         changes[target] = ctx.blob(ctx.file_text(note))
         changes[note.path] = None
-        items.append({"revived": note.path, "to": target})
-        lines.append(f"{note.path} → {target} — {note.title} (alive on another machine)")
+        why = _archived_as(ctx.repo.root, head, note.path)
+        items.append({"revived": note.path, "to": target, **({"was": why} if why else {})})
+        lines.append(f"{note.path} → {target} — {note.title} "
+                     + (f"({why} on one machine, its words edited by a person on another: theirs now)"
+                        if why in DELIBERATE_ARCHIVE else "(alive on another machine)"))
     for fold in plan.folds:
         if any(ctx.editing(n.path) for n in (fold.keep, *fold.others)):
             continue
@@ -247,6 +262,11 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
         told.update(f"{fold.keep.path}\t{path}" for path in fresh)
         if fresh:
             items.append({"apart": fresh, "beside": fold.keep.path})
+    for fold in plan.edited_forgotten:
+        for twin in fold.others:
+            if f"{fold.keep.path}\t{twin.path}" not in told:
+                told.add(f"{fold.keep.path}\t{twin.path}")
+                items.append({"kept_edited": twin.path, fold.keep.archive_reason or "forgotten": fold.keep.path})
     for twin, path in _twins_merged(ctx.repo, record.get("settled"), head).items():
         if twin in present and twin not in changes and not ctx.editing(twin):
             if _edited_since_memorized(ctx, twin):  # a person's words now: theirs to delete, not cortex's
@@ -264,6 +284,19 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
     state.extra["sync"]["apart_told"] = sorted(told)
     vault.save_state(state)
     return items
+
+
+def _archived_as(root: Path, head: str, path: str) -> str | None:
+    """The ``archive_reason`` ``path`` had in a parent of ``head`` (the merge's sides;
+    None: not archived there)."""
+    from cortex import gitcli
+
+    for parent in gitcli.run(root, "rev-parse", f"{head}^@").out.split():
+        shown = gitcli.run(root, "show", f"{parent}:{path}")
+        found = re.search(r"^archive_reason:\s*\"?([\w-]+)", shown.out, re.M) if shown.ok else None
+        if found:
+            return found.group(1)
+    return None
 
 
 def _edited_since_memorized(ctx: JobContext, path: str) -> bool:

@@ -698,6 +698,58 @@ def test_forgotten_on_one_machine_memorized_anew_on_the_other_stays_forgotten(tm
     assert cx(b, "query", "ledger Postgres production", check=False).returncode == 1
 
 
+def test_forgotten_on_one_machine_memorized_anew_and_edited_on_the_other_keeps_the_persons_words_current(tmp_path):
+    """A person on b edits the note b's agent memorized anew before b heard that a's
+    forgot the memory: the settle does not fold their words into the archived note; the
+    edited note stays where it is, said once on each machine."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY, timestamp="2026-02-16T10:00:00Z")
+    cx(a, "run")
+    path = next(p for p, t in active(a).items() if BODY in t)
+    assert cx(a, "forget", path, "--reason", "moved to MySQL").returncode == 0
+    sync(a)
+    write(b, BODY, timestamp="2026-02-18T10:00:00Z")
+    cx(b, "run")
+    twin = next(p for p, t in active(b).items() if BODY in t)
+    person_commit(b, twin, (b / twin).read_text().replace(BODY, BODY + ", on a dedicated host"), "edit on b")
+    done = sync(b, "--json")
+    archived = next(p for p, t in notes(b).items() if field(t, "archive_reason") == "forgotten")
+    assert json.loads(done.stdout)["settled"] == [{"kept_edited": twin, "forgotten": archived}]
+    first = sync(a)
+    assert "kept  " + twin in first.stderr and "their words stay current" in first.stderr
+    _reinforce(b, BODY, "2026-03-01T10:00:00Z")  # a repeat changes the twin: nothing new to tell
+    converge(a, b)
+    for machine in (a, b):
+        (text,) = [t for p, t in active(machine).items() if BODY in t]
+        assert "on a dedicated host" in text and field(text, "archived") is None
+        assert field(notes(machine)[archived], "archive_reason") == "forgotten"  # the forget stands for its note
+        assert "kept  " not in sync(machine).stderr  # told once
+    cx(a, "validate", "--all")
+    assert cx(a, "query", "ledger dedicated host", check=False).returncode == 0
+
+
+def test_forgotten_on_one_machine_with_its_words_edited_on_the_other_comes_back_said_so(tmp_path):
+    """One note: a forgets it, a person on b edits its words before hearing. The edit is
+    not hidden in the archive: the note is current again, and the sync says why."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    path = next(p for p, t in active(a).items() if BODY in t)
+    assert cx(a, "forget", path, "--reason", "moved to MySQL").returncode == 0
+    sync(a)
+    person_commit(b, path, (b / path).read_text().replace(BODY, BODY + ", on a dedicated host"), "edit on b")
+    done = sync(b, "--json")
+    assert json.loads(done.stdout)["settled"] == [{"revived": "mind/archive/" + path.removeprefix("mind/"),
+                                                    "to": path, "was": "forgotten"}]
+    converge(a, b)
+    for machine in (a, b):
+        text = active(machine)[path]
+        assert "on a dedicated host" in text and field(text, "archived") is None
+        assert not [p for p in notes(machine) if p.startswith("mind/archive/")]
+    cx(a, "validate", "--all")
+
+
 def test_a_memory_deleted_on_one_machine_and_only_counted_on_the_other_stays_deleted(tmp_path):
     """A person deletes a memory on one machine while the other's agent says it again
     (the reinforce job counts it there): git calls that a modify/delete conflict; the

@@ -21,6 +21,11 @@ def render_sync(report) -> str:
             kept = (f"{item['stays_archived']} here: it stays archived" if item.get("stays_archived")
                     else f"reinforced {item['reinforced']}")
             lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, {kept})")
+        elif "kept_edited" in item and "deleted" not in item:
+            reason = "forgotten" if "forgotten" in item else "superseded"
+            lines.append(f"  kept  {item['kept_edited']} (the same memory as {item[reason]}, {reason} on one "
+                         "machine; this note was edited by a person since it was memorized: their words stay "
+                         "current, theirs to forget)")
         elif "kept_edited" in item:
             lines.append(f"  kept  {item['kept_edited']} (the memory deleted as {item['deleted']} on the other side, "
                          "memorized anew here and edited by a person since: theirs to delete)")
@@ -33,7 +38,10 @@ def render_sync(report) -> str:
         elif "kept_deleted" in item:
             lines.append(f"  settled  {item['kept_deleted']} stays deleted (deleted on one side, only counted on the other)")
         else:
-            lines.append(f"  settled  {item['revived']} → {item['to']} (reinforced elsewhere: not archived)")
+            lines.append(f"  settled  {item['revived']} → {item['to']} "
+                         + (f"({item['was']} on one machine, its words edited by a person on another: their words "
+                            "stay current; `cortex forget` it again if it is still wrong)"
+                            if item.get("was") in ("forgotten", "superseded") else "(reinforced elsewhere: not archived)"))
     if r.push_attempts > 1:
         lines.append(f"  pushed after {r.push_attempts} attempts (other machines pushed first)")
     lines.append(f"  now {r.ahead} ahead, {r.behind} behind {r.remote}")
