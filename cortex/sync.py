@@ -108,6 +108,8 @@ class SyncReport:
     # notes the sync brought that fail the hook's checks (committed elsewhere with
     # --no-verify, or by a machine without the hooks): {path: problems}
     invalid: dict[str, list[str]] = field(default_factory=dict)
+    # notes the remote's rewritten history no longer has, when this vault took it
+    rewritten: list[str] = field(default_factory=list)
     ahead: int = 0
     behind: int = 0
     seconds: float = 0.0
@@ -117,7 +119,7 @@ class SyncReport:
             "remote": self.remote, "branch": self.branch, "before": self.before, "after": self.after,
             "integrated": self.integrated, "settled": self.settled, "pushed": self.pushed,
             "push_attempts": self.push_attempts, "recovered": self.recovered, "warnings": self.warnings,
-            "invalid": self.invalid,
+            "invalid": self.invalid, "rewritten": self.rewritten,
             "ahead": self.ahead, "behind": self.behind, "seconds": round(self.seconds, 3),
         }
 
@@ -253,26 +255,67 @@ def _network_failure(res: gitcli.Result, remote: str, doing: str) -> None:
     raise SyncError(f"could not {doing} {remote}: {detail}", f"`git fetch {remote}` shows the whole error")
 
 
-def check_not_rewritten(root, last: str | None, tip: str | None, head: str | None, remote_ref: str) -> None:
+def check_not_rewritten(root, last: str | None, tip: str | None, head: str | None, remote_ref: str) -> list[str]:
     """The tip we last integrated must still be in the remote's history, unless this
-    vault took the rewritten history."""
-    if last is None or last == tip:
-        return
-    if tip is not None and gitcli.is_ancestor(root, last, tip):
-        return  # moved forward
-    if tip is not None and head is not None and _took_rewrite(root, last, tip, head):
-        return  # the sync records the new tip: the next one checks against it
+    vault took the rewritten history; and HEAD must hold no commit the remote once had
+    (this machine's git saw it there: a plain `git pull` or `git fetch` too) and has no
+    more. The notes a rewrite removed, when this vault took it (to report)."""
+    held = _removed_held(root, tip, head, remote_ref)
+    if not held:
+        if last is None or last == tip:
+            return []
+        if tip is not None and gitcli.is_ancestor(root, last, tip):
+            return []  # moved forward
+        if tip is not None and head is not None and _took_rewrite(root, last, tip, head):
+            return _notes_added(root, gitcli.run(root, "rev-list", last, f"^{tip}").out.split())  # the sync records the new tip
     # A remote moved back (commits removed, perhaps a secret purged) is a rewrite too:
     # pushing would quietly put the removed commits back.
     now = tip[:10] if tip else "gone"
+    if held:
+        what = (f"{len(held)} commit(s) this vault holds (seen there before) are no longer in its history (now {now})"
+                + _named(_notes_added(root, held)))
+    else:
+        what = f"commit {last[:10]}, which this vault last synced with, is no longer in its history (now {now})"
     raise RemoteRewritten(
-        f"{remote_ref} was rewritten (force-pushed or deleted): commit {last[:10]}, which this vault last synced with, "
-        f"is no longer in its history (now {now}). cortex never resets your vault to it",
+        f"{remote_ref} was rewritten (force-pushed or deleted): {what}. cortex never resets your vault, and pushes "
+        "nothing back",
         f"look at both (`git log --oneline --graph HEAD {remote_ref}`). To keep everything, merging the rewritten "
         f"history with yours (commits the rewrite removed come back): `cortex sync --accept-rewrite`. To take the "
         f"remote's history instead: `git reset --keep {remote_ref}` (commits only you had are then only in the reflog), "
         f"then `cortex sync`",
     )
+
+
+def _removed_held(root, tip: str | None, head: str | None, remote_ref: str) -> list[str]:
+    """The commits HEAD holds that the remote branch once held (every value this
+    machine's git recorded for ``remote_ref``: its reflog) and holds no more."""
+    if tip is None or head is None:
+        return []
+    here = gitcli.run(root, "rev-list", head, f"^{tip}").out.split()
+    if not here:
+        return []
+    seen = gitcli.run(root, "log", "-g", "--format=%H", f"refs/remotes/{remote_ref}", "--").out.split()
+    past = [c for c in dict.fromkeys(seen) if c != tip]
+    if not past:
+        return []
+    gone = set(gitcli.run(root, "rev-list", *past, f"^{tip}").out.split())
+    return [c for c in here if c in gone]
+
+
+def _notes_added(root, commits: list[str]) -> list[str]:
+    """The notes ``commits`` added (at most 200 commits read)."""
+    from cortex.layout import is_note_path
+
+    if not commits:
+        return []
+    out = gitcli.run(root, "log", "--no-walk", "--no-renames", "--diff-filter=A", "--name-only", "--format=",
+                     *commits[:200], "--").out.split("\n")
+    return sorted({p for p in out if p and is_note_path(p)})
+
+
+def _named(paths: list[str]) -> str:
+    return (f"; they added {len(paths)} note(s): {', '.join(paths[:5])}{', …' if len(paths) > 5 else ''}"
+            if paths else "")
 
 
 def _took_rewrite(root, last: str, tip: str, head: str) -> bool:
@@ -482,7 +525,13 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
             tip = fetch(root, report.remote, target)
             record = _record(vault)
             if not accept_rewrite:
-                check_not_rewritten(root, record.get(remote_ref), tip, head, remote_ref)
+                removed = check_not_rewritten(root, record.get(remote_ref), tip, head, remote_ref)
+                if removed and attempt == 1:
+                    report.rewritten = removed
+                    report.warnings.append(
+                        f"{remote_ref} was rewritten and this vault has taken it: {len(removed)} note(s) are no longer "
+                        f"in its history ({', '.join(removed[:5])}{', …' if len(removed) > 5 else ''}). A rewrite is "
+                        "not a deletion: an agent that says one again memorizes it anew")
             if tip is not None:
                 try:
                     how, head, kept_deleted = integrate(vault, head, tip, remote_ref)

@@ -474,12 +474,15 @@ def test_a_vault_that_took_the_rewritten_history_syncs_again_without_pushing_it_
     git(a, "reset", "-q", "--hard", "HEAD~1")
     sh(a, "git", "push", "-q", "--force", "origin", "main")
     base = git(a, "rev-parse", "HEAD").strip()
-    sync(a)  # the machine that force-pushed: HEAD is the new history
+    (removed,) = [p for p, t in active(b).items() if BODY in t]
+    done = sync(a, "--json")  # the machine that force-pushed: HEAD is the new history
+    assert json.loads(done.stdout)["rewritten"] == [removed] and "is not a deletion" in done.stderr
     done = sync(b, "--json", check=False)
     assert done.returncode == 1 and json.loads(done.stdout)["error"] == "rewritten"
     git(b, "reset", "-q", "--keep", "origin/main")  # the hint's second way
-    for _ in range(2):
-        assert json.loads(sync(b, "--json").stdout)["integrated"] == "up to date"
+    for told in ([removed], []):  # said once, by the sync that takes it
+        done = json.loads(sync(b, "--json").stdout)
+        assert done["integrated"] == "up to date" and done["rewritten"] == told
     assert git(b, "rev-parse", "HEAD").strip() == base == git(a, "rev-parse", "origin/main").strip()
     assert sh(remote, "git", "rev-parse", "main").stdout.strip() == base  # the removed commit stays removed
     assert BODY not in "".join(active(b).values())
@@ -489,6 +492,32 @@ def test_a_vault_that_took_the_rewritten_history_syncs_again_without_pushing_it_
     assert json.loads(sync(b, "--json").stdout)["pushed"]
     sync(a)
     assert BODY not in "".join(active(a).values()) and "rewritten history" in "".join(active(a).values())
+
+
+def test_a_commit_a_plain_git_pull_brought_that_the_remote_then_removed_is_not_pushed_back(tmp_path):
+    """b took the commit with a person's `git pull` (its last sync was before it); a
+    force-push then removes it. b's sync stops and names the notes, as after a sync."""
+    remote, (a, b) = make_fleet(tmp_path, 2)
+    write(a, "A memory everyone keeps", timestamp="2026-02-15T10:00:00Z")
+    cx(a, "run")
+    converge(a, b)
+    write(a, BODY)
+    cx(a, "run")
+    sync(a)
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    (removed,) = [p for p, t in active(b).items() if BODY in t]
+    git(a, "reset", "-q", "--hard", "HEAD~1")
+    sh(a, "git", "push", "-q", "--force", "origin", "main")
+    base = git(a, "rev-parse", "HEAD").strip()
+    head = git(b, "rev-parse", "HEAD")
+    done = sync(b, "--json", check=False)
+    assert done.returncode == 1
+    out = json.loads(done.stdout)
+    assert out["error"] == "rewritten" and removed in out["message"] and "--accept-rewrite" in out["hint"]
+    assert git(b, "rev-parse", "HEAD") == head
+    assert sh(remote, "git", "rev-parse", "main").stdout.strip() == base  # not pushed back
+    sync(b, "--accept-rewrite")  # the person keeps it: it comes back, said by them
+    assert BODY in "".join(active(b).values()) and sh(remote, "git", "rev-parse", "main").stdout.strip() != base
 
 
 def test_a_vault_holding_a_commit_the_rewrite_removed_still_stops(tmp_path):
