@@ -81,6 +81,30 @@ def test_nothing_cortex_generates_carries_the_credential(vpath):
     assert all("[REDACTED]" in p.read_text(encoding="utf-8").split("\n---\n")[0] for p in notes)  # the title too
 
 
+def test_the_notes_a_run_redacted_pass_the_hook_and_validate(vpath):
+    """Each way a credential is said, redacted by `cortex run`: the notes it wrote pass
+    `cortex validate --all` (the nightly workflow's check) and a person's commit of an
+    edit to one of them."""
+    password = value("dsn", 20)
+    bodies = [
+        f"The staging DSN is postgresql://ledger:{password}@db.staging.internal:5432/ledger, over the tunnel",
+        f"CRM runs on Server=tcp:sql.example.net,1433;Database=crm;User ID=crm;Password={password};Encrypt=True;",
+        f"The Sentry key is stored as {value('sentry', 32)} in the runner",
+    ]
+    for b in bodies:
+        assert cortex("--vault", str(vpath), "write", "--type", "fact", "--body", b).returncode == 0
+    assert cortex("--vault", str(vpath), "run").returncode == 0
+    notes = sorted((vpath / "mind").rglob("*.md"))
+    assert len(notes) == 3 and all("[REDACTED]" in p.read_text(encoding="utf-8") for p in notes)
+    checked = cortex("--vault", str(vpath), "validate", "--all")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    with notes[0].open("a", encoding="utf-8") as fh:
+        fh.write("\nA person's line.\n")
+    git(vpath, "add", "-A")
+    git(vpath, "commit", "-q", "-m", "a person's edit")  # through the hook; raises if refused
+    assert "A person's line." in git(vpath, "show", "HEAD:" + str(notes[0].relative_to(vpath)))
+
+
 def test_a_commit_message_never_carries_a_credential_even_from_a_title_that_did():
     """The guard itself: a title that (by any route) still holds one is scrubbed."""
     from cortex.runner import commit_message

@@ -112,7 +112,8 @@ _PLACEHOLDER = re.compile(
     r"(.)\1{4,}"  # xxxxx, XXXXX, *****, 00000
     r"|example|sample|dummy|changeme|placeholder|your[_\-]?(?:key|token|secret|password|api)"
     r"|\$\{|\{\{|<[^>]*>|%[A-Z_]+%|^\$[A-Z_]+$"
-    r"|^(?:password|passwd|pass|secret|pwd|token)$",  # the word itself, as in user:password@host
+    r"|^(?:password|passwd|pass|secret|pwd|token)$"  # the word itself, as in user:password@host
+    r"|^\[REDACTED\]$",  # cortex's own marker: a redacted text redacts to itself
     re.IGNORECASE,
 )
 _HEX = re.compile(r"[0-9a-fA-F]+")
