@@ -8,6 +8,7 @@ import json
 import os
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -24,9 +25,15 @@ def version(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, unless_changed: Before | None = None) -> bool:
     """Write to a temp file in the same folder, fsync, rename over ``path``: readers (and
-    a process killed meanwhile) see old or new, never half."""
+    a process killed meanwhile) see old or new, never half.
+
+    ``unless_changed``: a compare-and-swap for a file someone else may save meanwhile (an
+    editor takes no lock): the rename happens only while the file is still ``before`` or
+    already ``data`` (``still_ours``), looked at after the temp file is written and
+    synced, just before the rename; otherwise the temp file goes, the file stays as it
+    is, and the result is False. The window left is that look and the rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(_temp_name(path.name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -38,8 +45,40 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+    if unless_changed is not None and not still_ours(path, unless_changed, data):
+        os.unlink(tmp)
+        return False
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+    return True
+
+
+@dataclass(frozen=True)
+class Before:
+    """A file as the writer last saw it: whether it was there (for cortex's commits: in
+    the commit its changes were made on), and its content (None for a link)."""
+
+    tracked: bool
+    data: bytes | None
+
+
+NEW = Before(False, None)
+
+
+def still_ours(target: Path, before: Before, data: bytes | None) -> bool:
+    """Whether the file at ``target`` holds what a writer may replace (``data``) or remove
+    (None): the content it saw (``before``), ``data`` itself, or a start of ``data``
+    where the file is new (a write cut short; an empty file where one was is an editor
+    between truncating and saving). A link is never replaced."""
+    if target.is_symlink():
+        return False
+    try:
+        content = target.read_bytes()
+    except OSError:
+        return False
+    if content == before.data or (data is not None and content == data):
+        return True
+    return data is not None and not before.tracked and data.startswith(content)
 
 
 def _temp_name(name: str) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import pygit2
 
 from cortex.errors import CortexError, LockBusy
+from cortex.fsutil import NEW, Before, still_ours as _still_ours
 from cortex.gitlock import IndexLock, record_move
 from cortex.layout import link_on_path
 
@@ -690,16 +691,6 @@ def _retried(write: Callable[[], Any]) -> Any:
             time.sleep(0.05)
 
 
-@dataclass(frozen=True)
-class Before:
-    """A path in the commit cortex's changes were made on: whether it was there, and its
-    content (None for a link)."""
-
-    tracked: bool
-    data: bytes | None
-
-
-NEW = Before(False, None)
 
 EDITED = "edited while cortex committed it; the edit is left as it is, an unstaged change over the committed note"
 EDITED_GONE = "edited while cortex moved or removed it; the edit is left where it was, an untracked file"
@@ -769,22 +760,6 @@ def _remove_file(target: Path, before: Before) -> str | None:
     except OSError as exc:
         return f"could not be removed ({exc.strerror or exc}); it is no longer in git"
     return None
-
-
-def _still_ours(target: Path, before: Before, data: bytes | None) -> bool:
-    """Whether the file at ``target`` holds what cortex may replace (``data``) or remove
-    (None): the content the commit replaced, ``data`` itself, or a start of ``data``
-    where the note is new (a write of cortex's cut short; an empty file where a note was
-    is an editor between truncating and saving). A link is never replaced."""
-    if target.is_symlink():
-        return False
-    try:
-        content = target.read_bytes()
-    except OSError:
-        return False
-    if content == before.data or (data is not None and content == data):
-        return True
-    return data is not None and not before.tracked and data.startswith(content)
 
 
 def in_cone(path: str, folders: list[str]) -> bool:

@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from cortex.fsutil import atomic_write
+from cortex.fsutil import Before, atomic_write
 from cortex.layout import (
     UnreadableNote, case_twins, in_partition, is_markdown, is_note_path, is_other_repository, link_on_path,
     read_note_bytes, reserved_part, unprintable_name, write_cache,
@@ -34,6 +34,7 @@ from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
 DATA = Path(__file__).parent / "data"
 HASH_MISMATCH = "source_hash does not match"
+CHANGED_MEANWHILE = "the note changed while the hook completed it (saved again meanwhile); it is left as saved, not completed"
 
 
 @dataclass
@@ -513,9 +514,14 @@ def fix(
                                            f"stage them too (`git add {rel}`) and commit again: the hook completes the note then"))
         elif result.text != text:
             # Never in place: killed mid-write, a truncated note would pass the next commit.
+            # And only over the text read: an editor saving meanwhile takes no lock, and
+            # its save must not be replaced by the completion of the text before it.
             target = vault.root / rel
-            atomic_write(target, result.text.encode("utf-8"), os.stat(target).st_mode & 0o7777)
-            report.changed[rel] = result.changes
+            if atomic_write(target, result.text.encode("utf-8"), os.stat(target).st_mode & 0o7777,
+                            unless_changed=Before(True, text.encode("utf-8"))):
+                report.changed[rel] = result.changes
+            else:
+                report.problems.append(Problem(rel, 1, CHANGED_MEANWHILE, "commit again: the hook completes the newer text then"))
         elif result.refused:  # the validator, which runs next, says what to change
             report.problems.append(Problem(rel, 1, f"not completed: {result.refused}", "complete the note by hand", "warning"))
     if stage and report.changed and _may_stage():

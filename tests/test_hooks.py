@@ -556,3 +556,55 @@ def test_one_hook_runs_both_halves_and_skip_names_either(repo):
     unchecked = repo.git("commit", "-m", "fixed, not checked", env=env, check=False)
     assert unchecked.returncode == 0, unchecked.stdout + unchecked.stderr
     assert parse_note(repo.git("show", "HEAD:mind/facts/incomplete.md").stdout).meta["id"]  # completed
+
+
+def _editor_saving_while_the_hook_reads(tmp_path: Path, rel: str, line: str) -> Path:
+    """A `git` that, when the hook asks git for the note's committed text (the fixer's
+    lookup for "the title follows the edited body"), first lets an editor save the note
+    (whole file, temp + rename, as Obsidian's save), once: a writer of its own that lands
+    between the fixer's read and its write. Everything else is git's. git runs hooks with
+    its exec path first on PATH: the commit is given this folder as GIT_EXEC_PATH."""
+    import shutil
+
+    real = shutil.which("git")
+    exec_path = subprocess.run([real, "--exec-path"], capture_output=True, text=True, check=True).stdout.strip()
+    bin_dir = tmp_path / "editor-bin"
+    bin_dir.mkdir()
+    script = bin_dir / "git"
+    mark = tmp_path / "editor-saved"
+    save = (f"import os; p = {rel!r}; t = open(p).read() + {line!r}; "
+            "open(p + '.tmp', 'w').write(t); os.rename(p + '.tmp', p)")
+    script.write_text(
+        "#!/bin/sh\n"
+        f'case "$*" in *"cat-file blob HEAD:{rel}"*)\n'
+        f'  if [ ! -e "{mark}" ]; then touch "{mark}"; "{sys.executable}" -c "{save}"; fi;;\n'
+        "esac\n"
+        f'GIT_EXEC_PATH="{exec_path}" exec "{real}" "$@"\n'
+    )
+    script.chmod(0o755)
+    return bin_dir
+
+
+def test_a_save_while_the_hook_completes_the_note_is_never_overwritten(repo, tmp_path):
+    rel = "mind/facts/ledger.md"
+    path = repo.write(rel, "---\ntype: fact\n---\n\nThe ledger runs on Postgres 16\n")
+    assert repo.commit().returncode == 0
+    committed = repo.head()
+    path.write_text(path.read_text() + "\nperson line 1\n")  # an edit: the derived title follows it
+    repo.git("add", "-A")
+    bin_dir = _editor_saving_while_the_hook_reads(tmp_path, rel, "\nperson line 2\n")
+    env = {**repo.env, "GIT_EXEC_PATH": str(bin_dir)}
+    done = repo.git("commit", "-m", "vault backup", env=env, check=False)
+    output = done.stdout + done.stderr
+    assert (tmp_path / "editor-saved").exists(), "the editor saved while the hook ran"
+    text = path.read_text()
+    assert "person line 1" in text and "person line 2" in text, text  # the save is the file's
+    assert done.returncode != 0, output  # and no commit of the completion of the text before it
+    assert repo.head() == committed
+    assert f"{rel}:1: the note changed while the hook completed it" in output
+    assert "commit again" in output
+    again = repo.commit()  # the plugin's next commit: the newer text, completed
+    assert again.returncode == 0, again.output
+    shown = repo.git("show", f"HEAD:{rel}").stdout
+    assert shown == path.read_text() and "person line 2" in shown
+    assert parse_note(shown).meta["title"].endswith("person line 1 person line 2")
