@@ -15,7 +15,9 @@ What it does, and only this:
   identity of the observation the note came from: a person's later edit does not
   change it, so an agent observing the same thing again reinforces the improved note;
 - normalises tags (Obsidian habits: ``#tag``, capitals, spaces, ``tags: a, b``);
-- gives a memory a person moved back from the archive a fresh start (``_restored``).
+- gives a memory a person moved back from the archive a fresh start (``_restored``);
+- gives a copy (a new file carrying the id of a note still there; ``copy_of``, which
+  ``cortex.hooks`` works out from git) an id of its own.
 
 Only notes under ``vault/`` and ``mind/`` are completed; a note holding a credential is
 left as it is (the validator refuses it, and nothing of it is copied into a title).
@@ -165,12 +167,15 @@ def fix_note(
     redact: Callable[[str], tuple[str, tuple[str, ...]]] | None = None,
     previous: Any = None,
     forget_threshold: float = DEFAULT_FORGET_THRESHOLD,
+    copy_of: str | None = None,
 ) -> Fixed:
     """``previous``: the note's committed text (None: there is none, the note is entering
     the vault; ``UNKNOWN``: not looked up yet, and the result says when it is needed). ``redact``: the credential
     scanner; a note it flags is left alone, and a generated title it flags is not written.
     ``forget_threshold``: decay's (``maintenance.forget_threshold``), for a memory a person
-    brings back from the archive."""
+    brings back from the archive. ``copy_of``: the note this one is a copy of (a new file
+    carrying the id of a note still there, as Obsidian's "Make a copy" leaves it): it is a
+    memory of its own, and gets an id of its own."""
     if not in_partition(path):
         return Fixed(text)  # a person's own note: cortex fields are not asked of it
     try:
@@ -192,6 +197,9 @@ def fix_note(
     adds: dict[str, str] = {}  # missing keys: rendered value
     changes: list[str] = []
     removes = _restored(path, meta, now, forget_threshold, updates, adds, changes)
+    if copy_of and meta.get("id"):
+        updates["id"] = quote(new_id(int(now.timestamp() * 1000)))
+        changes.append(f"a copy of {copy_of}, which keeps its id: given an id of its own")
     has_body = bool(body.strip())
     digest = source_hash(body)
     if has_body and "source_hash" in meta and meta["source_hash"] != digest:

@@ -421,10 +421,29 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
         ids, names = vault.id_index(blobs, known), list(blobs)
     else:
         ids, names = staged
-    report.problems += ids.problems(checked)
+    report.problems += ids.problems(checked, lambda rel, others: _duplicate_hint(vault, rel, others))
     report.problems += _portable(paths, names)
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
+
+
+def _duplicate_hint(vault: HookVault, rel: str, others: list[str]) -> str:
+    """What to do about two files with one id, naming the file to act on: the fixer gives
+    a copy of a committed note an id of its own, so what comes here is a rename with the
+    old path's removal not staged, or a pair it could not tell apart."""
+    stashed = _stashed_paths(vault.root)  # pre-commit put a file the person deleted back for the hooks
+    gone = [q for q in others if stashed.get(q) or not (vault.root / q).is_file()]
+    if gone:
+        return (f"a renamed note: {gone[0]} is no longer in the folder, stage its removal too "
+                f"(`git add -A`, or `git rm --cached {gone[0]}`)")
+    pair = [rel, *others]
+    new = [p for p in pair if vault.committed(p) is None]
+    if len(new) == 1:
+        copy, original = new[0], next(p for p in pair if p != new[0])
+        return (f"{copy} is a copy of {original}: delete {copy}, or its `id:` line and commit again "
+                "(the commit gives it an id of its own)")
+    return (f"one of {' and '.join(pair)} is a copy: delete it, or its `id:` line and commit again "
+            "(the commit gives it an id of its own)")
 
 
 def _git_output(cwd: Path, *args: str) -> bytes | None:
@@ -492,7 +511,8 @@ def fix(
 
     now = now or utcnow()
     threshold = vault.forget_threshold()
-    held = _stashed_paths(vault.root) if stage else set()
+    held = _stashed_paths(vault.root) if stage else {}
+    texts: dict[str, str] = {}
     for rel in paths:
         try:
             text = vault.read(rel)
@@ -501,12 +521,15 @@ def fix(
         if text is None:
             report.skipped.append(rel)
             continue
+        texts[rel] = text
+    copies = _copies(vault, texts, held)
+    for rel, text in texts.items():
         report.checked += 1
         result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact, previous=UNKNOWN,
-                          forget_threshold=threshold)
+                          forget_threshold=threshold, copy_of=copies.get(rel))
         if result.wants_previous:
             result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact,
-                              previous=vault.committed(rel), forget_threshold=threshold)
+                              previous=vault.committed(rel), forget_threshold=threshold, copy_of=copies.get(rel))
         if result.text != text and rel in held:
             # pre-commit set the person's unstaged edits of this note aside and puts them
             # back after the hooks: a completion staged now could clash with them.
@@ -530,6 +553,54 @@ def fix(
     return report
 
 
+def _copies(vault: HookVault, texts: dict[str, str], stashed: dict[str, bool]) -> dict[str, str]:
+    """{new note: the note it is a copy of}: a note HEAD does not have (nor git's rename
+    of one) carrying the id of a note HEAD has, that is still there: in the folder (not
+    deleted, also not in the changes pre-commit set aside, ``stashed``) with that id,
+    and not staged for removal. Obsidian's "Make a copy" makes such a file, and so does
+    pre-commit's rollback when a note is renamed while the hook runs (the old path comes
+    back beside the new one). Two files, one id, in one working tree: the new one is a
+    memory of its own. Not during a merge (one id on two machines is the merge's and
+    ``cortex sync``'s to settle), nor when neither file is committed (which one is the
+    copy? the validator asks the person)."""
+    from cortex import headcache
+
+    ids = {}
+    for rel, text in texts.items():
+        found = read_id(text) if in_partition(rel) else None
+        if found:
+            ids[rel] = found[0]
+    if not ids:
+        return {}
+    cache = headcache.HeadCache(vault.root).sync()
+    try:
+        at_head = cache.present(list(ids))
+        others = {rel: [q for q in cache.paths_with_id(ident) if q != rel]
+                  for rel, ident in ids.items() if rel not in at_head}
+    finally:
+        cache.close()
+    others = {rel: qs for rel, qs in others.items() if qs}
+    if not others or _git_output(vault.root, "rev-parse", "-q", "--verify", "MERGE_HEAD") is not None:
+        return {}
+    renamed = vault.renamed()
+    staged = headcache.staged_changes(vault.root) or {}
+    out: dict[str, str] = {}
+    for rel, candidates in others.items():
+        if rel in renamed:
+            continue  # a note moved (its old path's removal staged): the same memory
+        for q in candidates:
+            if stashed.get(q) or (q in staged and staged[q] is None) or q in renamed.values():
+                continue  # deleted in the folder, or its removal staged: a move, not a copy
+            try:
+                text = vault.read(q)
+            except (UnicodeDecodeError, UnreadableNote):
+                continue
+            if text is not None and (read_id(text) or ("",))[0] == ids[rel]:
+                out[rel] = q
+                break
+    return out
+
+
 def _may_stage() -> bool:
     """Whether staging a completion lands in the commit and stays in the index: not for
     ``git commit PATH`` (git commits a temporary index, then restores the real one)."""
@@ -537,13 +608,14 @@ def _may_stage() -> bool:
     return not os.path.basename(index).startswith("next-index")
 
 
-def _stashed_paths(root: Path) -> set[str]:
-    """Paths whose unstaged changes pre-commit set aside for this run: it saves them as
-    ``patch<time>-<its pid>`` in its cache folder and applies them again afterwards."""
+def _stashed_paths(root: Path) -> dict[str, bool]:
+    """Paths whose unstaged changes pre-commit set aside for this run (→ whether the
+    change is the file's deletion): it saves them as ``patch<time>-<its pid>`` in its
+    cache folder and applies them again afterwards."""
     home = os.environ.get("PRE_COMMIT_HOME") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pre-commit")
     suffix = f"-{os.getppid()}"
-    out: set[str] = set()
+    out: dict[str, bool] = {}
     try:
         names = [n for n in os.listdir(home) if n.startswith("patch") and n.endswith(suffix)]
     except OSError:
@@ -558,14 +630,19 @@ def _stashed_paths(root: Path) -> set[str]:
             data = Path(home, name).read_bytes()
         except OSError:
             continue
+        path = None
         for line in data.split(b"\n"):
             if line.startswith(b"diff --git a/"):
-                out.add(line[len(b"diff --git a/"):].split(b" b/", 1)[0].decode("utf-8", "surrogateescape"))
+                path = line[len(b"diff --git a/"):].split(b" b/", 1)[0].decode("utf-8", "surrogateescape")
+                out[path] = False
             elif line.startswith(b'diff --git "a/'):  # a name git quotes (non-ASCII, quotes): C escapes
                 import codecs
 
                 quoted = line[len(b'diff --git "a/'):].split(b'" ', 1)[0]
-                out.add(codecs.escape_decode(quoted)[0].decode("utf-8", "surrogateescape"))
+                path = codecs.escape_decode(quoted)[0].decode("utf-8", "surrogateescape")
+                out[path] = False
+            elif path is not None and line.startswith(b"deleted file mode"):
+                out[path] = True
     return out
 
 

@@ -368,18 +368,21 @@ class IdIndex:
         if path not in paths:
             paths.append(path)
 
-    def problems(self, checked: Iterable[tuple[str, str, int]]) -> list[Problem]:
-        """One problem per checked ``(path, id, line)`` whose id another note uses too."""
+    def problems(self, checked: Iterable[tuple[str, str, int]],
+                 hint: Callable[[str, list[str]], str] | None = None) -> list[Problem]:
+        """One problem per checked ``(path, id, line)`` whose id another note uses too;
+        ``hint(path, others)``: what to do, where the caller can tell (which file is new)."""
         out = []
         for path, ident, line in checked:
-            others = [p for p in self.paths.get(ident, ()) if p != path]
+            others = sorted(p for p in self.paths.get(ident, ()) if p != path)
             if others:
                 out.append(
                     Problem(
                         path,
                         line,
-                        f"id {ident} is also the id of {', '.join(sorted(others))}",
-                        "a renamed note: stage the old path's removal too (`git add -A`); a copy: delete "
+                        f"id {ident} is also the id of {', '.join(others)}",
+                        (hint(path, others) if hint else "")
+                        or "a renamed note: stage the old path's removal too (`git add -A`); a copy: delete "
                         "this id line and commit again (the hook writes a new one)",
                     )
                 )

@@ -216,13 +216,42 @@ def test_tag_outside_the_allow_list_is_refused(repo):
     assert "tag 'infra' is not in observer/tags.yml" in done.output
 
 
-def test_duplicate_id_is_refused(repo):
+def test_a_copy_of_a_note_is_a_memory_of_its_own_with_an_id_of_its_own(repo):
+    """Obsidian's "Make a copy" (`a 1.md`, the same text, the same id), or pre-commit's
+    rollback bringing a renamed note's old path back beside it: a new file with the id of a
+    note still there. The commit gives the new file an id of its own and goes through."""
+    original = repo.write("mind/facts/a.md", note())
+    assert repo.commit().returncode == 0
+    copy = repo.write("mind/facts/a 1.md", note())
+    done = repo.commit()  # the plugin's `git add -A && git commit`
+    assert done.returncode == 0, done.output
+    assert "mind/facts/a 1.md: completed (a copy of mind/facts/a.md, which keeps its id: given an id of its own)" in done.output
+    assert parse_note(original.read_text()).meta["id"] == NOTE_ID  # the original keeps its identity
+    new_id = parse_note(copy.read_text()).meta["id"]
+    assert new_id != NOTE_ID and parse_note(copy.read_text()).body == parse_note(note()).body
+    assert repo.git("show", "HEAD:mind/facts/a 1.md").stdout == copy.read_text()
+    assert repo.git("status", "--porcelain").stdout == ""
+    repo.write("mind/facts/a.md", note("The original, edited after the copy was made."))
+    assert repo.commit().returncode == 0  # and nothing is stuck after it
+
+
+def test_a_copy_skipping_the_fixer_or_two_new_files_with_one_id_are_refused_naming_the_file(repo):
     repo.write("mind/facts/a.md", note())
     assert repo.commit().returncode == 0
     repo.write("mind/facts/b.md", note("A different memory with a copied id."))
-    done = repo.commit()
+    done = repo.commit(skip_fix=True)
     assert done.returncode != 0
-    assert f"mind/facts/b.md:2: id {NOTE_ID} is also the id of mind/facts/a.md" in done.output
+    assert (f"mind/facts/b.md:2: id {NOTE_ID} is also the id of mind/facts/a.md — mind/facts/b.md is a copy of "
+            "mind/facts/a.md: delete mind/facts/b.md, or its `id:` line and commit again") in done.output
+    repo.git("reset", "-q", "--hard", "HEAD")
+    repo.git("clean", "-fdq")
+    other = "019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d5f"
+    repo.write("mind/facts/c.md", note("Neither file is committed yet.", id_=other))
+    repo.write("mind/facts/c 1.md", note("Neither file is committed yet.", id_=other))
+    done = repo.commit()  # which is the copy? the fixer cannot tell: the person is asked
+    assert done.returncode != 0
+    assert (f"mind/facts/c 1.md:2: id {other} is also the id of mind/facts/c.md — one of mind/facts/c 1.md and "
+            "mind/facts/c.md is a copy: delete it, or its `id:` line") in done.output
 
 
 def test_all_problems_in_one_pass(repo):
@@ -364,8 +393,10 @@ def test_rename_with_the_old_path_still_staged_explains_itself(repo):
     (repo.root / "mind/facts/a.md").rename(repo.root / "mind/facts/moved.md")
     repo.git("add", "mind/facts/moved.md")  # the removal of a.md not staged
     done = repo.commit(add=False)
-    assert done.returncode != 0
-    assert "is also the id of mind/facts/a.md" in done.output and "git add -A" in done.output
+    assert done.returncode != 0  # not a copy: the old path is gone, only its removal is not staged
+    assert "mind/facts/moved.md: completed" not in done.output
+    assert ("is also the id of mind/facts/a.md — a renamed note: mind/facts/a.md is no longer in the folder, "
+            "stage its removal too (`git add -A`, or `git rm --cached mind/facts/a.md`)") in done.output
 
 
 def test_injection_is_a_warning_unless_strict(repo):
