@@ -108,8 +108,15 @@ class NoteValidator:
             if implied:
                 add(1, "no frontmatter", f"run `cortex hook fix {path}` (a commit does it by itself): this folder implies the type")
             else:
-                add(1, "no frontmatter", f"start the file with a `---` block holding `type:` ({', '.join(self.taxonomy.names())}) "
-                    "and commit again: the rest is filled in; or move it out of vault/ and mind/, where notes need no fields")
+                # Text typed straight into vault/ or a folder of one's own below it: no type
+                # to complete it as, so a note of the person's own, as outside vault/ and
+                # mind/ (searched, never changed, no memory), rather than a refusal that
+                # would hold back every other note of the commit (git commits all or nothing).
+                problems.append(Problem(
+                    path, 1, "no frontmatter, so this is kept as your own note (searched, not a memory)",
+                    f"to make it a memory, start the file with a `---` block holding `type:` "
+                    f"({', '.join(self.taxonomy.names())}) and commit again, or move it into a type's folder "
+                    "(mind/facts/, vault/decisions/, …): the commit completes the rest", "warning"))
             return problems + self._safety_problems(path, text, note)
         meta, lines = note.meta, note.key_lines
         line_of = lambda key: lines.get(key, 2)  # noqa: E731

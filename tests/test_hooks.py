@@ -141,7 +141,6 @@ INVALID = {
     "folder-mismatch-by-month": ("vault/decisions/2026-03/a.md", note(), "a fact note belongs in mind/facts/, not vault/decisions/"),
     "hash-mismatch": ("mind/facts/a.md", _edit_body(note(), BODY + " Or so I heard."), "source_hash does not match the body"),
     "malformed-tag": ("mind/facts/a.md", note(tags=("Bad Tag",)), "tag 'Bad Tag' is malformed"),
-    "no-frontmatter": ("vault/inbox/a.md", "Just a thought.\n", "no frontmatter"),
     "empty-body": ("mind/facts/a.md", note().replace(BODY, ""), "the note has no body"),
 }
 
@@ -639,3 +638,30 @@ def test_a_save_while_the_hook_completes_the_note_is_never_overwritten(repo, tmp
     shown = repo.git("show", f"HEAD:{rel}").stdout
     assert shown == path.read_text() and "person line 2" in shown
     assert parse_note(shown).meta["title"].endswith("person line 1 person line 2")
+
+
+def test_a_note_without_frontmatter_typed_into_vault_is_the_persons_own_and_holds_back_no_commit(repo):
+    """Text typed straight into vault/ (or a folder of one's own below it): there is no type
+    to complete it as. Refused, it held back every commit of Obsidian's git plugin, the
+    person's other notes with it (git commits all or nothing): it is their own note, with a
+    warning saying how to make it a memory."""
+    meeting = repo.write("vault/Meeting.md", "Meeting notes: we chose Postgres\n")
+    inbox = repo.write("vault/inbox/idea.md", "An idea for the ledger\n")
+    repo.write("Diary.md", "My diary, unrelated\n")
+    done = repo.commit("vault backup")
+    assert done.returncode == 0, done.output
+    for rel in ("vault/Meeting.md", "vault/inbox/idea.md", "Diary.md"):
+        assert repo.committed(rel)
+    assert ("vault/Meeting.md:1: warning: no frontmatter, so this is kept as your own note (searched, not a memory) — "
+            "to make it a memory, start the file with a `---` block holding `type:`") in done.output
+    assert meeting.read_text() == "Meeting notes: we chose Postgres\n"  # never changed
+    assert inbox.read_text() == "An idea for the ledger\n"
+    assert repo.git("status", "--porcelain").stdout == ""
+    # given a type, it is completed as a memory; a typo in the type is still refused
+    meeting.write_text("---\ntype: decision\n---\nWe chose Postgres\n")
+    repo.git("mv", "vault/Meeting.md", "vault/decisions/Meeting.md")
+    done = repo.commit("vault backup")
+    assert done.returncode == 0, done.output
+    assert parse_note((repo.root / "vault/decisions/Meeting.md").read_text()).meta["id"]
+    inbox.write_text("---\ntype: decison\n---\nAn idea for the ledger\n")
+    assert repo.commit("vault backup").returncode != 0

@@ -133,10 +133,11 @@ def test_no_frontmatter_in_a_typed_folder_gets_one():
     assert out.endswith("---\n\nThe build server restarts on Sundays.\n")
 
 
-def test_no_frontmatter_outside_a_typed_folder_is_left_for_the_validator():
+def test_no_frontmatter_outside_a_typed_folder_is_left_as_the_persons_own_note():
     text = "Just some words.\n"
     assert fix("vault/notes/x.md", text) == text
-    assert "no frontmatter" in str(validator().check("vault/notes/x.md", text)[0])
+    (problem,) = validator().check("vault/notes/x.md", text)
+    assert problem.severity == "warning" and "no frontmatter, so this is kept as your own note" in str(problem)
 
 
 def test_goals_folder_implies_the_slowest_decaying_goal():
