@@ -43,8 +43,10 @@ def _requirements() -> str:
 GENERATED = (("observer/requirements.txt", _requirements),)
 
 
-def init_vault(vault: Vault) -> list[str]:
-    """Create what is missing; return the repo-relative paths created."""
+def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
+    """Create what is missing; return the repo-relative paths created. ``set_up``, when
+    given, receives what was set up in this clone's own git (hooks, merge driver,
+    ``cortex.python``: never committed, so missing from a `git clone` of a vault)."""
     from cortex.gitrepo import init_repository
 
     root = vault.root
@@ -81,7 +83,9 @@ def init_vault(vault: Vault) -> list[str]:
     uncommitted = _untracked(root, [rel for rel in managed if rel not in created and (root / rel).is_file()])
     if created or uncommitted:
         _commit(vault, [p for p in created if p != ".git"] + uncommitted)
-    _install_hooks(root)
+    done = _install_hooks(root)
+    if set_up is not None:
+        set_up += done
     return created + uncommitted
 
 
@@ -273,17 +277,29 @@ def _commit(vault: Vault, paths: list[str]) -> None:
             repo.stage_committed(rel, oid, before, restage=lambda data, edit=edit: _edited_bytes(edit, data))
 
 
-def _install_hooks(root: Path) -> None:
+def _install_hooks(root: Path) -> list[str]:
     """Install the pre-commit hook (offline: the hooks are `repo: local`,
     `language: system`) and record which python runs cortex; see ``cortex.hooks.install``.
     A problem (pre-commit missing) is said on stderr, never fatal: the vault works
-    without hooks, and `cortex hook install` finishes the job later."""
+    without hooks, and `cortex hook install` finishes the job later. Returns what it set
+    up that was not set up already, for people."""
     import sys
 
+    from cortex import gitcli
     from cortex.hooks import install
-    from cortex.mergedriver import ensure_driver
+    from cortex.mergedriver import DRIVER, ensure_driver
 
-    ensure_driver(root)  # .git/config never travels: each clone defines the driver itself
+    set_up = []
+    if ensure_driver(root):  # .git/config never travels: each clone defines the driver itself
+        set_up.append(f"merge driver for notes (git config merge.{DRIVER}.driver)")
+    python = gitcli.config(root, "cortex.python")
     done, problems = install(root)
+    for line in done:
+        if line.startswith("warning:"):
+            continue
+        if "cortex.python" in line and python == sys.executable:
+            continue  # said every time by `cortex hook install`; here only when it changed
+        set_up.append(line)
     for line in [d for d in done if d.startswith("warning:")] + problems:
         sys.stderr.write(f"cortex: {line}\n")
+    return set_up

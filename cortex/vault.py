@@ -57,11 +57,12 @@ class Vault:
         return cls(find_vault(path))
 
     @classmethod
-    def init(cls, path: str | os.PathLike) -> tuple["Vault", list[str]]:
+    def init(cls, path: str | os.PathLike, set_up: list[str] | None = None) -> tuple["Vault", list[str]]:
+        """``set_up``: receives what was set up in the clone's own git (``init_vault``)."""
         from cortex.scaffold import init_vault
 
         vault = cls(path)
-        return vault, init_vault(vault)
+        return vault, init_vault(vault, set_up)
 
     # --- configuration -----------------------------------------------------------------
 

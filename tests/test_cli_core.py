@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import time
 
 import pytest
@@ -26,6 +27,25 @@ def test_init_is_idempotent_and_says_so(vpath):
     assert again.returncode == 0 and "nothing changed" in again.stderr
     assert git(vpath, "rev-parse", "HEAD") == head
     assert git(vpath, "status", "--porcelain") == ""
+
+
+def test_init_in_a_git_clone_of_a_vault_says_what_it_set_up(vpath, tmp_path):
+    """A clone carries the vault's files but not its git config nor hooks: `cortex init`
+    sets those up (docs/sync.md: `git clone URL PATH && cortex init PATH`) and says so."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(vpath), str(clone)], check=True, capture_output=True)
+    head = git(clone, "rev-parse", "HEAD")
+    done = cortex("init", str(clone))
+    assert done.returncode == 0, done.stderr
+    assert "nothing changed" not in done.stderr
+    assert f"{clone} is already a cortex vault; set up on this machine:" in done.stderr
+    for said in ("merge driver for notes (git config merge.cortex-note.driver)", "(git config cortex.python)",
+                 "pre-commit hook installed (.git/hooks/pre-commit)", "commit guard installed (.git/hooks/pre-commit.legacy)"):
+        assert said in done.stderr
+    assert (clone / ".git/hooks/pre-commit").exists() and git(clone, "config", "cortex.python").strip()
+    assert git(clone, "rev-parse", "HEAD") == head  # nothing committed: the files came with the clone
+    again = cortex("init", str(clone))
+    assert again.returncode == 0 and "nothing changed" in again.stderr and "set up" not in again.stderr
 
 
 def test_init_lays_out_a_ready_vault(vpath):

@@ -21,9 +21,16 @@ def init(path: Path = typer.Argument(Path("."), help="Directory to make a vault 
     """Make PATH a ready vault: git repo, folders, schemas, config, hooks. Safe to re-run."""
     from cortex.vault import Vault
 
-    vault, created = Vault.init(path)
+    set_up: list[str] = []
+    vault, created = Vault.init(path, set_up)
     if not created:
-        info(f"{vault.root} is already a cortex vault: nothing changed.")
+        if not set_up:
+            info(f"{vault.root} is already a cortex vault: nothing changed.")
+            return
+        # A `git clone` of a vault: its files came with it, its git config and hooks did not.
+        info(f"{vault.root} is already a cortex vault; set up on this machine:")
+        for line in set_up:
+            info(f"  {line}")
         return
     info(f"Initialised cortex vault in {vault.root}")
     for rel in created:
