@@ -44,6 +44,8 @@ class Report:
     changed: dict[str, tuple[str, ...]] = field(default_factory=dict)  # path -> what the fixer did
     staged: list[str] = field(default_factory=list)  # changed paths also staged for the commit
     problems: list[Problem] = field(default_factory=list)
+    # memories a commit concluding a merge or rebase keeps deleted (``cortex.keepdeleted``)
+    kept_deleted: list = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
@@ -64,6 +66,7 @@ class Report:
             "warnings": len(self.warnings),
             "changed": [{"path": p, "changes": list(c), "staged": p in self.staged} for p, c in self.changed.items()],
             "skipped": self.skipped,
+            **({"kept_deleted": [k.path for k in self.kept_deleted]} if self.kept_deleted else {}),
             "problems": [p.as_dict() for p in self.problems],
         }
 
@@ -512,6 +515,15 @@ def fix(
     now = now or utcnow()
     threshold = vault.forget_threshold()
     held = _stashed_paths(vault.root) if stage else {}
+    if stage and _may_stage():
+        # A commit concluding a person's merge or rebase: a memory a person deleted on one
+        # side and cortex only counted on the other stays deleted (``cortex.keepdeleted``).
+        from cortex.keepdeleted import remove, to_keep_deleted
+
+        report.kept_deleted = remove(vault.root, to_keep_deleted(vault.root, [p for p in paths if p not in held],
+                                                                 _git_output), _git_output)
+        gone = {k.path for k in report.kept_deleted}
+        paths = [p for p in paths if p not in gone]
     texts: dict[str, str] = {}
     for rel in paths:
         try:
@@ -742,6 +754,8 @@ def render(report: Report, action: str, out=None, *, hook: bool = True, refused:
     commit does not go through (a problem below), so a staged completion
     waits for the next one rather than being part of this one."""
     out = out or sys.stdout
+    for kept in report.kept_deleted:
+        out.write(kept.line() + "\n")
     for path, changes in report.changed.items():
         if path in report.staged and refused:
             out.write(f"{path}: completed ({'; '.join(changes)}) and staged; it goes in with the commit, "
