@@ -15,6 +15,9 @@ hook: there, a memory that
 is removed from the commit and the working tree, and the hook says so. A person's edit on
 either side keeps the file, as before. The hook commits nothing of its own: it only
 changes what the person's commit holds (the fix half: ``SKIP=cortex-fix`` leaves it out).
+A conclusion no hook saw (``git rebase --continue`` runs no pre-commit hook;
+``--no-verify``; a git without hooks) is found by ``concluded`` at the next ``cortex
+sync``, whose settle deletes the memory again in a commit of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Callable, Iterable
 class Kept:
     path: str
     side: str  # the commit that kept (and counted) it, to bring it back by hand
+    by: str = ""  # the merge or rebase that had brought it back (``concluded``)
 
     def line(self) -> str:
         return (f"kept deleted: {self.path} was deleted by a person; the other side only reinforced it "
@@ -149,6 +153,59 @@ def to_keep_deleted(root: Path, paths: Iterable[str], git: Callable[..., bytes |
                                                         staged.get(path), text)
             if side:
                 kept[path] = Kept(path, head if side == "ours" else other)
+    return list(kept.values())
+
+
+def _deleted(root: Path, git, base: str, side: str) -> list[str]:
+    from cortex.layout import PARTITIONS
+
+    out = git(root, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=D", base, side, "--", *PARTITIONS)
+    return [p for p in (out or b"").decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def concluded(root: Path, since: str | None, head: str, git: Callable[..., bytes | None],
+              limit: int = 20) -> list[Kept]:
+    """The memories HEAD holds that a merge or rebase concluded since ``since`` (None:
+    the last ``limit`` of each) brought back where one side deleted them and the other
+    only counted them, with no person's change since: a conclusion the hook did not see
+    (``git rebase --continue`` runs no pre-commit hook; ``--no-verify``; a git without
+    the hooks, such as Obsidian Git on a phone). ``cortex sync`` deletes them."""
+    # (the conclusion, one side, the other): merge commits, and rebases the branch's reflog names
+    found: list[tuple[str, str, str]] = []
+    since_args = [f"{since}..{head}"] if since else [f"--max-count={limit}", head]
+    for line in (git(root, "rev-list", "--merges", "--parents", *since_args) or b"").decode().splitlines():
+        commit, *parents = line.split()
+        if len(parents) == 2:
+            found.append((commit, *parents))
+    branch = (git(root, "symbolic-ref", "-q", "HEAD") or b"").decode().strip()
+    if branch:
+        log = (git(root, "reflog", "show", "-z", f"--max-count={limit * 5}", "--format=%H %gs", branch, "--") or b"")
+        entries = [e.split(" ", 1) for e in log.decode("utf-8", "replace").split("\0") if " " in e]
+        for i, (new, subject) in enumerate(entries):
+            if new == since:
+                break
+            if i + 1 < len(entries) and "rebase" in subject and "(finish)" in subject and " onto " in subject:
+                onto = subject.rsplit(" onto ", 1)[1].strip()
+                found.append((new, entries[i + 1][0], onto))
+    if not found:
+        return []
+    text = _reader(root, git)
+    kept: dict[str, Kept] = {}
+    for result, one, other in found:
+        base = (git(root, "merge-base", one, other) or b"").decode().strip()
+        if not base:
+            continue
+        paths = sorted(set(_deleted(root, git, base, one)) ^ set(_deleted(root, git, base, other)))
+        paths = [p for p in paths if p not in kept]
+        if not paths:
+            continue
+        was, ours, theirs, then, now = (_tree(root, git, c, paths) for c in (base, one, other, result, head))
+        for path in paths:
+            if path not in then:
+                continue  # the conclusion kept it deleted; a person may have brought it back since
+            side = _one_sided(was.get(path), ours.get(path), theirs.get(path), now.get(path), text)
+            if side:
+                kept[path] = Kept(path, one if side == "ours" else other, result)
     return list(kept.values())
 
 

@@ -20,7 +20,10 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
   stays current (``SettlePlan.edited_forgotten``), their words are not hidden;
 - a memory a person deleted on one machine and memorized anew on another before it heard
   (``memorized_anew``): the new note goes, whoever merged (``cortex sync`` or a person's
-  plain ``git pull``).
+  plain ``git pull``);
+- a memory a person deleted on one side and cortex only counted on the other, brought
+  back by a person's merge or rebase that no hook saw conclude (``git rebase --continue``
+  runs none; ``cortex.keepdeleted.concluded``): it goes again.
 
 ``plan_settle`` is pure over a HEAD snapshot; ``settle`` applies it in one crash-safe
 commit (``settle:``), for ``cortex sync`` after every merge, and after a person's plain
@@ -275,6 +278,17 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
             changes[twin] = None
             items.append({"kept_deleted": twin, "deleted": path})
             lines.append(f"{twin} deleted (the memory deleted as {path} on the other side, memorized anew before it heard)")
+    from cortex import gitcli
+    from cortex.keepdeleted import concluded
+
+    # A person's merge or rebase that brought back such a memory without the hook's say
+    # (`git rebase --continue` runs none): the deletion stands, as in a sync's own merge.
+    for kept in concluded(ctx.repo.root, record.get("settled"), head, gitcli.stdout_bytes):
+        if kept.path in present and kept.path not in changes and not ctx.editing(kept.path):
+            changes[kept.path] = None
+            items.append({"kept_deleted": kept.path, "brought_back_by": kept.by})
+            lines.append(f"{kept.path} deleted (deleted by a person on one side, only reinforced on the other; "
+                         f"{kept.by[:12]} had brought it back)")
     if changes:
         head_line = f"settle: {len(lines)} note{'' if len(lines) == 1 else 's'} after a sync"
         ctx.commit(JOB, changes, head_line + "\n\n" + "\n".join(lines) + "\n")

@@ -77,3 +77,31 @@ def test_a_person_edit_on_the_other_side_keeps_the_file_as_before(tmp_path):
     assert _tracked(a, path) and "revoked the same day" in (a / path).read_text(encoding="utf-8")
     sync(a)
     assert _tracked(a, path)  # the settle leaves a person's words alone too
+
+
+def test_a_rebase_continued_without_the_hook_is_settled_by_the_next_sync(tmp_path):
+    a, b, path = _deleted_here_reinforced_there(tmp_path)
+    assert sh(a, "git", "pull", "--rebase", "origin", "main", check=False).returncode != 0
+    assert cx(a, "sync", check=False).returncode == 75  # a person's rebase: cortex commits nothing meanwhile
+    git(a, "add", "-A")
+    subprocess.run(["git", "rebase", "--continue"], cwd=a, capture_output=True, text=True,
+                   env={**os.environ, "GIT_EDITOR": "true"}, check=True)
+    assert _tracked(a, path)  # git's rebase ran no hook: the memory is back, for now
+    done = sync(a)
+    assert f"{path} kept deleted: it was deleted by a person; the other side only reinforced it" in _said(done)
+    assert not (a / path).exists() and not _tracked(a, path)
+    sync(b)
+    assert not (b / path).exists() and not _tracked(b, path)
+    assert "kept deleted" not in _said(sync(a))  # said once
+
+
+def test_a_merge_committed_without_the_hook_is_settled_by_the_next_sync(tmp_path):
+    a, b, path = _deleted_here_reinforced_there(tmp_path)
+    assert sh(a, "git", "pull", "--no-rebase", "origin", "main", check=False).returncode != 0
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "--no-verify", "-m", "vault backup: resolve")  # Obsidian Git on a phone runs no hooks
+    assert _tracked(a, path)
+    assert "kept deleted" in _said(sync(a))
+    assert not _tracked(a, path)
+    sync(b)
+    assert not _tracked(b, path)

@@ -35,6 +35,11 @@ def render_sync(report) -> str:
         elif "apart" in item:
             lines.append(f"  kept apart  {', '.join(item['apart'])} beside {item['beside']} (the same memory, "
                          "edited by a person on each machine: nothing folded; merge them by hand if they are one)")
+        elif "brought_back_by" in item:
+            lines.append(f"  settled  {item['kept_deleted']} kept deleted: it was deleted by a person; the other side only "
+                         f"reinforced it (the merge or rebase {item['brought_back_by'][:12]} had brought it back; "
+                         f"to keep it after all: `git checkout {item['brought_back_by'][:12]} -- {item['kept_deleted']}` "
+                         "and commit)")
         elif "kept_deleted" in item:
             lines.append(f"  settled  {item['kept_deleted']} stays deleted (deleted on one side, only counted on the other)")
         else:
