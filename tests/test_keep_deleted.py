@@ -55,6 +55,18 @@ def test_a_merge_concluded_by_add_all_and_commit_keeps_the_memory_deleted(tmp_pa
     sync(a)
     sync(b)
     assert not (b / path).exists() and not _tracked(b, path)
+    _restore_as_told(a, _said(done), path)
+
+
+def _restore_as_told(machine, said: str, path: str) -> None:
+    """The command the message gives brings the memory back for good: no later sync
+    deletes what a person restored on purpose."""
+    command = said.split("to keep it after all: `", 1)[1].split("`", 1)[0].split()
+    git(machine, *command[1:])
+    git(machine, "commit", "-q", "-m", "keep it after all")
+    assert _tracked(machine, path)
+    assert "kept deleted" not in _said(sync(machine))
+    assert _tracked(machine, path)
 
 
 def test_a_person_edit_on_the_other_side_keeps_the_file_as_before(tmp_path):
@@ -93,6 +105,7 @@ def test_a_rebase_continued_without_the_hook_is_settled_by_the_next_sync(tmp_pat
     sync(b)
     assert not (b / path).exists() and not _tracked(b, path)
     assert "kept deleted" not in _said(sync(a))  # said once
+    _restore_as_told(a, _said(done), path)
 
 
 def test_a_merge_committed_without_the_hook_is_settled_by_the_next_sync(tmp_path):
