@@ -46,6 +46,7 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     # memories a commit concluding a merge or rebase keeps deleted (``cortex.keepdeleted``)
     kept_deleted: list = field(default_factory=list)
+    written: dict[str, bytes] = field(default_factory=dict, repr=False)  # changed path -> the bytes written
 
     @property
     def errors(self) -> list[Problem]:
@@ -555,6 +556,7 @@ def fix(
             if atomic_write(target, result.text.encode("utf-8"), os.stat(target).st_mode & 0o7777,
                             unless_changed=Before(True, text.encode("utf-8"))):
                 report.changed[rel] = result.changes
+                report.written[rel] = result.text.encode("utf-8")
             else:
                 report.problems.append(Problem(rel, 1, CHANGED_MEANWHILE, "commit again: the hook completes the newer text then"))
         elif result.refused:  # the validator, which runs next, says what to change
@@ -620,42 +622,140 @@ def _may_stage() -> bool:
     return not os.path.basename(index).startswith("next-index")
 
 
-def _stashed_paths(root: Path) -> dict[str, bool]:
-    """Paths whose unstaged changes pre-commit set aside for this run (→ whether the
-    change is the file's deletion): it saves them as ``patch<time>-<its pid>`` in its
-    cache folder and applies them again afterwards."""
+def _patches() -> list[Path]:
+    """The patches in which pre-commit set this run's unstaged changes aside: it saves
+    them as ``patch<time>-<its pid>`` in its cache folder (the hook's parent process) and
+    applies them again after the hooks."""
     home = os.environ.get("PRE_COMMIT_HOME") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pre-commit")
     suffix = f"-{os.getppid()}"
-    out: dict[str, bool] = {}
     try:
         names = [n for n in os.listdir(home) if n.startswith("patch") and n.endswith(suffix)]
     except OSError:
-        return out
+        return []
     # pre-commit keeps old patches: one of an earlier run whose pid was the same is not this run's.
     import time
 
     recent = time.time() - 3600
     names = [n for n in names if n[5:-len(suffix)].isdigit() and int(n[5:-len(suffix)]) >= recent]
-    for name in names:
+    return [Path(home, n) for n in sorted(names, key=lambda n: int(n[5:-len(suffix)]))]  # the newest last
+
+
+def _patch_entries(data: bytes) -> dict[str, tuple[bool, str]]:
+    """{path: (whether the change is the file's deletion, the abbreviated blob id of the
+    file as the patch leaves it)} of a patch git wrote."""
+    out: dict[str, tuple[bool, str]] = {}
+    path = None
+    for line in data.split(b"\n"):
+        if line.startswith(b"diff --git a/"):
+            path = line[len(b"diff --git a/"):].split(b" b/", 1)[0].decode("utf-8", "surrogateescape")
+            out[path] = (False, "")
+        elif line.startswith(b'diff --git "a/'):  # a name git quotes (non-ASCII, quotes): C escapes
+            import codecs
+
+            quoted = line[len(b'diff --git "a/'):].split(b'" ', 1)[0]
+            path = codecs.escape_decode(quoted)[0].decode("utf-8", "surrogateescape")
+            out[path] = (False, "")
+        elif path is not None and line.startswith(b"deleted file mode"):
+            out[path] = (True, out[path][1])
+        elif path is not None and line.startswith(b"index ") and b".." in line:
+            post = line[len(b"index "):].split(b"..", 1)[1].split(b" ", 1)[0].decode("ascii", "replace")
+            out[path] = (out[path][0], post)
+    return out
+
+
+def _stashed_paths(root: Path) -> dict[str, bool]:
+    """Paths whose unstaged changes pre-commit set aside for this run (→ whether the
+    change is the file's deletion)."""
+    out: dict[str, bool] = {}
+    for patch in _patches():
         try:
-            data = Path(home, name).read_bytes()
+            data = patch.read_bytes()
         except OSError:
             continue
-        path = None
-        for line in data.split(b"\n"):
-            if line.startswith(b"diff --git a/"):
-                path = line[len(b"diff --git a/"):].split(b" b/", 1)[0].decode("utf-8", "surrogateescape")
-                out[path] = False
-            elif line.startswith(b'diff --git "a/'):  # a name git quotes (non-ASCII, quotes): C escapes
-                import codecs
-
-                quoted = line[len(b'diff --git "a/'):].split(b'" ', 1)[0]
-                path = codecs.escape_decode(quoted)[0].decode("utf-8", "surrogateescape")
-                out[path] = False
-            elif path is not None and line.startswith(b"deleted file mode"):
-                out[path] = True
+        out.update((path, deleted) for path, (deleted, _) in _patch_entries(data).items())
     return out
+
+
+RESCUED_DIR = "cortex-rescued"  # in the git folder: never committed, never read as a note
+
+
+def rescue_saves(root: str | os.PathLike | None, written: dict[str, bytes] | None = None) -> list[Problem]:
+    """Keep a copy of every save pre-commit is about to throw away; the hook's last step.
+
+    pre-commit checked the working tree out to the index and applies its patch of the
+    unstaged changes again after the hooks. A file saved meanwhile (an editor takes no
+    lock) can make that patch fail to apply; pre-commit's rollback then checks every
+    tracked file out again (``git checkout -- .``) and applies the patch: what was saved
+    during the hooks is in no file, patch or blob. When the patch is there (a commit that
+    started with unstaged changes) and would not apply, each tracked file that differs
+    from the index (cortex's own unstaged completions, ``written``, aside) and from what
+    the rollback leaves is copied to ``<git dir>/cortex-rescued/<UTC time>/<path>``, and
+    named in a problem that refuses the commit. Without a patch this costs nothing; with
+    one, a ``git diff --name-only``."""
+    patches = _patches()
+    if not patches:
+        return []
+    root_path = (Path(root) if root is not None else HookVault.around().root).resolve()
+    out = _git_output(root_path, "diff", "--name-only", "-z", "--no-ext-diff", "--no-textconv", "--ignore-submodules", "--")
+    changed = [p for p in (out or b"").decode("utf-8", "surrogateescape").split("\0") if p]
+    written = written or {}
+    keep = []
+    for rel in changed:
+        path = root_path / rel
+        if not os.path.lexists(path):
+            continue  # deleted or moved away: the rollback brings the file back, no words are lost
+        if rel in written:
+            try:
+                if path.read_bytes() == written[rel]:
+                    continue  # cortex's completion, not staged (`git commit PATH`)
+            except OSError:
+                pass
+        keep.append(rel)
+    if not keep:
+        return []
+    patch = patches[-1]  # this run's (an older one of the same pid is a leftover)
+    if any(_git_output(root_path, *config, "apply", "--check", "--whitespace=nowarn", str(patch)) is not None
+           for config in ((), ("-c", "core.autocrlf=false"))):  # as pre-commit applies it
+        return []  # pre-commit's patch applies: the saves stay as they are
+    try:
+        entries = _patch_entries(patch.read_bytes())
+    except OSError:
+        entries = {}
+    # A save of the very text the patch puts back (an editor saving what it showed before
+    # the commit) loses nothing.
+    ids = (_git_output(root_path, "hash-object", "--", *keep) or b"").decode("ascii", "replace").split()
+    if len(ids) == len(keep):
+        keep = [rel for rel, blob in zip(keep, ids)
+                if not (rel in entries and entries[rel][1] and blob.startswith(entries[rel][1]))]
+    if not keep:
+        return []
+    import shutil
+    from datetime import timezone
+
+    common = (_git_output(root_path, "rev-parse", "--git-common-dir") or b".git").decode("utf-8", "surrogateescape").strip()
+    base = (root_path / common).resolve() / RESCUED_DIR
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    folder, n = base / stamp, 1
+    while folder.exists():
+        n += 1
+        folder = base / f"{stamp}-{n}"
+    problems = []
+    for rel in keep:
+        target = folder / rel
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root_path / rel, target, follow_symlinks=False)
+        except OSError as exc:
+            problems.append(Problem(rel, 1, f"saved while the commit ran; pre-commit puts the file back as it was when the "
+                                            f"commit started (its rollback), and cortex could not keep a copy of the save ({exc})",
+                                    "your editor's undo or file recovery may still hold it; then commit again"))
+            continue
+        shown = target.relative_to(root_path).as_posix() if target.is_relative_to(root_path) else str(target)
+        problems.append(Problem(rel, 1, f"saved while the commit ran; pre-commit puts the file back as it was when the "
+                                        f"commit started (its rollback), so your save is kept at {shown}",
+                                f"copy {shown} back over {rel}, then commit again"))
+    return problems
 
 
 # --- installation ---------------------------------------------------------------------------
@@ -793,7 +893,11 @@ def check(files: Sequence[str] = (), *, root: str | os.PathLike | None = None, s
         reports["fix"] = fix(files, root=root, stage=stage)
     if VALIDATE_ID not in skip:
         reports["validate"] = validate(files, root=root)
-    if len(reports) == 2:
+    if stage:  # last: a save made during everything above
+        rescued = rescue_saves(root, reports["fix"].written if "fix" in reports else None)
+        if rescued:
+            reports["rescued"] = Report(problems=rescued)
+    if "fix" in reports and "validate" in reports:
         # Both halves refuse a file no note may be (a control character in its name, a
         # link): said once, by the validator, whose total counts it (it was printed twice).
         said = set(reports["validate"].problems)
@@ -819,6 +923,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             reports = {"validate": validate(files, all_notes="--all" in flags)}
         else:
             reports = {"fix": fix(files, stage="--stage" in flags)}
+            if "--stage" in flags:  # the fixing half as a hook of its own
+                reports["fix"].problems += rescue_saves(None, reports["fix"].written)
     except CortexError as exc:
         sys.stderr.write(f"cortex: {exc.message}\n" + (f"  hint: {exc.hint}\n" if exc.hint else ""))
         return exc.exit_code

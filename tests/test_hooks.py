@@ -17,6 +17,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -638,6 +639,91 @@ def test_a_save_while_the_hook_completes_the_note_is_never_overwritten(repo, tmp
     shown = repo.git("show", f"HEAD:{rel}").stdout
     assert shown == path.read_text() and "person line 2" in shown
     assert parse_note(shown).meta["title"].endswith("person line 1 person line 2")
+
+
+def _editor_saving_once_the_hook_starts(tmp_path: Path, rel: str, text: str) -> Path:
+    """A `git` that lets an editor save ``rel`` (whole file, temp + rename, as Obsidian
+    saves) once cortex's hook has started: at the hook's `git config cortex.python`, after
+    pre-commit set this commit's unstaged changes aside (its patch is newer than this
+    helper) and checked the working tree out to the index. Everything else is git's."""
+    import shutil
+
+    real = shutil.which("git")
+    exec_path = subprocess.run([real, "--exec-path"], capture_output=True, text=True, check=True).stdout.strip()
+    bin_dir = tmp_path / "editor-bin"
+    bin_dir.mkdir()
+    start, mark = tmp_path / "editor-start", tmp_path / "editor-saved"
+    start.touch()
+    words = tmp_path / "editor-text"
+    words.write_text(text)
+    save = f"import os, shutil; p = {rel!r}; shutil.copyfile({str(words)!r}, p + '.tmp'); os.rename(p + '.tmp', p)"
+    script = bin_dir / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *"config cortex.python"*)\n'
+        f'  if [ ! -e "{mark}" ] && [ -n "$(find "$PRE_COMMIT_HOME" -maxdepth 1 -name "patch*" -newer "{start}")" ]; then\n'
+        f'    touch "{mark}"; "{sys.executable}" -c "{save}"; fi;;\n'
+        "esac\n"
+        f'GIT_EXEC_PATH="{exec_path}" exec "{real}" "$@"\n'
+    )
+    script.chmod(0o755)
+    return bin_dir
+
+
+def _a_commit_with_unstaged_changes(repo, tmp_path: Path, save: str, then: Callable[[str], str]):
+    """Obsidian's git plugin: `git add -A`, a save before its `git commit`, so the commit
+    starts with unstaged changes; while the hook runs the editor saves ``save`` again with
+    the text ``then(text before the commit)``."""
+    import shutil
+
+    shutil.rmtree(repo.root / ".git" / "cortex-rescued", ignore_errors=True)  # one vault for the module
+    rel = "mind/facts/ledger.md"
+    path = repo.write(rel, "---\ntype: fact\n---\n\nThe ledger runs on Postgres 16\n")
+    repo.write("Journal.md", "Monday: chose Postgres\n")
+    assert repo.commit().returncode == 0
+    committed = repo.head()
+    path.write_text(path.read_text() + "\nfirst words typed\n")
+    repo.git("add", "-A")
+    path.write_text(path.read_text() + "\nsecond words typed\n")  # saved before the plugin's `git commit`
+    before = (repo.root / save).read_text()
+    bin_dir = _editor_saving_once_the_hook_starts(tmp_path, save, then(before))
+    done = repo.git("commit", "-m", "vault backup", env={**repo.env, "GIT_EXEC_PATH": str(bin_dir)}, check=False)
+    assert (tmp_path / "editor-saved").exists(), "the editor saved while the hook ran"
+    assert "Unstaged files detected" in done.stdout + done.stderr
+    return rel, before, committed, done.stdout + done.stderr
+
+
+def test_a_save_during_the_commit_that_pre_commit_rolls_back_is_kept(repo, tmp_path):
+    """pre-commit's patch of the unstaged changes no longer applies after the hooks (the
+    note was saved meanwhile): its rollback checks the note out again and re-applies the
+    patch, throwing the newest save away. The hook, last, keeps a copy in the git folder,
+    names it and refuses the commit."""
+    rel, before, committed, output = _a_commit_with_unstaged_changes(
+        repo, tmp_path, "mind/facts/ledger.md", lambda text: text + "\nTHIRD WORDS TYPED\n")
+    assert repo.head() == committed, output
+    assert "THIRD WORDS" not in (repo.root / rel).read_text()  # pre-commit's rollback: the text before the commit
+    kept = list((repo.root / ".git" / "cortex-rescued").glob(f"*/{rel}"))
+    assert len(kept) == 1, output
+    assert kept[0].read_text() == before + "\nTHIRD WORDS TYPED\n"
+    shown = kept[0].relative_to(repo.root).as_posix()
+    assert (f"{rel}:1: saved while the commit ran; pre-commit puts the file back as it was when the commit started "
+            f"(its rollback), so your save is kept at {shown} — copy {shown} back over {rel}, then commit again") in output
+    kept[0].replace(repo.root / rel)  # the person does as told
+    again = repo.commit()
+    assert again.returncode == 0, again.output
+    assert "THIRD WORDS TYPED" in repo.git("show", f"HEAD:{rel}").stdout
+    assert "saved while the commit ran" not in again.output
+
+
+@pytest.mark.parametrize("save, then", [
+    ("Journal.md", lambda text: text + "Tuesday: the ledger moved\n"),  # a file the patch leaves alone: it applies
+    ("mind/facts/ledger.md", lambda text: text),  # the text the editor showed: the patch puts it back as it is
+], ids=["another-file", "same-text"])
+def test_a_save_during_the_commit_that_loses_nothing_is_left_alone(repo, tmp_path, save, then):
+    _, before, _, output = _a_commit_with_unstaged_changes(repo, tmp_path, save, then)
+    assert (repo.root / save).read_text() == then(before)
+    assert "saved while the commit ran" not in output
+    assert not (repo.root / ".git" / "cortex-rescued").exists()
 
 
 def test_a_note_without_frontmatter_typed_into_vault_is_the_persons_own_and_holds_back_no_commit(repo):

@@ -71,9 +71,12 @@ def hook_fix(
     stage: bool = typer.Option(False, "--stage", help="Inside a commit: stage what was completed, so the commit takes it (exit 0)."),
 ) -> None:
     """Complete hand-written notes, keep derived titles true, normalise tags; exit 1 when a file changed unstaged."""
-    from cortex.hooks import fix
+    from cortex.hooks import fix, rescue_saves
 
-    code = _finish(fix(files or [], root=_hook_root(), stage=stage), "fix", json_)
+    report = fix(files or [], root=_hook_root(), stage=stage)
+    if stage:  # inside a commit: a save made meanwhile that pre-commit would throw away is kept
+        report.problems += rescue_saves(_hook_root(), report.written)
+    code = _finish(report, "fix", json_)
     raise typer.Exit(code)
 
 
