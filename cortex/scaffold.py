@@ -34,9 +34,17 @@ FILES = (
 
 
 def _requirements() -> str:
-    from cortex.distribution import install_spec, requirements_text
+    """The cortex other machines install for this vault; said on stderr when cortex
+    cannot tell one (installed from a file or folder of this machine only)."""
+    import sys
 
-    return requirements_text(install_spec())
+    from cortex.distribution import recorded_source, requirements_text, warning
+
+    source = recorded_source()
+    said = warning(source)
+    if said:
+        sys.stderr.write(f"cortex: {said}\n")
+    return requirements_text(source)
 
 
 # (path in the vault, what writes it): files made for this vault, not copied

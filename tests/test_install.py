@@ -4,10 +4,12 @@ situation, commands that paste, colour only on a terminal."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import REPO, VENV_BIN, cortex, git
@@ -31,8 +33,11 @@ def test_no_generated_file_installs_another_package(tmp_path):
     assert cortex("init", str(root)).returncode == 0
     requirement = [line for line in (root / REQUIREMENTS).read_text().splitlines()
                    if line.strip() and not line.startswith("#")]
-    assert len(requirement) == 1 and requirement[0].startswith(DIST)
-    assert "@" in requirement[0] or "==" in requirement[0]  # a source or a version, never a bare name
+    if requirement:  # a source or a version, never a bare name
+        assert len(requirement) == 1 and requirement[0].startswith(DIST)
+        assert "@" in requirement[0] or "==" in requirement[0]
+    else:  # this checkout's commit is on no remote: none at all, and the file says why
+        assert "No cortex is named here yet" in (root / REQUIREMENTS).read_text()
     cron = cortex("--vault", str(root), "cron")
     assert cron.returncode == 0
     texts = [p.read_text() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts] + [cron.stdout]
@@ -43,7 +48,9 @@ def test_no_generated_file_installs_another_package(tmp_path):
 
 
 def test_the_recorded_source_is_the_checkout_this_cortex_came_from(tmp_path, monkeypatch):
-    """A source checkout with an origin records `git+URL@commit`, credentials left out."""
+    """A clone whose commit a remote has records `git+URL@commit`, credentials left out;
+    a commit no remote branch holds, or a remote that is a folder of this machine, records
+    nothing installable: the line is left commented out, saying why."""
     from cortex import distribution
 
     origin = tmp_path / "origin.git"
@@ -53,13 +60,136 @@ def test_the_recorded_source_is_the_checkout_this_cortex_came_from(tmp_path, mon
     (clone / "f").write_text("x")
     git(clone, "add", "f")
     git(clone, "commit", "-qm", "x")
+    git(clone, "push", "-q", "origin", "HEAD")
     commit = git(clone, "rev-parse", "HEAD").strip()
-    spec = distribution._from_checkout(clone)
-    assert spec == f"{DIST} @ git+{origin.resolve().as_uri()}@{commit}"
+    local = distribution._from_checkout(clone)  # pushed, but to a folder of this machine
+    assert local.spec is None and "folder on this machine" in local.problem
+    # pip before 24.2 refuses `git+file:///…`: the line, once uncommented, reads in both
+    assert local.candidate == f"{DIST} @ git+file://localhost{origin.resolve()}@{commit}"
     git(clone, "remote", "set-url", "origin", "https://someone:tok3n@example.com/team/cortex.git")
-    assert distribution._from_checkout(clone) == f"{DIST} @ git+https://example.com/team/cortex.git@{commit}"
+    assert distribution._from_checkout(clone).spec == f"{DIST} @ git+https://example.com/team/cortex.git@{commit}"
+    git(clone, "remote", "set-url", "origin", "git@github.com:team/cortex.git")
+    assert distribution._from_checkout(clone).spec == f"{DIST} @ git+ssh://git@github.com/team/cortex.git@{commit}"
+
+    git(clone, "commit", "-q", "--allow-empty", "-m", "a local tweak, never pushed")
+    tweak = git(clone, "rev-parse", "HEAD").strip()
+    unpushed = distribution._from_checkout(clone)
+    assert unpushed.spec is None and tweak[:12] in unpushed.problem and "not pushed" in unpushed.problem
+    assert unpushed.candidate == f"{DIST} @ git+ssh://git@github.com/team/cortex.git@{tweak}"
+    text = distribution.requirements_text(unpushed)
+    assert [line for line in text.splitlines() if not line.startswith("#")] == []  # nothing pip would install
+    assert text.endswith(f"# {unpushed.candidate}\n") and "push that commit to origin" in text
+    git(clone, "remote", "add", "fork", "https://example.com/me/cortex.git")
+    git(clone, "update-ref", "refs/remotes/fork/tweak", tweak)  # pushed to another remote: that one is named
+    assert distribution._from_checkout(clone).spec == f"{DIST} @ git+https://example.com/me/cortex.git@{tweak}"
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert distribution._from_checkout(plain).spec is None  # not a clone
     monkeypatch.setenv(distribution.SPEC_ENV, f"{DIST}==9.9.9")
-    assert distribution.install_spec() == f"{DIST}==9.9.9"
+    assert distribution.recorded_source().spec == f"{DIST}==9.9.9"
+
+
+BACKEND = """\
+import base64, hashlib, os, zipfile
+
+NAME, VERSION = "cortex_git_memory", "0.1.0"
+FILES = ["cortex/__init__.py", "cortex/distribution.py", "cortex/gitcli.py", "cortex/errors.py"]
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    info = f"{NAME}-{VERSION}.dist-info"
+    entries = {f: open(f, "rb").read() for f in FILES}
+    entries[f"{info}/METADATA"] = b"Metadata-Version: 2.1\\nName: cortex-git-memory\\nVersion: 0.1.0\\n"
+    entries[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+    record = [f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}"
+              for p, d in entries.items()] + [f"{info}/RECORD,,"]
+    entries[f"{info}/RECORD"] = ("\\n".join(record) + "\\n").encode()
+    name = f"{NAME}-{VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as whl:
+        for path, data in entries.items():
+            whl.writestr(path, data)
+    return name
+"""
+
+
+def _pip_with(version_below: tuple[int, int]) -> Path | None:
+    """A python whose bundled pip is older than ``version_below`` (here: 3.10's pip 23)."""
+    import glob
+    import shutil
+
+    roots = [os.environ.get("PYENV_ROOT", ""), "/root/.pyenv", str(Path(os.path.expanduser("~")).parent / ".pyenv")]
+    found = [shutil.which("python3.10")] + [p for r in roots if r for p in sorted(glob.glob(f"{r}/versions/3.10*/bin/python"))]
+    for exe in filter(None, found):
+        done = subprocess.run([exe, "-m", "pip", "--version"], capture_output=True, text=True)
+        words = done.stdout.split()
+        if done.returncode == 0 and len(words) > 1 and tuple(map(int, words[1].split(".")[:2])) < version_below:
+            return Path(exe)
+    return None
+
+
+def test_a_cortex_installed_from_this_machine_only_records_no_line_other_machines_cannot_install(tmp_path):
+    """Installed with real pip from a wheel, from a clone at a commit never pushed, or from
+    a git repository on this machine, `observer/requirements.txt` named this machine's
+    paths (`@ file:///…whl`, `git+file:///…`, which pip 23 refuses outright) or a commit
+    the origin never saw, and nothing was said. Now only a source another machine can
+    reach is recorded; else no line, and the comment says why and what to write."""
+    proj = tmp_path / "proj"
+    (proj / "cortex").mkdir(parents=True)
+    for name in ("__init__.py", "distribution.py", "gitcli.py", "errors.py"):
+        (proj / "cortex" / name).write_bytes((REPO / "cortex" / name).read_bytes())
+    (proj / "_backend.py").write_text(BACKEND)
+    (proj / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "_backend"\nbackend-path = ["."]\n')
+    git(tmp_path, "init", "-q", str(proj))
+    git(proj, "add", "-A")
+    git(proj, "commit", "-qm", "cortex")
+    git(proj, "remote", "add", "origin", "https://example.com/team/cortex.git")
+    git(proj, "update-ref", "refs/remotes/origin/main", "HEAD")  # as after a push
+    pushed = git(proj, "rev-parse", "HEAD").strip()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    pip = [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--force-reinstall", "--disable-pip-version-check"]
+
+    def recorded(source: str, cwd=tmp_path):
+        subprocess.run([*pip, source], check=True, cwd=cwd, capture_output=True)
+        code = ("import json; from cortex import distribution as d; s = d.recorded_source(); "
+                "print(json.dumps([s.spec, s.problem, s.candidate, d.requirements_text(s), d.warning(s)]))")
+        out = subprocess.run([str(py), "-I", "-c", code], check=True, capture_output=True, text=True, cwd=tmp_path)
+        return json.loads(out.stdout)
+
+    # from a clone whose commit the remote has: that commit, at the remote's URL
+    spec, *_ = recorded(str(proj))
+    assert spec == f"{DIST} @ git+https://example.com/team/cortex.git@{pushed}"
+
+    # a wheel built here, installed from its file
+    dist = tmp_path / "dist"
+    subprocess.run([str(py), "-m", "pip", "wheel", "-q", "--no-deps", "--no-index", "-w", str(dist), str(proj)],
+                   check=True, capture_output=True)
+    wheel = next(dist.glob("*.whl"))
+    spec, problem, candidate, text, warning = recorded(str(wheel))
+    assert spec is None and candidate is None and str(wheel) in problem
+    assert [line for line in text.splitlines() if line.strip() and not line.startswith("#")] == []
+    assert "CORTEX_INSTALL_SPEC" in warning and REQUIREMENTS in warning
+
+    # a commit never pushed
+    git(proj, "commit", "-q", "--allow-empty", "-m", "a local tweak")
+    tweak = git(proj, "rev-parse", "HEAD").strip()
+    spec, problem, candidate, text, warning = recorded(str(proj))
+    assert spec is None and tweak[:12] in problem and "push" in warning
+    assert candidate == f"{DIST} @ git+https://example.com/team/cortex.git@{tweak}" and f"# {candidate}" in text
+
+    # from a git repository on this machine: the commented line is one pip 23 and pip 26 both read
+    spec, problem, candidate, text, warning = recorded(f"git+file://localhost{proj}@{tweak}")
+    assert spec is None and candidate == f"{DIST} @ git+file://localhost{proj}@{tweak}"
+    old = _pip_with((24, 2))
+    if old is not None:  # pip 23 installs the line as written (it refused `git+file:///…`)
+        (tmp_path / "req.txt").write_text(candidate + "\n")
+        venv23 = tmp_path / "venv23"
+        subprocess.run([str(old), "-m", "venv", str(venv23)], check=True)
+        done = subprocess.run([str(venv23 / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                               "-r", str(tmp_path / "req.txt")], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
 
 
 def test_version():
@@ -215,3 +345,36 @@ def test_a_hook_without_cortex_says_what_to_do(vault):
     out = done.stdout + done.stderr
     assert "cortex: not found" in out and "cortex hook install" in out
     assert "exec: cortex" not in out
+
+
+def test_init_says_when_it_can_record_no_cortex_and_the_workflow_stops_saying_why(tmp_path, monkeypatch, capsys):
+    """`cortex init` wrote a requirements line for this machine only and said nothing; the
+    nightly workflow then failed with pip's (or a missing `cortex`'s) words."""
+    import yaml
+
+    from cortex import distribution
+    from cortex.vault import Vault
+
+    here = distribution.Source(None, "it was installed from the file /tmp/x/cortex.whl, which only this machine has",
+                               f"name a source other machines can install in {REQUIREMENTS}")
+    monkeypatch.setattr(distribution, "recorded_source", lambda: here)
+    vault, _ = Vault.init(tmp_path / "vault")
+    err = capsys.readouterr().err
+    assert f"cortex: warning: {REQUIREMENTS} names no cortex" in err and "/tmp/x/cortex.whl" in err
+    assert distribution.SPEC_ENV in err
+    text = (vault.root / REQUIREMENTS).read_text()
+    assert [line for line in text.splitlines() if line.strip() and not line.startswith("#")] == []
+
+    workflow = yaml.safe_load((vault.root / ".github" / "workflows" / "cortex-nightly.yml").read_text())
+    install = next(s["run"] for s in workflow["jobs"]["maintain"]["steps"] if "requirements.txt" in s.get("run", ""))
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "pip").write_text("#!/bin/sh\necho pip ran\n")
+    (shim / "pip").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
+    step = subprocess.run(["sh", "-ec", install], cwd=vault.root, capture_output=True, text=True, env=env)
+    assert step.returncode == 1 and "pip ran" not in step.stdout
+    assert "names no cortex" in step.stdout and "/tmp/x/cortex.whl" in step.stdout
+    (vault.root / REQUIREMENTS).write_text(f"# pinned\n{DIST}==0.1.0\n")
+    step = subprocess.run(["sh", "-ec", install], cwd=vault.root, capture_output=True, text=True, env=env)
+    assert step.returncode == 0 and "pip ran" in step.stdout

@@ -145,7 +145,9 @@ jobs:
       - uses: actions/setup-python@v5
         with:
           python-version: "3.12"
-      - run: pip install -r observer/requirements.txt  # the cortex that made the vault
+      - run: |
+          grep -q '^[^#[:space:]]' observer/requirements.txt || {{ echo "::error file=observer/requirements.txt::names no cortex to install"; sed -n 's/^# //p' observer/requirements.txt; exit 1; }}
+          pip install -r observer/requirements.txt  # the cortex that made the vault
       - run: |
           git config user.name "cortex"
           git config user.email "cortex@localhost"
