@@ -622,12 +622,17 @@ def _may_stage() -> bool:
     return not os.path.basename(index).startswith("next-index")
 
 
+def _pre_commit_home() -> str:
+    """pre-commit's cache folder, as pre-commit finds it (its ``store.py``)."""
+    return os.environ.get("PRE_COMMIT_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pre-commit")
+
+
 def _patches() -> list[Path]:
     """The patches in which pre-commit set this run's unstaged changes aside: it saves
     them as ``patch<time>-<its pid>`` in its cache folder (the hook's parent process) and
     applies them again after the hooks."""
-    home = os.environ.get("PRE_COMMIT_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pre-commit")
+    home = _pre_commit_home()
     suffix = f"-{os.getppid()}"
     try:
         names = [n for n in os.listdir(home) if n.startswith("patch") and n.endswith(suffix)]
@@ -771,6 +776,8 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
     import shutil
     import subprocess
 
+    from cortex.mergedriver import ensure_driver
+
     root = Path(root)
     said: list[str] = []
     problems: list[str] = []
@@ -778,12 +785,17 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
     def git(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
 
+    # Everything that names this python is repointed here, in one place: after cortex
+    # moves to a new virtualenv, `cortex hook install` leaves nothing naming the old one.
     if git("config", "--local", "cortex.python", sys.executable).returncode == 0:
         said.append(f"hooks run cortex with {sys.executable} (git config cortex.python)")
+    if ensure_driver(root):  # .git/config never travels: each clone defines the driver itself
+        said.append("merge driver for notes (git config merge.cortex-note.driver)")
     _guard_fsmonitor(git, said)
     hook = git("rev-parse", "--git-path", "hooks/pre-commit").stdout.strip()
     hook_path = root / hook if hook else root / ".git" / "hooks" / "pre-commit"
     if not force and hook_path.exists() and PRE_COMMIT_MARK in hook_path.read_text(errors="replace"):
+        _say_when_gone(hook_path)
         _install_guard(hook_path.parent, said, problems)
         return said, problems
     local = Path(sys.executable).with_name("pre-commit")
@@ -791,13 +803,46 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
     if exe is None:
         problems.append("pre-commit is not installed, so the git hooks are not: `pip install pre-commit`, then `cortex hook install`")
         return said, problems
+    home = _pre_commit_home()
+    try:  # pre-commit makes its cache before anything else, `install` and every commit alike
+        os.makedirs(home, exist_ok=True)
+        if not os.access(home, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as exc:
+        problems.append(f"pre-commit cannot make or write its cache folder {home} ({exc.strerror or exc}): set "
+                        "PRE_COMMIT_HOME to a folder this account can write, where commits run too (a shell profile, "
+                        "the service's environment), then `cortex hook install`")
+        return said, problems
     done = subprocess.run([exe, "install"], cwd=root, capture_output=True, text=True, check=False)
     if done.returncode == 0:
         said.append("pre-commit hook installed (.git/hooks/pre-commit)")
+        _say_when_gone(hook_path)
     else:
-        problems.append(f"`pre-commit install` failed: {(done.stderr or done.stdout).strip()}; fix it, then `cortex hook install`")
+        lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+        reason = lines[-1] if lines else f"exit {done.returncode}"  # the error, not pre-commit's traceback
+        problems.append(f"`pre-commit install` failed: {reason}; fix it, then `cortex hook install`")
     _install_guard(hook_path.parent, said, problems)
     return said, problems
+
+
+# pre-commit's hook, when the python it was installed with is gone and no pre-commit is on
+# PATH, says only this; cortex's reinstall repoints it (and everything else naming that python).
+_GONE = "    echo '`pre-commit` not found.  Did you forget to activate your virtualenv?' 1>&2\n"
+_GONE_CORTEX = (
+    '    echo "cortex: $INSTALL_PYTHON, the python this vault\'s git hook runs, is gone (pre-commit not found): '
+    'if cortex was reinstalled or moved, run \\`cortex hook install\\` in this vault with the cortex you use now; '
+    'nothing was committed" 1>&2\n')
+
+
+def _say_when_gone(hook_path: Path) -> None:
+    """Make pre-commit's hook name `cortex hook install` when its python is gone; the
+    commit is still refused (exit 1). Left alone when its text is not the known one."""
+    try:
+        text = hook_path.read_text()
+        if _GONE in text:
+            atomic_write(hook_path, text.replace(_GONE, _GONE_CORTEX).encode(), hook_path.stat().st_mode & 0o7777)
+    except OSError:
+        pass
 
 
 FSMONITOR_SAFE = (2, 44)

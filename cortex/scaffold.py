@@ -287,27 +287,24 @@ def _commit(vault: Vault, paths: list[str]) -> None:
 
 def _install_hooks(root: Path) -> list[str]:
     """Install the pre-commit hook (offline: the hooks are `repo: local`,
-    `language: system`) and record which python runs cortex; see ``cortex.hooks.install``.
-    A problem (pre-commit missing) is said on stderr, never fatal: the vault works
-    without hooks, and `cortex hook install` finishes the job later. Returns what it set
-    up that was not set up already, for people."""
+    `language: system`), record which python runs cortex and define the notes' merge
+    driver; see ``cortex.hooks.install``. A vault whose hook could not be installed takes
+    every commit unchecked: that is an error (exit 1) naming what to fix, after the vault
+    is made, so `cortex hook install` then finishes the job. Returns what it set up that
+    was not set up already, for people."""
     import sys
 
     from cortex import gitcli
+    from cortex.errors import CortexError
     from cortex.hooks import install
-    from cortex.mergedriver import DRIVER, ensure_driver
 
-    set_up = []
-    if ensure_driver(root):  # .git/config never travels: each clone defines the driver itself
-        set_up.append(f"merge driver for notes (git config merge.{DRIVER}.driver)")
     python = gitcli.config(root, "cortex.python")
     done, problems = install(root)
-    for line in done:
-        if line.startswith("warning:"):
-            continue
-        if "cortex.python" in line and python == sys.executable:
-            continue  # said every time by `cortex hook install`; here only when it changed
-        set_up.append(line)
-    for line in [d for d in done if d.startswith("warning:")] + problems:
+    for line in [d for d in done if d.startswith("warning:")]:
         sys.stderr.write(f"cortex: {line}\n")
-    return set_up
+    if problems:
+        raise CortexError(f"{root} is a vault, but its git hook is not installed, so commits there would go in "
+                          f"unchecked: {'; '.join(problems)}")
+    # "cortex.python" is said every time by `cortex hook install`; here only when it changed
+    return [line for line in done if not line.startswith("warning:")
+            and not ("cortex.python" in line and python == sys.executable)]

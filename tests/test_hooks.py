@@ -751,3 +751,72 @@ def test_a_note_without_frontmatter_typed_into_vault_is_the_persons_own_and_hold
     assert parse_note((repo.root / "vault/decisions/Meeting.md").read_text()).meta["id"]
     inbox.write_text("---\ntype: decison\n---\nAn idea for the ledger\n")
     assert repo.commit("vault backup").returncode != 0
+
+
+def test_init_where_pre_commit_cannot_make_its_cache_exits_1_saying_why(tmp_path, hook_env):
+    """HOME not writable (a service account, `HOME=/nonexistent`): `pre-commit install`
+    failed, cortex printed two tracebacks, exited 0, and the vault took every commit
+    unchecked. Now exit 1 with one line naming the folder and PRE_COMMIT_HOME; set it and
+    `cortex hook install` finishes the job."""
+    env = {k: v for k, v in hook_env.items() if k not in ("PRE_COMMIT_HOME", "XDG_CACHE_HOME")}
+    env["HOME"] = "/dev/null"  # not a folder: not writable, whoever runs the test
+    root = tmp_path / "vault"
+    done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(root)], env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    said = [line for line in done.stderr.splitlines() if "git hook is not installed" in line]
+    assert len(said) == 1 and "/dev/null/.cache/pre-commit" in said[0]
+    assert "PRE_COMMIT_HOME" in said[0] and "cortex hook install" in said[0]
+    assert (root / "observer" / "config.yml").exists()  # the vault is made: only the hook is missing
+
+    env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-cache")
+    done = subprocess.run([str(VENV_BIN / "cortex"), "hook", "install"], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    r = Repo(root, {**env, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+                    "GIT_COMMITTER_EMAIL": "t@e"})
+    r.write("vault/decisions/bad.md", "---\ntype: not-a-type\n---\n\nbroken memory\n")
+    refused = r.commit()
+    assert refused.returncode == 1 and "not in the taxonomy" in refused.output
+
+
+def test_hook_install_repoints_the_merge_driver_too(repo):
+    """After cortex moved to a new virtualenv, `cortex hook install` repointed the hooks but
+    left the notes' merge driver naming the removed python: a plain `git pull` conflicted."""
+    from cortex.mergedriver import DRIVER, driver_command
+
+    repo.git("config", f"merge.{DRIVER}.driver", "PYTHONSAFEPATH=1 /gone/venv/bin/python -m cortex.mergedriver %O %A %B %P")
+    done = subprocess.run([str(VENV_BIN / "cortex"), "hook", "install"], cwd=repo.root, env=repo.env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert repo.git("config", f"merge.{DRIVER}.driver").stdout.strip() == driver_command()
+
+
+def test_a_commit_whose_hook_python_is_gone_names_cortex_hook_install(repo):
+    """cortex reinstalled elsewhere, its old virtualenv gone: a commit was refused with
+    pre-commit's "`pre-commit` not found. Did you forget to activate your virtualenv?",
+    which names no way out. Still refused, now naming `cortex hook install`."""
+    hook = repo.root / ".git" / "hooks" / "pre-commit"
+    original = hook.read_text()
+    assert "cortex hook install" in original  # installed so by `cortex init`
+    stock = "    echo '`pre-commit` not found.  Did you forget to activate your virtualenv?' 1>&2\n"
+    try:
+        # a vault set up by an older cortex: the hook as pre-commit writes it; `cortex init` amends it
+        start = original.index('    echo "cortex:')
+        hook.write_text(original[:start] + stock + original[original.index("\n", start) + 1:])
+        assert subprocess.run([str(VENV_BIN / "cortex"), "init", str(repo.root)], env=repo.env,
+                              capture_output=True).returncode == 0
+        assert hook.read_text() == original
+        lines = original.splitlines(keepends=True)
+        gone = ["INSTALL_PYTHON=/gone/venv/bin/python\n" if line.startswith("INSTALL_PYTHON=") else line for line in lines]
+        hook.write_text("".join(gone))
+        repo.write("mind/facts/note.md", note())
+        repo.git("add", "-A")
+        env = {**repo.env, "PATH": "/usr/bin:/bin"}  # no pre-commit there
+        done = repo.git("commit", "-m", "a note", env=env, check=False)
+        assert done.returncode == 1
+        assert "/gone/venv/bin/python" in done.stderr and "run `cortex hook install` in this vault" in done.stderr
+        assert not repo.committed("mind/facts/note.md")
+    finally:
+        subprocess.run([str(VENV_BIN / "cortex"), "hook", "install"], cwd=repo.root, env=repo.env, capture_output=True)
+    assert hook.read_text() == original
+    assert repo.commit().returncode == 0 and repo.committed("mind/facts/note.md")

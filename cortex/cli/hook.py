@@ -82,7 +82,8 @@ def hook_fix(
 
 @hook_app.command("install")
 def hook_install() -> None:
-    """Install the pre-commit hook in this vault and record which python runs cortex (after a clone)."""
+    """Install the pre-commit hook in this vault and point it, the commit guard and the notes'
+    merge driver at the python running this cortex (after a clone, or when cortex moved)."""
     from cortex.hooks import HookVault, install
 
     root = HookVault(_options["vault"]) if _options["vault"] else HookVault.around()
