@@ -270,7 +270,7 @@ def test_the_session_start_hook_ships_with_the_package(vault):
     assert where.returncode == 0
     script = Path(where.stdout.strip())
     assert script.is_file() and "cortex/data/hooks" in str(script)
-    assert (REPO / "hooks" / "session-start.sh").resolve() == script.resolve()
+    assert (REPO / "hooks" / "session-start.sh").read_bytes() == script.read_bytes()  # a link here, a copy in the sdist
     assert cortex("--vault", str(vault.root), "write", "-t", "decision", "-b",
                   "Use Postgres 16 for the ledger service.").returncode == 0
     assert cortex("--vault", str(vault.root), "run").returncode == 0
@@ -378,3 +378,31 @@ def test_init_says_when_it_can_record_no_cortex_and_the_workflow_stops_saying_wh
     (vault.root / REQUIREMENTS).write_text(f"# pinned\n{DIST}==0.1.0\n")
     step = subprocess.run(["sh", "-ec", install], cwd=vault.root, capture_output=True, text=True, env=env)
     assert step.returncode == 0 and "pip ran" in step.stdout
+
+
+def test_the_sdist_carries_the_license_and_everything_its_tests_read():
+    """No LICENSE file though pyproject says MIT, and the sdist held tests/ (setuptools'
+    default) without conftest.py, examples/, scripts/, bench/ or the example vault they
+    read: a packager could run none of them. MANIFEST.in (read here by setuptools' own
+    parser, offline) now takes every file the repository tracks."""
+    import pytest
+
+    filelist = pytest.importorskip("setuptools.command.egg_info")
+    text = (REPO / "LICENSE").read_text()
+    assert text.startswith("MIT License") and re.search(r'^license = "MIT"', (REPO / "pyproject.toml").read_text(), re.M)
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout (an unpacked sdist): nothing to compare with")
+    files = filelist.FileList()
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        files.findall()
+        for line in (REPO / "MANIFEST.in").read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                files.process_template_line(line)
+    finally:
+        os.chdir(cwd)
+    shipped = set(files.files) | {"README.md", "pyproject.toml"}  # setuptools adds these, and the packages
+    missing = [p for p in tracked.stdout.split("\0") if p and not p.startswith("cortex/") and p not in shipped]
+    assert missing == [], f"tracked files the sdist would leave out: {missing}"
