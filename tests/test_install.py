@@ -403,6 +403,6 @@ def test_the_sdist_carries_the_license_and_everything_its_tests_read():
                 files.process_template_line(line)
     finally:
         os.chdir(cwd)
-    shipped = set(files.files) | {"README.md", "pyproject.toml"}  # setuptools adds these, and the packages
+    shipped = set(files.files) | {"README.md", "pyproject.toml", "MANIFEST.in"}  # setuptools adds these, and the packages
     missing = [p for p in tracked.stdout.split("\0") if p and not p.startswith("cortex/") and p not in shipped]
     assert missing == [], f"tracked files the sdist would leave out: {missing}"
