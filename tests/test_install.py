@@ -78,7 +78,8 @@ def test_the_recorded_source_is_the_checkout_this_cortex_came_from(tmp_path, mon
     assert unpushed.candidate == f"{DIST} @ git+ssh://git@github.com/team/cortex.git@{tweak}"
     text = distribution.requirements_text(unpushed)
     assert [line for line in text.splitlines() if not line.startswith("#")] == []  # nothing pip would install
-    assert text.endswith(f"# {unpushed.candidate}\n") and "push that commit to origin" in text
+    flat = " ".join(line.removeprefix("# ") for line in text.splitlines())  # the comment wraps where the path ends
+    assert text.endswith(f"# {unpushed.candidate}\n") and "push that commit to origin" in flat
     git(clone, "remote", "add", "fork", "https://example.com/me/cortex.git")
     git(clone, "update-ref", "refs/remotes/fork/tweak", tweak)  # pushed to another remote: that one is named
     assert distribution._from_checkout(clone).spec == f"{DIST} @ git+https://example.com/me/cortex.git@{tweak}"
