@@ -212,15 +212,10 @@ def fix_note(
     if has_body and isinstance(title, str) and title and title not in _derived_titles(body):
         if previous is UNKNOWN:
             return Fixed(text, wants_previous=True)
-        followed = _followed_title(title, body, previous)
-        if followed and _clean(followed, redact):
-            updates["title"] = quote(followed)
+        followed = followed_title(meta, body, previous, redact)
+        if followed:
+            updates.update(render_followed(followed))
             changes.append("title follows the edited body")
-            aliases = meta.get("aliases")
-            if isinstance(aliases, str):  # Obsidian reads a string as aliases separated by commas
-                aliases = note_aliases(aliases)
-            if isinstance(aliases, list) and title in aliases:
-                updates["aliases"] = flow_list([followed if a == title else a for a in aliases])
     if "tags" in meta:
         tags = normalise_tags(meta["tags"])
         if tags is not None and tags != meta["tags"]:
@@ -330,6 +325,34 @@ def _required_values(spec: TypeSpec, body: str, now: datetime, new_id: Callable[
 def _derived_titles(body: str) -> tuple[str, ...]:
     """The titles cortex gives a body: the fixer's (heading first) and ``cortex run``'s."""
     return (title_for(body), make_title(body))
+
+
+def followed_title(meta: dict, body: str, previous: str | None, redact=None) -> dict[str, Any]:
+    """What a note's title cortex derived becomes for ``body``: ``{"title": ...}``, with
+    ``"aliases"`` when the old title is one of them (the same rule for the hook and the
+    merge driver, which derives the title of a body merged from two machines' edits);
+    {} when the title is a person's, already the body's, or would hold a credential.
+    ``meta``: the note's fields; ``previous``: the committed text whose body gave the
+    title (None: nothing to follow)."""
+    title = meta.get("title")
+    if not body.strip() or not isinstance(title, str) or not title or title in _derived_titles(body):
+        return {}
+    followed = _followed_title(title, body, previous)
+    if not followed or not _clean(followed, redact):
+        return {}
+    out: dict[str, Any] = {"title": followed}
+    aliases = meta.get("aliases")
+    if isinstance(aliases, str):  # Obsidian reads a string as aliases separated by commas
+        aliases = note_aliases(aliases)
+    if isinstance(aliases, list) and title in aliases:
+        out["aliases"] = [followed if a == title else a for a in aliases]
+    return out
+
+
+def render_followed(values: dict[str, Any]) -> dict[str, str]:
+    """``followed_title``'s values as the fixer writes them."""
+    render = {"title": quote, "aliases": flow_list}
+    return {key: render[key](value) for key, value in values.items()}
 
 
 def _followed_title(title: str, body: str, previous: str | None) -> str | None:

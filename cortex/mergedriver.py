@@ -19,7 +19,9 @@ sync`` and a plain ``git pull`` or ``git merge`` settle the same way:
   said it is wrong, and a repeat elsewhere does not make it right; but a person's edit of
   its words on the other side brings it back (their words now, not hidden in the archive);
 - any other field or the body changed on one side only takes that side; both bodies
-  edited merge line by line when the edits do not overlap.
+  edited merge line by line when the edits do not overlap, and the ``title`` and
+  ``aliases`` the hook derived from each side's body are derived again from the merged
+  body (a title a person wrote wins over a derived one).
 
 What is left (both sides rewrote the same lines, or one field two ways) gets git's
 conflict markers and a non-zero exit: a person decides. The core, ``merge_note``, is
@@ -243,6 +245,7 @@ def _three_way(base: str, ours: str, theirs: str) -> str:
     out: dict[str, str | None] = {}
     for name in dict.fromkeys([*names, *o]):
         out[name] = _pick(o.get(name), a.get(name), b.get(name))
+    out.update(_derived(base, ours, theirs, body, o, a, b, nl))
 
     count = counts.merge3(_note_count(o), _note_count(a), _note_count(b))
     if count.total > 0 or out.get("reinforced") is not None:
@@ -286,6 +289,36 @@ def _three_way(base: str, ours: str, theirs: str) -> str:
 
 
 _CONFLICT: str = "\0conflict"
+
+DERIVED = ("title", "aliases")  # what the hook derives from the body while no person wrote them
+
+
+def _derived(base: str, ours: str, theirs: str, body: str, o: dict, a: dict, b: dict, nl: str) -> dict[str, str | None]:
+    """``title`` and ``aliases`` of the merged note, where they are still what the hook
+    derived from each side's body: derived from the merged body by the hook's own rule
+    (``fixer.followed_title``), never merged line by line — two edits to different lines
+    of a body each re-derived them, and would conflict where the bodies do not. A title
+    a person wrote on one side (not what that side's body gives) is theirs and wins over
+    a derived one; written on both sides, it is merged as any field."""
+    from cortex.fixer import followed_title, render_followed
+    from cortex.notes import parse_note
+
+    try:
+        (om, obody), (am, abody), (bm, bbody) = ((n.meta, n.body) for n in map(parse_note, (base, ours, theirs)))
+    except NoteSyntaxError:
+        return {}
+    sides = ((am, abody, a), (bm, bbody, b))
+    follows = [followed_title(om, side_body, base) for _, side_body, _ in sides]
+    merged = render_followed(followed_title(om, body, base))
+    out: dict[str, str | None] = {}
+    for key in DERIVED:
+        derived = [meta.get(key) in (om.get(key), follow.get(key, om.get(key)))
+                   for (meta, _, _), follow in zip(sides, follows)]
+        if all(derived):
+            out[key] = f"{key}: {merged[key]}{nl}" if key in merged else o.get(key)
+        elif any(derived):
+            out[key] = (b if derived[0] else a).get(key)  # the side a person wrote it on
+    return out
 
 
 def _same(x: str | None, y: str | None) -> bool:
