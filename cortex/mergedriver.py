@@ -1,8 +1,9 @@
 """The git merge driver for notes: what two machines did to one note, combined.
 
-``cortex init`` registers it for ``vault/**/*.md`` and ``mind/**/*.md`` in
-``.gitattributes`` and in ``.git/config`` (``merge.cortex-note.driver``), so ``cortex
-sync`` and a plain ``git pull`` or ``git merge`` settle the same way:
+``cortex init`` registers it for every markdown file (``*.md``: a memory may be moved
+anywhere) in ``.gitattributes`` and in ``.git/config`` (``merge.cortex-note.driver``), so
+``cortex sync`` and a plain ``git pull`` or ``git merge`` settle the same way. A note with
+no cortex fields (a person's own) gets git's text merge, as without the driver; a memory:
 
 - the same observation memorized on both sides (an add/add of one path: same day, same
   hash) is one note (the one a person edited, else the older id's) plus a reinforcement:
@@ -377,14 +378,32 @@ def _render(order: list[str], blocks: dict[str, str | None], body: str, opening:
 # --- line merge (git's own), for what is not a note or cannot be settled ------------------
 
 
-def _merge_file(base: str, ours: str, theirs: str, labels=("ours", "base", "theirs")) -> tuple[str, bool]:
+DEFAULT_LABELS = ("ours", "base", "theirs")
+# What git passed ``main`` (the marker size, %L, and the versions' names %X %S %Y, looked
+# up only for a merge that conflicts: ``_git_labels``)
+_marker_size = 7
+_given_labels: list[str] | None = None
+
+
+def _merge_file(base: str, ours: str, theirs: str, labels=None) -> tuple[str, bool]:
+    """git's own text merge of three texts (``git merge-file``), with the names git gives
+    the versions in conflict markers."""
     with tempfile.TemporaryDirectory(prefix="cortex-merge-") as tmp:
         paths = []
         for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
             path = Path(tmp) / name
             path.write_text(text, encoding="utf-8", newline="")
             paths.append(str(path))
-        proc = gitcli.run_bytes(None, "merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2], *paths)
+
+        def merge(names):
+            return gitcli.run_bytes(None, "merge-file", "-p", f"--marker-size={_marker_size}",
+                                    "-L", names[0], "-L", names[1], "-L", names[2], *paths)
+
+        proc = merge(labels or DEFAULT_LABELS)
+        if proc is not None and proc.code > 0 and labels is None and _given_labels is not None:
+            named = _git_labels(_given_labels)
+            if named != DEFAULT_LABELS:
+                proc = merge(named)
     if proc is None or proc.code < 0 or proc.code > 127:
         raise OSError("git merge-file failed: " + (proc.err.decode(errors="replace").strip() if proc else "no git"))
     return proc.out.decode("utf-8", errors="replace"), proc.code == 0
@@ -394,16 +413,69 @@ def _line_merge(base: str, ours: str, theirs: str) -> tuple[str, bool]:
     return _merge_file(base, ours, theirs)
 
 
+def is_memory(text: str) -> bool:
+    """A note cortex made or completed (it has cortex's ``source_hash``), wherever it lives."""
+    try:
+        return any(name == "source_hash" for name, _ in _split(text)[0])
+    except _Unmergeable:
+        return False
+
+
+def _git_labels(given: list[str]) -> tuple[str, str, str]:
+    """(ours, base, theirs): the names git gives the versions in conflict markers. git
+    2.44 and later pass them (%X %S %Y); older git passes the placeholders as written, so
+    they are found as git finds them: ``git merge``/``git pull`` names the merged commit
+    in ``GITHEAD_<oid>``; a rebase picks the commit its ``done`` list ends with."""
+    import os
+
+    base, ours, theirs = (given + ["%S", "%X", "%Y"][len(given):])[:3]
+    if ours != "%X" and theirs != "%Y":
+        return ours, base if base != "%S" else DEFAULT_LABELS[1], theirs
+    heads = [(k[len("GITHEAD_"):], v) for k, v in os.environ.items() if k.startswith("GITHEAD_")]
+    if len(heads) == 1:
+        oid, name = heads[0]
+        found = (_git("merge-base", "--all", "HEAD", oid) or "").split()
+        ancestor = _git("rev-parse", "--short", found[0]) if len(found) == 1 else None
+        return "HEAD", ancestor or "merged common ancestors", name
+    picked = _rebase_pick()
+    if picked:
+        return "HEAD", f"parent of {picked}", picked
+    return DEFAULT_LABELS
+
+
+def _git(*args: str) -> str | None:
+    res = gitcli.run(Path.cwd(), *args)  # git runs a merge driver at the top of the working tree
+    return res.out.strip() if res.ok else None
+
+
+def _rebase_pick() -> str | None:
+    """``<short id> (<subject>)`` of the commit a rebase is applying, as git labels it."""
+    git_dir = _git("rev-parse", "--absolute-git-dir")
+    try:
+        done = (Path(git_dir) / "rebase-merge" / "done").read_text(encoding="utf-8").splitlines() if git_dir else []
+    except OSError:
+        return None
+    parts = done[-1].split(None, 2) if done else []
+    if len(parts) < 2:
+        return None
+    short, subject = _git("rev-parse", "--short", parts[1]), _git("log", "-1", "--format=%s", parts[1])
+    return f"{short} ({subject})" if short and subject is not None else None
+
+
 # --- registration ---------------------------------------------------------------------------
 
 DRIVER = "cortex-note"
-ATTRIBUTES = (f"vault/**/*.md merge={DRIVER}", f"mind/**/*.md merge={DRIVER}")
+# Every markdown file: a memory a person moved into a folder of their own is still
+# reinforced there. A person's own note (no cortex fields) gets git's own text merge.
+ATTRIBUTES = (f"*.md merge={DRIVER}",)
 
 
 def driver_command() -> str:
     import shlex
 
-    return f"PYTHONSAFEPATH=1 {shlex.quote(sys.executable)} -m cortex.mergedriver %O %A %B %P"
+    # %S %X %Y: git's names of the versions (git 2.44 and later; older git passes them as
+    # they are written, and ``main`` finds the names itself)
+    return f"PYTHONSAFEPATH=1 {shlex.quote(sys.executable)} -m cortex.mergedriver %O %A %B %P %L %S %X %Y"
 
 
 def ensure_driver(root) -> bool:
@@ -425,8 +497,15 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) < 3:
         sys.stderr.write("usage: python -m cortex.mergedriver BASE OURS THEIRS [PATH]\n")
         return 2
+    global _given_labels, _marker_size
+    if len(args) > 4 and args[4].isdigit():
+        _marker_size = int(args[4])
+    _given_labels = list(args[5:8])
     base, ours, theirs = (Path(a).read_bytes().decode("utf-8", errors="surrogateescape") for a in args[:3])
-    merged, clean = merge_note(base, ours, theirs)
+    if any(map(is_memory, (base, ours, theirs))):
+        merged, clean = merge_note(base, ours, theirs)
+    else:  # a person's own note: git's text merge, byte for byte
+        merged, clean = _merge_file(base, ours, theirs)
     Path(args[1]).write_bytes(merged.encode("utf-8", errors="surrogateescape"))
     if not clean:
         where = args[3] if len(args) > 3 else args[1]

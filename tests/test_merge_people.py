@@ -108,3 +108,96 @@ def test_titles_people_wrote_differently_on_both_laptops_are_left_to_a_person(tm
     sync(a)
     done = pull(b, "merge")
     assert done.returncode != 0 and "<<<<<<<" in (b / rel).read_text()
+
+
+# --- a memory moved into a person's folder; a person's own notes ----------------------------
+
+
+def _reinforce(machine, body, timestamp):
+    write(machine, body, timestamp=timestamp)
+    assert json.loads(cx(machine, "run", "--json").stdout)["reinforced"] == 1
+    cx(machine, "reinforce")
+
+
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
+def test_a_memory_a_person_moved_into_their_own_folder_merges_as_in_mind(tmp_path, how):
+    """Both laptops' agents repeat the memory the person moved to Projects/: the two
+    reinforcements add up there as in mind/, by `cortex sync` and by the plugin's pull."""
+    a, b, rel = shared_memory(tmp_path)
+    moved = "Projects/Staging.md"
+    (a / "Projects").mkdir()
+    git(a, "mv", rel, moved)
+    sh(a, "git", "commit", "-q", "-m", "vault backup: move")
+    converge(a, b)
+    _reinforce(a, BODY, "2026-12-01T10:00:00Z")
+    _reinforce(b, BODY, "2026-12-02T10:00:00Z")
+    sync(a)
+    done = pull(b, how)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (b / moved).read_text()
+    assert "<<<<<<<" not in text and field(text, "reinforced") == "2"
+    assert git(b, "status", "--porcelain") == ""
+    cx(b, "validate", "--all")
+
+
+PERSONAL = """---
+tags: [garden]
+status: draft
+due: 2026-05-01
+---
+# Garden
+
+Plant the tomatoes after the last frost.
+Water them every evening.
+"""
+
+
+@pytest.mark.parametrize("how", ["pull", "pull-rebase"])
+@pytest.mark.parametrize("clash", [True, False])
+def test_a_persons_own_note_merges_byte_for_byte_as_git_merges_it(tmp_path, how, clash, monkeypatch):
+    """A note with no cortex fields gets git's own text merge from the driver now named for
+    every markdown file: the same bytes, conflict markers and their names included, as on
+    a clone whose attributes give the note git's text merge."""
+    _, (a, b, c) = make_fleet(tmp_path, 3)
+    rel = "Garden/Tomatoes.md"
+    (a / "Garden").mkdir()
+    person_commit(a, rel, PERSONAL, "vault backup: garden")
+    converge(a, b, c)
+    git(c, "config", "pull.rebase", "false")
+    (c / ".git" / "info").mkdir(exist_ok=True)
+    (c / ".git" / "info" / "attributes").write_text("*.md merge=text\n")  # git's own merge, over .gitattributes
+    ours = PERSONAL.replace("status: draft", "status: done")
+    theirs = PERSONAL.replace("due: 2026-05-01", "due: 2026-05-15") if clash else PERSONAL.replace(
+        "Water them", "Water them well")
+    person_commit(a, rel, theirs, "vault backup: a")
+    sync(a)
+    results = {}
+    for m in (b, c):
+        for when in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):  # one commit id: a rebase's markers name it
+            monkeypatch.setenv(when, "2026-04-01T10:00:00Z")
+        person_commit(m, rel, ours, "vault backup")
+        args = ["pull", "--no-edit", *(["--rebase"] if how == "pull-rebase" else ["--no-rebase"]), "origin", "main"]
+        done = sh(m, "git", *args, check=False)
+        results[m.name] = (done.returncode != 0, (m / rel).read_bytes())
+    assert results["m1"] == results["m2"]
+    assert results["m1"][0] is clash
+    if clash:
+        assert b"<<<<<<< " in results["m1"][1]
+
+
+def test_cortex_init_gives_an_existing_vault_the_merge_driver_for_every_note(tmp_path):
+    """A vault made before: its .gitattributes named the driver for vault/ and mind/ only.
+    `cortex init` run in it again adds the line, in a commit that travels with the sync."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    old = ("# cortex: notes merge with cortex's driver (`cortex sync`, `git pull`), so what two\n"
+           "vault/**/*.md merge=cortex-note\nmind/**/*.md merge=cortex-note\n")
+    person_commit(a, ".gitattributes", old, "a vault from before")
+    sync(a)
+    sync(b)
+    assert git(b, "check-attr", "merge", "--", "Projects/x.md").strip().endswith("unspecified")
+    cx(a, "init", str(a))  # PATH, else the current directory
+    text = (a / ".gitattributes").read_text()
+    assert text.startswith(old) and "*.md merge=cortex-note" in text
+    assert git(a, "status", "--porcelain") == ""
+    converge(a, b)
+    assert git(b, "check-attr", "merge", "--", "Projects/x.md").strip().endswith("cortex-note")
