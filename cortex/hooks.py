@@ -441,6 +441,9 @@ def _duplicate_hint(vault: HookVault, rel: str, others: list[str]) -> str:
         return (f"a renamed note: {gone[0]} is no longer in the folder, stage its removal too "
                 f"(`git add -A`, or `git rm --cached {gone[0]}`)")
     pair = [rel, *others]
+    if _git_output(vault.root, "rev-parse", "-q", "--verify", "MERGE_HEAD") is not None:
+        return (f"one memory a merge left at two paths, {' and '.join(pair)} (renamed on one machine, renamed or "
+                "archived on the other): keep one, `git rm -f` the other")
     new = [p for p in pair if vault.committed(p) is None]
     if len(new) == 1:
         copy, original = new[0], next(p for p in pair if p != new[0])

@@ -462,6 +462,50 @@ def _rebase_pick() -> str | None:
     return f"{short} ({subject})" if short and subject is not None else None
 
 
+# --- one memory renamed two ways --------------------------------------------------------------
+
+
+def renamed_two_ways(messages: list[str]) -> list[tuple[str, str, str]]:
+    """(the old path, ours, theirs) of each ``CONFLICT (rename/rename)`` among ``git
+    merge-tree -z``'s messages (``<n> NUL <path>... NUL <type> NUL <message> NUL``)."""
+    out, i = [], 0
+    while i < len(messages) and messages[i].isdigit():
+        n = int(messages[i])
+        paths, kind = messages[i + 1:i + 1 + n], messages[i + 1 + n] if i + 1 + n < len(messages) else ""
+        if kind == "CONFLICT (rename/rename)" and len(paths) == 3:
+            out.append((paths[0], paths[1], paths[2]))
+        i += n + 3
+    return out
+
+
+def archived_under_new_name(old: str, ours: str, theirs: str, texts: tuple[str, str, str]) -> tuple[str, str] | None:
+    """(path, text) of a memory a person renamed on one side and someone forgot (or
+    replaced: ``DELIBERATE_ARCHIVE``) on the other — moved to ``mind/archive/`` — or None
+    for any other rename on both sides. Both meant something: the memory stays archived,
+    under the name the person gave it (where the forget would have put the renamed note),
+    with both sides' changes merged (``merge_note``). ``texts``: the note at ``old`` in
+    the merge base, at ``ours`` here, at ``theirs`` on the other side."""
+    from cortex.maintenance.base import archive_path
+    from cortex.taxonomy import ARCHIVE
+
+    def in_mind(path: str) -> bool:
+        return path.startswith("mind/") and not path.startswith(f"mind/{ARCHIVE}/")
+
+    if not in_mind(old) or archive_path(old) not in (ours, theirs):
+        return None
+    renamed = theirs if ours == archive_path(old) else ours
+    if not in_mind(renamed):  # moved out of mind/: cortex forgets nothing there; a person decides
+        return None
+    merged, clean = merge_note(*texts)
+    try:
+        reason = _value(dict(_split(merged)[0]).get("archive_reason")) if clean else None
+    except _Unmergeable:
+        return None
+    if reason not in DELIBERATE_ARCHIVE:
+        return None
+    return archive_path(renamed), merged
+
+
 # --- registration ---------------------------------------------------------------------------
 
 DRIVER = "cortex-note"

@@ -331,24 +331,25 @@ def _took_rewrite(root, last: str, tip: str, head: str) -> bool:
     return all(gitcli.is_ancestor(root, base, tip) for base in bases.out.split())
 
 
-def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str, list[str]]:
-    """(how, new head, the notes the merge kept deleted): move HEAD, the index and the
-    working tree to include ``tip``."""
+def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str, list[dict[str, Any]]]:
+    """(how, new head, what the merge settled: notes kept deleted, a memory renamed two
+    ways): move HEAD, the index and the working tree to include ``tip``."""
     root = vault.root
     if gitcli.is_ancestor(root, tip, head):
         return "up to date", head, []
-    kept_deleted: list[str] = []
+    settled: list[dict[str, Any]] = []
     if gitcli.is_ancestor(root, head, tip):
         how, new = "fast-forward", tip
     else:
-        how, (new, kept_deleted) = "merge", _merge_commit(vault, head, tip, remote_ref)
+        how, (new, settled) = "merge", _merge_commit(vault, head, tip, remote_ref)
     _move(vault, head, new, f"cortex sync: {how} {remote_ref}")
-    return how, new, kept_deleted
+    return how, new, settled
 
 
-def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, list[str]]:
-    """The merge commit of ``head`` and ``tip``, and the notes it keeps deleted that one
-    side deleted and the other only counted."""
+def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, list[dict[str, Any]]]:
+    """The merge commit of ``head`` and ``tip``, and what it settled: the notes it keeps
+    deleted that one side deleted and the other only counted, a memory a person renamed
+    on one side and someone forgot on the other."""
     from cortex.mergedriver import ensure_driver
 
     root = vault.root
@@ -362,27 +363,67 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
     fields = res.out.split("\0")
     tree = fields[0].strip()
     kept_deleted: list[str] = []
+    archived: dict[str, tuple[str, str, str, bytes]] = {}  # renamed two ways, settled: new path → (old, ours, theirs, text)
     if res.code == 1:
         stages: dict[str, dict[int, str]] = {}
-        for entry in fields[1:]:
+        at = len(fields)
+        for at, entry in enumerate(fields[1:], 1):
             if not entry:
                 break
             meta, _, name = entry.partition("\t")
             _, blob, stage = meta.split()
             stages.setdefault(name, {})[int(stage)] = blob
+        renamed = _renamed_two_ways(root, head, tip, tree, stages, fields[at + 1:])
+        archived = {path: entry for path, entry in renamed.items() if entry[3] is not None}
+        settled = {p for old, ours, theirs, _ in archived.values() for p in (old, ours, theirs)}
+        stages = {p: s for p, s in stages.items() if p not in settled}
         kept_deleted = _deleted_on_one_side(root, stages)
         if len(kept_deleted) < len(stages):
-            raise _conflict([p for p in stages if p not in kept_deleted], stages, remote_ref, kept_deleted)
-    tree = _without(root, tree, kept_deleted)
+            raise _conflict([p for p in stages if p not in kept_deleted], stages, remote_ref, kept_deleted,
+                            [(old, ours, theirs) for old, ours, theirs, text in renamed.values() if text is None])
+    tree = _without(root, tree, kept_deleted + [p for _, ours, theirs, _ in archived.values() for p in (ours, theirs)],
+                    {path: entry[3] for path, entry in archived.items()})
     import pygit2
 
     repo = pygit2.Repository(str(root))
     sig = pygit2.Signature(vault.settings.author_name, vault.settings.author_email)
+    from cortex.maintenance.base import archive_path
+
     message = f"sync: merge {remote_ref}\n"
     if kept_deleted:
         message += "\nDeleted on one side, only counted on the other: kept deleted\n" + "".join(f"  {p}\n" for p in kept_deleted)
+    if archived:
+        message += ("\nRenamed by a person on one side, forgotten or replaced on the other: archived under the new name\n"
+                    + "".join(f"  {ours} / {theirs} → {path}\n" for path, (_, ours, theirs, _) in archived.items()))
     oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=head), pygit2.Oid(hex=tip)])
-    return str(oid), kept_deleted
+    settled = [{"kept_deleted": path} for path in kept_deleted]
+    for path, (old, ours, theirs, _) in archived.items():
+        to, at = (theirs, ours) if ours == archive_path(old) else (ours, theirs)
+        settled.append({"archived_as": path, "from": old, "renamed_to": to, "archived_at": at})
+    return str(oid), settled
+
+
+def _renamed_two_ways(root: Path, head: str, tip: str, tree: str, stages: dict[str, dict[int, str]],
+                      messages: list[str]) -> dict[str, tuple[str, str, str, bytes | None]]:
+    """The notes renamed on both sides (git: rename/rename), by where they end up:
+    {new path: (old path, ours, theirs, text)}; text None where a person must choose
+    (``mergedriver.archived_under_new_name`` says which cortex settles)."""
+    from cortex.mergedriver import archived_under_new_name, renamed_two_ways
+
+    out: dict[str, tuple[str, str, str, bytes | None]] = {}
+    for old, ours, theirs in renamed_two_ways(messages):
+        base = stages.get(old, {}).get(1)
+        sides = [gitcli.run_bytes(root, "cat-file", "blob", spec) for spec in (base, f"{head}:{ours}", f"{tip}:{theirs}")
+                 if spec]
+        done = None
+        if len(sides) == 3 and all(s is not None and s.ok for s in sides):
+            texts = tuple(s.out.decode("utf-8", "surrogateescape") for s in sides)
+            done = archived_under_new_name(old, ours, theirs, texts)
+        if done is not None and not gitcli.run(root, "cat-file", "-e", f"{tree}:{done[0]}").ok:
+            out[done[0]] = (old, ours, theirs, done[1].encode("utf-8", "surrogateescape"))
+        else:
+            out[f"{ours}\0{theirs}"] = (old, ours, theirs, None)
+    return out
 
 
 def _deleted_on_one_side(root: Path, stages: dict[str, dict[int, str]]) -> list[str]:
@@ -405,10 +446,10 @@ def _deleted_on_one_side(root: Path, stages: dict[str, dict[int, str]]) -> list[
     return [path for path, (base, kept) in one_sided.items() if maintained_only(text[base], text[kept])]
 
 
-def _without(root: Path, tree: str, paths: list[str]) -> str:
-    """``tree`` without ``paths``, written as a new tree (a throwaway index: the person's
-    is never touched)."""
-    if not paths:
+def _without(root: Path, tree: str, paths: list[str], added: dict[str, bytes] | None = None) -> str:
+    """``tree`` without ``paths`` and with the files ``added``, written as a new tree (a
+    throwaway index: the person's is never touched)."""
+    if not paths and not added:
         return tree
     import pygit2
 
@@ -416,26 +457,63 @@ def _without(root: Path, tree: str, paths: list[str]) -> str:
     index = pygit2.Index()
     index.read_tree(repo.get(tree))
     for path in paths:
-        index.remove(path)
+        if path in index:
+            index.remove(path)
+    for path, data in (added or {}).items():
+        index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
     return str(index.write_tree(repo))
 
 
-def _conflict(paths: list[str], stages: dict[str, dict[int, str]], remote_ref: str, settled: list[str]) -> Conflict:
-    """``settled``: the files cortex would keep deleted, where `git merge` stops too."""
+def _conflict(paths: list[str], stages: dict[str, dict[int, str]], remote_ref: str, settled: list[str],
+              renamed: list[tuple[str, str, str]] = ()) -> Conflict:
+    """``settled``: the files cortex would keep deleted, where `git merge` stops too.
+    ``renamed``: (old path, ours, theirs) of each note renamed two ways."""
+    moved = {p for triple in renamed for p in triple}
     one_sided = [p for p in paths if len(stages[p]) == 2 and 1 in stages[p]]  # deleted on one side
     deleted = "`git rm` a file deleted on one side and changed on the other to keep it deleted, or `git add` it to keep it"
+    edited = [p for p in paths if p not in one_sided and p not in moved]
     if len(one_sided) == len(paths):
         hint = f"nothing was changed here. Run `git merge {remote_ref}`, {deleted}"
-    else:
+    elif not renamed:
         hint = (f"nothing was changed here. Run `git merge {remote_ref}`, edit the files above (keep what is right, "
                 f"drop the <<<<<<< ======= >>>>>>> lines) and `git add` them"
                 + (f"; deleted on one side ({', '.join(one_sided)}): {deleted}" if one_sided else ""))
+    else:
+        parts = [_renamed_hint(old, ours, theirs, remote_ref) for old, ours, theirs in renamed]
+        if edited:
+            parts.append(f"edit {', '.join(edited)} (keep what is right, drop the <<<<<<< ======= >>>>>>> lines) "
+                         "and `git add` them")
+        if one_sided:
+            parts.append(f"deleted on one side ({', '.join(one_sided)}): {deleted}")
+        hint = f"nothing was changed here. Run `git merge {remote_ref}`, then: " + "; ".join(parts)
     if settled:
         hint += (f"; git stops at {len(settled)} more, memories deleted on one side and only counted on the other: "
                  f"`git rm` them, as cortex would ({', '.join(settled[:3])}{', …' if len(settled) > 3 else ''})")
     hint += "; then `git commit` and `cortex sync`"
     return Conflict(f"both sides changed {len(paths)} file(s) in ways only a person can settle: {', '.join(paths)}",
                     hint, paths)
+
+
+def _renamed_hint(old: str, ours: str, theirs: str, remote_ref: str) -> str:
+    """What to do with one note renamed two ways: git leaves it at both new paths (no
+    conflict markers), two files with one id, which the hook refuses to commit."""
+    from cortex.taxonomy import ARCHIVE
+
+    archive = f"mind/{ARCHIVE}/"
+    what = {ours: "here", theirs: f"on {remote_ref}"}
+    for path in (ours, theirs):
+        if path.startswith(archive) and not old.startswith(archive):
+            what[path] += " (archived there: forgotten, replaced, faded or merged)"
+    return (f"{old} was renamed two ways, to {ours} {what[ours]} and to {theirs} {what[theirs]}: git leaves the note "
+            f"at both paths, with no conflict markers, and two files with one id cannot be committed. Keep one: "
+            f"`git rm {_quoted(theirs)}` keeps {ours}, `git rm {_quoted(ours)}` keeps {theirs}; then "
+            f"`git rm {_quoted(old)}` (gone on both sides) and `git add` the one you kept")
+
+
+def _quoted(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)
 
 
 def _move(vault: Vault, old: str, new: str, reason: str) -> None:
@@ -534,14 +612,14 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
                         "not a deletion: an agent that says one again memorizes it anew")
             if tip is not None:
                 try:
-                    how, head, kept_deleted = integrate(vault, head, tip, remote_ref)
+                    how, head, merged = integrate(vault, head, tip, remote_ref)
                 except HeadMoved:
                     if attempt == attempts:
                         raise
                     continue  # a commit landed meanwhile (a person's): merge again, with it
                 if how != "up to date":
                     report.integrated = how if report.integrated == "up to date" else report.integrated
-                report.settled += [{"kept_deleted": path} for path in kept_deleted]
+                report.settled += merged
             report.settled += settle(vault, now)
             head = gitcli.rev(root, "HEAD")
             _remember(vault, remote_ref, tip, now)

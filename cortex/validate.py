@@ -389,8 +389,10 @@ class IdIndex:
                         line,
                         f"id {ident} is also the id of {', '.join(others)}",
                         (hint(path, others) if hint else "")
-                        or "a renamed note: stage the old path's removal too (`git add -A`); a copy: delete "
-                        "this id line and commit again (the hook writes a new one)",
+                        or "a renamed note: stage the old path's removal too (`git add -A`); one memory a merge "
+                        "left at two paths (renamed on one machine, renamed or archived on the other): keep "
+                        "one, `git rm -f` the other; a copy: delete this id line and commit again (the hook "
+                        "writes a new one)",
                     )
                 )
         return out

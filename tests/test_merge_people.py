@@ -201,3 +201,89 @@ def test_cortex_init_gives_an_existing_vault_the_merge_driver_for_every_note(tmp
     assert git(a, "status", "--porcelain") == ""
     converge(a, b)
     assert git(b, "check-attr", "merge", "--", "Projects/x.md").strip().endswith("cortex-note")
+
+
+# --- a memory renamed by a person on one laptop, forgotten on the other -----------------------
+
+
+def _rename_and_forget(tmp_path, renamed):
+    a, b, rel = shared_memory(tmp_path)
+    (a / renamed).parent.mkdir(parents=True, exist_ok=True)
+    (a / rel).rename(a / renamed)  # Obsidian's rename, then the plugin's `git add -A` and commit
+    git(a, "add", "-A")
+    sh(a, "git", "commit", "-q", "-m", "vault backup: rename")
+    forgot = json.loads(cx(b, "forget", rel, "--reason", "rebuilt weekly now", "--json").stdout)
+    return a, b, rel, forgot["archived_to"]
+
+
+def _files_with_id(machine, ident):
+    return sorted(p for p, t in notes(machine).items() if field(t, "id") == ident) + sorted(
+        str(p.relative_to(machine)) for p in machine.glob("Projects/*.md") if field(p.read_text(), "id") == ident)
+
+
+@pytest.mark.parametrize("first", ["renamed", "forgotten"])
+def test_a_memory_renamed_by_a_person_and_forgotten_on_the_other_laptop_stays_archived_under_the_new_name(
+        tmp_path, first):
+    renamed = "mind/facts/Staging rebuild.md"
+    a, b, rel, archived_to = _rename_and_forget(tmp_path, renamed)
+    ident = field((a / renamed).read_text(), "id")
+    first_machine, second = (a, b) if first == "renamed" else (b, a)
+    sync(first_machine)
+    done = sync(second, "--json", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    settled = json.loads(done.stdout)["settled"]
+    assert settled == [{"archived_as": "mind/archive/facts/Staging rebuild.md", "from": rel, "renamed_to": renamed,
+                        "archived_at": archived_to}]
+    converge(a, b)
+    for m in (a, b):
+        assert _files_with_id(m, ident) == ["mind/archive/facts/Staging rebuild.md"]
+        text = (m / "mind/archive/facts/Staging rebuild.md").read_text()
+        assert field(text, "archive_reason") == "forgotten" and field(text, "forgotten_reason") == "rebuilt weekly now"
+        assert git(m, "status", "--porcelain") == ""
+        fsck(m)
+    cx(a, "validate", "--all")
+    assert cx(a, "query", "staging database rebuilt", check=False).returncode == 1  # forgotten: not found
+
+
+def test_a_memory_moved_out_of_mind_and_forgotten_on_the_other_laptop_is_left_to_a_person_with_what_to_do(tmp_path):
+    """cortex forgets nothing outside mind/: whether the person's move or the forget is
+    right is theirs to say. The hint says what git did (the note at both paths, no
+    conflict markers) and the commands that settle it; they work as said."""
+    renamed = "Projects/Staging rebuild.md"
+    a, b, rel, archived_to = _rename_and_forget(tmp_path, renamed)
+    sync(a)
+    done = sync(b, "--json", check=False)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    hint = report["hint"]
+    assert "renamed two ways" in hint and "drop the <<<<<<<" not in hint, hint
+    assert f"git rm '{archived_to}'".replace("'", "") in hint.replace("'", "")
+    # the hint, step by step: the person's move kept
+    sh(b, "git", "merge", "origin/main", check=False)
+    git(b, "rm", "-q", archived_to)
+    git(b, "rm", "-q", "--ignore-unmatch", rel)
+    git(b, "add", renamed)
+    sh(b, "git", "commit", "-q", "--no-edit")
+    assert sync(b).returncode == 0
+    converge(a, b)
+    ident = field((a / renamed).read_text(), "id")
+    assert _files_with_id(a, ident) == [renamed]
+
+
+def test_a_plugins_pull_stopped_on_a_memory_renamed_and_forgotten_is_told_by_the_hook_which_file_to_drop(tmp_path):
+    """git's own pull stops at the rename on both sides (no merge driver sees it): the
+    person who adds everything is refused — two files, one id — and told to keep one."""
+    renamed = "mind/facts/Staging rebuild.md"
+    a, b, rel, archived_to = _rename_and_forget(tmp_path, renamed)
+    sync(a)
+    assert pull(b, "merge").returncode != 0
+    git(b, "add", "-A")
+    refused = sh(b, "git", "commit", "-q", "--no-edit", check=False)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "keep one, `git rm -f` the other" in said, said
+    git(b, "rm", "-q", "-f", renamed)  # keeps it forgotten
+    sh(b, "git", "commit", "-q", "--no-edit")
+    assert sync(b).returncode == 0
+    converge(a, b)
+    ident = field((a / archived_to).read_text(), "id")
+    assert _files_with_id(a, ident) == [archived_to]

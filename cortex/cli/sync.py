@@ -17,7 +17,11 @@ def render_sync(report) -> str:
     if r.recovered:
         lines.append(f"  finished first: interrupted {', '.join(r.recovered)}")
     for item in r.settled:
-        if "kept" in item:
+        if "archived_as" in item:
+            lines.append(f"  settled  {item['from']} → {item['archived_as']} (renamed {item['renamed_to']} on one side, "
+                         f"archived as {item['archived_at']} on the other, forgotten or replaced: it stays archived, "
+                         "under the new name)")
+        elif "kept" in item:
             kept = (f"{item['stays_archived']} here: it stays archived" if item.get("stays_archived")
                     else f"reinforced {item['reinforced']}")
             lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, {kept})")
