@@ -301,6 +301,8 @@ def _derived(base: str, ours: str, theirs: str, body: str, o: dict, a: dict, b: 
     of a body each re-derived them, and would conflict where the bodies do not. A title
     a person wrote on one side (not what that side's body gives) is theirs and wins over
     a derived one; written on both sides, it is merged as any field."""
+    if all(_same(o.get(key), a.get(key)) and _same(o.get(key), b.get(key)) for key in DERIVED):
+        return {}  # neither side touched them (a count, a field): nothing to derive
     from cortex.fixer import followed_title, render_followed
     from cortex.notes import parse_note
 
