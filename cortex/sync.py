@@ -366,14 +366,12 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
     archived: dict[str, tuple[str, str, str, bytes]] = {}  # renamed two ways, settled: new path → (old, ours, theirs, text)
     if res.code == 1:
         stages: dict[str, dict[int, str]] = {}
-        at = len(fields)
-        for at, entry in enumerate(fields[1:], 1):
-            if not entry:
-                break
+        end = fields.index("", 1) if "" in fields[1:] else len(fields)  # the conflicted files, then git's messages
+        for entry in fields[1:end]:
             meta, _, name = entry.partition("\t")
             _, blob, stage = meta.split()
             stages.setdefault(name, {})[int(stage)] = blob
-        renamed = _renamed_two_ways(root, head, tip, tree, stages, fields[at + 1:])
+        renamed = _renamed_two_ways(root, head, tip, tree, stages, fields[end + 1:])
         archived = {path: entry for path, entry in renamed.items() if entry[3] is not None}
         settled = {p for old, ours, theirs, _ in archived.values() for p in (old, ours, theirs)}
         stages = {p: s for p, s in stages.items() if p not in settled}
