@@ -29,6 +29,19 @@ def test_init_is_idempotent_and_says_so(vpath):
     assert git(vpath, "status", "--porcelain") == ""
 
 
+def test_init_makes_the_vault_named_by_vault_never_the_current_directory(tmp_path):
+    """`cortex --vault X init` made the current directory a vault (the repository a person
+    stood in: its hooks and git config changed) and ignored X."""
+    cwd = tmp_path / "a-project"
+    cwd.mkdir()
+    done = cortex("--vault", str(tmp_path / "v"), "init", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "v" / "observer" / "config.yml").exists() and not (cwd / ".git").exists()
+    both = cortex("--vault", str(tmp_path / "v"), "init", str(tmp_path / "w"), cwd=cwd)
+    assert both.returncode == 2 and "two vaults named" in both.stderr
+    assert not (tmp_path / "w").exists()
+
+
 def test_init_in_a_git_clone_of_a_vault_says_what_it_set_up(vpath, tmp_path):
     """A clone carries the vault's files but not its git config nor hooks: `cortex init`
     sets those up (docs/sync.md: `git clone URL PATH && cortex init PATH`) and says so."""

@@ -17,10 +17,16 @@ if TYPE_CHECKING:
 
 
 @app.command()
-def init(path: Path = typer.Argument(Path("."), help="Directory to make a vault (created if missing).")) -> None:
+def init(path: Optional[Path] = typer.Argument(
+        None, help="Directory to make a vault (created if missing; default: --vault, else the current one).")) -> None:
     """Make PATH a ready vault: git repo, folders, schemas, config, hooks. Safe to re-run."""
+    from cortex.cli.app import _options
     from cortex.vault import Vault
 
+    given = _options["vault"]  # `cortex --vault X init` makes X, never the current directory
+    if path is not None and given is not None and path.resolve() != given.resolve():
+        raise typer.BadParameter(f"two vaults named: PATH {path} and --vault {given}; give one")
+    path = path or given or Path(".")
     set_up: list[str] = []
     vault, created = Vault.init(path, set_up)
     if not created:
