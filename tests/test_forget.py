@@ -242,11 +242,14 @@ def test_an_id_finds_a_memory_a_person_moved_into_a_folder_of_their_own(vault):
     assert refused.returncode == 1 and "people/standup.md" in refused.stderr and "a person's own note" in refused.stderr
     assert (vault.root / "people" / "standup.md").exists()
 
-    # a copy back in mind/: the id names the memory there again, never the person's file
+    # moved back into mind/, then copied into the person's folder (their own note, which
+    # the commit never changes): the id names the memory in mind/ again, never their copy
     git(vault.root, "mv", "people/standup.md", old["path"])
+    git(vault.root, "commit", "-q", "-m", "back")
     (vault.root / "people" / "standup.md").write_text((vault.root / old["path"]).read_text())
     git(vault.root, "add", "-A")
-    git(vault.root, "commit", "-q", "-m", "back, and a copy")
+    git(vault.root, "commit", "-q", "-m", "a copy of my own")
+    assert note_of(vault, OLD)["id"] == old["id"]
     shown = cortex("--vault", str(vault.root), "show", old["id"], "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["path"] == old["path"]
 

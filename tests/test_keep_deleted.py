@@ -13,9 +13,9 @@ from sync_helpers import cx, git, make_fleet, person_commit, sh, sync, write
 BODY = "The deploy key rotates every ninety days"
 
 
-def _deleted_here_reinforced_there(tmp_path):
-    """A (m0) deletes the memory in a commit of its own; B (m1) repeats it, reinforces it
-    and pushes. Returns (A, B, path)."""
+def _deleted_here(tmp_path):
+    """A (m0) and B (m1) share a memory; A deletes it in a commit of its own. Returns
+    (A, B, path)."""
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, BODY, timestamp="2026-02-16T10:00:00Z")
     cx(a, "run")
@@ -24,6 +24,12 @@ def _deleted_here_reinforced_there(tmp_path):
     path = next(p for p in git(a, "ls-files", "mind").split() if "/20" in p)
     git(a, "rm", "-q", path)
     git(a, "commit", "-q", "-m", "vault backup: delete")
+    return a, b, path
+
+
+def _deleted_here_reinforced_there(tmp_path):
+    """A deletes the memory; B repeats it, reinforces it and pushes. Returns (A, B, path)."""
+    a, b, path = _deleted_here(tmp_path)
     write(b, BODY, timestamp="2026-02-17T10:00:00Z")
     cx(b, "run")
     cx(b, "maintain", "--force")
@@ -70,14 +76,7 @@ def _restore_as_told(machine, said: str, path: str) -> None:
 
 
 def test_a_person_edit_on_the_other_side_keeps_the_file_as_before(tmp_path):
-    _, (a, b) = make_fleet(tmp_path, 2)
-    write(a, BODY)
-    cx(a, "run")
-    sync(a)
-    sync(b)
-    path = next(p for p in git(a, "ls-files", "mind").split() if "/20" in p)
-    git(a, "rm", "-q", path)
-    git(a, "commit", "-q", "-m", "vault backup: delete")
+    a, b, path = _deleted_here(tmp_path)
     text = (b / path).read_text(encoding="utf-8")
     person_commit(b, path, text.replace(BODY, BODY + ", and the old one is revoked the same day"), "edit")
     sync(b)

@@ -701,10 +701,9 @@ def test_a_commit_made_while_the_sync_moves_head_is_merged_too(tmp_path, monkeyp
     fsck(a)
 
 
-def test_forgotten_on_one_machine_memorized_anew_on_the_other_stays_forgotten(tmp_path):
-    """Machine b's agent memorizes a fact on its own (another day: another note) before it
-    hears that a person on a forgot it: the sync folds b's note into the forgotten one,
-    which stays archived, instead of leaving the wrong memory alive through its twin."""
+def _forgotten_here_memorized_anew_there(tmp_path):
+    """a forgets a memory and syncs; b's agent memorizes the same fact on its own another
+    day (another note), before b hears. Returns (a, b, b's note)."""
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, BODY, timestamp="2026-02-16T10:00:00Z")
     cx(a, "run")
@@ -714,6 +713,14 @@ def test_forgotten_on_one_machine_memorized_anew_on_the_other_stays_forgotten(tm
     write(b, BODY, timestamp="2026-02-18T10:00:00Z")
     cx(b, "run")
     twin = next(p for p, t in active(b).items() if BODY in t)
+    return a, b, twin
+
+
+def test_forgotten_on_one_machine_memorized_anew_on_the_other_stays_forgotten(tmp_path):
+    """Machine b's agent memorizes a fact on its own (another day: another note) before it
+    hears that a person on a forgot it: the sync folds b's note into the forgotten one,
+    which stays archived, instead of leaving the wrong memory alive through its twin."""
+    a, b, twin = _forgotten_here_memorized_anew_there(tmp_path)
     done = sync(b, "--json")
     settled = json.loads(done.stdout)["settled"]
     assert settled and settled[0]["folded"] == [twin] and settled[0]["stays_archived"] == "forgotten"
@@ -731,15 +738,7 @@ def test_forgotten_on_one_machine_memorized_anew_and_edited_on_the_other_keeps_t
     """A person on b edits the note b's agent memorized anew before b heard that a's
     forgot the memory: the settle does not fold their words into the archived note; the
     edited note stays where it is, said once on each machine."""
-    _, (a, b) = make_fleet(tmp_path, 2)
-    write(a, BODY, timestamp="2026-02-16T10:00:00Z")
-    cx(a, "run")
-    path = next(p for p, t in active(a).items() if BODY in t)
-    assert cx(a, "forget", path, "--reason", "moved to MySQL").returncode == 0
-    sync(a)
-    write(b, BODY, timestamp="2026-02-18T10:00:00Z")
-    cx(b, "run")
-    twin = next(p for p, t in active(b).items() if BODY in t)
+    a, b, twin = _forgotten_here_memorized_anew_there(tmp_path)
     person_commit(b, twin, (b / twin).read_text().replace(BODY, BODY + ", on a dedicated host"), "edit on b")
     done = sync(b, "--json")
     archived = next(p for p, t in notes(b).items() if field(t, "archive_reason") == "forgotten")

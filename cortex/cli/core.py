@@ -23,10 +23,7 @@ def init(path: Optional[Path] = typer.Argument(
     from cortex.cli.app import _options
     from cortex.vault import Vault
 
-    given = _options["vault"]  # `cortex --vault X init` makes X, never the current directory
-    if path is not None and given is not None and path.resolve() != given.resolve():
-        raise typer.BadParameter(f"two vaults named: PATH {path} and --vault {given}; give one")
-    path = path or given or Path(".")
+    path = path or _options["vault"] or Path(".")  # `cortex --vault X init` makes X, never the current directory
     set_up: list[str] = []
     vault, created = Vault.init(path, set_up)
     if not created:
