@@ -288,7 +288,7 @@ def _commit(vault: Vault, paths: list[str]) -> None:
 def _install_hooks(root: Path) -> list[str]:
     """Install the pre-commit hook (offline: the hooks are `repo: local`,
     `language: system`), record which python runs cortex and define the notes' merge
-    driver; see ``cortex.hooks.install``. A vault whose hook could not be installed takes
+    driver; see ``cortex.hookinstall.install``. A vault whose hook could not be installed takes
     every commit unchecked: that is an error (exit 1) naming what to fix, after the vault
     is made, so `cortex hook install` then finishes the job. Returns what it set up that
     was not set up already, for people."""
@@ -296,7 +296,7 @@ def _install_hooks(root: Path) -> list[str]:
 
     from cortex import gitcli
     from cortex.errors import CortexError
-    from cortex.hooks import install
+    from cortex.hookinstall import install
 
     python = gitcli.config(root, "cortex.python")
     done, problems = install(root)

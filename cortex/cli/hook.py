@@ -84,7 +84,8 @@ def hook_fix(
 def hook_install() -> None:
     """Install the pre-commit hook in this vault and point it, the commit guard and the notes'
     merge driver at the python running this cortex (after a clone, or when cortex moved)."""
-    from cortex.hooks import HookVault, install
+    from cortex.hookinstall import install
+    from cortex.hooks import HookVault
 
     root = HookVault(_options["vault"]) if _options["vault"] else HookVault.around()
     done, problems = install(root.root, force=True)
