@@ -96,3 +96,22 @@ def person_commit(machine: Path, rel: str, text: str, message: str) -> None:
 
 def fsck(machine: Path) -> None:
     sh(machine, "git", "fsck", "--no-progress", "--no-dangling")
+
+
+def converge(*machines) -> None:
+    """Two rounds: the last machine's merge reaches the first ones in the second."""
+    for _ in range(2):
+        for m in machines:
+            sync(m)
+    trees = {head_tree(m) for m in machines}
+    assert len(trees) == 1, trees
+
+
+def shared_memory(tmp_path: Path, body: str) -> tuple[Path, Path, str]:
+    """Two machines that both have one memory (a's, synced): (a, b, its path)."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, body)
+    cx(a, "run")
+    converge(a, b)
+    (rel,) = [p for p, t in active(a).items() if body in t]
+    return a, b, rel

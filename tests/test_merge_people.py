@@ -9,26 +9,9 @@ import json
 
 import pytest
 
-from sync_helpers import active, cx, field, fsck, git, head_tree, make_fleet, notes, person_commit, sh, sync, write
+from sync_helpers import converge, cx, field, fsck, git, make_fleet, notes, person_commit, sh, shared_memory, sync, write
 
 BODY = "The staging database is rebuilt every night"
-
-
-def converge(*machines) -> None:
-    for _ in range(2):
-        for m in machines:
-            sync(m)
-    assert len({head_tree(m) for m in machines}) == 1
-
-
-def shared_memory(tmp_path, body=BODY):
-    """Two machines that both have one memory (a's, synced): (a, b, its path)."""
-    _, (a, b) = make_fleet(tmp_path, 2)
-    write(a, body)
-    cx(a, "run")
-    converge(a, b)
-    (rel,) = [p for p, t in active(a).items() if body in t]
-    return a, b, rel
 
 
 def edit_body(machine, rel, edit, message):
@@ -55,7 +38,7 @@ def pull(machine, how):
 def test_edits_to_different_lines_of_one_body_merge_with_the_title_derived_from_the_merged_body(tmp_path, how):
     """Each laptop's hook re-derived the title and aliases from its own edit: those lines
     are not merged as text (they conflicted) but derived again from the merged body."""
-    a, b, rel = shared_memory(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     edit_body(a, rel, lambda body: "\nMaya says:\n" + body, "vault backup: a")
     edit_body(b, rel, lambda body: body + "\nIt takes about forty minutes.\n", "vault backup: b")
     titles = {field((m / rel).read_text(), "title") for m in (a, b)}
@@ -82,7 +65,7 @@ def test_edits_to_different_lines_of_one_body_merge_with_the_title_derived_from_
 
 
 def test_a_title_a_person_wrote_on_one_laptop_wins_over_the_one_derived_on_the_other(tmp_path):
-    a, b, rel = shared_memory(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     text = (a / rel).read_text()
     old_title = field(text, "title")
     person_commit(a, rel, text.replace(f'title: "{old_title}"', 'title: "Nightly staging rebuild"')
@@ -101,7 +84,7 @@ def test_a_title_a_person_wrote_on_one_laptop_wins_over_the_one_derived_on_the_o
 
 
 def test_titles_people_wrote_differently_on_both_laptops_are_left_to_a_person(tmp_path):
-    a, b, rel = shared_memory(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     for m, title in ((a, "Staging rebuilds"), (b, "Nightly rebuild of staging")):
         text = (m / rel).read_text()
         person_commit(m, rel, text.replace(f'title: "{field(text, "title")}"', f'title: "{title}"'), "title")
@@ -123,7 +106,7 @@ def _reinforce(machine, body, timestamp):
 def test_a_memory_a_person_moved_into_their_own_folder_merges_as_in_mind(tmp_path, how):
     """Both laptops' agents repeat the memory the person moved to Projects/: the two
     reinforcements add up there as in mind/, by `cortex sync` and by the plugin's pull."""
-    a, b, rel = shared_memory(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     moved = "Projects/Staging.md"
     (a / "Projects").mkdir()
     git(a, "mv", rel, moved)
@@ -207,7 +190,7 @@ def test_cortex_init_gives_an_existing_vault_the_merge_driver_for_every_note(tmp
 
 
 def _rename_and_forget(tmp_path, renamed):
-    a, b, rel = shared_memory(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     (a / renamed).parent.mkdir(parents=True, exist_ok=True)
     (a / rel).rename(a / renamed)  # Obsidian's rename, then the plugin's `git add -A` and commit
     git(a, "add", "-A")

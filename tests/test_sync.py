@@ -10,19 +10,10 @@ import subprocess
 
 import pytest
 
-from sync_helpers import (active, cx, field, fsck, git, head_tree, make_fleet, notes, person_commit, sh, sync,
-                          write)
+from sync_helpers import (active, converge, cx, field, fsck, git, head_tree, make_fleet, notes, person_commit, sh,
+                          shared_memory, sync, write)
 
 BODY = "The ledger runs on Postgres 16 in production"
-
-
-def converge(*machines) -> None:
-    """Two rounds: the last machine's merge reaches the first ones in the second."""
-    for _ in range(2):
-        for m in machines:
-            sync(m)
-    trees = {head_tree(m) for m in machines}
-    assert len(trees) == 1, trees
 
 
 def test_same_observation_on_two_machines_the_same_day_is_one_note_reinforced(tmp_path):
@@ -60,16 +51,6 @@ def test_same_observation_on_different_days_folds_into_one_note(tmp_path):
     folded = [t for p, t in notes(a).items() if p.startswith("mind/archive/") and BODY in t]
     assert len(folded) == 1 and field(folded[0], "merged_into") == field(live[0], "id")
     cx(a, "validate", "--all")
-
-
-def shared_note(tmp_path):
-    """Two machines that both have one note (a's memory, synced): (a, b, its path)."""
-    _, (a, b) = make_fleet(tmp_path, 2)
-    write(a, BODY)
-    cx(a, "run")
-    converge(a, b)
-    (rel,) = [p for p, t in active(a).items() if BODY in t]
-    return a, b, rel
 
 
 def _reinforce(machine, body, timestamp):
@@ -268,7 +249,7 @@ def stopped_by_conflict(a, b, rel) -> str:
 
 
 def test_both_machines_rewriting_one_body_stops_with_the_file_and_the_command(tmp_path):
-    a, b, rel = shared_note(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     for m, new in ((a, "The ledger runs on Postgres 17 in production"), (b, "The ledger moved to CockroachDB")):
         person_commit(m, rel, (m / rel).read_text().replace(BODY, new), f"edit on {m.name}")
     stopped_by_conflict(a, b, rel)
@@ -304,7 +285,7 @@ def test_a_conflict_names_a_note_with_accents_as_it_is_named(tmp_path):
 
 
 def test_a_persons_uncommitted_edit_is_never_touched(tmp_path):
-    a, b, rel = shared_note(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     _reinforce(a, BODY, "2026-03-01T10:00:00Z")
     sync(a)
     wip = (b / rel).read_text().replace(BODY, "half-written thought")
@@ -804,7 +785,7 @@ def test_a_memory_deleted_on_one_machine_and_only_counted_on_the_other_stays_del
 
 
 def test_a_memory_deleted_on_one_machine_and_rewritten_on_the_other_is_left_to_a_person(tmp_path):
-    a, b, rel = shared_note(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     git(a, "rm", "-q", rel)
     sh(a, "git", "commit", "-q", "-m", "not true any more")
     person_commit(b, rel, (b / rel).read_text().replace(BODY, "The ledger moved to CockroachDB"), "edit on b")
@@ -895,7 +876,7 @@ def test_a_memory_deleted_on_one_machine_and_archived_on_the_other_stays_deleted
     """git sees a rename on one side and a deletion on the other (rename/delete); the
     archived note is both the conflicted file and a note added on its side, and is left
     out of the merge once."""
-    a, b, rel = shared_note(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     git(a, "rm", "-q", rel)
     sh(a, "git", "commit", "-q", "-m", "not true")
     cx(b, "forget", rel, "--reason", "out of date")
@@ -913,7 +894,7 @@ def test_a_persons_merge_stopped_on_a_conflict_is_named_and_the_sync_waits_for_i
     """The sync blamed "uncommitted changes in files the remote changed too" and advised
     `git stash`, which git refuses with unmerged paths ("needs merge"). It says a merge
     is in progress and how to end it (exit 75), and syncs once it is over."""
-    a, b, rel = shared_note(tmp_path)
+    a, b, rel = shared_memory(tmp_path, BODY)
     write(a, "Another machine's memory arrives meanwhile")
     cx(a, "run")
     sync(a)
