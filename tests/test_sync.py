@@ -90,11 +90,7 @@ def test_decayed_on_one_machine_reinforced_on_the_other_stays_alive(tmp_path):
 
 
 def test_forgotten_on_one_machine_repeated_on_the_other_stays_forgotten(tmp_path):
-    _, (a, b) = make_fleet(tmp_path, 2)
-    write(a, BODY)
-    cx(a, "run")
-    converge(a, b)
-    path = next(p for p, t in active(a).items() if BODY in t)
+    a, b, path = shared_memory(tmp_path, BODY)
     assert cx(a, "forget", path, "--reason", "moved to MySQL").returncode == 0
     _reinforce(b, BODY, "2026-11-01T10:00:00Z")  # b's agent, not told yet, says it again
     converge(a, b)
@@ -740,11 +736,7 @@ def test_forgotten_on_one_machine_memorized_anew_and_edited_on_the_other_keeps_t
 def test_forgotten_on_one_machine_with_its_words_edited_on_the_other_comes_back_said_so(tmp_path):
     """One note: a forgets it, a person on b edits its words before hearing. The edit is
     not hidden in the archive: the note is current again, and the sync says why."""
-    _, (a, b) = make_fleet(tmp_path, 2)
-    write(a, BODY)
-    cx(a, "run")
-    converge(a, b)
-    path = next(p for p, t in active(a).items() if BODY in t)
+    a, b, path = shared_memory(tmp_path, BODY)
     assert cx(a, "forget", path, "--reason", "moved to MySQL").returncode == 0
     sync(a)
     person_commit(b, path, (b / path).read_text().replace(BODY, BODY + ", on a dedicated host"), "edit on b")
