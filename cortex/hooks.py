@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from cortex.fsutil import Before, atomic_write
+from cortex.keepdeleted import merging
 from cortex.layout import (
     UnreadableNote, case_twins, in_partition, is_markdown, is_note_path, is_other_repository, link_on_path,
     read_note_bytes, reserved_part, unprintable_name, write_cache,
@@ -441,7 +442,7 @@ def _duplicate_hint(vault: HookVault, rel: str, others: list[str]) -> str:
         return (f"a renamed note: {gone[0]} is no longer in the folder, stage its removal too "
                 f"(`git add -A`, or `git rm --cached {gone[0]}`)")
     pair = [rel, *others]
-    if _git_output(vault.root, "rev-parse", "-q", "--verify", "MERGE_HEAD") is not None:
+    if merging(vault.root, _git_output):
         return (f"one memory a merge left at two paths, {' and '.join(pair)} (renamed on one machine, renamed or "
                 "archived on the other): keep one, `git rm -f` the other")
     new = [p for p in pair if vault.committed(p) is None]
@@ -597,7 +598,7 @@ def _copies(vault: HookVault, texts: dict[str, str], stashed: dict[str, bool]) -
     finally:
         cache.close()
     others = {rel: qs for rel, qs in others.items() if qs}
-    if not others or _git_output(vault.root, "rev-parse", "-q", "--verify", "MERGE_HEAD") is not None:
+    if not others or merging(vault.root, _git_output):
         return {}
     renamed = vault.renamed()
     staged = headcache.staged_changes(vault.root) or {}

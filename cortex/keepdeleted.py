@@ -39,36 +39,47 @@ class Kept:
                 f"(to keep it after all: `git checkout {self.side[:12]} -- {self.path}` and commit)")
 
 
-def _git_dir(root: Path) -> Path | None:
+def git_dir(root: Path, git: Callable[..., bytes | None]) -> Path | None:
+    """The git directory of the worktree at ``root``, where git leaves the files of an
+    operation in progress (``cortex.gitop``): read off ``$GIT_DIR`` or ``.git`` with no
+    process; a linked worktree or a submodule (``.git`` a file) asks git."""
     env = os.environ.get("GIT_DIR")
     if env:
         return Path(env) if os.path.isabs(env) else root / env
     dot = root / ".git"
     if dot.is_dir():
         return dot
-    return None  # a linked worktree or a submodule: asked of git only when needed
+    out = git(root, "rev-parse", "--absolute-git-dir")
+    return Path(out.decode().strip()) if out else None
+
+
+def merging(root: Path, git: Callable[..., bytes | None]) -> bool:
+    """Whether this commit concludes a person's merge (``MERGE_HEAD``, as ``cortex.gitop``
+    tells it)."""
+    from cortex.gitop import in_progress
+
+    where = git_dir(root, git)
+    op = in_progress(where) if where is not None else None
+    return op is not None and op.name == "merge"
 
 
 def sides(root: Path, git: Callable[..., bytes | None]) -> list[tuple[str, str]]:
     """(the other side's commit, the base) of the merge, cherry-pick or rebase pick this
     commit concludes; [] when none is in progress (the usual commit: no git call)."""
-    git_dir = _git_dir(root)
-    if git_dir is None:
-        out = git(root, "rev-parse", "--absolute-git-dir")
-        if out is None:
-            return []
-        git_dir = Path(out.decode().strip())
+    where = git_dir(root, git)
+    if where is None:
+        return []
     found: list[tuple[str, str]] = []
-    merge = git_dir / "MERGE_HEAD"
+    merge = where / "MERGE_HEAD"
     if merge.is_file():
         for other in merge.read_text(encoding="ascii", errors="replace").split():
             base = git(root, "merge-base", "HEAD", other)
             if base:
                 found.append((other, base.decode().strip()))
         return found
-    rebasing = (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir()
+    rebasing = (where / "rebase-merge").is_dir() or (where / "rebase-apply").is_dir()
     for name, needed in (("REBASE_HEAD", rebasing), ("CHERRY_PICK_HEAD", True)):
-        pick = git_dir / name
+        pick = where / name
         if needed and pick.is_file():
             other = pick.read_text(encoding="ascii", errors="replace").strip()
             base = git(root, "rev-parse", "--verify", "-q", f"{other}^")
