@@ -58,6 +58,17 @@ def test_a_clean_write_says_nothing_about_security(vpath):
     assert out["will_hold"] == [] and out["will_redact"] == [] and "warning" not in result.stderr
 
 
+def _memorized(vpath, bodies: list[str]) -> list:
+    """Each body written as a fact and `cortex run`: the notes, one per body."""
+    for b in bodies:
+        assert cortex("--vault", str(vpath), "write", "--type", "fact", "--body", b).returncode == 0
+    run = cortex("--vault", str(vpath), "run")
+    assert run.returncode == 0, run.stderr
+    notes = sorted((vpath / "mind").rglob("*.md"))
+    assert len(notes) == len(bodies)
+    return notes
+
+
 def test_nothing_cortex_generates_carries_the_credential(vpath):
     secrets = [value(f"gen{i}", n) for i, n in enumerate((24, 32, 40))]
     bodies = [
@@ -65,12 +76,7 @@ def test_nothing_cortex_generates_carries_the_credential(vpath):
         f"SONAR_LOGIN := \"{secrets[1]}\" is what the nightly scan uses",
         f"The Sentry key is stored as {secrets[2]} in the runner for the side project, rotate it",
     ]
-    for b in bodies:
-        assert cortex("--vault", str(vpath), "write", "--type", "fact", "--body", b).returncode == 0
-    run = cortex("--vault", str(vpath), "run")
-    assert run.returncode == 0, run.stderr
-    notes = [p for p in (vpath / "mind").rglob("*.md")]
-    assert len(notes) == 3
+    notes = _memorized(vpath, bodies)
     generated = [git(vpath, "log", "--format=%B")] + [str(p.relative_to(vpath)) for p in notes]
     generated += [p.read_text(encoding="utf-8") for p in notes]  # title, aliases, body
     brief = cortex("--vault", str(vpath), "brief", "--json", "--since", "7d")
@@ -91,11 +97,8 @@ def test_the_notes_a_run_redacted_pass_the_hook_and_validate(vpath):
         f"CRM runs on Server=tcp:sql.example.net,1433;Database=crm;User ID=crm;Password={password};Encrypt=True;",
         f"The Sentry key is stored as {value('sentry', 32)} in the runner",
     ]
-    for b in bodies:
-        assert cortex("--vault", str(vpath), "write", "--type", "fact", "--body", b).returncode == 0
-    assert cortex("--vault", str(vpath), "run").returncode == 0
-    notes = sorted((vpath / "mind").rglob("*.md"))
-    assert len(notes) == 3 and all("[REDACTED]" in p.read_text(encoding="utf-8") for p in notes)
+    notes = _memorized(vpath, bodies)
+    assert all("[REDACTED]" in p.read_text(encoding="utf-8") for p in notes)
     checked = cortex("--vault", str(vpath), "validate", "--all")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     with notes[0].open("a", encoding="utf-8") as fh:
