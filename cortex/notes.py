@@ -127,16 +127,23 @@ def flow_list(items: Iterable[Any]) -> str:
 REDACTED = "[REDACTED]"
 
 
+# What Obsidian refuses in a note's name, so in a link's target: `#` and `^` start a
+# heading or block, `|` the shown text, `/` a folder, the rest no file system holds.
+_NOT_A_NOTE_NAME = re.compile(r'[:*"\\/<>|?#^\[\]\x00-\x1f]')
+
+
 def linkable(entities) -> list[str]:
     """Entity names worth a link: not one whose credential was redacted (every such
-    "[REDACTED]" would link unrelated notes together in Obsidian's graph)."""
-    return [name for name, _ in entities if REDACTED not in name]
+    "[REDACTED]" would link unrelated notes together in Obsidian's graph), nor one no
+    note can be called. A link made from `C#` by dropping the `#` would be [[C]], the C
+    language's note; `AC/DC` a path: such an entity stays in `entities`, unlinked."""
+    return [name for name, _ in entities
+            if REDACTED not in name and name.strip() and not _NOT_A_NOTE_NAME.search(name)]
 
 
 def wikilink(name: str) -> str:
-    """An Obsidian link to an entity; characters Obsidian forbids in link targets dropped."""
-    clean = re.sub(r"[\[\]|#^\n]", "", name).strip()
-    return f"[[{clean}]]"
+    """An Obsidian link to an entity ``linkable`` kept."""
+    return f"[[{name.strip()}]]"
 
 
 # [[target]], [[target#heading]], [[target^block]], [[target|shown text]]: group 1 the

@@ -585,14 +585,14 @@ def test_graph_nodes_and_edges(vault):
 
 
 def test_an_entity_obsidian_cannot_link_is_still_one_node(vault):
-    """`C#` is written as the wikilink [[C]] (Obsidian forbids # in a link target); the
-    graph keeps it one entity, apart from a real `C`."""
+    """`C#` gets no wikilink (Obsidian forbids # in a note's name, and [[C]] is another
+    note); the graph keeps it one entity, apart from a real `C`."""
     csharp = make_note(vault, "fact", "The billing worker is written in C#.", entities=[("C#", "language")])
     make_note(vault, "fact", "The tide model is written in C.", entities=[("C", "language")])
     with vault.lock():
         graph = build_graph(JobContext(vault, T0).snapshot())
     key = f"note:{meta(vault, csharp)['id']}"
-    assert meta(vault, csharp)["links"] == ["[[C]]"]
+    assert meta(vault, csharp)["links"] == []
     graph.nodes[key]["label"] = 'R&D <b>"team"</b>'
     assert '["R#amp;D #lt;b#gt;#quot;team#quot;#lt;/b#gt;"]' in export(graph, "mermaid")
     assert {t for s, k, t in graph.edges if s == key and k in ("mentions", "links_to")} == {"entity:c#"}

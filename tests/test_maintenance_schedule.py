@@ -13,6 +13,7 @@ import yaml
 
 from conftest import REPO, VENV_BIN, cortex, git, observation
 from cortex.maintenance.settings import When
+from cortex.notes import parse_note
 from cortex.maintenance.due import run_due, schedule_table
 from maint_helpers import MONTH, T0, commit_count, make_note, note_paths, when
 
@@ -100,6 +101,29 @@ def test_cli_graph_neighbors_and_export(vault):
         res = cortex("--vault", str(vault.root), "graph", "export", "--format", fmt)
         assert res.returncode == 0 and res.stdout.startswith(head), res.stderr
     assert cortex("--vault", str(vault.root), "graph", "neighbors", "Nobody").returncode == 1
+
+
+def test_an_entity_whose_name_no_note_can_hold_gets_no_link(vault):
+    """Obsidian refuses : * " \\ / < > | ? # ^ [ ] in a note's name: a link made from `C#`
+    by dropping the `#` was [[C]], the C language note beside it; `AC/DC` a path. Such an
+    entity stays in `entities` and the graph by its name, with no link to another note."""
+    (vault.root / "C.md").write_text("Notes on the C programming language.\n")
+    git(vault.root, "add", "C.md")
+    git(vault.root, "commit", "-qm", "vault backup")
+    names = ["C#", "F#", "Alpha#Budget", "AC/DC", "Meeting: Q3", "O'Brien: Sean", "Maya Okafor"]
+    vault.write(observation(body="The billing service is written in C# and its reports in F#.",
+                            entities=[{"name": n, "type": "thing"} for n in names]))
+    vault.run()
+    [memory] = [p for p in note_paths(vault) if p.startswith("mind/")]
+    meta = parse_note((vault.root / memory).read_text()).meta
+    assert [e["name"] for e in meta["entities"]] == names
+    assert meta["links"] == ["[[Maya Okafor]]"]
+    linked = cortex("--vault", str(vault.root), "graph", "neighbors", "C.md", "--json")
+    assert linked.returncode == 0 and json.loads(linked.stdout)[0]["neighbors"] == []
+    for name in names:
+        out = cortex("--vault", str(vault.root), "graph", "neighbors", name, "--json")
+        assert out.returncode == 0, (name, out.stderr)
+        assert {n["path"] for n in json.loads(out.stdout)[0]["neighbors"]} == {memory}, name
 
 
 def test_cron_prints_crontab_systemd_and_ci(vault):

@@ -21,7 +21,7 @@ from typing import Any, TYPE_CHECKING
 from cortex.fsutil import atomic_write
 from cortex.maintenance.base import JobContext, JobResult
 from cortex.maintenance.snapshot import Snapshot
-from cortex.notes import REDACTED, wikilink, wikilinks
+from cortex.notes import REDACTED, wikilinks
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -101,18 +101,13 @@ def build_graph(snapshot: Snapshot) -> Graph:
             tag_key = f"tag:{tag}"
             g.nodes.setdefault(tag_key, {"kind": "tag", "label": f"#{tag}"})
             edge(key, "tagged", tag_key)
-        # The frontmatter `links` are the note's entities as Obsidian wikilinks, which
-        # cannot hold # | [ ] ^ ("C#" links as [[C]]): such a link is that entity.
-        own = {wikilink(name)[2:-2].casefold(): entity(name, kind) for name, kind in note.entities}
-        for target, listed in [*((t, False) for t in wikilinks(note.body)),
-                               *((t, True) for link in note.links for t in wikilinks(link))]:
-            folded = target.casefold()
-            path = folded.removesuffix(".md")
+        # The frontmatter `links` are the note's entities no note name forbids
+        # (cortex.notes.linkable): resolved like any other link.
+        for target in [*wikilinks(note.body), *(t for link in note.links for t in wikilinks(link))]:
+            path = target.casefold().removesuffix(".md")
             stem = path.rsplit("/", 1)[-1]
-            # As Obsidian: a path, else a file name; an entity's own link ([[C]] for C#)
-            # is that entity unless a note of that name exists, where Obsidian goes too.
-            dest = (by_path.get(path) or ("/" not in path and by_stem.get(stem))
-                    or (listed and own.get(folded)) or entity(target))
+            # As Obsidian: a path, else a file name, else a node of that name.
+            dest = by_path.get(path) or ("/" not in path and by_stem.get(stem)) or entity(target)
             edge(key, "links_to", dest)
         if note.merged_into and note.merged_into in by_id:
             edge(key, "merged_into", by_id[note.merged_into])
