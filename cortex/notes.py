@@ -489,6 +489,14 @@ _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN_RE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 
 
+def inert(text: str) -> str:
+    """``text`` as a note may quote it without being tagged or linked by it: each `#` and
+    `[[` escaped with a backslash, which Obsidian shows as the characters alone, reading
+    no tag, heading or link from them (nor do ``inline_tags`` and ``wikilinks``: a `#`
+    after a backslash starts no tag, `\\[\\[` is no `[[`)."""
+    return text.replace("#", "\\#").replace("[[", "\\[\\[")
+
+
 def inline_tags(body: str) -> list[str]:
     """The ``#tags`` of a body as Obsidian counts them (lowercased, in order, once each):
     not inside code fences or code spans, not in headings."""

@@ -167,6 +167,25 @@ def test_brief_reports_the_day(vault):
     assert cortex("--vault", str(vault.root), "validate", "--all").returncode == 0
 
 
+def test_the_written_brief_names_tags_and_titles_without_carrying_them(vault):
+    """The brief lists the day's tags and titles; Obsidian and cortex's graph must not read
+    them as the brief's own tags and links, or every brief is tagged with every tag."""
+    (vault.root / "Printer.md").write_text("The printer in room 4 needs toner. #office/printers\n")
+    git(vault.root, "add", "Printer.md")
+    git(vault.root, "commit", "-qm", "vault backup")
+    vault.write(observation(body="Crane inspection moved to Friday #urgent, see [[Alpha]]", tags=["cranes"]))
+    vault.run()
+    wrote = cortex("--vault", str(vault.root), "brief", "--write")
+    assert wrote.returncode == 0, wrote.stderr
+    [brief] = [p for p in note_paths(vault) if p.endswith("-brief.md")]
+    text = (vault.root / brief).read_text()
+    assert "cranes (1)" in text and "office/printers (1)" in text and "Friday" in text
+    for name in ("#office/printers", "#cranes", "#urgent", "Alpha"):
+        out = cortex("--vault", str(vault.root), "graph", "neighbors", name, "--json")
+        assert out.returncode == 0, (name, out.stderr)
+        assert brief not in {n.get("path") for n in json.loads(out.stdout)[0]["neighbors"]}, name
+
+
 def test_every_maintenance_command_has_help():
     for args in (["reinforce"], ["decay"], ["dedup"], ["graph"], ["graph", "neighbors"], ["graph", "export"],
                  ["maintain"], ["schedule"], ["cron"], ["brief"]):

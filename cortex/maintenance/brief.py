@@ -173,12 +173,14 @@ def render_brief(data: dict[str, Any]) -> str:
 def write_brief(vault: Vault, data: dict[str, Any], now: datetime) -> str | None:
     """Commit the brief as ``vault/events/<date>-brief.md`` (one per day, updated in place)."""
     from cortex.errors import CortexError
-    from cortex.notes import NoteDraft, make_title, parse_note, render_note, source_hash, uuid7
+    from cortex.notes import NoteDraft, inert, make_title, parse_note, render_note, source_hash, uuid7
 
     day = format_time(now)[:10]
     path = f"vault/events/{day}-brief.md"
     body = render_brief(data).split("\n", 2)[2].strip() if render_brief(data).count("\n") > 2 else "Nothing happened."
-    body = f"Daily brief for {day}.\n\n{body}"
+    # The tags and titles it lists are quoted, not the brief's own: unescaped, each
+    # brief would be tagged with every active tag and link every note a title links.
+    body = f"Daily brief for {day}.\n\n{inert(body)}"
     with vault.lock():
         repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
         existing = repo.file_at_head(path)
