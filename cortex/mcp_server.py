@@ -93,7 +93,7 @@ FILTER_NOTE = {
     "type": "Only notes of this type, or any of a list (fact, decision, preference, lesson, constraint, task, ...).",
     "category": "Only this category, or any of a list: concept, entity, relation.",
     "partition": "Only this partition: mind (behavioural memory) or vault (permanent records).",
-    "tag": "Only notes with this tag, or any of a list.",
+    "tag": "Only notes with this tag (or one nested in it: project finds project/alpha), or any of a list.",
     "entity": "Only notes mentioning this entity by name, or any of a list.",
     "attribution": "Only notes from this source, or any of a list.",
     "since": "Created at or after: a date (2026-01-31), a timestamp, or a duration back from now (30d, 24h).",

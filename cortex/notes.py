@@ -457,6 +457,13 @@ def tag_name(text: str) -> str:
     return text.strip().lstrip("#").lower()
 
 
+def tag_within(tag: str, parent: str) -> bool:
+    """Whether ``tag`` is ``parent`` or nested in it (both as ``tag_name`` gives them):
+    Obsidian's `tag:#project` search and its tag pane count `project/alpha` under
+    `project`, never `projects`."""
+    return tag == parent or tag.startswith(parent + "/")
+
+
 def note_tags(value: Any) -> list[str]:
     """A note's frontmatter ``tags`` (a list, or a string of them) as tag names, in order,
     once each; what is neither reads as no tags (the validator says what is wrong)."""

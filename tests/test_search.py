@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import cortex
 from cortex.cli import main
 from cortex.notes import source_hash
 from cortex.search.index import SearchIndex
@@ -809,6 +810,24 @@ def test_a_filter_without_text_lists_its_notes_newest_first(mixed, capsys):
     assert listed["mode"] == "list" and [r["path"] for r in listed["results"]] == [notes["task"]]
     assert 0.0 < listed["results"][0]["score"] <= 1.0  # recency, never a timestamp
     assert main([*v, "--tag", "nope"]) == 1
+
+
+def test_a_tag_finds_the_notes_tagged_with_tags_nested_in_it(vault):
+    """Obsidian's `tag:#project` and its tag pane count a note tagged #project/alpha under
+    #project; `--tag project` and the graph's `#project` do the same (not #projects)."""
+    (vault / "Kickoff.md").write_text("Kickoff of the crane project. #project/alpha\n")
+    (vault / "Beta.md").write_text("---\ntags: [Project/Beta]\n---\nBeta notes.\n")
+    (vault / "Other.md").write_text("Someone else's work. #projects\n")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "notes")
+    found = cortex("--vault", str(vault), "query", "--tag", "project", "--paths")
+    assert found.returncode == 0, found.stderr
+    assert sorted(found.stdout.split()) == ["Beta.md", "Kickoff.md"]
+    found = cortex("--vault", str(vault), "query", "--tag", "#project/alpha", "--paths")
+    assert found.stdout.split() == ["Kickoff.md"]
+    graph = cortex("--vault", str(vault), "graph", "neighbors", "#project", "--json")
+    assert graph.returncode == 0, graph.stderr
+    assert sorted(n["path"] for node in json.loads(graph.stdout) for n in node["neighbors"]) == ["Beta.md", "Kickoff.md"]
 
 
 def test_a_listing_prints_no_timestamp_as_a_score(mixed, capsys):

@@ -126,7 +126,7 @@ def query(
     type_: List[str] = typer.Option([], "--type", "-t", help="Only notes of this type (repeat for any of several)."),
     category: List[str] = typer.Option([], "--category", help="Only this category: concept, entity, relation."),
     partition: List[str] = typer.Option([], "--partition", help="Only this partition: mind or vault."),
-    tag: List[str] = typer.Option([], "--tag", help="Only notes with this tag (repeat for any of several)."),
+    tag: List[str] = typer.Option([], "--tag", help="Only notes with this tag or one nested in it (project: project/alpha too); repeat for any of several."),
     entity: List[str] = typer.Option([], "--entity", help="Only notes mentioning this entity (by name)."),
     attribution: List[str] = typer.Option([], "--attribution", help="Only notes from this source."),
     since: Optional[str] = typer.Option(None, "--since", help="Created at or after: a date, or a duration back (30d)."),

@@ -21,7 +21,7 @@ from typing import Any, TYPE_CHECKING
 from cortex.fsutil import atomic_write
 from cortex.maintenance.base import JobContext, JobResult
 from cortex.maintenance.snapshot import Snapshot
-from cortex.notes import REDACTED, wikilinks
+from cortex.notes import REDACTED, tag_name, tag_within, wikilinks
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -133,9 +133,12 @@ def save_graph(vault: Vault, graph: Graph) -> None:
 
 
 def find_nodes(graph: Graph, name: str) -> list[str]:
-    """Nodes a person may mean by ``name``: an entity, ``#tag``, a note's id, path, file name or title."""
+    """Nodes a person may mean by ``name``: an entity, ``#tag`` (and the tags nested in
+    it), a note's id, path, file name or title."""
     folded = " ".join(name.split()).casefold()
-    exact = [k for k in (entity_key(name), f"tag:{name.lstrip('#')}", f"note:{name}") if k in graph.nodes]
+    tag = tag_name(name)  # with the tags nested in it, as Obsidian's tag pane counts #project
+    tags = sorted(k for k in graph.nodes if k.startswith("tag:") and tag_within(k[4:], tag)) if tag else []
+    exact = [k for k in (entity_key(name), f"note:{name}") if k in graph.nodes] + tags
     if exact:
         return exact
     hits = []

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Sequence
 
-from cortex.notes import tag_name
+from cortex.notes import tag_name, tag_within
 from cortex.search import fusion, when
 from cortex.search.question import Filters
 from cortex.search.records import LIST_SEP
@@ -77,7 +77,7 @@ def matches(doc: dict, f: Filters) -> bool:
         return False
     if f.attributions and doc.get("attribution") not in f.attributions:
         return False
-    if f.tags and not _split(doc.get("tags")) & {tag_name(t) for t in f.tags}:  # `--tag #Jam` is jam
+    if f.tags and not _tagged(_split(doc.get("tags")), f.tags):
         return False
     if f.entities and not _split(doc.get("entities")) & {e.lower() for e in f.entities}:
         return False
@@ -87,6 +87,12 @@ def matches(doc: dict, f: Filters) -> bool:
     if f.until is not None and ts >= f.until:
         return False
     return True
+
+
+def _tagged(tags: set[str], wanted: tuple[str, ...]) -> bool:
+    """A wanted tag as Obsidian searches it: `--tag #Jam` is jam; `--tag project` finds
+    project/alpha too."""
+    return any(tag_within(tag, tag_name(w)) for w in wanted for tag in tags)
 
 
 @dataclass(frozen=True)
