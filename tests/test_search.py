@@ -830,6 +830,19 @@ def test_a_tag_finds_the_notes_tagged_with_tags_nested_in_it(vault):
     assert sorted(n["path"] for node in json.loads(graph.stdout) for n in node["neighbors"]) == ["Beta.md", "Kickoff.md"]
 
 
+def test_a_note_whose_frontmatter_does_not_parse_is_searched_whole(vault):
+    """A note opening with a `---` rule has its first paragraph read as frontmatter that
+    does not parse; a template's `{{title}}` breaks the YAML. The commit only warns, and
+    every word of such a note is found, as Obsidian's search finds it."""
+    (vault / "Rule first.md").write_text("---\n\nThis opens with a horizontal rule and talks about quokkas.\n\n---\n\nend\n")
+    (vault / "Broken yaml.md").write_text("---\ntitle: {{title}}\nattendees: x: y\n---\nBody of wombats.\n")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "vault backup")
+    for words, path in (("quokkas", "Rule first.md"), ("attendees", "Broken yaml.md"), ("wombats", "Broken yaml.md")):
+        found = cortex("--vault", str(vault), "query", words, "--lexical-only", "--paths")
+        assert (found.returncode, found.stdout.splitlines()) == (0, [path]), (words, found.stderr)
+
+
 def test_a_listing_prints_no_timestamp_as_a_score(mixed, capsys):
     vault, _ = mixed
     assert main(["--vault", str(vault), "query", "--recent", "100000d"]) == 0

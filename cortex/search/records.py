@@ -19,7 +19,8 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 4: ø, ł, ß, æ, œ... folded too.
 # 5: notes outside vault/ and mind/ (the top folder is "."), inline #tags.
 # 6: frontmatter tags as Obsidian reads them (`tags: a, b` is two tags, `#a` is a).
-FORMAT = 6
+# 7: a note whose frontmatter does not parse, searched whole.
+FORMAT = 7
 
 # The index stores tags and entities as one string each, joined by a character no name
 # holds (a comma did: "Acme, Inc." could never be matched again).
@@ -166,19 +167,17 @@ def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Ta
 
 
 def record_from_file(path: str, data: bytes, taxonomy: Taxonomy, *, mtime_ns: int = 0) -> NoteRecord:
-    """A record from a note file's bytes. A note whose frontmatter does not parse is still
-    searchable by its text (the validator, not search, is where it gets reported)."""
-    from cortex.notes import NoteSyntaxError, parse_note, split_frontmatter
+    """A record from a note file's bytes. A note whose frontmatter does not parse is
+    searched by its whole text (the validator, not search, is where it gets reported):
+    what opens it may be no frontmatter at all (a `---` rule above a first paragraph) or
+    a template's broken YAML, and Obsidian's search finds its words; the graph and the
+    brief read such a note whole too (cortex.maintenance.snapshot)."""
+    from cortex.notes import NoteSyntaxError, parse_note
 
     text = data.decode("utf-8", errors="replace")
     try:
         note = parse_note(text)
         meta, body = note.meta, note.body
     except NoteSyntaxError:
-        split = None
-        try:
-            split = split_frontmatter(text)
-        except NoteSyntaxError:
-            pass
-        meta, body = {}, (split[1] if split else text)
+        meta, body = {}, text
     return record_from_note(path, meta, body, taxonomy, content_hash=content_hash(data), mtime_ns=mtime_ns, size=len(data))
