@@ -253,8 +253,10 @@ class HeadCache:
         return [r[0] for r in rows]
 
     def by_hash(self, hash_hex: str, partitions: tuple[str, ...]) -> tuple[str | None, str] | None:
-        """(id, path) of a note under ``partitions`` with this source hash: the first
-        partition's first path, when several share it (dedup merges them later); else the
+        """(id, path) of a note under ``partitions`` with this source hash: in the first
+        partition that has one, the oldest id when several share it (the original: a copy
+        a person made beside it was given its id later, and UUIDv7 ids sort by the time
+        they were given; settle and dedup keep the older too), then the first path; else the
         first of the notes elsewhere that carry it in their ``source_hash`` field — a
         memory a person moved into a folder of their own is still that observation's note
         (a person's note that merely says the same words is not)."""
@@ -266,12 +268,12 @@ class HeadCache:
         rows: list[tuple[str, str | None, str, int]] = []
         for part in _slices(sorted(set(hashes))):
             rows += self._connect().execute(
-                f"SELECT hash, id, path, declared FROM notes WHERE hash IN ({','.join('?' * len(part))}) ORDER BY path",
-                part)
+                f"SELECT hash, id, path, declared FROM notes WHERE hash IN ({','.join('?' * len(part))}) "
+                "ORDER BY id IS NULL, id, path", part)
         order = {p: i for i, p in enumerate(partitions)}
         elsewhere = len(partitions)
         best: dict[str, tuple[int, str | None, str]] = {}
-        for hash_hex, ident, path, declared in rows:  # by path: the first of a rank wins, lower ranks first
+        for hash_hex, ident, path, declared in rows:  # oldest id first: the first of a rank wins, lower ranks first
             top, sep, _ = path.partition("/")
             rank = order.get(top) if sep else None
             rank = elsewhere if rank is None and declared else rank

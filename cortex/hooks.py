@@ -582,6 +582,7 @@ def _copies(vault: HookVault, texts: dict[str, str], stashed: dict[str, bool]) -
     ``cortex sync``'s to settle), nor when neither file is committed (which one is the
     copy? the validator asks the person)."""
     from cortex import headcache
+    from cortex.noteref import by_preference
 
     ids = {}
     for rel, text in texts.items():
@@ -606,7 +607,7 @@ def _copies(vault: HookVault, texts: dict[str, str], stashed: dict[str, bool]) -
     for rel, candidates in others.items():
         if rel in renamed:
             continue  # a note moved (its old path's removal staged): the same memory
-        for q in candidates:
+        for q in by_preference(candidates):  # the memory its id names, not a person's copy elsewhere
             if stashed.get(q) or (q in staged and staged[q] is None) or q in renamed.values():
                 continue  # deleted in the folder, or its removal staged: a move, not a copy
             try:

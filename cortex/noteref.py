@@ -68,13 +68,18 @@ def preferred(paths: Iterable[str]) -> str | None:
     own is still the note its id names. A copy a person made beside the memory keeps the
     id and is never the note the id names: archiving it (a ``--supersedes`` that picked
     it by its name's order) left the memory active."""
+    ranked = by_preference(paths)
+    return ranked[0] if ranked else None
+
+
+def by_preference(paths: Iterable[str]) -> list[str]:
+    """``paths`` in the order of ``preferred``: the note an id names first."""
     def rank(path: str) -> tuple[int, str]:
         if path.startswith(f"mind/{ARCHIVE}/"):
             return 2, path
         return {"mind": 0, "vault": 1}.get(path.split("/", 1)[0], 3), path
 
-    ranked = sorted((rank(p) for p in paths))
-    return ranked[0][1] if ranked else None
+    return sorted(paths, key=rank)
 
 
 def kind_of(path: str) -> str:

@@ -235,6 +235,19 @@ def test_a_copy_of_a_note_is_a_memory_of_its_own_with_an_id_of_its_own(repo):
     assert repo.commit().returncode == 0  # and nothing is stuck after it
 
 
+def test_a_copy_is_said_to_be_of_the_memory_not_of_a_persons_note_carrying_its_id(repo):
+    """A person keeps a copy of a memory in a folder of their own (`Zettel/`, its id line
+    and all); "Make a copy" of the memory is a copy of the memory, whatever sorts first."""
+    repo.write("mind/facts/a.md", note())
+    assert repo.commit().returncode == 0
+    repo.write("Zettel/copy.md", note())
+    assert repo.commit().returncode == 0
+    repo.write("mind/facts/a 1.md", note())
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    assert "mind/facts/a 1.md: completed (a copy of mind/facts/a.md, which keeps its id: given an id of its own)" in done.output
+
+
 def test_a_copy_skipping_the_fixer_or_two_new_files_with_one_id_are_refused_naming_the_file(repo):
     repo.write("mind/facts/a.md", note())
     assert repo.commit().returncode == 0

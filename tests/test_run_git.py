@@ -102,6 +102,35 @@ def test_a_repeat_of_a_memory_a_person_moved_out_of_mind_reinforces_it_there(vau
     assert "\nreinforced: 1\n" in text and "last_reinforced: 2026-03-02T12:00" in text
 
 
+def test_a_repeat_reinforces_the_memory_not_the_copy_a_person_made_beside_it(vault):
+    """Obsidian's "Make a copy" (`x 1.md` beside `x.md`, the same text): the commit gives
+    the copy an id of its own, and the agent's repeat reinforces the memory, which keeps
+    its id and its place through maintenance (the copy, not the memory, is the duplicate
+    dedup merges)."""
+    root = vault.root
+    body = "The Mac mini in the lab runs the nightly backups."
+    append_lines(vault, observation(body=body, timestamp="2026-03-01T12:00:00.000Z"))
+    cortex("--vault", str(root), "run", check=True)
+    (memory,) = [p for p in git(root, "ls-files", "mind").split() if p.endswith(".md") and "/20" in p]
+    memory_id = json.loads(cortex("--vault", str(root), "show", memory, "--json", check=True).stdout)["id"]
+    copy = memory.removesuffix(".md") + " 1.md"  # sorts before the memory's name
+    (root / copy).write_text((root / memory).read_text())
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=P", "-c", "user.email=p@x", "commit", "-qm", "vault backup")  # through the hook
+    assert memory_id not in (root / copy).read_text()  # the copy has an id of its own
+
+    append_lines(vault, observation(body=body, timestamp="2026-03-02T12:00:00.000Z"))
+    report = json.loads(cortex("--vault", str(root), "run", "--json", check=True).stdout)
+    assert (report["memorized"], report["reinforced"]) == (0, 1)
+    cortex("--vault", str(root), "maintain", "--force", "--only", "reinforce", check=True)
+    assert "\nreinforced: 1\n" in (root / memory).read_text()
+    assert "\nreinforced:" not in (root / copy).read_text()
+
+    cortex("--vault", str(root), "maintain", "--force", check=True)
+    shown = json.loads(cortex("--vault", str(root), "show", memory_id, "--json", check=True).stdout)
+    assert shown["path"] == memory and not (root / copy).exists()  # the copy merged into the memory
+
+
 def test_git_status_is_clean_after_a_run_and_fsck_passes(vault):
     append_lines(vault, *lines(5), "{bad", observation(type="nope"))
     vault.run(now=NOW)

@@ -145,9 +145,11 @@ def _sortable(when) -> str | None:
         return None
 
 
-def _age(note: NoteInfo) -> tuple[str, str]:
-    """Creation, then path (an unreadable time sorts last)."""
-    return _sortable(note.created) or "9999", note.path
+def _age(note: NoteInfo) -> tuple[str, str, str]:
+    """Creation, then id, then path (an unreadable time sorts last). A copy a person made
+    of a memory keeps its ``created`` and is given a later id (UUIDv7 ids sort by the
+    time they were given): the memory is the older, and keeps its id and place."""
+    return _sortable(note.created) or "9999", note.id or "", note.path
 
 
 @dataclass(frozen=True)
