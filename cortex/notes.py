@@ -68,6 +68,9 @@ def make_title(body: str) -> str:
     return head.rstrip() + "…"
 
 
+NOTE_NAME_RE = re.compile(r"^(\d{4}-\d{2})-\d{2}-[0-9a-f]{8}(?:-\d+)?\.md$")  # note_filename's (group 1: the month)
+
+
 def note_filename(date_iso: str, hash_hex: str, n: int = 1) -> str:
     suffix = "" if n == 1 else f"-{n}"
     return f"{date_iso}-{hash_hex[:8]}{suffix}.md"

@@ -13,7 +13,8 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
   A twin a person edited, saying what the kept note does not, is not folded: both stay
   (``SettlePlan.apart``), since a fold would remove or hide that person's words;
 - a memory reinforced on one machine and archived on the other: the driver drops the
-  archive fields, and the file comes back out of ``mind/archive/`` to its folder;
+  archive fields, and the file comes back out of ``mind/archive/`` to its folder (a
+  memory a person moved into the archive themselves never had those fields: it stays);
 - a memory forgotten or replaced on one machine (``taxonomy.DELIBERATE_ARCHIVE``) and
   memorized anew on another before it heard: the new note folds into the archived one,
   which stays archived — unless a person edited the new note since it was memorized: it
@@ -232,14 +233,14 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
     lines: list[str] = []
     taken: set[str] = set()
     for note in plan.revived:
-        if ctx.editing(note.path):
-            continue
+        why = _archived_as(ctx.repo.root, _last_change(ctx.repo.root, note.path), note.path)
+        if why is None or ctx.editing(note.path):
+            continue  # None: a person moved it into the archive (no merge dropped cortex's fields)
         target = ctx.free_path(unarchive_path(note.path), taken)
         taken.add(target)
         changes[target] = ctx.blob(ctx.file_text(note))
         changes[note.path] = None
-        why = _archived_as(ctx.repo.root, head, note.path)
-        items.append({"revived": note.path, "to": target, **({"was": why} if why else {})})
+        items.append({"revived": note.path, "to": target, "was": why})
         lines.append(f"{note.path} → {target} — {note.title} "
                      + (f"({why} on one machine, its words edited by a person on another: theirs now)"
                         if why in DELIBERATE_ARCHIVE else "(alive on another machine)"))
@@ -298,6 +299,14 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
     state.extra["sync"]["apart_told"] = sorted(told)
     vault.save_state(state)
     return items
+
+
+def _last_change(root: Path, path: str) -> str:
+    """The newest commit that made ``path`` what it is at HEAD (git's default history
+    simplification: a merge only when its result is neither side's)."""
+    from cortex import gitcli
+
+    return gitcli.run(root, "log", "-1", "--format=%H", "HEAD", "--", path).out.strip() or "HEAD"
 
 
 def _archived_as(root: Path, head: str, path: str) -> str | None:

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import git, observation
 from cortex.importance import effective_importance
+from cortex.notes import source_hash
 from cortex.maintenance.base import JobContext
 from cortex.maintenance.dedup_check import verdict
 from cortex.maintenance.graph import build_graph, export, find_nodes, neighbors
@@ -215,6 +216,41 @@ def test_forget_threshold_is_configurable(vault):
     with open(vault.root / "observer" / "config.yml", "a") as fh:
         fh.write("\nmaintenance:\n  forget_threshold: 0.5\n")
     assert run_job(vault, "decay", now=T0 + 3 * MONTH).items[0]["path"] == path  # 0.6 - 0.15 = 0.45
+
+
+def test_a_memory_a_person_moves_into_the_archive_stays_there_when_an_agent_repeats_it(vault):
+    """A person drags a memory into `mind/archive/facts/` (no archive fields: cortex did
+    not archive it). The agent's repeat is counted on the note where it lies; the move is
+    the person's decision, and no job undoes it."""
+    from conftest import cortex
+
+    body = "The gantry crane is inspected every Friday."
+    path = make_note(vault, "fact", body)
+    archived = "mind/archive/facts/" + path.rsplit("/", 1)[1]  # dropped straight into the folder
+    (vault.root / "mind/archive/facts").mkdir(parents=True, exist_ok=True)
+    git(vault.root, "mv", path, archived)
+    git(vault.root, "commit", "-q", "-m", "vault backup")  # through the hooks
+    reinforce_by_run(vault, body, "2026-02-10T09:00:00.000Z")
+    done = cortex("--vault", str(vault.root), "maintain", "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert note_paths(vault) == [archived]
+    m = meta(vault, archived)
+    assert m["reinforced"] == 1 and not {"archived", "archive_reason"} & set(m)
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_faded_memory_filed_flat_comes_back_into_its_month_folder(vault):
+    """A memory cortex named but found directly in its type's folder (an older vault's
+    flat layout) fades; a repeat brings it back into the month folder cortex files it in."""
+    body = "The loading dock closes at six."
+    name = f"2026-01-05-{source_hash(body)[:8]}"
+    path = make_note(vault, "goal_short", body, importance=0.5, name=name)
+    assert path == f"mind/goals/{name}.md"
+    run_job(vault, "decay", now=T0 + 3 * MONTH)
+    assert note_paths(vault) == [f"mind/archive/goals/{name}.md"]
+    reinforce_by_run(vault, body, "2026-04-10T09:00:00.000Z", "goal_short")
+    run_job(vault, "reinforce", now=when("2026-04-10T10:00:00Z"))
+    assert note_paths(vault) == [f"mind/goals/2026-01/{name}.md"]
 
 
 def test_a_pending_reinforcement_keeps_a_memory_from_fading(vault):

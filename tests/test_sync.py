@@ -89,6 +89,24 @@ def test_decayed_on_one_machine_reinforced_on_the_other_stays_alive(tmp_path):
     cx(a, "validate", "--all")
 
 
+def test_a_memory_a_person_archived_on_one_machine_and_repeated_on_the_other_stays_archived(tmp_path):
+    """A person drags a memory into `mind/archive/` (no archive fields: their decision,
+    not cortex's); the other machine's agent, not told yet, says it again. The sync
+    counts the repeat on the archived note and brings nothing back, on either machine."""
+    a, b, path = shared_memory(tmp_path, BODY)
+    archived = "mind/archive/" + path.removeprefix("mind/")
+    (a / archived).parent.mkdir(parents=True, exist_ok=True)
+    git(a, "mv", path, archived)
+    git(a, "-c", "user.name=P", "-c", "user.email=p@x", "commit", "-q", "-m", "vault backup")
+    _reinforce(b, BODY, "2026-11-01T10:00:00Z")
+    converge(a, b)
+    for machine in (a, b):
+        assert not [p for p, t in active(machine).items() if BODY in t]
+        kept = [(p, t) for p, t in notes(machine).items() if BODY in t]
+        assert [p for p, _ in kept] == [archived] and field(kept[0][1], "reinforced") == "1"
+        fsck(machine)
+
+
 def test_forgotten_on_one_machine_repeated_on_the_other_stays_forgotten(tmp_path):
     a, b, path = shared_memory(tmp_path, BODY)
     assert cx(a, "forget", path, "--reason", "moved to MySQL").returncode == 0

@@ -252,9 +252,17 @@ def flow_ids(ids: Sequence[str]) -> str:
 
 
 def unarchive_path(path: str) -> str:
-    """``mind/archive/<folder>/x.md`` → ``mind/<folder>/x.md``."""
+    """``mind/archive/<folder>/x.md`` → ``mind/<folder>/x.md``; a note cortex named
+    (``2026-03-14-1a2b3c4d.md``) found directly in the archive's folder goes back to the
+    month folder cortex files it in (``mind/<folder>/2026-03/``, ``notes.note_path``)."""
     parts = path.split("/")
-    return "/".join([parts[0], *parts[2:]])
+    from cortex.notes import NOTE_NAME_RE
+
+    back = [parts[0], *parts[2:]]
+    dated = NOTE_NAME_RE.match(back[2]) if len(back) == 3 else None
+    if dated:
+        back.insert(2, dated.group(1))
+    return "/".join(back)
 
 
 def later(a: str | None, b: str | None) -> str | None:

@@ -3,7 +3,8 @@
 Each reinforced note gets ``last_reinforced`` (the later of its own and the map's) and a
 ``reinforced: N`` count. A reinforced memory in the archive comes back to its folder; one
 that was merged into another note reinforces that note instead; one forgotten or replaced
-(``taxonomy.DELIBERATE_ARCHIVE``) counts the repeat and stays where it is. Locked notes are never
+(``taxonomy.DELIBERATE_ARCHIVE``), or moved into the archive by a person, counts the
+repeat and stays where it is; one that comes back goes to its month folder. Locked notes are never
 rewritten: their reinforcements are kept in ``state.jobs.reinforce.held`` (counted, not
 written). Applied entries leave the map only once the commit exists, and by the counts
 that were applied, so a crash at any point neither loses nor doubles a reinforcement.
@@ -72,12 +73,16 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
         slot["keys"].append(key)
         slot["count"] += max(1, int(entry.get("count", 1) or 1))
         slot["last"] = later(slot["last"], entry.get("last"))
-    items = tuple(
-        Reinforcement(s["note"], tuple(s["keys"]), s["count"], s["last"],
-                      s["note"].archived and s["note"].archive_reason not in DELIBERATE_ARCHIVE)
-        for s in grouped.values()
-    )
+    items = tuple(Reinforcement(s["note"], tuple(s["keys"]), s["count"], s["last"], _revives(s["note"]))
+                  for s in grouped.values())
     return ReinforcePlan(items, tuple(locked), tuple(missing))
+
+
+def _revives(note: NoteInfo) -> bool:
+    """Whether a repeat brings ``note`` back from the archive: only a memory cortex let
+    fade or merged. One forgotten or replaced, or one a person moved into the archive
+    themselves, counts the repeat where it lies: their decision, which no job undoes."""
+    return note.archived and not note.archived_by_person and note.archive_reason not in DELIBERATE_ARCHIVE
 
 
 def render(text: str, item: Reinforcement) -> str:
@@ -159,7 +164,8 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
         taken.add(target)
         result.items.append({"id": note.id, "path": target, "count": item.count, "reinforced": item.new_count,
                              "last_reinforced": item.new_last, **({"restored_from": note.path} if item.restore else {}),
-                             **({"kept_archived": note.archive_reason} if note.archived and not item.restore else {})})
+                             **({"kept_archived": note.archive_reason or "by a person"}
+                                if note.archived and not item.restore else {})})
         applied_keys += item.keys
         if dry_run:
             continue

@@ -69,6 +69,12 @@ class NoteInfo:
         return len(parts) >= 4 and parts[0] == "mind" and parts[1] == ARCHIVE
 
     @property
+    def archived_by_person(self) -> bool:
+        """In the archive without the ``archive_reason`` every archiving of cortex's writes
+        (decay, forget, dedup, supersede): a person put it there, and it stays."""
+        return self.archived and self.archive_reason is None
+
+    @property
     def folder(self) -> str:
         """The type folder, archive or not: ``mind/archive/facts/x.md`` → ``facts``."""
         parts = self.path.split("/")
