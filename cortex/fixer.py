@@ -15,6 +15,8 @@ What it does, and only this:
   identity of the observation the note came from: a person's later edit does not
   change it, so an agent observing the same thing again reinforces the improved note;
 - normalises tags (Obsidian habits: ``#tag``, capitals, spaces, ``tags: a, b``);
+- completes a property a person left with no value (``tags:``) that the note schema
+  refuses so: a list as ``[]``, anything else removed, as if never set (``_emptied``);
 - gives a memory a person moved back from the archive a fresh start (``_restored``);
 - gives a copy (a new file carrying the id of a note still there; ``copy_of``, which
   ``cortex.hooks`` works out from git) an id of its own.
@@ -168,6 +170,7 @@ def fix_note(
     previous: Any = None,
     forget_threshold: float = DEFAULT_FORGET_THRESHOLD,
     copy_of: str | None = None,
+    properties: dict[str, Any] | None = None,
 ) -> Fixed:
     """``previous``: the note's committed text (None: there is none, the note is entering
     the vault; ``UNKNOWN``: not looked up yet, and the result says when it is needed). ``redact``: the credential
@@ -175,7 +178,8 @@ def fix_note(
     ``forget_threshold``: decay's (``maintenance.forget_threshold``), for a memory a person
     brings back from the archive. ``copy_of``: the note this one is a copy of (a new file
     carrying the id of a note still there, as Obsidian's "Make a copy" leaves it): it is a
-    memory of its own, and gets an id of its own."""
+    memory of its own, and gets an id of its own. ``properties``: the note schema's, for
+    the properties a person left with no value (``_emptied``)."""
     if not in_partition(path):
         return Fixed(text)  # a person's own note: cortex fields are not asked of it
     try:
@@ -221,6 +225,7 @@ def fix_note(
         if tags is not None and tags != meta["tags"]:
             updates["tags"] = flow_list(tags)
             changes.append("normalised tags")
+    removes |= _emptied(meta, properties or {}, updates, changes)
     completed = _completed_date(meta.get("created"))
     if completed:
         updates["created"] = completed
@@ -295,6 +300,33 @@ def _restored(path: str, meta: dict, now: datetime, threshold: float, updates: d
         done.append(f"importance {importance:g} was below the forget threshold {threshold:g}: now {RESTORED_IMPORTANCE:g}")
     changes.append(f"back from the archive ({'; '.join(done)})")
     return removes
+
+
+def _emptied(meta: dict, properties: dict[str, Any], updates: dict[str, str], changes: list[str]) -> frozenset[str]:
+    """Properties left with no value that the note schema refuses so: Obsidian's
+    Properties panel saves ``tags:`` when a person removes the last tag, or clears a
+    field. A list becomes an empty one; anything else goes, the same as never set (every
+    reader falls back to its default then). The required fields and the title are
+    completed as missing ones are. Returns the keys to remove."""
+    from cortex.schema_lite import compile_schema
+
+    lists, dropped = [], []
+    for key, value in meta.items():
+        rule = properties.get(key)
+        if (value is not None and value != "") or key in updates or key in (*REQUIRED_FIELDS, "title") \
+                or not isinstance(rule, dict) or not any(True for _ in compile_schema(rule).iter_errors(value)):
+            continue
+        kinds = rule.get("type")
+        if "array" in (kinds if isinstance(kinds, list) else [kinds]):
+            lists.append(key)
+            updates[key] = "[]"
+        else:
+            dropped.append(key)
+    if lists:
+        changes.append(f"{', '.join(lists)} had no value: now []")
+    if dropped:
+        changes.append(f"{', '.join(dropped)} had no value: removed, as if never set")
+    return frozenset(dropped)
 
 
 def _completed_date(value: Any) -> str | None:

@@ -519,6 +519,8 @@ def fix(
 
     now = now or utcnow()
     threshold = vault.forget_threshold()
+    schema = vault.schema()
+    properties = schema.get("properties") if isinstance(schema, dict) else None
     held = _stashed_paths(vault.root) if stage else {}
     if stage and _may_stage():
         # A commit concluding a person's merge or rebase: a memory a person deleted on one
@@ -543,10 +545,11 @@ def fix(
     for rel, text in texts.items():
         report.checked += 1
         result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact, previous=UNKNOWN,
-                          forget_threshold=threshold, copy_of=copies.get(rel))
+                          forget_threshold=threshold, copy_of=copies.get(rel), properties=properties)
         if result.wants_previous:
             result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact,
-                              previous=vault.committed(rel), forget_threshold=threshold, copy_of=copies.get(rel))
+                              previous=vault.committed(rel), forget_threshold=threshold, copy_of=copies.get(rel),
+                              properties=properties)
         if result.text != text and rel in held:
             # pre-commit set the person's unstaged edits of this note aside and puts them
             # back after the hooks: a completion staged now could clash with them.

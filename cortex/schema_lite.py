@@ -5,8 +5,8 @@ whole budget of the git hook for one note. The note schema needs only a dozen ke
 so ``compile_schema`` checks those itself and hands any schema that uses something else
 (a person's extended ``schemas/note.schema.json`` with ``oneOf``, ``$ref``, ...) to
 jsonschema's Draft 2020-12 validator. Errors carry the attributes the note validator
-reads from jsonschema's (``absolute_path``, ``validator``, ``message``, ``instance``); tests compare
-both on the same inputs.
+reads from jsonschema's (``absolute_path``, ``validator``, ``validator_value``, ``message``,
+``instance``); tests compare both on the same inputs.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class SchemaError:
     validator: str
     absolute_path: deque = field(default_factory=deque)
     instance: Any = None  # the value that failed
+    validator_value: Any = None  # the keyword's value in the schema (``"array"`` for a ``type``)
 
 
 def supported(schema: Any) -> bool:
@@ -69,7 +70,7 @@ class LiteValidator:
 
     def _check(self, schema: dict, value: Any, path: tuple) -> Iterator[SchemaError]:
         def err(message: str, keyword: str) -> SchemaError:
-            return SchemaError(message, keyword, deque(path), value)
+            return SchemaError(message, keyword, deque(path), value, schema[keyword])
 
         for key, rule in schema.items():
             if key == "type":

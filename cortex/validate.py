@@ -162,7 +162,11 @@ class NoteValidator:
                 continue  # reported above with the fixer hint
             if key == "type" and unknown:
                 continue  # reported below, with what was probably meant
-            add(line_of(key), _schema_what(key, error), _schema_fix(key))
+            if _emptied(key, error):
+                add(line_of(key), f"{key} has no value", f"delete the `{key}:` line, or give it a value (in Obsidian's "
+                    "Properties panel); a commit through the hook does it itself")
+            else:
+                add(line_of(key), _schema_what(key, error), _schema_fix(key))
 
         type_name = meta.get("type")
         spec = self.taxonomy.get(type_name) if isinstance(type_name, str) else None
@@ -327,7 +331,21 @@ _FORMS = {
 }
 
 
+# JSON Schema's type names in words
+_KINDS = {"array": "a list", "string": "text", "number": "a number", "integer": "a whole number",
+          "boolean": "true or false", "object": "a set of properties", "null": "empty"}
+
+
+def _emptied(key: str, error: Any) -> bool:
+    """A property left with no value (``tags:``, as Obsidian's Properties panel saves a
+    property whose last value was removed) that the schema refuses so."""
+    return len(error.absolute_path) == 1 and error.instance in (None, "")
+
+
 def _schema_what(key: str, error: Any) -> str:
+    if error.validator == "type":
+        kinds = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return f"{key}: {error.instance!r} is not {' or '.join(_KINDS.get(k, k) for k in kinds)}"
     if error.validator != "pattern":
         return f"{key or 'frontmatter'}: {error.message}"
     form = _FORMS.get(key, f"in the form the note schema (schemas/note.schema.json) gives `{key}`")

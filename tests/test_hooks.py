@@ -833,3 +833,50 @@ def test_a_commit_whose_hook_python_is_gone_names_cortex_hook_install(repo):
         subprocess.run([str(VENV_BIN / "cortex"), "hook", "install"], cwd=repo.root, env=repo.env, capture_output=True)
     assert hook.read_text() == original
     assert repo.commit().returncode == 0 and repo.committed("mind/facts/note.md")
+
+
+EMPTIED = ("tags", "entities", "links", "confidence", "bucket", "session_id", "last_reinforced")
+
+
+def _emptied(text: str) -> str:
+    """The note as Obsidian's Properties panel saves it once each value is removed: the
+    key stays, with nothing after it."""
+    text = text.replace("tags: [ops]", "entities:\n  - {name: Ops, type: team}\nlinks: [\"[[Ops]]\"]\ntags: [ops]\n"
+                        "session_id: \"cli\"")
+    lines = text.split("\n")
+    out = []
+    for line in lines:
+        key = line.split(":", 1)[0]
+        if key in EMPTIED:
+            out.append(f"{key}:")
+        elif not line.startswith("  - "):
+            out.append(line)
+    return "\n".join(out)
+
+
+def test_properties_left_empty_in_obsidian_are_completed_within_the_commit(repo):
+    """Removing the last tag in Obsidian's Properties panel leaves `tags:` with no value:
+    the commit completes it (an empty list; an empty scalar goes, as good as missing)
+    instead of refusing every note the git plugin was backing up."""
+    rel = "mind/facts/staging.md"
+    repo.write(rel, note())
+    assert repo.commit().returncode == 0
+    path = repo.write(rel, _emptied(note()))
+    done = repo.commit("vault backup")
+    assert done.returncode == 0, done.output
+    committed = repo.git("show", f"HEAD:{rel}").stdout
+    assert committed == path.read_text()
+    meta = parse_note(committed).meta
+    assert (meta["tags"], meta["entities"], meta["links"]) == ([], [], [])
+    assert not {"confidence", "bucket", "session_id", "last_reinforced"} & set(meta)
+    assert f"{rel}: completed (entities, links, tags had no value: now []; " \
+           "bucket, confidence, session_id, last_reinforced had no value: removed, as if never set)" in done.output
+
+
+def test_an_empty_property_the_commit_cannot_complete_is_said_in_plain_words(repo):
+    repo.write("mind/facts/staging.md", _emptied(note()))
+    done = repo.commit(skip_fix=True)
+    assert done.returncode != 0
+    assert "None" not in done.output and "not of type" not in done.output, done.output
+    assert "mind/facts/staging.md:15: tags has no value — delete the `tags:` line, or give it a value " \
+           "(in Obsidian's Properties panel); a commit through the hook does it itself" in done.output
