@@ -405,7 +405,7 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
             report.problems.append(Problem(rel, 1, f"not UTF-8 text ({exc.reason} at byte {exc.start})", "save the file as UTF-8"))
             continue
         except UnreadableNote as exc:
-            report.problems.append(Problem(rel, 1, str(exc), "cortex keeps notes of ordinary size, as files"))
+            report.problems += _unread(validator, rel, exc)
             continue
         if text is None:
             report.skipped.append(rel)
@@ -430,6 +430,24 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
     report.problems += _portable(paths, names)
     report.problems.sort(key=lambda p: (p.path, p.line))
     return report
+
+
+def _unread(validator, rel: str, exc: UnreadableNote) -> list[Problem]:
+    """A note cortex will not read. A memory is refused. A person's own note over the size
+    limit (a long web clip) is theirs: refusing it would hold back every other note of the
+    commit (git commits all or nothing), so it is committed as it is, with a warning, and
+    no command of cortex's reads it (not searched, not in the graph or the brief); only its
+    first bytes, as many as the limit, are checked for credentials, which refuse it as
+    they refuse any note."""
+    if exc.link or in_partition(rel):
+        return [Problem(rel, 1, str(exc), "cortex keeps notes of ordinary size, as files")]
+    limit = len(exc.head)
+    warning = Problem(
+        rel, 1, f"{exc.size:,} bytes, over the note limit of {limit:,} (limits.max_note_bytes in "
+        "observer/config.yml): committed as it is, but cortex does not read it (not searched, tagged or linked; "
+        f"only its first {limit:,} bytes were checked for credentials)",
+        "split it into smaller notes to have it searched", "warning")
+    return [warning, *validator.credential_problems(rel, exc.head.decode("utf-8", "replace"))]
 
 
 def _duplicate_hint(vault: HookVault, rel: str, others: list[str]) -> str:

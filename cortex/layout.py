@@ -205,12 +205,12 @@ def is_other_repository(directory: Path) -> bool:
 
 
 class UnreadableNote(Exception):
-    """A note cortex will not read: a link (``link`` set), or too large. ``str()`` is
-    the message."""
+    """A note cortex will not read: a link (``link`` set), or too large (``size``, its
+    bytes; ``head``, the first of them, as many as the limit). ``str()`` is the message."""
 
-    def __init__(self, message: str, *, link: bool = False) -> None:
+    def __init__(self, message: str, *, link: bool = False, size: int = 0, head: bytes = b"") -> None:
         super().__init__(message)
-        self.link = link
+        self.link, self.size, self.head = link, size, head
 
 
 def read_note_bytes(root: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> bytes:
@@ -224,8 +224,10 @@ def read_note_bytes(root: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> by
         size = os.fstat(fd).st_size
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes or size > max_bytes:
-        raise UnreadableNote(f"{rel} is {max(size, len(data)):,} bytes, over the note limit of {max_bytes:,} "
-                             "(limits.max_note_bytes in observer/config.yml): split it or move it out of the vault")
+        size = max(size, len(data))
+        raise UnreadableNote(f"{rel} is {size:,} bytes, over the note limit of {max_bytes:,} "
+                             "(limits.max_note_bytes in observer/config.yml): split it or move it out of the vault",
+                             size=size, head=data[:max_bytes])
     return data
 
 

@@ -99,7 +99,7 @@ class NoteValidator:
             problems.append(Problem(path, exc.line, str(exc), "fix the YAML between the `---` lines",
                                     "error" if cortex_note else "warning"))
             if self.redact is not None:
-                problems += self._credential_problems(path, text)
+                problems += self.credential_problems(path, text)
             return problems
         if not cortex_note:
             return problems + self._safety_problems(path, text, note)
@@ -204,7 +204,7 @@ class NoteValidator:
         """What harms the vault wherever the note is: a credential, an instruction to agents."""
         out = []
         if self.redact is not None:
-            out += self._credential_problems(path, text)
+            out += self.credential_problems(path, text)
         if self.injection is not None:
             out += self._injection_problems(path, text, note)
         return out
@@ -216,7 +216,7 @@ class NoteValidator:
             return f"did you mean `{meant}`? write `type: {meant}`"
         return f"use one of {', '.join(self.taxonomy.names())} or add it to observer/taxonomy.yml"
 
-    def _credential_problems(self, path: str, text: str) -> list[Problem]:
+    def credential_problems(self, path: str, text: str) -> list[Problem]:
         """The whole text first (one scan; a PEM block spans lines), then, only when
         something was found, line by line to say where.
 

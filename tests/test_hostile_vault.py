@@ -163,6 +163,34 @@ def test_an_over_size_note_is_refused_with_its_size(vault):
     assert done.returncode != 0 and "over the note limit of 200,000 (limits.max_note_bytes" in said, said
 
 
+def test_a_persons_own_note_over_the_size_limit_is_committed_unread_with_a_warning(vault):
+    """A long web clip of a person's is theirs: refusing it would hold back every other
+    note the Obsidian git plugin was backing up. It is committed as it is, unread by
+    cortex; a memory over the limit is still refused (above)."""
+    clip = "# Clip\n" + "".join(f"Line {i} of a long clipped article about gantry cranes.\n" for i in range(90_000))
+    assert len(clip) > 4 << 20
+    (vault.root / "Clipped article.md").write_text(clip, encoding="utf-8")
+    (vault.root / "Daily.md").write_text("Inspected the quay cranes today.\n", encoding="utf-8")
+    done = _commit_all(vault.root)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert (f"Clipped article.md:1: warning: {len(clip):,} bytes, over the note limit of 4,194,304 "
+            "(limits.max_note_bytes in observer/config.yml): committed as it is, but cortex does not read it "
+            "(not searched, tagged or linked; only its first 4,194,304 bytes were checked for credentials) "
+            "— split it into smaller notes to have it searched") in said, said
+    assert {"Clipped article.md", "Daily.md"} <= set(git(vault.root, "ls-tree", "--name-only", "HEAD").split("\n"))
+    found = json.loads(cortex("query", "cranes", "--json", cwd=vault.root).stdout)
+    assert [r["path"] for r in found["results"]] == ["Daily.md"]
+    checked = cortex("validate", "--all", cwd=vault.root)
+    assert checked.returncode == 0 and "Clipped article.md:1: warning:" in checked.stdout + checked.stderr
+
+    token = "gh" + "p_" + "R4nd0mT0k3nV4lu3" * 2 + "abcd"
+    (vault.root / "Clipped article.md").write_text(clip.replace("Line 1 of", f"Line 1 {token} of"), encoding="utf-8")
+    done = _commit_all(vault.root)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "Clipped article.md:3: looks like a credential (github)" in said, said
+
+
 def test_hook_fix_replaces_a_note_whole_and_keeps_its_mode(vault):
     rel = "mind/facts/short.md"
     path = vault.root / rel
