@@ -507,6 +507,18 @@ def inert(text: str) -> str:
     return text.replace("#", "\\#").replace("[[", "\\[\\[")
 
 
+def digits_alone(tag: Any) -> tuple[str, str] | None:
+    """``(what, fix)`` when Obsidian would not count ``tag`` as a tag, else None: a tag
+    needs a character that is not a digit (``2026`` is none, ``y2026`` and ``2026/q1``
+    are), so a note tagged ``2026`` is not found under that tag there."""
+    if isinstance(tag, int) and not isinstance(tag, bool):
+        tag = str(tag)
+    if not (isinstance(tag, str) and tag.isascii() and tag.isdigit()):
+        return None
+    return (f"{tag!r} is digits alone, which Obsidian does not count as a tag",
+            f"give it a letter (y{tag}, fy-{tag})")
+
+
 def inline_tags(body: str) -> list[str]:
     """The ``#tags`` of a body as Obsidian counts them (lowercased, in order, once each):
     not inside code fences or code spans, not in headings."""

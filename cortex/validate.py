@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from cortex.layout import in_partition
 from cortex.timefmt import jsonable
-from cortex.notes import REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, parse_note, source_hash
+from cortex.notes import REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, digits_alone, parse_note, source_hash
 from cortex.schema_lite import compile_schema
 from cortex.taxonomy import Taxonomy, type_folder
 
@@ -195,6 +195,10 @@ class NoteValidator:
                     add(line_of("tags"), f"tag {tag!r} is malformed", "use lowercase [a-z0-9_-] segments joined by `/`, or delete it (capitals, spaces and `#` the commit tidies itself)")
                 elif self.tag_allow is not None and tag not in self.tag_allow:
                     add(line_of("tags"), f"tag {tag!r} is not in observer/tags.yml", "use an allowed tag or add it to observer/tags.yml")
+                elif unseen := digits_alone(tag):
+                    what, fix = unseen
+                    problems.append(Problem(path, line_of("tags"), f"tag {what}",
+                                            f"{fix} to find the note by it in Obsidian", "warning"))
         elif tags is not None:
             add(line_of("tags"), "tags must be a list", "write `tags: [a, b]`")
 

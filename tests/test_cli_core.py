@@ -124,6 +124,8 @@ def test_write_defaults_attribution_to_system(vpath):
         (["--type", "fact", "--body", "x", "--bucket", "maybe"], "bucket"),
         (["--type", "fact", "--body", "x", "--session", "abc"], "session_id"),
         (["--type", "fact", "--body", "x", "--author", "agent\nSubject: forged"], "is not a single line"),
+        (["--type", "fact", "--body", "x", "--tag", "q1", "--tag", "2026"],
+         "tags.1: '2026' is digits alone, which Obsidian does not count as a tag: give it a letter (y2026, fy-2026)"),
     ],
 )
 def test_write_refuses_an_invalid_line_with_the_reason(vpath, args, needle):

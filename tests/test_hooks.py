@@ -880,3 +880,11 @@ def test_an_empty_property_the_commit_cannot_complete_is_said_in_plain_words(rep
     assert "None" not in done.output and "not of type" not in done.output, done.output
     assert "mind/facts/staging.md:15: tags has no value — delete the `tags:` line, or give it a value " \
            "(in Obsidian's Properties panel); a commit through the hook does it itself" in done.output
+
+
+def test_a_tag_of_digits_alone_is_a_warning_since_obsidian_does_not_count_it(repo):
+    repo.write("mind/facts/budget.md", "---\ntype: fact\ntags: [2026, budget]\n---\n\nThe budget review is in March.\n")
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    assert "mind/facts/budget.md:9: warning: tag '2026' is digits alone, which Obsidian does not count as a tag " \
+           "— give it a letter (y2026, fy-2026) to find the note by it in Obsidian" in done.output

@@ -83,6 +83,7 @@ def test_each_required_field(vault, field):
         ({"entities": [{"name": "Cortex"}]}, "entities"),
         ({"entities": "Cortex"}, "entities"),
         ({"tags": ["has space"]}, "tags.0: 'has space' is not a tag"),
+        ({"tags": ["2026", "q1"]}, "tags.0: '2026' is digits alone, which Obsidian does not count as a tag"),
         ({"importance": "high"}, "importance"),
         ({"attribution": "agent\nSubject: forged"}, "attribution: 'agent\\nSubject: forged' is not a single line"),
         ({"entities": [{"name": "Acme\r\nInc", "type": "company"}]}, "entities.0.name"),

@@ -13,6 +13,7 @@ from typing import Any
 
 from cortex.fields import CAPS
 from cortex.model import Observation, Rejection
+from cortex.notes import digits_alone
 from cortex.pipeline.context import Context
 from cortex.timefmt import parse_time
 
@@ -70,6 +71,10 @@ def validate(obj: dict[str, Any], key: str, ctx: Context) -> Observation | Rejec
     if not validator.is_valid(obj):
         errors = sorted(validator.iter_errors(obj), key=lambda e: (list(e.absolute_path), e.validator))
         return Rejection("schema", "; ".join(_describe(e) for e in errors[:5]), {"rule": errors[0].validator})
+    for n, tag in enumerate(obj.get("tags") or ()):
+        unseen = digits_alone(tag)
+        if unseen:  # written, it would be no tag in Obsidian: said now, not found missing later
+            return Rejection("schema", f"tags.{n}: {': '.join(unseen)}", {"rule": "tag"})
     type_name = obj["type"]
     if type_name not in ctx.taxonomy:
         meant = ctx.taxonomy.meant(type_name)
