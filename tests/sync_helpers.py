@@ -3,9 +3,12 @@ as the remote and clones made the way a person joins (`cortex clone`)."""
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 VENV_BIN = Path(sys.executable).parent
@@ -34,7 +37,14 @@ def git(machine: Path, *args, check=True) -> str:
 
 def make_fleet(tmp: Path, n: int, prepare=None) -> tuple[Path, list[Path]]:
     """A seed vault (``prepare(seed)`` adds to it) pushed to a bare remote, and ``n``
-    machines cloned from it."""
+    machines cloned from it. Without ``prepare``, a copy of one such fleet made once per
+    test process (`cortex init` and `cortex clone` are the same every time)."""
+    if prepare is not None:
+        return _build_fleet(tmp, n, prepare)
+    return _copy_fleet(_template(("fleet", n), lambda where: _build_fleet(where, n)), tmp)
+
+
+def _build_fleet(tmp: Path, n: int, prepare=None) -> tuple[Path, list[Path]]:
     seed = tmp / "seed"
     sh(tmp, CORTEX, "init", str(seed))
     if prepare is not None:
@@ -47,6 +57,40 @@ def make_fleet(tmp: Path, n: int, prepare=None) -> tuple[Path, list[Path]]:
         sh(tmp, CORTEX, "clone", str(remote), str(machine))
         machines.append(machine)
     return remote, machines
+
+
+_TEMPLATES: dict[tuple, tuple[Path, object]] = {}
+
+
+def _template(key: tuple, build):
+    """What ``build(folder)`` returned and the folder it built, once per key and process."""
+    if key not in _TEMPLATES:
+        where = Path(tempfile.mkdtemp(prefix="cortex-fleet-"))
+        atexit.register(shutil.rmtree, where, True)
+        _TEMPLATES[key] = (where, build(where))
+    return _TEMPLATES[key]
+
+
+def _copy_fleet(template: tuple[Path, object], tmp: Path):
+    """The template's folders copied into ``tmp`` (modes, links and times kept), each
+    clone's ``origin`` pointed at the copied remote; what the template's builder returned,
+    with its paths moved to ``tmp``."""
+    where, built = template
+    for entry in where.iterdir():
+        shutil.copytree(entry, tmp / entry.name, symlinks=True)
+    remote = tmp / "remote.git"
+    git(remote, "config", "remote.origin.url", str(tmp / "seed"))
+    for machine in sorted(tmp.glob("m[0-9]*")):
+        git(machine, "remote", "set-url", "origin", str(remote))
+
+    def moved(value):
+        if isinstance(value, Path) and value.is_relative_to(where):
+            return tmp / value.relative_to(where)
+        if isinstance(value, (tuple, list)):
+            return type(value)(moved(v) for v in value)
+        return value
+
+    return moved(built)
 
 
 def write(machine: Path, body: str, *, type_: str = "fact", timestamp: str = "2026-02-16T10:00:00Z", **extra) -> None:
@@ -108,8 +152,13 @@ def converge(*machines) -> None:
 
 
 def shared_memory(tmp_path: Path, body: str) -> tuple[Path, Path, str]:
-    """Two machines that both have one memory (a's, synced): (a, b, its path)."""
-    _, (a, b) = make_fleet(tmp_path, 2)
+    """Two machines that both have one memory (a's, synced): (a, b, its path). Made once
+    per body and test process, copied for each test."""
+    return _copy_fleet(_template(("shared", body), lambda where: _shared_memory(where, body)), tmp_path)
+
+
+def _shared_memory(tmp: Path, body: str) -> tuple[Path, Path, str]:
+    _, (a, b) = _build_fleet(tmp, 2)
     write(a, body)
     cx(a, "run")
     converge(a, b)
