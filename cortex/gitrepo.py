@@ -81,6 +81,11 @@ class GitRepo:
     def blob_text(self, oid: str) -> str:
         return self.repo[oid].data.decode("utf-8", errors="replace")
 
+    def at_head(self, path: str) -> bool:
+        """Whether HEAD's tree holds ``path``, a file or a folder."""
+        tree = self.head_tree()
+        return tree is not None and path in tree
+
     def file_at_head(self, path: str) -> bytes | None:
         tree = self.head_tree()
         if tree is None:
@@ -298,7 +303,7 @@ class GitRepo:
             found = {entry[3:] for entry in done.out.decode("utf-8", "surrogateescape").split("\0") if len(entry) > 3}
         return found if wanted is None else found & wanted
 
-    def _outside_checkout(self, paths: list[str]) -> set[str]:
+    def outside_checkout(self, paths: list[str]) -> set[str]:
         """Of ``paths``, those a sparse checkout leaves out of the working tree (their
         index entries carry git's skip-worktree bit); none unless one is configured."""
         from cortex import gitcli, sparse
@@ -504,7 +509,7 @@ class GitRepo:
         assert self._lock is not None, "the index is written only under index.lock"
         head_before = self.head_oid()
         before = head_before if before is None else before
-        self._sparse = self._outside_checkout(list(changes))
+        self._sparse = self.outside_checkout(list(changes))
         entries = {path: (0o100644, oid) for path, oid in changes.items()}
         tmp, index = self._changed_index(info_step(entries, len(head_before or "0" * 40)),
                                          hint="nothing was committed: cortex tries again at its next run")

@@ -63,27 +63,30 @@ def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
     if not (root / ".git").exists():
         init_repository(root)
         created.append(".git")
+    keeps = {f"{s.partition}/{s.folder}/.gitkeep": f"{s.partition}/{s.folder}" for s in DEFAULT_TYPES}
+    absent = _absent(root, {**{rel: rel for rel, _ in (*FILES, *GENERATED)}, **keeps, ".gitignore": None, ".gitattributes": None})
     for rel, source in FILES:
         target = root / rel
-        if not target.exists() and source.exists():
+        if rel in absent and source.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
             created.append(rel)
     for rel, make in GENERATED:
         target = root / rel
-        if not target.exists():
+        if rel in absent:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(make(), encoding="utf-8")
             created.append(rel)
-    for spec in DEFAULT_TYPES:
-        keep = root / spec.partition / spec.folder / ".gitkeep"
-        if not keep.parent.is_dir():
+    for rel in keeps:
+        if rel in absent:
+            keep = root / rel
             keep.parent.mkdir(parents=True, exist_ok=True)
             keep.touch()
-            created.append(str(keep.relative_to(root)))
-    created += _ensure_lines(root, ".gitignore", _with_rules)
-    created += _ensure_lines(root, ".gitattributes", _with_attributes)
-    if ".pre-commit-config.yaml" not in created:
+            created.append(rel)
+    for rel, edit in ((".gitignore", _with_rules), (".gitattributes", _with_attributes)):
+        if rel in absent:
+            created += _ensure_lines(root, rel, edit)
+    if ".pre-commit-config.yaml" not in created and (root / ".pre-commit-config.yaml").is_file():
         created += _ensure_hook_entries(root)
     # Files an interrupted init created but never committed: committed now, or a clone
     # of the vault would not be a vault.
@@ -95,6 +98,23 @@ def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
     if set_up is not None:
         set_up += done
     return created + uncommitted
+
+
+def _absent(root: Path, probes: dict[str, str | None]) -> set[str]:
+    """Of the paths init may write (each with the file or folder whose presence means
+    the vault has it already; None: a file init adds its lines to), those it writes.
+
+    What the vault has is what git holds, HEAD's tree, as well as the working tree: a
+    sparse checkout leaves out files a vault has, which is no reason to make them again
+    (nor to call a clone of a vault a new one). Nothing is written where the checkout
+    leaves the path out: a file there would undo the person's choice of folders."""
+    from cortex.gitrepo import GitRepo
+
+    repo = GitRepo(root)
+    held = {rel for rel, probe in probes.items()
+            if probe is not None and ((root / probe).exists() or repo.at_head(probe))}
+    wanted = [rel for rel in probes if rel not in held]
+    return set(wanted) - repo.outside_checkout(wanted)
 
 
 def _untracked(root: Path, paths: list[str]) -> list[str]:

@@ -60,6 +60,30 @@ def test_init_in_a_git_clone_of_a_vault_says_what_it_set_up(vpath, tmp_path):
     assert again.returncode == 0 and "nothing changed" in again.stderr and "set up" not in again.stderr
 
 
+def test_init_in_a_sparse_clone_of_a_vault_sets_up_this_machine_and_writes_nothing(vpath, tmp_path):
+    """docs/scale.md recommends a sparse checkout: `git clone --sparse` of a vault, cone
+    `mind observer`, then `cortex init` took it for a new vault (the files it looks for
+    were not checked out), wrote schemas/, vault/*/.gitkeep and .github/ into the working
+    tree outside the cone and made an empty `init: cortex vault` commit the next sync pushed."""
+    cortex("--vault", str(vpath), "write", "--type", "fact", "--body", "The ledger runs on Postgres")
+    assert cortex("--vault", str(vpath), "run").returncode == 0
+    clone = tmp_path / "sparse"
+    subprocess.run(["git", "clone", "-q", "--sparse", f"file://{vpath}", str(clone)], check=True, capture_output=True)
+    git(clone, "sparse-checkout", "set", "--cone", "mind", "observer")
+    head, listed = git(clone, "rev-parse", "HEAD"), sorted(p.name for p in clone.iterdir())
+    done = cortex("init", str(clone))
+    assert done.returncode == 0, done.stderr
+    assert f"{clone} is already a cortex vault; set up on this machine:" in done.stderr
+    assert "Initialised" not in done.stderr and "created" not in done.stderr
+    assert (clone / ".git/hooks/pre-commit").exists() and git(clone, "config", "merge.cortex-note.driver").strip()
+    assert git(clone, "rev-parse", "HEAD") == head  # no commit
+    assert sorted(p.name for p in clone.iterdir()) == listed  # nothing written outside the cone
+    assert git(clone, "status", "--porcelain") == ""
+    assert set(git(clone, "ls-files", "-t", "schemas", "vault", ".github").split()[::2]) == {"S"}  # still sparse
+    again = cortex("init", str(clone))
+    assert again.returncode == 0 and "nothing changed" in again.stderr
+
+
 def test_init_lays_out_a_ready_vault(vpath):
     for rel in ("schemas/observation.schema.json", "schemas/note.schema.json", "observer/taxonomy.yml",
                 "observer/calibration.yml", "observer/config.yml", ".gitignore", ".pre-commit-config.yaml",
