@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from cortex.errors import CortexError
+from cortex.errors import ConfigError, CortexError
 
 # git never stops to ask for a password: a sync in cron or CI fails with a message instead.
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"}
@@ -157,6 +157,18 @@ def is_ancestor(root: Path, older: str, newer: str) -> bool:
 def config(root: Path, key: str) -> str | None:
     res = run(root, "config", "--get", key)
     return res.out.strip() if res.ok else None
+
+
+def config_bool(root: Path, key: str) -> bool | None:
+    """A boolean of the repository's git config, read as git reads one (yes, on, 1...);
+    None when unset. A value git cannot read as one is a problem to fix, not a default."""
+    res = run(root, "config", "--type=bool", "--get", key)
+    if res.ok:
+        return res.out.strip() == "true"
+    if res.code == 1:  # unset
+        return None
+    raw = run(root, "config", "--get", key).out.strip()
+    raise ConfigError(f"git config {key} is {raw!r}, not true or false", f"`git config {key} true` (or false)")
 
 
 def git_dir(root: Path) -> Path:

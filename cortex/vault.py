@@ -97,6 +97,16 @@ class Vault:
         return self._config("config.yml", load_settings)
 
     @property
+    def sync_on_run(self) -> bool:
+        """Whether `cortex run` syncs before and after: this machine's choice, `git
+        config cortex.syncOnRun` (git's own config never travels), else the team's
+        default, `sync.on_run` in observer/config.yml (tracked and shared)."""
+        from cortex import gitcli
+
+        mine = gitcli.config_bool(self.root, "cortex.syncOnRun")
+        return self.settings.sync_on_run if mine is None else mine
+
+    @property
     def taxonomy(self) -> Taxonomy:
         return self._config("taxonomy.yml", load_taxonomy)
 

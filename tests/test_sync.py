@@ -568,6 +568,48 @@ def test_joining_with_git_clone_and_cortex_init_rewrites_nothing(tmp_path):
     assert "Joined machines memorize too" in "".join(active(a).values())
 
 
+def test_sync_on_run_is_a_machines_own_git_config_over_the_teams_default(tmp_path):
+    """Sync on run lived only in observer/config.yml, which is tracked and shared: set on
+    one machine and left uncommitted, that machine's `cortex run` failed (exit 1, "your
+    uncommitted changes are in files the remote changed too") each time anyone committed
+    a change to the file; committed, it turned sync on run on for every machine. A
+    machine's own `git config cortex.syncOnRun` now decides for it."""
+    remote, (alice, carol) = make_fleet(tmp_path, 2)
+    joined = sh(tmp_path, str(cx.__globals__["CORTEX"]), "clone", str(remote), str(tmp_path / "dave"))
+    assert "git -C" in joined.stderr and "config cortex.syncOnRun true" in joined.stderr  # the Next: line
+    git(carol, "config", "cortex.syncOnRun", "true")  # carol's machine only
+    config = alice / "observer" / "config.yml"
+    config.write_text(config.read_text() + "\nlock_timeout: 20\n")
+    git(alice, "commit", "-qam", "longer lock timeout")
+    sync(alice)
+    write(carol, "Carol's agent memorizes and shares")
+    done = cx(carol, "run", check=False)
+    assert done.returncode == 0, done.stderr
+    assert "lock_timeout: 20" in (carol / "observer" / "config.yml").read_text()  # merged before the run
+    assert git(carol, "status", "--porcelain") == ""
+    sync(alice)
+    assert "Carol's agent memorizes and shares" in "".join(active(alice).values())  # pushed after it
+
+    # the team's default on, one machine (the CI, say) off for itself; --sync still wins
+    config.write_text(config.read_text() + "sync:\n  on_run: true\n")
+    git(alice, "commit", "-qam", "sync on every run")
+    sync(alice)
+    sync(carol)
+    git(carol, "config", "cortex.syncOnRun", "false")
+    write(carol, "Kept on this machine until it syncs")
+    cx(carol, "run")
+    assert git(carol, "rev-list", "--count", "origin/main..HEAD").strip() == "1"  # not pushed
+    write(alice, "Alice follows the team default")
+    cx(alice, "run")
+    assert git(alice, "rev-list", "--count", "origin/main..HEAD").strip() == "0"  # pushed
+    cx(carol, "run", "--sync")
+    assert git(carol, "rev-list", "--count", "origin/main..HEAD").strip() == "0"
+
+    git(carol, "config", "cortex.syncOnRun", "maybe")
+    bad = cx(carol, "run", check=False)
+    assert bad.returncode == 1 and "cortex.syncOnRun" in bad.stderr and "true or false" in bad.stderr
+
+
 def test_cortex_clone_checks_out_the_pushed_branch_of_a_bare_remote_whose_head_names_another(tmp_path):
     # `git init --bare` leaves HEAD on its default name (master here); machines push main.
     seed = tmp_path / "seed"

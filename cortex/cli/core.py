@@ -215,13 +215,13 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan; write and commit nothing."),
     commit_per: Optional[str] = typer.Option(None, "--commit-per", metavar="note|session|run", help="One commit per note, per session or per run (default: run, or observer/config.yml)."),
     limit: Optional[int] = typer.Option(None, min=1, help="Process at most this many lines."),
-    sync: Optional[bool] = typer.Option(None, "--sync/--no-sync", help="`cortex sync` before (fetch, merge) and after (push) the run (default: sync.on_run in observer/config.yml)."),
+    sync: Optional[bool] = typer.Option(None, "--sync/--no-sync", help="`cortex sync` before (fetch, merge) and after (push) the run (default: this machine's `git config cortex.syncOnRun`, else sync.on_run in observer/config.yml)."),
 ) -> None:
     """Process the buffer: validate, scan, score, dedup, route, write notes, commit."""
     if commit_per not in (None, "note", "session", "run"):
         raise typer.BadParameter("--commit-per must be note, session or run")
     vault = open_vault()
-    sync = vault.settings.sync_on_run if sync is None else sync
+    sync = vault.sync_on_run if sync is None else sync
     if sync and not dry_run:
         _sync_around(vault, push=False)  # the remote's notes first: their hashes dedup this run's lines
     report = vault.run(dry_run=dry_run, commit_per=commit_per, limit=limit)
