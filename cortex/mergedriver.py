@@ -9,7 +9,9 @@ no cortex fields (a person's own) gets git's text merge, as without the driver; 
   hash) is one note (the one a person edited, else the older id's) plus a reinforcement:
   ``reinforced`` is the sum of both plus one, ``merged_from`` keeps the other id and
   ``merged_counts`` what it brought; bodies a person edited on both sides (no common
-  ancestor to merge them with) keep both, with conflict markers where they differ;
+  ancestor to merge them with) keep both, with conflict markers where they differ; a
+  note two sides each folded into a note of their own (a third machine's, on three or
+  more) folds the same way, the two merged from the note both absorbed;
 - ``reinforced`` adds up: each side's own increments once, and every note absorbed on
   either side (``merged_counts``, by id) once, so overlapping folds are not counted twice
   (``cortex.counts``); ``last_reinforced`` takes the later, ``merged_from`` is the union;
@@ -163,15 +165,35 @@ def merge_note(base: str, ours: str, theirs: str) -> tuple[str, bool]:
     try:
         if not base.strip():
             return _fold(ours, theirs)
+        if _absorbed_on_both_sides(base, ours, theirs):
+            return _fold(ours, theirs, base)
         return _three_way(base, ours, theirs), True
     except _Unmergeable:
         return _line_merge(base, ours, theirs)
 
 
-def _fold(ours: str, theirs: str) -> tuple[str, bool]:
-    """Two notes added at one path: the same memory (same hash) folds into one, with both
-    bodies' words: a body a person edited on both sides has no common ancestor to merge
-    with, so what differs gets conflict markers for a person (git's own add/add)."""
+def _absorbed_on_both_sides(base: str, ours: str, theirs: str) -> bool:
+    """Each side folded the base note into a note of its own (three machines memorized one
+    observation the same day; two folded the third's before hearing of each other): both
+    changed the id, each to another, and both name the base's id in ``merged_from``. Two
+    notes of one memory, to fold as an add/add is — a three-way merge of their ids and
+    counts would stop for a person, or count the base's repeats twice."""
+    try:
+        o, a, b = (dict(_split(text)[0]) for text in (base, ours, theirs))
+    except _Unmergeable:
+        return False
+    base_id, ids = _value(o.get("id")), {_value(a.get("id")), _value(b.get("id"))}
+    return (bool(base_id) and len(ids - {base_id, None}) == 2
+            and all(base_id in _ids(side.get("merged_from")) for side in (a, b)))
+
+
+def _fold(ours: str, theirs: str, base: str | None = None) -> tuple[str, bool]:
+    """Two notes of one memory (same hash) at one path fold into one, with both bodies'
+    words. Added on both sides (no ``base``), a body a person edited on both has no
+    common ancestor to merge with, so what differs gets conflict markers for a person
+    (git's own add/add). With the ``base`` note both absorbed, bodies and fields merge
+    from it; a field each note was born with its own value of (a session) is the kept
+    note's, as in an add/add."""
     a, b = dict(_split(ours)[0]), dict(_split(theirs)[0])
     if _value(a.get("source_hash")) != _value(b.get("source_hash")) or not _value(a.get("id")) or not _value(b.get("id")):
         raise _Unmergeable
@@ -182,10 +204,11 @@ def _fold(ours: str, theirs: str) -> tuple[str, bool]:
     other_text = theirs if keep_text is ours else ours
     other_body = _split(other_text)[1]
     clean = True
-    if not _same(body, other_body) and _edited(other_text):
+    base_blocks, base_body, _ = _split(base) if base else ([], "", "")
+    if not _same(body, other_body) and (base or _edited(other_text)):
         # Both edited (keep ranks an edited note first): keep's words and the other's.
         first, second = (body, other_body) if keep_text is ours else (other_body, body)
-        body, clean = _merge_file("", first, second)
+        body, clean = _merge_file(base_body, first, second)
     nl = _newline(keep_text)
     ids = _ids(keep.get("merged_from")) + [i for i in [*_ids(other.get("merged_from")), _value(other["id"])]
                                             if i not in _ids(keep.get("merged_from"))]
@@ -202,10 +225,24 @@ def _fold(ours: str, theirs: str) -> tuple[str, bool]:
     for key, value in fields.items():
         if value is not None:
             out[key] = f"{key}: {value}{nl}"
-    # A field only the other note has (a person's `tags`, say) comes along.
+    # A field only the other note has (a person's `tags`, say) comes along; from a base,
+    # any field changed on the other side only.
     added = [n for n in other if n not in out and n not in MAINTAINED and not n.startswith("#")]
     out.update({n: other[n] for n in added})
+    if base:
+        out.update(_changed_on_one_side(dict(base_blocks), keep, other))
     return _render(_order([n for n, _ in blocks], [*fields, *added]), out, body, opening), clean
+
+
+def _changed_on_one_side(base: dict, keep: dict, other: dict) -> dict[str, str | None]:
+    """The fields (not cortex's counts, nor a note's identity) one of two folded notes
+    changed from the ``base`` both absorbed: a person's edit on either side is kept."""
+    out = {}
+    for name in {*keep, *other} - {*MAINTAINED, *IDENTITY}:
+        picked = _pick(base.get(name), keep.get(name), other.get(name))
+        if not name.startswith("#") and picked is not _CONFLICT:
+            out[name] = picked
+    return out
 
 
 def _edited(text: str) -> bool:

@@ -35,6 +35,54 @@ def test_same_observation_on_two_machines_the_same_day_is_one_note_reinforced(tm
     cx(a, "validate", "--all")
 
 
+def _folded_on_several_machines(tmp_path, n, order, repeats=False):
+    """``n`` machines memorize one observation the same day (the last one's note reaches
+    the remote first), every other machine folds that note into its own before hearing of
+    the others, then they sync in ``order``: each fold kept a different id (its own, the
+    older), and each differs from the others only in what cortex writes. ``repeats``: the
+    first note is repeated once before it travels, and the first machine's after its
+    fold — each counted once."""
+    _, machines = make_fleet(tmp_path, n)
+    for i, m in enumerate(machines):
+        # one agent session each, one hour apart: the ids' order is the machines'
+        write(m, BODY, timestamp=f"2026-02-16T1{i}:00:00Z", session_id=f"0b7e1c1e-1d2a-4b8e-9c5f-3f1b2a6d7e1{i}")
+        cx(m, "run")
+    ids = [field(t, "id") for m in machines for t in active(m).values() if BODY in t]
+    *folders, first = machines
+    if repeats:
+        _reinforce(first, BODY, "2026-02-16T20:00:00Z")
+    sync(first)
+    for m in folders:
+        sync(m, "--no-push")
+    if repeats:
+        _reinforce(folders[0], BODY, "2026-02-16T21:00:00Z")
+    for i in order:
+        sync(machines[i])
+    converge(*machines)
+    (text,) = [t for t in active(machines[0]).values() if BODY in t]
+    assert "<<<<<<<" not in text
+    assert field(text, "id") == ids[0] == min(ids)  # the older id keeps the note
+    assert sorted(json.loads(field(text, "merged_from"))) == sorted(ids)[1:]
+    brought = dict.fromkeys(sorted(ids)[1:], 1)
+    if repeats:
+        brought[ids[-1]] = 2  # the first note and its repeat
+    assert json.loads(field(text, "merged_counts")) == brought
+    assert field(text, "reinforced") == str(n - 1 + 2 * repeats), text  # each repeat once
+    cx(machines[0], "validate", "--all")
+
+
+def test_same_observation_the_same_day_on_three_machines_folded_two_ways_is_one_note(tmp_path):
+    """Two machines each fold the third's note into their own: both changed the note's id
+    from the one they merged from, each to its own. Nobody changed a word: the sync folds
+    the two as it folds any two notes of one memory, never stopping for a person."""
+    _folded_on_several_machines(tmp_path, 3, order=(0, 1), repeats=True)
+
+
+@pytest.mark.parametrize("order", [(1, 0, 2), (2, 0, 1)])
+def test_same_observation_the_same_day_on_four_machines_folded_three_ways_counts_each_once(tmp_path, order):
+    _folded_on_several_machines(tmp_path, 4, order)
+
+
 def test_same_observation_on_different_days_folds_into_one_note(tmp_path):
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, BODY, timestamp="2026-02-16T10:00:00Z")
