@@ -312,6 +312,19 @@ def test_session_start_hook_fences_memories_and_never_blocks(vault, tmp_path):
         assert proc.returncode == 0 and proc.stdout == "" and "no memory loaded" in proc.stderr
 
 
+def test_session_start_hook_says_why_a_brief_failed_and_still_prints_the_rest(vault, tmp_path):
+    """Exit 1 is "nothing found" for a query, but a failure for `cortex brief`: a broken
+    settings file once made the Brief section vanish with nothing said on stderr."""
+    with (Path(str(vault)) / "observer" / "config.yml").open("a") as f:
+        f.write("threshold: [oops\n")
+    env = {**os.environ, "CORTEX_VAULT": str(vault), "CORTEX_PROJECT": "no such project words"}
+    proc = subprocess.run(["sh", str(HOOK)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "## Brief" not in proc.stdout and proc.stdout.startswith("# Memory from cortex")
+    assert "`cortex brief` failed (exit 1): " in proc.stderr and "config.yml" in proc.stderr
+    assert "query" not in proc.stderr  # a query that finds nothing is no failure
+
+
 def test_a_long_lived_index_keeps_rows_another_process_added(tmp_path):
     """The server holds its index for hours while `cortex query` processes update it."""
     from test_search import write_note
