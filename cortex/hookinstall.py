@@ -27,7 +27,7 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
     import shutil
     import subprocess
 
-    from cortex.mergedriver import ensure_driver
+    from cortex.mergedriver import ensure_driver, ensure_no_directory_renames
 
     root = Path(root)
     said: list[str] = []
@@ -42,6 +42,9 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
         said.append(f"hooks run cortex with {sys.executable} (git config cortex.python)")
     if ensure_driver(root):  # .git/config never travels: each clone defines the driver itself
         said.append("merge driver for notes (git config merge.cortex-note.driver)")
+    if ensure_no_directory_renames(root):
+        said.append("merges leave a note added to a folder the other side emptied where it is "
+                    "(git config merge.directoryRenames false)")
     _guard_fsmonitor(git, said)
     hook = git("rev-parse", "--git-path", "hooks/pre-commit").stdout.strip()
     hook_path = root / hook if hook else root / ".git" / "hooks" / "pre-commit"

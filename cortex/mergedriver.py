@@ -574,6 +574,26 @@ def ensure_driver(root) -> bool:
     return True
 
 
+# A folder of the vault is not renamed as a unit: decay moving every memory of
+# mind/facts/2026-11/ into mind/archive/facts/2026-11/ is not a rename of the folder, and
+# a memory another machine added to it meanwhile stays where it was memorized. git's
+# directory-rename detection would move it into the archive (without archive fields) and
+# stop the merge for a person ("CONFLICT (file location)").
+DIRECTORY_RENAMES = ("merge.directoryRenames", "false")
+NO_DIRECTORY_RENAMES = ("-c", "=".join(DIRECTORY_RENAMES))  # for every merge cortex runs
+
+
+def ensure_no_directory_renames(root) -> bool:
+    """Turn directory-rename detection off for a person's own ``git merge``, ``git pull``
+    and rebase in this vault, in its own config, unless that config already says. True if
+    changed."""
+    key, value = DIRECTORY_RENAMES
+    if gitcli.run(root, "config", "--local", "--get", key).ok:
+        return False
+    gitcli.out(root, "config", "--local", key, value)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m cortex.mergedriver %O %A %B %P``: the result replaces %A (git's rule)."""
     args = sys.argv[1:] if argv is None else argv

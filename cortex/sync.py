@@ -350,14 +350,15 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
     """The merge commit of ``head`` and ``tip``, and what it settled: the notes it keeps
     deleted that one side deleted and the other only counted, a memory a person renamed
     on one side and someone forgot on the other."""
-    from cortex.mergedriver import ensure_driver
+    from cortex.mergedriver import NO_DIRECTORY_RENAMES, ensure_driver, ensure_no_directory_renames
 
     root = vault.root
     ensure_driver(root)  # a clone that skipped `cortex init` still merges notes cortex's way
+    ensure_no_directory_renames(root)  # and so does a person's `git pull` there after
     # -z: names as they are ("Café.md", not git's quoted "Caf\303\251.md"), NUL-separated:
     # the tree, each conflicted file's stages ("mode blob stage\tpath"), an empty field,
     # then git's messages
-    res = gitcli.run(root, "merge-tree", "--write-tree", "-z", head, tip)
+    res = gitcli.run(root, *NO_DIRECTORY_RENAMES, "merge-tree", "--write-tree", "-z", head, tip)
     if res.code not in (0, 1):
         raise SyncError(f"git merge-tree failed: {res.err.strip()}")
     fields = res.out.split("\0")

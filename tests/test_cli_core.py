@@ -52,6 +52,7 @@ def test_init_in_a_git_clone_of_a_vault_says_what_it_set_up(vpath, tmp_path):
     assert "nothing changed" not in done.stderr
     assert f"{clone} is already a cortex vault; set up on this machine:" in done.stderr
     for said in ("merge driver for notes (git config merge.cortex-note.driver)", "(git config cortex.python)",
+                 "(git config merge.directoryRenames false)",
                  "pre-commit hook installed (.git/hooks/pre-commit)", "commit guard installed (.git/hooks/pre-commit.legacy)"):
         assert said in done.stderr
     assert (clone / ".git/hooks/pre-commit").exists() and git(clone, "config", "cortex.python").strip()

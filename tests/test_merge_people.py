@@ -270,3 +270,33 @@ def test_a_plugins_pull_stopped_on_a_memory_renamed_and_forgotten_is_told_by_the
     converge(a, b)
     ident = field((a / archived_to).read_text(), "id")
     assert _files_with_id(a, ident) == [archived_to]
+
+
+# --- a month folder decay empties while another machine memorizes into it ------------------
+
+
+@pytest.mark.parametrize("how", ["sync", "merge", "rebase"])
+def test_a_memory_added_to_a_month_folder_decay_emptied_elsewhere_stays_where_it_was_memorized(tmp_path, how):
+    """Decay archives every memory of mind/facts/2024-01/; another machine memorizes a new
+    one into that folder meanwhile. A folder of the vault is not renamed as a unit: the new
+    memory merges in where it was memorized, current, with nothing for a person to settle
+    (git's directory-rename detection would move it into mind/archive/ and stop)."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    for body in ("The old build farm ran on Jenkins", "The old wiki lived on Confluence"):
+        write(a, body, timestamp="2024-01-10T10:00:00Z")
+    cx(a, "run")
+    converge(a, b)
+    write(b, BODY, timestamp="2024-01-20T10:00:00Z")
+    cx(b, "run")
+    (new,) = [p for p, t in notes(b).items() if BODY in t]
+    assert new.startswith("mind/facts/2024-01/")
+    sync(b)
+    assert json.loads(cx(a, "decay", "--json").stdout)["changed"] == 2
+    assert not list((a / "mind/facts/2024-01").glob("*.md"))  # the folder's every memory moved away
+    done = pull(a, how)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(a, "status", "--porcelain") == ""
+    assert [p for p, t in notes(a).items() if BODY in t] == [new]
+    assert field((a / new).read_text(), "archived") is None
+    converge(a, b)
+    cx(a, "validate", "--all")
