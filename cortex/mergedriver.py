@@ -483,7 +483,9 @@ def _git_labels(given: list[str]) -> tuple[str, str, str]:
 
 
 def _git(*args: str) -> str | None:
-    res = gitcli.run(Path.cwd(), *args)  # git runs a merge driver at the top of the working tree
+    # git runs a merge driver at the top of the working tree (cortex sync: in a folder of
+    # its own, GIT_DIR naming the repository)
+    res = gitcli.run(Path.cwd(), *args)
     return res.out.strip() if res.ok else None
 
 

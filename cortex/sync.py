@@ -26,7 +26,9 @@ compare-and-swap after the working tree, and a rerun recomputes the same merge.
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -350,15 +352,12 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
     """The merge commit of ``head`` and ``tip``, and what it settled: the notes it keeps
     deleted that one side deleted and the other only counted, a memory a person renamed
     on one side and someone forgot on the other."""
-    from cortex.mergedriver import NO_DIRECTORY_RENAMES, ensure_driver, ensure_no_directory_renames
+    from cortex.mergedriver import ensure_driver, ensure_no_directory_renames
 
     root = vault.root
     ensure_driver(root)  # a clone that skipped `cortex init` still merges notes cortex's way
     ensure_no_directory_renames(root)  # and so does a person's `git pull` there after
-    # -z: names as they are ("Café.md", not git's quoted "Caf\303\251.md"), NUL-separated:
-    # the tree, each conflicted file's stages ("mode blob stage\tpath"), an empty field,
-    # then git's messages
-    res = gitcli.run(root, *NO_DIRECTORY_RENAMES, "merge-tree", "--write-tree", "-z", head, tip)
+    res = _merge_tree(root, head, tip)
     if res.code not in (0, 1):
         raise SyncError(f"git merge-tree failed: {res.err.strip()}")
     fields = res.out.split("\0")
@@ -400,6 +399,43 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
         to, at = (theirs, ours) if ours == archive_path(old) else (ours, theirs)
         settled.append({"archived_as": path, "from": old, "renamed_to": to, "archived_at": at})
     return str(oid), settled
+
+
+def _merge_tree(root: Path, head: str, tip: str) -> gitcli.Result:
+    """``git merge-tree`` of ``head`` and ``tip``, with no directory renames, run where the
+    temporary files git makes for a merge driver stay out of the working tree.
+
+    git writes the three versions a driver reads (%O %A %B) as ``.merge_file_XXXXXX`` in
+    its current directory, the working tree's top when git runs there: a person's ``git
+    add -A`` meanwhile (Obsidian Git's, every minute) would commit them, and the sync push
+    them. merge-tree needs no working tree, so it runs in a folder of cortex's under
+    ``.git`` that reads as the working tree where git looks for attributes."""
+    from cortex.mergedriver import NO_DIRECTORY_RENAMES
+
+    git_dir = gitcli.git_dir(root)
+    view = _attributes_view(root, git_dir / "cortex-merge")  # one sync at a time: the vault lock
+    try:
+        # -z: names as they are ("Café.md", not git's quoted "Caf\303\251.md"), NUL-separated:
+        # the tree, each conflicted file's stages ("mode blob stage\tpath"), an empty field,
+        # then git's messages
+        return gitcli.run(view, *NO_DIRECTORY_RENAMES, "merge-tree", "--write-tree", "-z", head, tip,
+                          env={"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(view)})
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
+
+
+def _attributes_view(root: Path, view: Path) -> Path:
+    """``view`` made afresh to show git the working tree's ``.gitattributes`` files, which
+    say which driver merges a file: a copy of the top one (git does not follow a link
+    there) and links to the top folders (git reads their own files through them)."""
+    shutil.rmtree(view, ignore_errors=True)  # what a killed sync left
+    view.mkdir()
+    for entry in os.scandir(root):
+        if entry.name == ".gitattributes" and entry.is_file(follow_symlinks=False):
+            shutil.copyfile(entry.path, view / entry.name)
+        elif entry.name != ".git" and entry.is_dir(follow_symlinks=False):
+            os.symlink(entry.path, view / entry.name)
+    return view
 
 
 def _renamed_two_ways(root: Path, head: str, tip: str, tree: str, stages: dict[str, dict[int, str]],

@@ -112,6 +112,19 @@ def test_init_keeps_an_existing_repository_and_gitignore(tmp_path):
     assert " M .gitignore" in git(repo, "status", "--porcelain")
 
 
+def test_init_gives_an_existing_vault_the_gitignore_lines_it_lacks(vpath):
+    """A vault made before `.merge_file_*` (git's temporary files of a merge) was a rule:
+    `cortex init` run in it again adds the line, in a commit of its own."""
+    ignore = vpath / ".gitignore"
+    ignore.write_text(ignore.read_text().replace(".merge_file_*\n", ""))
+    git(vpath, "commit", "-q", "--allow-empty", "-m", "a vault from before", ".gitignore")
+    assert git(vpath, "check-ignore", ".merge_file_6ETaX0", check=False) == ""
+    assert cortex("init", str(vpath)).returncode == 0
+    assert ".merge_file_*" in git(vpath, "show", "HEAD:.gitignore")
+    assert git(vpath, "status", "--porcelain") == ""
+    assert git(vpath, "check-ignore", ".merge_file_6ETaX0").strip() == ".merge_file_6ETaX0"
+
+
 def test_init_again_commits_none_of_a_persons_gitignore_edits(vpath):
     head = git(vpath, "rev-parse", "HEAD")
     ignore = vpath / ".gitignore"

@@ -121,6 +121,35 @@ def test_reinforcements_on_both_machines_add_up(tmp_path):
     assert field(text, "last_reinforced").startswith("2026-03-05T10:00")
 
 
+def test_the_merge_leaves_no_temporary_files_in_the_working_tree_for_a_persons_commit_to_take(tmp_path):
+    """git hands a merge driver the versions it merges as `.merge_file_XXXXXX` files in its
+    current directory. Made in the vault's working tree while the sync merges, a person's
+    `git add -A` and commit then (Obsidian Git's, every minute) took them, and the sync
+    pushed them. A driver that lists the working tree while it merges sees none there; the
+    folders' own .gitattributes still say which driver merges a file."""
+    def prepare(seed):
+        (seed / "people").mkdir()
+        (seed / "people" / ".gitattributes").write_text("*.txt merge=probe\n")
+        (seed / "people" / "list.txt").write_text("ann\nbob\ncid\n")
+        git(seed, "add", "people")
+        git(seed, "-c", "user.name=P", "-c", "user.email=p@x", "commit", "-q", "-m", "people")
+
+    _, (a, b) = make_fleet(tmp_path, 2, prepare)
+    seen = tmp_path / "seen"  # the working tree's top while the driver merges
+    git(b, "config", "merge.probe.driver", f"ls -A '{b}' > '{seen}' && git merge-file %A %O %B")
+    for machine, old, new in ((a, "ann", "Ann"), (b, "cid", "Cid")):
+        person_commit(machine, "people/list.txt", (machine / "people/list.txt").read_text().replace(old, new), "list")
+    sync(a)
+    assert json.loads(sync(b, "--json").stdout)["integrated"] == "merge"
+    listed = seen.read_text().split()
+    assert "mind" in listed and not [name for name in listed if name.startswith(".merge_file_")]
+    assert (b / "people/list.txt").read_text() == "Ann\nbob\nCid\n"
+    assert git(b, "status", "--porcelain", "--untracked-files=all") == ""
+    assert ".merge_file_" not in git(b, "ls-tree", "-r", "--name-only", "HEAD")
+    # and those a person's own `git merge` makes there are ignored
+    assert sh(b, "git", "check-ignore", "-q", ".merge_file_6ETaX0", check=False).returncode == 0
+
+
 def test_decayed_on_one_machine_reinforced_on_the_other_stays_alive(tmp_path):
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, BODY, timestamp="2024-01-10T10:00:00Z")
