@@ -42,6 +42,7 @@ from typing import Iterator
 
 from cortex.errors import LockBusy
 from cortex.fsutil import flock_within
+from cortex.layout import escaped_name, misnamed_reason
 
 OWNER = "cortex-lock.json"
 OWN_LOCK_PREFIX = "cortex-index.lock."  # the lock as made, before it is linked into place
@@ -509,6 +510,21 @@ def install_guard(hooks_dir: Path, python: str) -> str | None:
     return "commit guard installed (.git/hooks/pre-commit.legacy)"
 
 
+def misnamed_staged(root: Path) -> list[str]:
+    """The files staged to be committed whose names are not UTF-8. pre-commit, which runs
+    the note checks, stops at such a name with a bare UnicodeDecodeError (the commit is
+    refused, by nobody saying why): the guard, which runs first, names them."""
+    from cortex import gitcli
+
+    out = gitcli.stdout_bytes(root, "diff", "--cached", "--name-only", "-z", "--no-renames", "--diff-filter=d")
+    try:
+        (out or b"").decode("utf-8")
+        return []  # every name is UTF-8: the usual commit, one decode
+    except UnicodeDecodeError:
+        names = out.decode("utf-8", "surrogateescape").split("\0")
+        return [name for name in names if any(0xD800 <= ord(c) <= 0xDFFF for c in name)]
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] != ["guard"]:
         sys.stderr.write("usage: python -m cortex.gitlock guard\n")
@@ -518,6 +534,9 @@ def main(argv: list[str]) -> int:
         guard(git_dir)
     except OSError:
         pass  # the guard never blocks a person's commit
+    for name in misnamed_staged(Path.cwd()):
+        what, hint = misnamed_reason(name)
+        sys.stdout.write(f"cortex: {escaped_name(name)}: {what}: the commit is refused — {hint}, then commit again\n")
     index = os.path.basename(os.environ.get("GIT_INDEX_FILE", ""))
     if not os.environ.get(KEEP_INDEX) and not index.startswith("next-index"):  # `git commit PATH`: an index from HEAD
         try:

@@ -29,7 +29,7 @@ from cortex.fsutil import Before, atomic_write
 from cortex.keepdeleted import merging
 from cortex.layout import (
     UnreadableNote, case_twins, in_partition, is_markdown, is_note_path, is_other_repository, link_on_path,
-    read_note_bytes, reserved_part, unprintable_name, write_cache,
+    escaped_name, misnamed_reason, read_note_bytes, reserved_part, unprintable_name, write_cache,
 )
 from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
@@ -354,8 +354,7 @@ def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]
 
 
 def _misnamed(rel: str) -> Problem:
-    return Problem(repr(rel)[1:-1], 1, "a control character (line break, tab) in the file name",
-                   "rename it: Windows cannot hold such a name, and no note may carry one")
+    return Problem(escaped_name(rel), 1, *misnamed_reason(rel))
 
 
 def _portable(paths: list[str], names: Iterable[str]) -> list[Problem]:

@@ -23,8 +23,8 @@ NOT_NOTES = frozenset({"observer"})
 def is_note_path(path: str) -> bool:
     """Whether a repository path (relative, posix) is a note: any markdown file except
     under ``observer/`` or a dot folder, and not one whose name holds a control character
-    (`unprintable_name`). What ``.gitignore`` excludes is left out by the callers, which
-    list files through git."""
+    or is not UTF-8 (`unprintable_name`). What ``.gitignore`` excludes is left out by the
+    callers, which list files through git."""
     return is_markdown(path) and not unprintable_name(path)
 
 
@@ -38,9 +38,35 @@ def is_markdown(path: str) -> bool:
 
 
 def unprintable_name(path: str) -> bool:
-    """A line break, tab or other control character in the path: no note may be named so
-    (Windows cannot hold the file, and cortex lists notes one name per line)."""
-    return any(ord(c) < 32 or ord(c) == 127 for c in path)
+    """A line break, tab or other control character in the path, or bytes that are not
+    UTF-8 (a name from a system using another encoding, `caf\\xe9.md` in Latin-1): no
+    note may be named so (Windows cannot hold the file, cortex lists notes one name per
+    line, and writes every name as UTF-8). Every name cortex lists (git's ``-z`` output,
+    pygit2's tree entries, a folder's listing) is decoded with ``surrogateescape``, so a
+    byte that is not UTF-8 is a lone surrogate here, whichever listing the name came from."""
+    return any(ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF for c in path)
+
+
+def escaped_name(path: str) -> str:
+    """``path`` as it can be printed: bytes that are not UTF-8 as ``\\xe9``, control
+    characters as ``\\n``, ``\\t`` (a raw one cannot be printed, nor read by a reader of UTF-8)."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(repr(c)[1:-1] if ord(c) < 32 or ord(c) == 127 else c for c in text)
+
+
+def misnamed_reason(path: str) -> tuple[str, str]:
+    """Why ``path`` (`unprintable_name`) is no note, and what to do about it."""
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in path):
+        return ("not a UTF-8 file name (saved by a system using another encoding)",
+                "rename it: cortex reads and writes UTF-8 names only")
+    return ("a control character (line break, tab) in the file name",
+            "rename it: Windows cannot hold such a name, and no note may carry one")
+
+
+def misnamed_warning(path: str) -> str:
+    """The one line every command that lists notes says of a file no note may be named as."""
+    what, hint = misnamed_reason(path)
+    return f"skipped {escaped_name(path)}: {what}, not read as a note — {hint}"
 
 
 def in_partition(path: str) -> bool:

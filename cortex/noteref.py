@@ -99,7 +99,7 @@ def find_note_by_id(root: Path, ident: str) -> str | None:
     proc = gitcli.run_bytes(root, "-c", "core.quotepath=off", "grep", "-l", "-I", "-E", "--untracked",
                             "-e", f"^id:[[:space:]]*['\"]?{ident}['\"]?[[:space:]]*$", "--", "*.md", timeout=60)
     if proc is not None and proc.code in (0, 1):
-        candidates = proc.out.decode("utf-8", "replace").splitlines()
+        candidates = proc.out.decode("utf-8", "surrogateescape").splitlines()  # names as listed everywhere
     if candidates is None:
         candidates = [p.relative_to(root).as_posix() for p in root.rglob("*.md")]
     return preferred(p for p in candidates if is_note_path(p) and note_id_of(root / p) == ident)

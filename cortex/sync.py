@@ -310,9 +310,10 @@ def _notes_added(root, commits: list[str]) -> list[str]:
 
     if not commits:
         return []
-    out = gitcli.run(root, "log", "--no-walk", "--no-renames", "--diff-filter=A", "--name-only", "--format=",
-                     *commits[:200], "--").out.split("\n")
-    return sorted({p for p in out if p and is_note_path(p)})
+    # names as git wrote them (one that is not UTF-8 is no note: `is_note_path`)
+    out = gitcli.stdout_bytes(root, "log", "-z", "--no-walk", "--no-renames", "--diff-filter=A", "--name-only",
+                              "--format=", *commits[:200], "--") or b""
+    return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p and is_note_path(p)})
 
 
 def _named(paths: list[str]) -> str:
@@ -711,10 +712,11 @@ def _incoming_problems(root: Path, before: str | None, after: str | None) -> dic
 
     if before is None or after is None:
         return {}
-    res = gitcli.run(root, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", before, after)
-    if not res.ok:
+    out = gitcli.stdout_bytes(root, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", before, after)
+    if out is None:
         return {}
-    paths = [p for p in res.out.split("\0") if p and is_markdown(p)][:CHECK_INCOMING]  # a misnamed one is named too
+    names = out.decode("utf-8", "surrogateescape").split("\0")  # as git wrote them: a name not UTF-8 is named too
+    paths = [p for p in names if p and is_markdown(p)][:CHECK_INCOMING]  # a misnamed one is named too
     if not paths:
         return {}
     out: dict[str, list[str]] = {}

@@ -357,6 +357,35 @@ def test_a_file_name_with_a_line_break_or_tab_is_refused_and_never_breaks_the_in
     assert checked.returncode == 1 and checked.stdout.count("a control character") == 2
 
 
+def test_a_file_name_that_is_not_utf8_is_refused_and_skipped_by_every_command(vault):
+    """A note named on an old Latin-1 machine (`caf\\xe9.md`) is no note cortex can read:
+    the hook refuses it with the hint to rename it, and once committed all the same every
+    command leaves it alone, naming it escaped (it once stopped every command, and the
+    agents' buffer was never consumed)."""
+    latin1 = os.fsdecode(b"mind/facts/caf\xe9.md")
+    (vault.root / latin1).write_text("---\ntype: fact\n---\n\nA note about the harbour crane.\n", encoding="utf-8")
+    done = _commit_all(vault.root)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "mind/facts/caf\\xe9.md: not a UTF-8 file name" in said, said
+    assert "the commit is refused — rename it" in said
+    assert _commit_all(vault.root, "hooks skipped", verify=False).returncode == 0
+    append_lines(vault, observation())
+    for argv in (("run",), ("status",), ("index",), ("query", "staging database"), ("maintain", "--force"),
+                 ("graph",), ("brief",)):
+        result = cortex(*argv, cwd=vault.root)  # text: an unescaped name would not even decode
+        assert result.returncode == 0, (argv, result.stderr)
+        assert "not UTF-8 text" not in result.stderr
+    assert not vault.buffer_path.exists() or vault.buffer_path.stat().st_size == 0  # consumed: the query found it
+    index = cortex("index", "--rebuild", cwd=vault.root)
+    assert "warning: skipped mind/facts/caf\\xe9.md: not a UTF-8 file name" in index.stderr, index.stderr
+    maintain = cortex("maintain", "--force", cwd=vault.root)
+    assert "warning: skipped mind/facts/caf\\xe9.md: not a UTF-8 file name" in maintain.stderr, maintain.stderr
+    found = cortex("query", "harbour crane", cwd=vault.root)
+    assert found.returncode == 1 and "caf" not in found.stdout
+    checked = cortex("validate", "--all", cwd=vault.root)
+    assert checked.returncode == 1 and "mind/facts/caf\\xe9.md:1: not a UTF-8 file name" in checked.stdout
+
+
 def test_a_note_named_at_the_file_systems_limit_is_completed_not_crashed_on(vault):
     """A person's note whose name is near 255 bytes: the hook's completion writes a temp
     file beside it, whose name once ran over the limit (a traceback, the commit refused)."""

@@ -95,6 +95,7 @@ def run_job(vault: Vault, name: str, *, now: datetime | None = None, dry_run: bo
         if ctx._snapshot is not None:  # the job read the notes at HEAD
             result.warnings += [f"skipped {path}: a symbolic link, not a note (cortex follows no link)"
                                 for path in ctx._snapshot.links]
+            result.warnings += list(ctx._snapshot.misnamed)
         if not dry_run:
             _record(vault, name, now, settings, result=result)
         if result.commit and refresh_index and name != "index":

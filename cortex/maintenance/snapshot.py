@@ -20,13 +20,13 @@ from typing import Any, Iterator
 
 from cortex.counts import Count, parse_merged
 from cortex.fsutil import atomic_write
-from cortex.layout import MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition
+from cortex.layout import MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition, misnamed_warning, unprintable_name
 from cortex.notes import NoteSyntaxError, inline_tags, note_tags, parse_note, source_hash, split_frontmatter
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
 
-CACHE_VERSION = 6  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart; 4: merged_counts; 5: archive_reason;
-# 6: frontmatter tags as Obsidian reads them (notes.note_tags)
+CACHE_VERSION = 7  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart; 4: merged_counts; 5: archive_reason;
+# 6: frontmatter tags as Obsidian reads them (notes.note_tags); 7: misnamed files listed apart
 
 
 @dataclass(frozen=True)
@@ -275,6 +275,7 @@ class Snapshot:
     trees: tuple[tuple[str, str], ...]  # (partition, tree oid) at HEAD
     notes: tuple[NoteInfo, ...]
     links: tuple[str, ...] = ()  # `.md` paths that are symbolic links: no notes, never followed
+    misnamed: tuple[str, ...] = ()  # warnings for names no note may have (`layout.unprintable_name`): never read
 
     def __iter__(self) -> Iterator[NoteInfo]:
         return iter(self.notes)
@@ -337,12 +338,23 @@ class SnapshotCache:
 _LINK = 0o120000  # git's mode for a symbolic link
 
 
+def _json_safe(name: str) -> str:
+    """A name that is not UTF-8 (lone surrogates, as pygit2 decodes it) in a form the
+    UTF-8 cache can hold and give back: its bytes, one character each."""
+    return name.encode("utf-8", "surrogateescape").decode("latin-1")
+
+
+def _from_json_safe(name: str) -> str:
+    return name.encode("latin-1").decode("utf-8", "surrogateescape")
+
+
 def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
     """Every note at HEAD: ``vault/`` and ``mind/`` (archive included) and a person's
     notes anywhere else (not ``observer/``, not dot folders)."""
     cache.load()
     notes: list[NoteInfo] = []
     links: list[str] = []
+    misnamed: list[str] = []
     trees: list[tuple[str, str]] = []
     used_blobs: set[str] = set()
     used_trees: set[str] = set()
@@ -352,18 +364,21 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
         key = str(tree.id)
         listing = cache.trees.get(key)
         if listing is None:
-            files, dirs, linked = [], [], []
+            files, dirs, linked, unnamed = [], [], [], []
             for obj in tree:
-                if obj.type_str == "tree":
-                    if not obj.name.startswith("."):
-                        dirs.append([obj.name, str(obj.id)])
-                elif obj.name.endswith(".md") and not obj.name.startswith("."):
-                    # a link's blob is the path it points to, not a note
+                if obj.name.startswith(".") or (obj.type_str != "tree" and not obj.name.endswith(".md")):
+                    continue
+                if unprintable_name(obj.name):
+                    unnamed.append(_json_safe(obj.name))
+                elif obj.type_str == "tree":
+                    dirs.append([obj.name, str(obj.id)])
+                else:  # a link's blob is the path it points to, not a note
                     (linked if obj.filemode == _LINK else files).append([obj.name, str(obj.id)])
-            listing = cache.trees[key] = {"files": files, "dirs": dirs, "links": linked}
+            listing = cache.trees[key] = {"files": files, "dirs": dirs, "links": linked, "misnamed": unnamed}
             cache._dirty = True
         used_trees.add(key)
         links.extend(f"{prefix}/{name}" for name, _ in listing["links"])
+        misnamed.extend(misnamed_warning(f"{prefix}/{_from_json_safe(name)}") for name in listing["misnamed"])
         for name, blob in listing["files"]:
             described = cache.blobs.get(blob)
             if described is None:
@@ -378,7 +393,9 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
     for obj in sorted(top or (), key=lambda o: (o.name not in PARTITIONS, o.name)):
         if obj.name.startswith(".") or obj.name in NOT_NOTES:
             continue
-        if obj.type_str == "tree":
+        if unprintable_name(obj.name) and (obj.type_str == "tree" or obj.name.endswith(".md")):
+            misnamed.append(misnamed_warning(obj.name))
+        elif obj.type_str == "tree":
             trees.append((obj.name, str(obj.id)))
             walk(obj, obj.name)
         elif obj.name.endswith(".md") and obj.filemode == _LINK:
@@ -393,4 +410,4 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
             used_blobs.add(blob)
             notes.append(_info(obj.name, blob, described))
     cache.save(used_blobs, used_trees)
-    return Snapshot(repo.head_oid(), tuple(trees), tuple(notes), tuple(links))
+    return Snapshot(repo.head_oid(), tuple(trees), tuple(notes), tuple(links), tuple(misnamed))

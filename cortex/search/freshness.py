@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from cortex.layout import NOT_NOTES, git_ignored, is_note_path
+from cortex.layout import NOT_NOTES, git_ignored, is_markdown, is_note_path, unprintable_name
 
 TOP = "."  # the repository's top folder, where Obsidian puts new notes and daily notes
 # git pathspecs: the whole repository but observer/ (its runtime files are no notes)
@@ -104,8 +104,9 @@ def note_dirs(root: Path, top: str = TOP) -> dict[str, int]:
     return out
 
 
-def scan_dir(root: Path, rel_dir: str) -> dict[str, tuple[int, int]]:
-    """{path: (mtime_ns, size)} of the notes directly in one folder."""
+def scan_dir(root: Path, rel_dir: str, misnamed: list[str] | None = None) -> dict[str, tuple[int, int]]:
+    """{path: (mtime_ns, size)} of the notes directly in one folder; markdown files no
+    note may be named as (`unprintable_name`) added to ``misnamed``, if given."""
     out = {}
     try:
         entries = list(os.scandir(root / rel_dir))
@@ -117,6 +118,8 @@ def scan_dir(root: Path, rel_dir: str) -> dict[str, tuple[int, int]]:
         if is_note_path(path) and (e.is_file(follow_symlinks=False) or e.is_symlink()):
             st = e.stat(follow_symlinks=False)
             out[path] = (st.st_mtime_ns, st.st_size)
+        elif misnamed is not None and is_markdown(path) and unprintable_name(path):
+            misnamed.append(path)
     return out
 
 

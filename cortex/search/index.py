@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from cortex.fsutil import version
-from cortex.layout import UnreadableNote, read_note_bytes
+from cortex.layout import UnreadableNote, misnamed_warning, read_note_bytes
 from cortex.search import freshness
 from cortex.search.backend import IndexDamaged, LexicalBackend
 from cortex.search.records import FORMAT, NoteRecord, record_from_file
@@ -154,11 +154,12 @@ class Candidates:
     watch: str | None = None  # the watcher's token as the check began
 
 
-def walk_notes(root: Path) -> Iterator[str]:
+def walk_notes(root: Path, misnamed: list[str] | None = None) -> Iterator[str]:
     """Every note path (vault-relative, posix): vault/ and mind/, archive included, and a
-    person's notes anywhere else."""
+    person's notes anywhere else. ``misnamed``: gets the markdown files no note may be
+    named as (`layout.unprintable_name`)."""
     for rel_dir in sorted(freshness.note_dirs(root)):
-        yield from sorted(freshness.scan_dir(root, rel_dir))
+        yield from sorted(freshness.scan_dir(root, rel_dir, misnamed))
 
 
 class SearchIndex:
@@ -322,10 +323,11 @@ class SearchIndex:
                     pass
             probe = freshness.GitProbe.start(self.root)
             dirs = freshness.note_dirs(self.root)  # before reading: a change during the build is seen next time
-            paths = list(walk_notes(self.root))
+            misnamed: list[str] = []
+            paths = list(walk_notes(self.root, misnamed))
             head = probe.result().head
             taxonomy = self.taxonomy
-            skipped: list[str] = []
+            skipped = [misnamed_warning(path) for path in misnamed]
             report = self._build(self._readable(paths, taxonomy, skipped), total=len(paths), progress=progress,
                                  head=head, dirs=dirs)
             report.skipped = skipped
