@@ -25,7 +25,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-from cortex.layout import is_note_path
+from cortex.layout import is_note_path, note_limit
 
 FORMAT = 4  # 4: ``declared``, whether the note carries its source hash
 FILE = "head.sqlite"
@@ -96,8 +96,12 @@ def head_commit(root: Path) -> str | None:
     return out.decode().strip() if out else None
 
 
-def read_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
-    """Blob contents by id, in one ``git cat-file --batch``."""
+def read_blobs(root: Path, oids: list[str], max_bytes: int | None = None) -> dict[str, bytes | None]:
+    """Blob contents by id, in one ``git cat-file --batch``. With ``max_bytes``, a blob
+    larger is never read (None): its size is asked first (``--batch-check``, headers only)."""
+    if max_bytes is not None and oids:
+        over = {oid for oid, size in blob_sizes(root, oids).items() if size > max_bytes}
+        return {**dict.fromkeys(over), **read_blobs(root, [o for o in oids if o not in over])}
     if not oids:
         return {}
     out = _git(root, "cat-file", "--batch", data=("\n".join(oids) + "\n").encode())
@@ -115,11 +119,34 @@ def read_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
     return blobs
 
 
+def blob_sizes(root: Path, oids: list[str]) -> dict[str, int]:
+    """Blob sizes by id, from their headers alone (one ``git cat-file --batch-check``)."""
+    out = _git(root, "cat-file", "--batch-check", data=("\n".join(oids) + "\n").encode())
+    if out is None:
+        raise OSError("git cat-file failed")
+    sizes = {}
+    for line in out.decode("ascii", "replace").splitlines():
+        oid, _, size = line.partition(" blob ")
+        if size:
+            sizes[oid] = int(size)
+    missing = set(oids) - set(sizes)
+    if missing:
+        raise OSError(f"git cannot read blob {min(missing)}")
+    return sizes
+
+
+def note_blobs(root: Path, oids: list[str], max_bytes: int | None = None) -> dict[str, bytes | None]:
+    """Notes' blobs by id, each at most the vault's note limit (``max_bytes``, or
+    ``limits.max_note_bytes``): one over it is not read (None), as every command skips it."""
+    return read_blobs(root, oids, note_limit(root) if max_bytes is None else max_bytes)
+
+
 class HeadCache:
     """The notes at HEAD. ``sync()`` first; then ``ids``, ``by_hash``, ``counts``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_note_bytes: int | None = None) -> None:
         self.root = Path(root)
+        self.max_note_bytes = max_note_bytes  # None: the vault's, read when a note is
         self.path = self.root / ".cortex" / FILE
         self.head: str | None = None
         self.rebuilt = False
@@ -176,7 +203,7 @@ class HeadCache:
                     db.execute("DELETE FROM counts")
                     db.execute("DELETE FROM deleted")
                     self._apply(db, self._listing(head))
-                    self._record_deleted(db, _known_deletions(self.root, head))
+                    self._record_deleted(db, _known_deletions(self.root, head, self.max_note_bytes))
                     self.rebuilt = True
                 else:
                     self._apply(db, changes)
@@ -186,7 +213,8 @@ class HeadCache:
                                    f"({','.join('?' * len(part))}))", part)
                     # the commits', not the two trees': a note cortex wrote and a person
                     # deleted since the cache last looked is in neither tree
-                    self._record_deleted(db, _known_deletions(self.root, f"{old}..{head}") if head else {})
+                    self._record_deleted(db, _known_deletions(self.root, f"{old}..{head}", self.max_note_bytes)
+                                         if head else {})
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (head or "",))
             db.execute("COMMIT")
         except BaseException:
@@ -218,13 +246,17 @@ class HeadCache:
         return None if out is None else list(_raw_changes(out))
 
     def _apply(self, db: sqlite3.Connection, changes: list[tuple[str, str | None]]) -> None:
-        contents = read_blobs(self.root, sorted({b for _, b in changes if b}))
+        contents = note_blobs(self.root, sorted({b for _, b in changes if b}), self.max_note_bytes)
         for path, blob in changes:
             db.execute("DELETE FROM notes WHERE path = ?", (path,))
             if blob is not None:
                 data = contents[blob]
-                ident, type_, hash_hex = fields(data)
-                declared = _HASH_RE.search(data[:4096]) is not None
+                if data is None:  # over the note limit: listed (a path at HEAD), never read
+                    ident = type_ = hash_hex = None
+                    declared = False
+                else:
+                    ident, type_, hash_hex = fields(data)
+                    declared = _HASH_RE.search(data[:4096]) is not None
                 db.execute("INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                            (path, blob, ident, type_, hash_hex, folder_of(path), path.lower(), declared))
 
@@ -320,7 +352,7 @@ class HeadCache:
         return self._connect().execute("SELECT coalesce(sum(n), 0) FROM counts").fetchone()[0]
 
 
-def deletions(root: Path, commits: str | None) -> dict[str, str]:
+def deletions(root: Path, commits: str | None, max_bytes: int | None = None) -> dict[str, str]:
     """{source hash: path} of the notes deleted by ``commits`` (a revision range, or a
     commit and its history), the latest deletion of a hash first. One ``git log`` of the
     deletions (merges are not diffed: a deletion is seen in the commit that made it; a
@@ -337,19 +369,20 @@ def deletions(root: Path, commits: str | None) -> dict[str, str]:
         raise OSError("git log failed")
     # (path, blob), newest commit first
     deleted = [(path, blob) for path, (_, blob), _ in raw_entries(out) if is_note_path(path)]
-    contents = read_blobs(root, sorted({b for _, b in deleted}))
+    contents = note_blobs(root, sorted({b for _, b in deleted}), max_bytes)
     found: dict[str, str] = {}
     for path, blob in deleted:
-        found.setdefault(identify(contents[blob])[0], path)
+        if contents[blob] is not None:  # one over the note limit was never a memory
+            found.setdefault(identify(contents[blob])[0], path)
     return found
 
 
-def _known_deletions(root: Path, commits: str) -> dict[str, str]:
+def _known_deletions(root: Path, commits: str, max_bytes: int | None = None) -> dict[str, str]:
     """``deletions``, or none when git cannot read the deleted notes: a partial clone
     (``--filter=blob:none``) away from its remote has not fetched them. Repeats of those
     memories are then memorized again, as before the cache knew deletions; nothing fails."""
     try:
-        return deletions(root, commits)
+        return deletions(root, commits, max_bytes)
     except OSError:
         return {}
 
@@ -362,8 +395,8 @@ def added(root: Path, old: str, new: str) -> dict[str, str]:
     if out is None:
         raise OSError("git diff failed")
     paths = {name: blob for name, blob in _raw_changes(out) if blob is not None}
-    contents = read_blobs(root, sorted(set(paths.values())))
-    return {identify(contents[blob])[0]: path for path, blob in sorted(paths.items())}
+    contents = note_blobs(root, sorted(set(paths.values())))
+    return {identify(contents[blob])[0]: path for path, blob in sorted(paths.items()) if contents[blob] is not None}
 
 
 def _slices(items: list[str], size: int = 500) -> Iterator[list[str]]:

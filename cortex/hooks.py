@@ -253,7 +253,7 @@ class HookVault:
         staged = headcache.staged_changes(self.root)
         if staged is None:
             return None
-        cache = headcache.HeadCache(self.root).sync()
+        cache = headcache.HeadCache(self.root, self.max_note_bytes()).sync()
         index = IdIndex(known)
         names = set(paths) | {rel for rel, blob in staged.items() if blob is not None}
         try:
@@ -611,7 +611,7 @@ def _copies(vault: HookVault, texts: dict[str, str], stashed: dict[str, bool]) -
             ids[rel] = found[0]
     if not ids:
         return {}
-    cache = headcache.HeadCache(vault.root).sync()
+    cache = headcache.HeadCache(vault.root, vault.max_note_bytes()).sync()
     try:
         at_head = cache.present(list(ids))
         others = {rel: [q for q in cache.paths_with_id(ident) if q != rel]

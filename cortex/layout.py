@@ -175,6 +175,19 @@ def write_cache(path: Path, obj: Any) -> None:
 MAX_NOTE_BYTES = 4 << 20  # as config.Limits.max_note_bytes, for callers without settings
 
 
+def note_limit(root: Path) -> int:
+    """The vault's ``limits.max_note_bytes`` (``observer/config.yml``), for readers of
+    notes that have no settings at hand (the HEAD cache, the search index); the default
+    where the file cannot be read (the command that reads its settings says why)."""
+    from cortex.config import load_settings
+    from cortex.errors import ConfigError
+
+    try:
+        return load_settings(root / "observer" / "config.yml").limits.max_note_bytes
+    except (ConfigError, OSError):
+        return MAX_NOTE_BYTES
+
+
 def link_on_path(root: Path, rel: str, safe: set[str] | None = None) -> str | None:
     """Why ``rel`` (vault-relative, posix) must not be followed: the first symbolic link
     on the way from ``root`` to it, itself included, or a ``.git`` part; None when safe.

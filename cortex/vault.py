@@ -277,7 +277,7 @@ class Vault:
         from cortex.notes import source_hash
 
         hashes = {n: source_hash(body) for n, body in bodies.items()}
-        cache = HeadCache(self.root)
+        cache = HeadCache(self.root, self.settings.limits.max_note_bytes)
         try:
             gone = cache.sync().deleted(list(hashes.values()))
         except (OSError, ValueError, sqlite3.Error):

@@ -191,6 +191,50 @@ def test_a_persons_own_note_over_the_size_limit_is_committed_unread_with_a_warni
     assert done.returncode != 0 and "Clipped article.md:3: looks like a credential (github)" in said, said
 
 
+def test_a_committed_note_over_the_vaults_limit_is_never_read_whole(vault):
+    """A person's export over ``limits.max_note_bytes``, committed without the hook, once
+    was read whole and normalised by regex whenever a cache was built from git (a fresh
+    clone, `.cortex/` removed: 200 MB took 60 s and 3.9 GB), and the search index read
+    up to the default 4 MiB whatever the vault's limit. Each reader stops at the limit."""
+    import shutil
+    import tracemalloc
+    from datetime import datetime, timezone
+
+    from cortex.headcache import HeadCache
+    from cortex.maintenance.base import JobContext
+    from cortex.vault import Vault
+
+    (vault.root / "observer" / "config.yml").write_text("limits:\n  max_note_bytes: 200000\n")
+    export = "".join(f"Row {i}: the quayside ledger of zanzibarine cargo.\n" for i in range(100_000))
+    assert len(export) > 5_000_000
+    (vault.root / "Export.md").write_text(export, encoding="utf-8")
+    (vault.root / "Daily.md").write_text("Inspected the quay cranes today.\n", encoding="utf-8")
+    assert _commit_all(vault.root, "export", verify=False).returncode == 0
+    shutil.rmtree(vault.root / ".cortex", ignore_errors=True)  # a fresh clone's caches: built from git
+
+    here = Vault(vault.root)
+    tracemalloc.start()
+    try:
+        cache = HeadCache(here.root).sync()
+        snapshot = JobContext(here, datetime.now(timezone.utc)).snapshot()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < len(export) // 2, f"{peak:,} bytes at peak: the export was read whole"
+    assert cache.present(["Export.md", "Daily.md"]) == {"Export.md", "Daily.md"}  # listed, not read
+    cache.close()
+    assert snapshot.by_path()["Export.md"].broken and "zanzibarine" not in snapshot.by_path()["Export.md"].body
+
+    index = cortex("index", "--rebuild", cwd=vault.root)
+    assert index.returncode == 0, index.stderr
+    assert "warning: skipped Export.md: Export.md is " in index.stderr and "over the note limit of 200,000" in index.stderr
+    found = cortex("query", "zanzibarine cargo", "--json", cwd=vault.root)
+    assert found.returncode == 1 and "Export.md" not in found.stdout
+    for argv in (("status",), ("maintain", "--force")):
+        result = cortex(*argv, cwd=vault.root)
+        assert result.returncode == 0, (argv, result.stderr)
+
+
 def test_hook_fix_replaces_a_note_whole_and_keeps_its_mode(vault):
     rel = "mind/facts/short.md"
     path = vault.root / rel

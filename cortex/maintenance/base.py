@@ -97,7 +97,7 @@ class JobContext:
     def snapshot(self) -> Snapshot:
         head = self.repo.head_oid()
         if self._snapshot is None or self._snapshot.head != head:
-            self._snapshot = take_snapshot(self.repo, self._cache)
+            self._snapshot = take_snapshot(self.repo, self._cache, self.vault.settings.limits.max_note_bytes)
         return self._snapshot
 
     def editing(self, path: str) -> bool:

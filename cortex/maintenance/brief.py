@@ -100,7 +100,7 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
                 quarantined[entry.reason] += 1
         except (ValueError, TypeError):
             continue
-    snapshot = take_snapshot(repo, SnapshotCache(vault.cache_dir))
+    snapshot = take_snapshot(repo, SnapshotCache(vault.cache_dir), vault.settings.limits.max_note_bytes)
     by_path = snapshot.by_path()
     by_name = {n.name: n for n in snapshot}
     entities: Counter[str] = Counter()

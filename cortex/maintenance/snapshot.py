@@ -205,10 +205,11 @@ def _read(text: str) -> tuple[dict[str, Any], str, bool]:
         return {}, text, True
 
 
-def describe(data: bytes) -> dict[str, Any]:
+def describe(data: bytes | None) -> dict[str, Any]:
     """What a note blob says, as a JSON-able dict (the cached form of ``NoteInfo``).
-    A blob over the note limit is not parsed: it counts as broken, as the hook says."""
-    if len(data) > MAX_NOTE_BYTES:
+    A blob over the note limit (None: never read) is not parsed: it counts as broken,
+    as the hook says."""
+    if data is None:
         meta, body, broken = {}, "", True
     else:
         meta, body, broken = _read(data.decode("utf-8", errors="replace"))
@@ -348,9 +349,16 @@ def _from_json_safe(name: str) -> str:
     return name.encode("latin-1").decode("utf-8", "surrogateescape")
 
 
-def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
+def _described(git, oid: str, max_note_bytes: int) -> dict[str, Any]:
+    """``describe`` of a blob, read only when within the note limit: its size comes from
+    the object's header (pygit2's ``Blob.size`` reads the whole blob first)."""
+    return describe(None if git.odb.read_header(oid)[1] > max_note_bytes else git[oid].data)
+
+
+def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYTES) -> Snapshot:
     """Every note at HEAD: ``vault/`` and ``mind/`` (archive included) and a person's
-    notes anywhere else (not ``observer/``, not dot folders)."""
+    notes anywhere else (not ``observer/``, not dot folders). A note over
+    ``max_note_bytes`` (the vault's ``limits.max_note_bytes``) is never read."""
     cache.load()
     notes: list[NoteInfo] = []
     links: list[str] = []
@@ -382,7 +390,7 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
         for name, blob in listing["files"]:
             described = cache.blobs.get(blob)
             if described is None:
-                described = cache.blobs[blob] = describe(git[blob].data)
+                described = cache.blobs[blob] = _described(git, blob, max_note_bytes)
                 cache._dirty = True
             used_blobs.add(blob)
             notes.append(_info(f"{prefix}/{name}", blob, described))
@@ -405,7 +413,7 @@ def take_snapshot(repo, cache: SnapshotCache) -> Snapshot:
             blob = str(obj.id)
             described = cache.blobs.get(blob)
             if described is None:
-                described = cache.blobs[blob] = describe(obj.data)
+                described = cache.blobs[blob] = _described(git, blob, max_note_bytes)
                 cache._dirty = True
             used_blobs.add(blob)
             notes.append(_info(obj.name, blob, described))

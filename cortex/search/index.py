@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from cortex.fsutil import version
-from cortex.layout import UnreadableNote, misnamed_warning, read_note_bytes
+from cortex.layout import UnreadableNote, misnamed_warning, note_limit, read_note_bytes
 from cortex.search import freshness
 from cortex.search.backend import IndexDamaged, LexicalBackend
 from cortex.search.records import FORMAT, NoteRecord, record_from_file
@@ -170,6 +170,7 @@ class SearchIndex:
         self._taxonomy = taxonomy
         self._taxonomy_given = taxonomy is not None
         self._taxonomy_stamp: list[int] | None = None  # taxonomy.yml as last read (a long-lived process re-reads an edit)
+        self._note_limit: int | None = None
         self._embedder = None
         self.state: State | None = None
         self.lexical = None
@@ -334,9 +335,16 @@ class SearchIndex:
         report.reason = reason
         return report
 
+    @property
+    def note_limit(self) -> int:
+        """The vault's ``limits.max_note_bytes``: a note over it is not indexed."""
+        if self._note_limit is None:
+            self._note_limit = note_limit(self.root)
+        return self._note_limit
+
     def _read(self, path: str, taxonomy) -> NoteRecord:
         """Raises ``UnreadableNote`` for a link or an over-size note: never read."""
-        data = read_note_bytes(self.root, path)
+        data = read_note_bytes(self.root, path, self.note_limit)
         mtime = os.stat(self.root / path, follow_symlinks=False).st_mtime_ns
         return record_from_file(path, data, taxonomy, mtime_ns=mtime)
 
