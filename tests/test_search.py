@@ -936,3 +936,38 @@ def test_an_excerpt_reads_as_text_not_markdown():
                                 "monthly Notes C# scripts, issue #12, stays.")
     assert snippet_of("word " * 200) == ("word " * 200)[:SNIPPET_CHARS]
     assert snippet_of("#tag at the start of a line stays a tag") == "#tag at the start of a line stays a tag"
+
+
+def test_a_query_during_an_update_waits_for_the_writer_and_rebuilds_nothing(vault):
+    """A writer saves the vectors, then the lexical index: a query that reads between the
+    two sees one more vector row than notes. It looks again once the writer is done (the
+    index's lock), and answers from the updated index without rebuilding it."""
+    import fcntl
+    import shutil
+    import threading
+
+    write_note(vault, "mind/facts/a.md", "Tomatoes ripen late in a cold summer", type_="fact")
+    commit_all(vault)
+    assert cortex("-C", str(vault), "index", env=ENV).returncode == 0
+    search_dir = vault / ".cortex" / "search"
+    shutil.copytree(search_dir / "whoosh", vault.parent / "whoosh-before")
+    write_note(vault, "mind/facts/b.md", "Tomatoes need staking in the garden", type_="fact")
+    commit_all(vault)
+    assert cortex("-C", str(vault), "index", env=ENV).returncode == 0
+    with open(search_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the writer, between saving the vectors and the lexical index
+        (search_dir / "whoosh").rename(vault.parent / "whoosh-after")
+        shutil.copytree(vault.parent / "whoosh-before", search_dir / "whoosh")
+
+        def finish_writing():
+            shutil.rmtree(search_dir / "whoosh")
+            (vault.parent / "whoosh-after").rename(search_dir / "whoosh")
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+        writer = threading.Timer(1.5, finish_writing)
+        writer.start()
+        found = cortex("-C", str(vault), "query", "tomatoes", "--json", env=ENV)
+        writer.join()
+    assert found.returncode == 0, found.stderr
+    assert "rebuild" not in found.stderr
+    assert {r["path"] for r in json.loads(found.stdout)["results"]} == {"mind/facts/a.md", "mind/facts/b.md"}

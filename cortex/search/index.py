@@ -176,6 +176,7 @@ class SearchIndex:
         self.lexical = None
         self._loaded_stamp: tuple[int, int, int] | None = None  # state.json as this process last read or wrote it
         self.vectors = None
+        self._holding_lock = False  # inside _locked: what is read is no writer's half-done work
 
     # --- parts --------------------------------------------------------------------------
 
@@ -216,7 +217,20 @@ class SearchIndex:
         return self.state_version() != self._loaded_stamp
 
     def load(self, *, vectors: bool = True) -> "SearchIndex":
-        """Open the stored index; IndexUnavailable when it must be rebuilt."""
+        """Open the stored index; IndexUnavailable when it must be rebuilt.
+
+        Read without the lock, the files may be a writer's between its steps (the vectors
+        saved, the lexical index not yet): what looks damaged is looked at again under the
+        lock, once the writer is done, before it is taken for damage."""
+        try:
+            return self._load(vectors)
+        except IndexUnavailable:
+            if self._holding_lock:
+                raise
+        with self._locked():
+            return self._load(vectors)
+
+    def _load(self, vectors: bool) -> "SearchIndex":
         self._loaded_stamp = self.state_version()
         state = State.read(self.directory / "state.json")
         if state.model != self.model_name:
@@ -248,7 +262,13 @@ class SearchIndex:
 
     def ensure_vectors(self) -> None:
         if self.vectors is None:
-            self._load_vectors(self.lexical.doc_count())
+            try:
+                self._load_vectors(self.lexical.doc_count())
+            except IndexUnavailable:
+                if self._holding_lock:
+                    raise
+                with self._locked():  # a writer updated the index since it was loaded: read it whole again
+                    self._load(vectors=True)
 
     def close(self) -> None:
         if self.lexical is not None:
@@ -260,9 +280,11 @@ class SearchIndex:
         self.directory.mkdir(parents=True, exist_ok=True)
         with open(self.directory / ".lock", "w") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
+            self._holding_lock = True
             try:
                 yield
             finally:
+                self._holding_lock = False
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     # --- full builds ----------------------------------------------------------------------
