@@ -102,6 +102,26 @@ FILTER_NOTE = {
 }
 
 
+ERROR_CHARS = 1000  # an error text an agent reads: a huge argument quoted in it is cut to this
+
+
+def _cut(text: str, limit: int = ERROR_CHARS) -> str:
+    """An error text kept short: one that quotes a huge argument would fill the agent's context."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... (cut: the error text is {len(text):,} characters)"
+
+
+def _oversized(arguments: dict, limit: int) -> str | None:
+    """Why a call's arguments are refused for their size, or None: past the bound of one
+    buffer line (what `cortex write -` refuses), checked before any work proportional to them."""
+    size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+    return (f"the arguments are {size:,} bytes, over the limit of {limit:,} for one call "
+            "(limits.max_line_bytes in observer/config.yml, as for `cortex write`)")
+
+
 def build_server(memory: Memory):
     """The MCP server: tools over `memory` (SDK imported here, never by the CLI's start-up)."""
     from typing import Annotated, Literal, Optional, Union
@@ -126,18 +146,21 @@ def build_server(memory: Memory):
         def register(fn):
             @functools.wraps(fn)
             def call(*args, **kwargs):
+                too_large = _oversized(kwargs, memory.vault.settings.limits.max_line_bytes)
+                if too_large:
+                    raise ToolError(f"{fn.__name__} refused: {too_large}")
                 try:
                     return fn(*args, **kwargs)
                 except ToolFailure as exc:
-                    raise ToolError(str(exc)) from None
+                    raise ToolError(_cut(str(exc))) from None
                 except CortexError as exc:
-                    raise ToolError(exc.message + (f" ({exc.hint})" if exc.hint else "")) from None
+                    raise ToolError(_cut(exc.message + (f" ({exc.hint})" if exc.hint else ""))) from None
                 except Exception as exc:
                     import traceback
 
                     traceback.print_exc(file=sys.stderr)
-                    raise ToolError(f"internal error in cortex ({type(exc).__name__}: {exc}); "
-                                    "the server is still running") from None
+                    raise ToolError(_cut(f"internal error in cortex ({type(exc).__name__}: {exc})")
+                                    + "; the server is still running") from None
 
             annotations = {"annotations": read_only} if reads_only else {}
             return server.tool(description=description, structured_output=False, **annotations)(call)

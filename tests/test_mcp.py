@@ -430,3 +430,30 @@ def test_lines_the_server_never_answers_are_not_waited_for_at_eof(vault):
                           input="".join(json.dumps(m) + "\n" for m in lines), timeout=120)  # hung: 600 s
     assert done.returncode == 0, done.stderr
     assert {a["id"] for a in map(json.loads, done.stdout.splitlines())} == {0, 99}
+
+
+async def oversized_arguments(root: Path, errlog) -> None:
+    import time
+
+    from mcp import ClientSession, stdio_client
+
+    async with stdio_client(server_params(root), errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            start = time.monotonic()
+            refused = await call(session, "observe", {"type": "fact", "body": "b" * 4_000_000}, ok=False)
+            assert time.monotonic() - start < 5
+            assert "over the limit of 1,048,576" in refused and len(refused) < 1000
+            # under the bound but wrong: the error does not quote the whole argument back
+            missing = await call(session, "get_note", {"id_or_path": "x" * 500_000}, ok=False)
+            assert len(missing) < 2000 and "500,0" in missing
+            await call(session, "observe", {"type": "fact", "body": FACT})
+
+
+def test_an_oversized_argument_is_refused_at_once_and_errors_stay_short(vault, tmp_path):
+    """observe keeps 500 characters of a body: one of megabytes is refused at once, with
+    the bound `cortex write -` uses, not scanned whole; no error echoes a huge argument."""
+    with open(tmp_path / "server.log", "w") as errlog:
+        anyio.run(oversized_arguments, vault, errlog)
+    lines = (vault / "observer" / "observations.jsonl").read_text().splitlines()
+    assert [json.loads(line)["body"] for line in lines] == [FACT]
