@@ -971,3 +971,30 @@ def test_a_query_during_an_update_waits_for_the_writer_and_rebuilds_nothing(vaul
     assert found.returncode == 0, found.stderr
     assert "rebuild" not in found.stderr
     assert {r["path"] for r in json.loads(found.stdout)["results"]} == {"mind/facts/a.md", "mind/facts/b.md"}
+
+
+def test_a_query_waits_for_a_held_index_lock_only_up_to_the_lock_timeout(vault):
+    """A `cortex index` stopped while it holds the index's lock: a query that finds a changed
+    note waits lock_timeout, then answers from the index as it is; with no index to answer
+    from (the rebuild had cleared it), it exits 75, busy."""
+    import fcntl
+
+    config = vault / "observer" / "config.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace("lock_timeout: 10", "lock_timeout: 1"), encoding="utf-8")
+    write_note(vault, "mind/facts/a.md", "Hedgehogs sleep under the shed in winter", type_="fact")
+    commit_all(vault)
+    assert cortex("-C", str(vault), "index", env=ENV).returncode == 0
+    write_note(vault, "mind/facts/b.md", "Hedgehogs also like the compost heap", type_="fact")
+    search_dir = vault / ".cortex" / "search"
+    with open(search_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stale = subprocess.run([str(Path(sys.executable).parent / "cortex"), "-C", str(vault), "query", "hedgehogs",
+                                "--json"], env=ENV, capture_output=True, text=True, timeout=20)
+        assert stale.returncode == 0, stale.stderr
+        assert "busy" in stale.stderr
+        assert [r["path"] for r in json.loads(stale.stdout)["results"]] == ["mind/facts/a.md"]
+        (search_dir / "state.json").unlink()  # what a rebuild clears first
+        busy = subprocess.run([str(Path(sys.executable).parent / "cortex"), "-C", str(vault), "query", "hedgehogs"],
+                              env=ENV, capture_output=True, text=True, timeout=20)
+    assert busy.returncode == 75, busy.stderr
+    assert "busy" in busy.stderr

@@ -15,7 +15,6 @@ index is simply rebuilt (`IndexUnavailable` says why).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import sys
@@ -276,16 +275,26 @@ class SearchIndex:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        """One writer at a time; a second waits (updates take well under a second)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory / ".lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        """One writer at a time; a second waits (updates take well under a second), up to
+        the vault's lock_timeout: a writer stopped while holding the lock must not hang
+        every query (LockBusy, exit 75, after that)."""
+        from cortex.fsutil import file_lock
+
+        with file_lock(self.directory / ".lock", self._lock_timeout(), "the search index"):
             self._holding_lock = True
             try:
                 yield
             finally:
                 self._holding_lock = False
-                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _lock_timeout(self) -> float:
+        from cortex.config import Settings, load_settings
+        from cortex.errors import ConfigError
+
+        try:
+            return load_settings(self.root / "observer" / "config.yml").lock_timeout
+        except ConfigError:  # a broken config is said by the commands that use it; the index waits as usual
+            return Settings().lock_timeout
 
     # --- full builds ----------------------------------------------------------------------
 

@@ -116,12 +116,12 @@ class Session:
         report = UpdateReport()
         try:
             if probe is not None and probe.answered:  # the watcher's word, in already: update, then answer once
-                report = self.refresh(probe)
+                report = self._freshen(probe)
                 hits = self._answer(question)
             else:
                 hits = self._answer(question)
                 if probe is not None:
-                    report = self.refresh(probe)
+                    report = self._freshen(probe)
                     if report.touched:
                         hits = self._answer(question)
         except Exception as exc:
@@ -132,6 +132,17 @@ class Session:
             wider = replace(question, filters=replace(question.filters, archived=True))
             hidden = len(self._answer(wider))
         return Answer(hits=hits, report=report, hidden=hidden)
+
+    def _freshen(self, probe) -> UpdateReport:
+        """`refresh` for a question: when another process holds the index past lock_timeout
+        (a stopped `cortex index`), the answer comes from the index as it is."""
+        from cortex.errors import LockBusy
+
+        try:
+            return self.refresh(probe)
+        except LockBusy as exc:
+            self.say(f"{exc.message}: answering from the index as it is")
+            return UpdateReport()
 
     def _answer(self, q: Question) -> list[Hit]:
         if q.listing:
