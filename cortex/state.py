@@ -7,6 +7,7 @@ The file is only ever replaced atomically; every change goes through ``save``.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,6 @@ from cortex.fsutil import atomic_write_json
 
 def new_buffer_id() -> str:
     return secrets.token_hex(6)
-
 
 
 class StateCorrupt(CortexError):
@@ -57,15 +57,16 @@ class State:
             raise StateCorrupt(path, exc) from None
         if not isinstance(data, dict):
             raise StateCorrupt(path, "not a JSON object")
+        _check_fields(path, data)
         known = {"offset", "buffer_id", "reinforcements", "pending", "last_run", "jobs", "retired"}
         return cls(
-            offset=int(data.get("offset", 0)),
+            offset=data.get("offset") or 0,
             buffer_id=str(data.get("buffer_id") or new_buffer_id()),
             reinforcements=dict(data.get("reinforcements") or {}),
             pending=data.get("pending"),
             last_run=data.get("last_run"),
             jobs=dict(data.get("jobs") or {}),
-            retired={str(k): int(v) for k, v in (data.get("retired") or {}).items()},
+            retired=dict(data.get("retired") or {}),
             extra={k: v for k, v in data.items() if k not in known},
         )
 
@@ -91,3 +92,53 @@ class State:
             entry["last"] = at
         if path:
             entry["path"] = path
+
+
+# --- what each known field may hold ------------------------------------------------------
+# state.json is cortex's own file, but a person or another program can still edit it: a
+# field of the wrong kind is StateCorrupt (a message with what to do), never a crash deep
+# in a run, and never a buffer id that would name a file outside the archive.
+
+_BUFFER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _position(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _buffer_id(value: object) -> bool:
+    return isinstance(value, str) and _BUFFER_ID.fullmatch(value) is not None
+
+
+def _reinforcement(value: object) -> bool:
+    return (isinstance(value, dict) and _position(value.get("count", 0))
+            and isinstance(value.get("last", ""), str) and isinstance(value.get("path", ""), (str, type(None))))
+
+
+def _pending(value: object) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("batch"), str)
+            and isinstance(value.get("groups"), list) and isinstance(value.get("reinforcements"), list)
+            and (value.get("target_offset") is None or _position(value["target_offset"])))
+
+
+FIELDS: dict[str, tuple[Any, str]] = {  # name -> (check of a value that is not null, what belongs there)
+    "offset": (_position, "a byte position, a whole number 0 or more"),
+    "buffer_id": (lambda v: v == "" or _buffer_id(v), "a buffer id of letters, digits, - and _"),
+    "reinforcements": (lambda v: isinstance(v, dict) and all(map(_reinforcement, v.values())),
+                       "an object of note ids, each with a count (a whole number) and the last time"),
+    "pending": (_pending, "null, or the record of a run in flight"),
+    "last_run": (lambda v: isinstance(v, dict), "null, or an object"),
+    "jobs": (lambda v: isinstance(v, dict) and all(isinstance(r, dict) for r in v.values()),
+             "an object of job names, each an object"),
+    "retired": (lambda v: isinstance(v, dict) and all(_buffer_id(k) and _position(o) for k, o in v.items()),
+                "an object of buffer ids, each with a byte position"),
+}
+
+
+def _check_fields(path: Path, data: dict[str, Any]) -> None:
+    for name, (valid, belongs) in FIELDS.items():
+        value = data.get(name)
+        if value is not None and not valid(value):
+            shown = json.dumps(value, ensure_ascii=False)
+            shown = shown if len(shown) <= 60 else shown[:59] + "…"
+            raise StateCorrupt(path, f'"{name}" is {shown}, where {belongs} belongs')
