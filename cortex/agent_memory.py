@@ -89,7 +89,9 @@ class Memory:
     def _backlog(self) -> bool:
         from cortex import buffer
 
-        return buffer.size(self.vault.buffer_path) > self.vault.load_state().offset
+        state = self.vault.load_state()
+        return buffer.size(self.vault.buffer_path) > buffer.unread_from(self.vault.buffer_path, state.offset,
+                                                                        state.last_line)
 
     def stop(self, flush_timeout: float = 30.0) -> None:
         """Stop watching; observations still waiting for their run are processed first."""

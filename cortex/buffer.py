@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 from pathlib import Path
 from typing import Iterator
@@ -79,6 +80,41 @@ def size(path: Path) -> int:
         return path.stat().st_size
     except FileNotFoundError:
         return 0
+
+
+MARK_BYTES = 4096  # of the line before the offset: enough to tell it from another
+
+
+def mark(path: Path, start: int, end: int) -> dict[str, object]:
+    """What identifies the line at ``start``..``end`` of the buffer, kept with the offset
+    ``end`` (``State.last_line``): where it starts and a digest of its first bytes."""
+    with open(path, "rb") as fh:
+        return {"offset": start, "sha256": _digest(fh, start, end)}
+
+
+def unread_from(path: Path, offset: int, last_line: dict | None) -> int:
+    """Where the buffer's unread lines start: ``offset``, or 0 when the line before it is
+    no longer the one ``last_line`` (``mark``) names — the buffer was replaced, or
+    truncated (``: >``, logrotate's ``copytruncate``) and perhaps written again past the
+    offset since: its size alone would not tell, and the new lines before the offset
+    would be skipped."""
+    if offset == 0 or size(path) < offset:
+        return 0
+    if last_line is None:
+        return offset  # recorded by a cortex that kept no mark: its size is all there is
+    start = last_line["offset"]
+    if start >= offset:
+        return 0
+    with open(path, "rb") as fh:
+        fh.seek(offset - 1)
+        if fh.read(1) != b"\n":
+            return 0
+        return offset if _digest(fh, start, offset) == last_line["sha256"] else 0
+
+
+def _digest(fh, start: int, end: int) -> str:
+    fh.seek(start)
+    return hashlib.sha256(fh.read(min(end - start, MARK_BYTES))).hexdigest()
 
 
 def rotate_if_consumed(path: Path, offset: int, archive: Path) -> bool:

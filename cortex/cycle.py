@@ -22,7 +22,7 @@ from cortex.notes import REDACTED
 from cortex.quarantine import Entry
 from cortex.security.secrets import scrub_json_line
 from cortex.runner import apply, finish
-from cortex.state import State, new_buffer_id
+from cortex.state import State
 from cortex.timefmt import utcnow
 
 if TYPE_CHECKING:
@@ -51,15 +51,15 @@ def recover(vault: Vault, repo: GitRepo, state: State, report: RunReport, now: d
     if rotated:  # rotated, then killed before the state said so
         if raw.exists():
             state.retired[state.buffer_id] = state.offset
-        state.offset, state.buffer_id = 0, new_buffer_id()
+        state.new_buffer()
         vault.save_state(state)
     _finish_archives(vault, state)  # a kill between the rotation and the scrub
-    if not rotated and buffer.size(vault.buffer_path) < state.offset:
+    if not rotated and buffer.unread_from(vault.buffer_path, state.offset, state.last_line) != state.offset:
         report.warnings.append(
-            f"the buffer is shorter than the processed offset {state.offset}: it was truncated or replaced "
-            "by hand; reading it from the start"
+            f"the buffer no longer holds the lines processed up to byte {state.offset}: it was replaced or "
+            "truncated (by hand, or logrotate's copytruncate) since the last run; reading it from the start"
         )
-        state.offset, state.buffer_id = 0, new_buffer_id()
+        state.new_buffer()
         vault.save_state(state)
 
 
@@ -76,7 +76,8 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
             recover(vault, repo, state, report, now)
         index = HashIndex(repo).load()
         if dry_run:
-            plan = _plan(vault, index, state, state.offset, now, limit)
+            start = buffer.unread_from(vault.buffer_path, state.offset, state.last_line)
+            plan = _plan(vault, index, state, start, now, limit)
             report.plan = plan
             _count_plan(plan, report)
         else:
@@ -90,7 +91,7 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
             raw = _raw_archive(vault, state.buffer_id)
             if buffer.rotate_if_consumed(vault.buffer_path, state.offset, raw):
                 state.retired[state.buffer_id] = state.offset
-                state.offset, state.buffer_id = 0, new_buffer_id()
+                state.new_buffer()
                 vault.save_state(state)
                 report.rotated = True
             _finish_archives(vault, state)
@@ -136,8 +137,18 @@ def _plan_ahead(vault: Vault, index: HashIndex, start: int, now: datetime, left:
         return None
     lines = list(buffer.read_lines(path, start, CHUNK_LINES if left is None else min(CHUNK_LINES, left),
                                    max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=CHUNK_BYTES))
-    return plan_later(lines, buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
-                      workers=_workers(vault))
+    settle = plan_later(lines, buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
+                        workers=_workers(vault))
+    if not lines:
+        return settle
+    last = buffer.mark(path, lines[-1].offset, lines[-1].end)  # now: the bytes just read
+
+    def planned() -> Plan:
+        plan = settle()
+        plan.target_mark = last
+        return plan
+
+    return planned
 
 
 def _finish_archives(vault: Vault, state: State) -> None:

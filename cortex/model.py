@@ -95,6 +95,7 @@ class Plan:
     rejections: list[tuple[str, str, Rejection]] = field(default_factory=list)  # (key, raw line, why)
     buffer_id: str | None = None  # the buffer file the lines came from (current or rotated)
     target_offset: int | None = None
+    target_mark: dict | None = None  # the last line read (``buffer.mark``), kept with the offset
     lines_read: int = 0
     empty_lines: int = 0
     redacted: int = 0

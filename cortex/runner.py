@@ -100,6 +100,7 @@ def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove
         "head_before": repo.head_oid(),
         "buffer_id": plan.buffer_id or state.buffer_id,
         "target_offset": plan.target_offset,
+        "target_mark": plan.target_mark,
         "groups": groups,
         "reinforcements": [[r.note_id, r.at, r.path] for r in plan.reinforcements],
         "quarantine_remove": list(quarantine_remove),
@@ -219,7 +220,7 @@ def finish(
         quarantine.remove(set(pending["quarantine_remove"]))
     if pending.get("target_offset") is not None:
         if pending.get("buffer_id") == state.buffer_id:
-            state.offset = pending["target_offset"]
+            state.offset, state.last_line = pending["target_offset"], pending.get("target_mark")
         elif pending.get("buffer_id") in state.retired:
             state.retired[pending["buffer_id"]] = pending["target_offset"]
     state.pending = None

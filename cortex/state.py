@@ -37,6 +37,9 @@ class StateCorrupt(CortexError):
 class State:
     offset: int = 0
     buffer_id: str = field(default_factory=new_buffer_id)
+    # the line that ends at ``offset`` (``buffer.mark``): a buffer truncated and written
+    # again past the offset since is read from its start (``buffer.unread_from``)
+    last_line: dict[str, Any] | None = None
     # note id -> {"count": n, "last": iso timestamp, "path": last known path}
     reinforcements: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending: dict[str, Any] | None = None
@@ -58,10 +61,11 @@ class State:
         if not isinstance(data, dict):
             raise StateCorrupt(path, "not a JSON object")
         _check_fields(path, data)
-        known = {"offset", "buffer_id", "reinforcements", "pending", "last_run", "jobs", "retired"}
+        known = {"offset", "buffer_id", "last_line", "reinforcements", "pending", "last_run", "jobs", "retired"}
         return cls(
             offset=data.get("offset") or 0,
             buffer_id=str(data.get("buffer_id") or new_buffer_id()),
+            last_line=data.get("last_line"),
             reinforcements=dict(data.get("reinforcements") or {}),
             pending=data.get("pending"),
             last_run=data.get("last_run"),
@@ -77,6 +81,7 @@ class State:
                 **self.extra,
                 "offset": self.offset,
                 "buffer_id": self.buffer_id,
+                "last_line": self.last_line,
                 "reinforcements": self.reinforcements,
                 "pending": self.pending,
                 "last_run": self.last_run,
@@ -84,6 +89,10 @@ class State:
                 "retired": self.retired,
             },
         )
+
+    def new_buffer(self) -> None:
+        """Read the buffer from its start, its lines keyed anew (a rotation, a replacement)."""
+        self.offset, self.buffer_id, self.last_line = 0, new_buffer_id(), None
 
     def add_reinforcement(self, note_id: str, at: str, path: str | None) -> None:
         entry = self.reinforcements.setdefault(note_id, {"count": 0, "last": at})
@@ -115,15 +124,21 @@ def _reinforcement(value: object) -> bool:
             and isinstance(value.get("last", ""), str) and isinstance(value.get("path", ""), (str, type(None))))
 
 
+def _line_mark(value: object) -> bool:
+    return isinstance(value, dict) and _position(value.get("offset")) and isinstance(value.get("sha256"), str)
+
+
 def _pending(value: object) -> bool:
     return (isinstance(value, dict) and isinstance(value.get("batch"), str)
             and isinstance(value.get("groups"), list) and isinstance(value.get("reinforcements"), list)
-            and (value.get("target_offset") is None or _position(value["target_offset"])))
+            and (value.get("target_offset") is None or _position(value["target_offset"]))
+            and (value.get("target_mark") is None or _line_mark(value["target_mark"])))
 
 
 FIELDS: dict[str, tuple[Any, str]] = {  # name -> (check of a value that is not null, what belongs there)
     "offset": (_position, "a byte position, a whole number 0 or more"),
     "buffer_id": (lambda v: v == "" or _buffer_id(v), "a buffer id of letters, digits, - and _"),
+    "last_line": (_line_mark, "null, or the offset and sha256 of the line before the offset"),
     "reinforcements": (lambda v: isinstance(v, dict) and all(map(_reinforcement, v.values())),
                        "an object of note ids, each with a count (a whole number) and the last time"),
     "pending": (_pending, "null, or the record of a run in flight"),

@@ -221,11 +221,12 @@ def vault_status(vault: Vault) -> dict[str, Any]:
     for (partition, label), n in sorted(counts.items()):
         partitions.setdefault(partition, {})[label] = n
     size = buffer.size(vault.buffer_path)
-    backlog = max(0, size - state.offset)
+    unread = buffer.unread_from(vault.buffer_path, state.offset, state.last_line)
+    backlog = max(0, size - unread)
     pending = state.reinforcements
     return {
         "vault": str(vault.root),
-        "backlog": {"bytes": backlog, "lines": _count_lines(vault.buffer_path, min(state.offset, size))},
+        "backlog": {"bytes": backlog, "lines": _count_lines(vault.buffer_path, min(unread, size))},
         "notes": {
             "total": sum(counts.values()),
             "archived": archived,

@@ -9,7 +9,81 @@ import json
 
 import pytest
 
-from conftest import cortex, observation
+from conftest import append_lines, cortex, observation
+from test_run_git import Crash, crash_at
+from test_run_rules import NOW
+
+
+def marker(tag: str) -> dict:
+    return observation(body=f"Marker {tag} about the kiwi orchard.", importance=0.9)
+
+
+def run_cli(vault, *args) -> dict:
+    result = cortex("run", "--json", *args, cwd=vault.root)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def note_texts(vault) -> list[str]:
+    return [p.read_text(encoding="utf-8") for p in vault.iter_note_paths()]
+
+
+def notes_saying(vault, tag: str) -> int:
+    return sum(f"Marker {tag} about" in text for text in note_texts(vault))
+
+
+# --- a buffer truncated and written again between two runs ------------------------------
+
+
+def truncated_and_refilled(vault) -> None:
+    """A run stops mid-buffer (--limit); the buffer is then emptied (`: >`, logrotate's
+    copytruncate) and agents append more than the old offset's worth of new lines."""
+    append_lines(vault, *(marker(f"old{i}q") for i in range(10)))
+    assert run_cli(vault, "--limit", "5")["read"] == 5
+    vault.buffer_path.write_bytes(b"")
+    append_lines(vault, *(marker(f"new{i}q") for i in range(20)))
+
+
+def test_a_buffer_truncated_and_refilled_past_the_offset_is_read_from_its_start(vault):
+    truncated_and_refilled(vault)
+    status = cortex("status", "--json", cwd=vault.root)
+    assert json.loads(status.stdout)["backlog"]["lines"] == 20, status.stdout
+    report = run_cli(vault)
+    assert report["read"] == 20 and report["memorized"] == 20 and report["quarantined"] == {}, report
+    assert any("reading it from the start" in w for w in report["warnings"]), report["warnings"]
+    assert [notes_saying(vault, f"new{i}q") for i in range(20)] == [1] * 20
+    assert not vault.quarantine.path.exists() or vault.quarantine.entries() == []
+
+
+@pytest.mark.parametrize(
+    "module, attr, after",
+    [
+        ("cortex.state.State", "save", 0),  # killed saving the reset
+        ("cortex.state.State", "save", 1),  # the reset saved; killed saving the new lines' decision
+        ("cortex.gitrepo.GitRepo", "commit", 0),  # the new lines' decision saved, not committed
+    ],
+)
+def test_a_kill_after_noticing_the_refilled_buffer_doubles_no_line(vault, monkeypatch, module, attr, after):
+    import importlib
+
+    truncated_and_refilled(vault)
+    mod_name, cls_name = module.rsplit(".", 1)
+    with monkeypatch.context() as m:
+        crash_at(m, getattr(importlib.import_module(mod_name), cls_name), attr, after)
+        with pytest.raises(Crash):
+            vault.run(now=NOW)
+    vault.run(now=NOW)
+    assert [notes_saying(vault, f"new{i}q") for i in range(20)] == [1] * 20
+    assert sum(e["count"] for e in vault.load_state().reinforcements.values()) == 0
+
+
+def test_lines_appended_after_a_run_are_read_on_from_the_offset(vault):
+    """The check costs the common case nothing: a buffer only appended to is read on."""
+    append_lines(vault, *(marker(f"a{i}q") for i in range(4)))
+    assert run_cli(vault, "--limit", "2")["read"] == 2
+    append_lines(vault, marker("b0q"))
+    report = run_cli(vault)
+    assert report["read"] == 3 and report["warnings"] == [], report
 
 
 # --- a damaged state file -------------------------------------------------------------------
@@ -23,6 +97,7 @@ from conftest import cortex, observation
         ({"offset": 1.5}, "offset"),
         ({"offset": True}, "offset"),
         ({"buffer_id": "../../x"}, "buffer_id"),
+        ({"last_line": {"offset": "12"}}, "last_line"),
         ({"reinforcements": []}, "reinforcements"),
         ({"reinforcements": {"n1": {"count": "x"}}}, "reinforcements"),
         ({"retired": {"abc": "x"}}, "retired"),
