@@ -117,6 +117,38 @@ def _digest(fh, start: int, end: int) -> str:
     return hashlib.sha256(fh.read(min(end - start, MARK_BYTES))).hexdigest()
 
 
+def unfinished_tail(path: Path) -> dict[str, object] | None:
+    """The size and time of a buffer whose last line has no newline yet (None: it ends
+    with one, or is empty). The same at the next run, the line's writer has stopped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO: no wait for a writer
+    except FileNotFoundError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_size == 0 or os.pread(fd, 1, st.st_size - 1) == b"\n":
+            return None
+        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    finally:
+        os.close(fd)
+
+
+def end_unfinished_line(path: Path, size_seen: int) -> bool:
+    """End the buffer's last line with a newline, under the writers' lock (as ``append``
+    ends one before its data), if the buffer is still ``size_seen`` bytes long and that
+    line still has none: the next line appended is then a line of its own."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size_now = os.fstat(fd).st_size
+        if size_now != size_seen or size_now == 0 or os.pread(fd, 1, size_now - 1) == b"\n":
+            return False
+        os.write(fd, b"\n")
+        return True
+    finally:
+        os.close(fd)
+
+
 def rotate_if_consumed(path: Path, offset: int, archive: Path) -> bool:
     """Move the buffer to ``archive`` if every byte was consumed; holds the writers' lock
     so no append can land in between the size check and the rename."""

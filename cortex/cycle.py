@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 CHUNK_LINES = 5_000  # lines planned and committed at a time (memory stays flat)
 CHUNK_BYTES = 16 << 20  # ... and bytes, so that long lines cannot make a chunk large
 RETIRED_QUIET = 86_400.0  # where the OS cannot tell whether a rotated buffer is open
+UNFINISHED_QUIET = 60.0  # ... whether the writer of an unfinished line still has it open
 
 
 def _author(vault: Vault) -> tuple[str, str]:
@@ -87,6 +88,7 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
             for old_id in list(state.retired):
                 left = _consume(vault, repo, state, index, _raw_archive(vault, old_id), old_id,
                                 commit_per, now, report, left)
+            _end_abandoned_line(vault, state, report)
             _consume(vault, repo, state, index, vault.buffer_path, state.buffer_id, commit_per, now, report, left)
             raw = _raw_archive(vault, state.buffer_id)
             if buffer.rotate_if_consumed(vault.buffer_path, state.offset, raw):
@@ -95,10 +97,37 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
                 vault.save_state(state)
                 report.rotated = True
             _finish_archives(vault, state)
+            _note_unfinished_line(vault, state)
             if report.commits:
                 pack_if_due(vault.root, configured_gc_auto(repo.repo))
     report.seconds = time.monotonic() - started
     return report
+
+
+def _end_abandoned_line(vault: Vault, state: State, report: RunReport) -> None:
+    """A last line that is as the previous run left it, without its newline, and whose
+    writer no longer has the buffer open, was cut short by that writer's death: ended
+    (``buffer.end_unfinished_line``), it is read now — a note if it was whole, else held
+    as a parse error — and the next line appended with ``>>`` is not glued onto it."""
+    seen = state.unfinished
+    if seen is None or _unfinished(vault, state) != seen or buffer.held_open(vault.buffer_path, UNFINISHED_QUIET):
+        return  # none, still growing, or its writer still has the buffer open: left for later
+    if buffer.end_unfinished_line(vault.buffer_path, seen["size"]):
+        report.warnings.append("the buffer's last line was left unfinished (no newline) since the last run by a "
+                               "writer that is gone: it was ended and read")
+
+
+def _note_unfinished_line(vault: Vault, state: State) -> None:
+    """Record the buffer's unfinished last line, if any, for the next run to compare."""
+    record = _unfinished(vault, state)
+    if record != state.unfinished:
+        state.unfinished = record
+        vault.save_state(state)
+
+
+def _unfinished(vault: Vault, state: State) -> dict | None:
+    tail = buffer.unfinished_tail(vault.buffer_path)
+    return {**tail, "buffer_id": state.buffer_id} if tail else None
 
 
 def _raw_archive(vault: Vault, buffer_id: str):

@@ -40,6 +40,9 @@ class State:
     # the line that ends at ``offset`` (``buffer.mark``): a buffer truncated and written
     # again past the offset since is read from its start (``buffer.unread_from``)
     last_line: dict[str, Any] | None = None
+    # the buffer's unfinished last line as the last run left it (``buffer.unfinished_tail``
+    # and the buffer id): the same at the next run, its writer is taken as dead
+    unfinished: dict[str, Any] | None = None
     # note id -> {"count": n, "last": iso timestamp, "path": last known path}
     reinforcements: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending: dict[str, Any] | None = None
@@ -61,11 +64,13 @@ class State:
         if not isinstance(data, dict):
             raise StateCorrupt(path, "not a JSON object")
         _check_fields(path, data)
-        known = {"offset", "buffer_id", "last_line", "reinforcements", "pending", "last_run", "jobs", "retired"}
+        known = {"offset", "buffer_id", "last_line", "unfinished", "reinforcements", "pending", "last_run", "jobs",
+                 "retired"}
         return cls(
             offset=data.get("offset") or 0,
             buffer_id=str(data.get("buffer_id") or new_buffer_id()),
             last_line=data.get("last_line"),
+            unfinished=data.get("unfinished"),
             reinforcements=dict(data.get("reinforcements") or {}),
             pending=data.get("pending"),
             last_run=data.get("last_run"),
@@ -82,6 +87,7 @@ class State:
                 "offset": self.offset,
                 "buffer_id": self.buffer_id,
                 "last_line": self.last_line,
+                "unfinished": self.unfinished,
                 "reinforcements": self.reinforcements,
                 "pending": self.pending,
                 "last_run": self.last_run,
@@ -139,6 +145,8 @@ FIELDS: dict[str, tuple[Any, str]] = {  # name -> (check of a value that is not 
     "offset": (_position, "a byte position, a whole number 0 or more"),
     "buffer_id": (lambda v: v == "" or _buffer_id(v), "a buffer id of letters, digits, - and _"),
     "last_line": (_line_mark, "null, or the offset and sha256 of the line before the offset"),
+    "unfinished": (lambda v: isinstance(v, dict) and all(_position(v.get(k)) for k in ("size", "mtime_ns")),
+                   "null, or the size and mtime_ns of a buffer whose last line has no newline"),
     "reinforcements": (lambda v: isinstance(v, dict) and all(map(_reinforcement, v.values())),
                        "an object of note ids, each with a count (a whole number) and the last time"),
     "pending": (_pending, "null, or the record of a run in flight"),

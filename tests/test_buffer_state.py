@@ -86,6 +86,59 @@ def test_lines_appended_after_a_run_are_read_on_from_the_offset(vault):
     assert report["read"] == 3 and report["warnings"] == [], report
 
 
+# --- a writer killed mid-line -------------------------------------------------------------
+
+FRAGMENT = b'{"type":"fact","body":"Marker frag1q from a writer killed mid-line'
+
+
+def test_a_dead_writers_unfinished_line_is_quarantined_and_the_next_line_is_its_own(vault):
+    vault.buffer_path.write_bytes(FRAGMENT)
+    first = run_cli(vault)
+    assert first["read"] == 0  # it may be a writer still at work: left for the next run
+    second = run_cli(vault)
+    assert second["read"] == 1 and second["quarantined"] == {"parse": 1} and second["rotated"], second
+    assert any("unfinished" in w for w in second["warnings"]), second["warnings"]
+    assert [e.line for e in vault.quarantine.entries()] == [FRAGMENT.decode()]
+    status = cortex("status", cwd=vault.root)
+    assert "backlog      0 lines (0 bytes)" in status.stdout + status.stderr
+    append_lines(vault, marker("after1q"))  # an agent's `>>`
+    third = run_cli(vault)
+    assert third["memorized"] == 1 and third["quarantined"] == {}, third
+    assert notes_saying(vault, "after1q") == 1
+
+
+def test_a_whole_observation_a_gone_writer_left_without_its_newline_is_memorized(vault):
+    vault.buffer_path.write_bytes(json.dumps(marker("nonl1q")).encode())  # printf '%s' >> …
+    assert run_cli(vault)["read"] == 0
+    assert run_cli(vault)["memorized"] == 1
+    assert notes_saying(vault, "nonl1q") == 1
+
+
+def test_a_line_still_being_written_is_left_alone(vault):
+    line = json.dumps(marker("slow1q")).encode()
+    vault.buffer_path.write_bytes(line[:30])
+    assert run_cli(vault)["read"] == 0
+    with open(vault.buffer_path, "ab") as fh:
+        fh.write(line[30:60])  # it grew since the last run: its writer is alive
+    assert run_cli(vault)["read"] == 0
+    with open(vault.buffer_path, "ab") as fh:
+        fh.write(line[60:] + b"\n")
+    assert run_cli(vault)["memorized"] == 1
+    assert notes_saying(vault, "slow1q") == 1 and vault.quarantine.entries() == []
+
+
+def test_a_line_whose_writer_still_holds_the_buffer_open_is_left_alone(vault):
+    line = json.dumps(marker("open1q")).encode()
+    with open(vault.buffer_path, "ab") as fh:
+        fh.write(line[:40])
+        fh.flush()
+        for _ in range(2):
+            assert run_cli(vault)["read"] == 0
+        fh.write(line[40:] + b"\n")
+    assert run_cli(vault)["memorized"] == 1
+    assert vault.quarantine.entries() == []
+
+
 # --- a damaged state file -------------------------------------------------------------------
 
 
@@ -98,6 +151,7 @@ def test_lines_appended_after_a_run_are_read_on_from_the_offset(vault):
         ({"offset": True}, "offset"),
         ({"buffer_id": "../../x"}, "buffer_id"),
         ({"last_line": {"offset": "12"}}, "last_line"),
+        ({"unfinished": {"size": -1}}, "unfinished"),
         ({"reinforcements": []}, "reinforcements"),
         ({"reinforcements": {"n1": {"count": "x"}}}, "reinforcements"),
         ({"retired": {"abc": "x"}}, "retired"),
