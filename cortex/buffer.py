@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from cortex.fsutil import append_locked
+from cortex.fsutil import append_locked, open_regular
 from cortex.model import Line
 
 
@@ -58,7 +58,7 @@ def read_lines(
     ``max_line_bytes`` comes as its first bytes with ``oversize`` set."""
     if not path.exists():
         return
-    with open(path, "rb") as fh:
+    with os.fdopen(open_regular(path), "rb") as fh:
         fh.seek(start)
         offset = start
         count = 0
@@ -154,7 +154,7 @@ def rotate_if_consumed(path: Path, offset: int, archive: Path) -> bool:
     so no append can land in between the size check and the rename."""
     if not path.exists():
         return False
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_regular(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if os.fstat(fd).st_size != offset or offset == 0:
@@ -175,7 +175,7 @@ def archive_scrubbed(raw: Path, archive: Path, transform, max_line_bytes: int = 
 
     tmp = archive.with_name(f".{archive.name}.tmp")
     cores = available_cores()
-    with open(raw, "rb") as src, open(tmp, "wb") as dst:
+    with os.fdopen(open_regular(raw), "rb") as src, open(tmp, "wb") as dst:
         os.fchmod(dst.fileno(), 0o600)
         block: list[bytes] = []
         for line, _, _ in bounded_lines(src, max_line_bytes):
@@ -209,7 +209,7 @@ def held_open(path: Path, quiet_after: float) -> bool:
     import time
 
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)
     except FileNotFoundError:
         return False
     try:

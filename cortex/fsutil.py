@@ -6,13 +6,66 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from cortex.errors import LockBusy
+from cortex.errors import CortexError, LockBusy
+
+
+class NotRegularFile(CortexError):
+    """A file cortex reads or writes in place is something else: a named pipe would
+    block the open (or swallow the bytes written into it), a folder or a device is not
+    data. A person made it so: the message says what it is and how to put it right."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        self.path, self.kind = path, kind
+        super().__init__(f"{path} is {kind}, not a file: cortex reads and writes only regular files",
+                         "remove it (cortex makes the file again when it needs one), or put the file itself there")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """``os.open`` for a file of the vault a person could replace: never blocks (a named
+    pipe opened for reading waits for a writer for ever) and refuses anything but a
+    regular file with ``NotRegularFile``, a symbolic link included. The descriptor
+    comes back blocking, as ``os.open`` gives it."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, mode)
+    except IsADirectoryError:
+        raise NotRegularFile(path, "a folder") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise NotRegularFile(path, f"a symbolic link (to {os.readlink(path)})") from None
+        if exc.errno == errno.ENXIO:  # a named pipe opened for writing, no reader
+            raise NotRegularFile(path, "a named pipe (FIFO)") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotRegularFile(path, _kind(st.st_mode))
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a file a person could replace (``open_regular``)."""
+    with os.fdopen(open_regular(path), "rb") as fh:
+        return fh.read()
 
 
 def version(path: Path) -> tuple[int, int, int] | None:
@@ -39,9 +92,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, unless_changed: 
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         os.fchmod(fd, mode)  # exactly: a rewritten note keeps its mode whatever the umask
-        view = memoryview(data)
-        while view:  # one os.write may write less than asked
-            view = view[os.write(fd, view):]
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -73,8 +124,8 @@ def still_ours(target: Path, before: Before, data: bytes | None) -> bool:
     if target.is_symlink():
         return False
     try:
-        content = target.read_bytes()
-    except OSError:
+        content = read_regular(target)
+    except (OSError, NotRegularFile):
         return False
     if content == before.data or (data is not None and content == data):
         return True
@@ -115,7 +166,7 @@ def append_locked(path: Path, data: bytes, mode: int = 0o600) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode)
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
@@ -128,13 +179,16 @@ def append_locked(path: Path, data: bytes, mode: int = 0o600) -> None:
                 # A writer died mid-line: end that fragment so it cannot swallow this
                 # data (the fragment is then quarantined as a parse error, not lost).
                 data = b"\n" + data
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            write_all(fd, data)
             return
         finally:
             os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:  # one os.write may write less than asked
+        view = view[os.write(fd, view):]
 
 
 def flock_within(fd: int, timeout: float, poll: float = 0.05) -> bool:
@@ -157,7 +211,7 @@ def flock_within(fd: int, timeout: float, poll: float = 0.05) -> bool:
 def file_lock(path: Path, timeout: float, what: str) -> Iterator[None]:
     """An exclusive advisory lock on ``path``; waits up to ``timeout`` seconds."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_regular(path, os.O_RDWR | os.O_CREAT)
     try:
         if not flock_within(fd, timeout):
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"

@@ -227,8 +227,9 @@ def read_settings_text(path: Path) -> str:
     why = link_on_path(root, path.relative_to(root).as_posix())
     if why:
         raise ConfigError(f"{path}: {why}", "put the file itself in observer/")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as fh:
+    from cortex.fsutil import open_regular
+
+    with os.fdopen(open_regular(path), "rb") as fh:  # a named pipe would block the read for ever
         data = fh.read(MAX_SETTINGS_BYTES + 1)
     if len(data) > MAX_SETTINGS_BYTES:
         raise ConfigError(f"{path}: over {MAX_SETTINGS_BYTES:,} bytes, too large for a settings file")
@@ -258,7 +259,12 @@ def read_note_bytes(root: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> by
     why = link_on_path(root, rel)
     if why:
         raise UnreadableNote(why, link=True)
-    fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a link swapped in since: refused
+    from cortex.fsutil import NotRegularFile, open_regular
+
+    try:
+        fd = open_regular(root / rel)  # a link swapped in since, a named pipe: refused, never waited on
+    except NotRegularFile as exc:
+        raise UnreadableNote(f"{rel} is {exc.kind}, not a file: cortex reads only regular files", link=True) from None
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fd).st_size
         data = fh.read(max_bytes + 1)

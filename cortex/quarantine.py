@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator
 
 from cortex.errors import CortexError
-from cortex.fsutil import append_locked, atomic_write
+from cortex.fsutil import append_locked, atomic_write, read_regular
 from cortex.timefmt import parse_time
 
 # Reasons a line is held or rejected. Security holds need --force to promote.
@@ -130,7 +130,7 @@ class Quarantine:
     def _records(self) -> Iterator[dict[str, Any]]:
         if not self.path.exists():
             return
-        for raw in self.path.read_text(encoding="utf-8").splitlines():
+        for raw in read_regular(self.path).decode("utf-8").splitlines():
             if raw.strip():
                 try:
                     yield json.loads(raw)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cortex.errors import CortexError
-from cortex.fsutil import atomic_write_json
+from cortex.fsutil import atomic_write_json, read_regular
 
 
 def new_buffer_id() -> str:
@@ -56,7 +56,7 @@ class State:
     @classmethod
     def load(cls, path: Path) -> "State":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(path).decode("utf-8"))
         except FileNotFoundError:
             return cls()
         except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8

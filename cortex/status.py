@@ -117,8 +117,12 @@ def _notes_below(root, folder: str) -> set[str]:
 def _count_lines(path, start: int) -> int:
     if not path.exists():
         return 0
+    import os
+
+    from cortex.fsutil import open_regular
+
     n = 0
-    with open(path, "rb") as fh:
+    with os.fdopen(open_regular(path), "rb") as fh:
         fh.seek(start)
         while chunk := fh.read(1 << 20):
             n += chunk.count(b"\n")

@@ -336,6 +336,30 @@ def test_a_settings_file_linked_outside_is_not_read(vault, tmp_path, name, argv,
     assert f"observer/{name} is a symbolic link" in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("name, commands", [
+    ("observations.jsonl", [("write", "--type", "fact", "--body", "Marker ff001q a fact."), ("run",), ("status",)]),
+    ("quarantine.jsonl", [("run",), ("status",)]),
+    ("state.json", [("run",), ("status",)]),
+    ("config.yml", [("write", "--type", "fact", "--body", "Marker ff001q a fact."), ("run",)]),
+    ("cortex.lock", [("run",)]),
+])
+def test_a_named_pipe_in_place_of_a_runtime_or_settings_file_is_refused_not_waited_on(vault, name, commands):
+    """A named pipe blocks the process that opens it for reading until a writer comes
+    (a run then holds the vault's lock for ever), and takes what is written into it
+    away: cortex says what is wrong at once, as it does for a link, and reports nothing
+    as appended."""
+    append_lines(vault, observation(body="Marker ab123q a line the run would hold: [REDACTED]", confidence="x"))
+    path = vault.root / "observer" / name
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    for argv in commands:
+        result = subprocess.run(["cortex", *argv], cwd=vault.root, capture_output=True, text=True, timeout=60)
+        said = result.stdout + result.stderr
+        assert result.returncode == 1, (argv, said)
+        assert f"observer/{name} is a named pipe (FIFO), not a file" in result.stderr, (argv, said)
+        assert "appended" not in said, said
+
+
 def test_a_link_is_found_however_many_notes_share_its_folders(tmp_path):
     """`link_on_path` with a memo of the folders already found safe (a run writes many
     notes into a few folders) refuses exactly what it refuses without one."""

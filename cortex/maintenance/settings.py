@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TYPE_CHECKING
 
 from cortex.errors import ConfigError
+from cortex.layout import read_settings_text
 from cortex.timefmt import parse_duration
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def load_maintenance(vault: Vault) -> MaintenanceSettings:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(read_settings_text(path)) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     return parse_maintenance(data.get("maintenance") if isinstance(data, dict) else None)
