@@ -351,8 +351,14 @@ def _from_json_safe(name: str) -> str:
 
 def _described(git, oid: str, max_note_bytes: int) -> dict[str, Any]:
     """``describe`` of a blob, read only when within the note limit: its size comes from
-    the object's header (pygit2's ``Blob.size`` reads the whole blob first)."""
-    return describe(None if git.odb.read_header(oid)[1] > max_note_bytes else git[oid].data)
+    the object's header (pygit2's ``Blob.size`` reads the whole blob first). A pygit2
+    without ``Odb.read_header`` (1.18, the last for Python 3.10) loads the blob for its
+    size, as before, and still does not describe it when over the limit."""
+    header = getattr(git.odb, "read_header", None)
+    if header is not None:
+        return describe(None if header(oid)[1] > max_note_bytes else git[oid].data)
+    blob = git[oid]
+    return describe(None if blob.size > max_note_bytes else blob.data)
 
 
 def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYTES) -> Snapshot:
