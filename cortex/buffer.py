@@ -88,7 +88,7 @@ MARK_BYTES = 4096  # of the line before the offset: enough to tell it from anoth
 def mark(path: Path, start: int, end: int) -> dict[str, object]:
     """What identifies the line at ``start``..``end`` of the buffer, kept with the offset
     ``end`` (``State.last_line``): where it starts and a digest of its first bytes."""
-    with open(path, "rb") as fh:
+    with os.fdopen(open_regular(path), "rb") as fh:
         return {"offset": start, "sha256": _digest(fh, start, end)}
 
 
@@ -105,7 +105,7 @@ def unread_from(path: Path, offset: int, last_line: dict | None) -> int:
     start = last_line["offset"]
     if start >= offset:
         return 0
-    with open(path, "rb") as fh:
+    with os.fdopen(open_regular(path), "rb") as fh:
         fh.seek(offset - 1)
         if fh.read(1) != b"\n":
             return 0
@@ -121,7 +121,7 @@ def unfinished_tail(path: Path) -> dict[str, object] | None:
     """The size and time of a buffer whose last line has no newline yet (None: it ends
     with one, or is empty). The same at the next run, the line's writer has stopped."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO: no wait for a writer
+        fd = open_regular(path)
     except FileNotFoundError:
         return None
     try:
@@ -137,7 +137,7 @@ def end_unfinished_line(path: Path, size_seen: int) -> bool:
     """End the buffer's last line with a newline, under the writers' lock (as ``append``
     ends one before its data), if the buffer is still ``size_seen`` bytes long and that
     line still has none: the next line appended is then a line of its own."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    fd = open_regular(path, os.O_RDWR | os.O_APPEND)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size_now = os.fstat(fd).st_size

@@ -109,6 +109,16 @@ def _read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
 
 
+def settings_or_defaults(root: Path) -> Settings:
+    """The vault's settings for readers that have none at hand (the HEAD cache, the
+    search index), or the defaults where ``observer/config.yml`` cannot be read: the
+    command that reads its settings says why."""
+    try:
+        return load_settings(root / "observer" / "config.yml")
+    except (ConfigError, OSError):
+        return Settings()
+
+
 def load_settings(path: Path) -> Settings:
     if not path.exists():
         return Settings()

@@ -42,7 +42,7 @@ from typing import Iterator
 
 from cortex.errors import LockBusy
 from cortex.fsutil import flock_within
-from cortex.layout import escaped_name, misnamed_reason
+from cortex.layout import escaped_name, misnamed_reason, not_utf8
 
 OWNER = "cortex-lock.json"
 OWN_LOCK_PREFIX = "cortex-index.lock."  # the lock as made, before it is linked into place
@@ -522,7 +522,7 @@ def misnamed_staged(root: Path) -> list[str]:
         return []  # every name is UTF-8: the usual commit, one decode
     except UnicodeDecodeError:
         names = out.decode("utf-8", "surrogateescape").split("\0")
-        return [name for name in names if any(0xD800 <= ord(c) <= 0xDFFF for c in name)]
+        return [name for name in names if not_utf8(name)]
 
 
 def main(argv: list[str]) -> int:

@@ -25,7 +25,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-from cortex.layout import is_note_path, note_limit
+from cortex.layout import is_note_path
 
 FORMAT = 4  # 4: ``declared``, whether the note carries its source hash
 FILE = "head.sqlite"
@@ -138,7 +138,11 @@ def blob_sizes(root: Path, oids: list[str]) -> dict[str, int]:
 def note_blobs(root: Path, oids: list[str], max_bytes: int | None = None) -> dict[str, bytes | None]:
     """Notes' blobs by id, each at most the vault's note limit (``max_bytes``, or
     ``limits.max_note_bytes``): one over it is not read (None), as every command skips it."""
-    return read_blobs(root, oids, note_limit(root) if max_bytes is None else max_bytes)
+    if max_bytes is None:
+        from cortex.config import settings_or_defaults
+
+        max_bytes = settings_or_defaults(root).limits.max_note_bytes
+    return read_blobs(root, oids, max_bytes)
 
 
 class HeadCache:

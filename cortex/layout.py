@@ -44,7 +44,12 @@ def unprintable_name(path: str) -> bool:
     line, and writes every name as UTF-8). Every name cortex lists (git's ``-z`` output,
     pygit2's tree entries, a folder's listing) is decoded with ``surrogateescape``, so a
     byte that is not UTF-8 is a lone surrogate here, whichever listing the name came from."""
-    return any(ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF for c in path)
+    return not_utf8(path) or any(ord(c) < 32 or ord(c) == 127 for c in path)
+
+
+def not_utf8(path: str) -> bool:
+    """Whether a name decoded with ``surrogateescape`` held bytes that are not UTF-8."""
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in path)
 
 
 def escaped_name(path: str) -> str:
@@ -56,7 +61,7 @@ def escaped_name(path: str) -> str:
 
 def misnamed_reason(path: str) -> tuple[str, str]:
     """Why ``path`` (`unprintable_name`) is no note, and what to do about it."""
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in path):
+    if not_utf8(path):
         return ("not a UTF-8 file name (saved by a system using another encoding)",
                 "rename it: cortex reads and writes UTF-8 names only")
     return ("a control character (line break, tab) in the file name",
@@ -173,19 +178,6 @@ def write_cache(path: Path, obj: Any) -> None:
 # enters ``.git/`` through it.
 
 MAX_NOTE_BYTES = 4 << 20  # as config.Limits.max_note_bytes, for callers without settings
-
-
-def note_limit(root: Path) -> int:
-    """The vault's ``limits.max_note_bytes`` (``observer/config.yml``), for readers of
-    notes that have no settings at hand (the HEAD cache, the search index); the default
-    where the file cannot be read (the command that reads its settings says why)."""
-    from cortex.config import load_settings
-    from cortex.errors import ConfigError
-
-    try:
-        return load_settings(root / "observer" / "config.yml").limits.max_note_bytes
-    except (ConfigError, OSError):
-        return MAX_NOTE_BYTES
 
 
 def link_on_path(root: Path, rel: str, safe: set[str] | None = None) -> str | None:

@@ -6,10 +6,12 @@ HEAD cache (`cortex/headcache.py`), so the cost does not grow with the vault.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any, NamedTuple, TYPE_CHECKING
 
 from cortex import buffer
+from cortex.fsutil import open_regular
 from cortex.layout import PARTITIONS
 
 if TYPE_CHECKING:
@@ -117,10 +119,6 @@ def _notes_below(root, folder: str) -> set[str]:
 def _count_lines(path, start: int) -> int:
     if not path.exists():
         return 0
-    import os
-
-    from cortex.fsutil import open_regular
-
     n = 0
     with os.fdopen(open_regular(path), "rb") as fh:
         fh.seek(start)

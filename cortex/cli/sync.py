@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Optional
 
@@ -119,8 +120,6 @@ def clone(
     vault, created, checked_out = clone_vault(url, target, branch)
     info(f"Cloned {url} into {vault.root} (branch {checked_out}): hooks and merge driver set up"
          + (f", {len(created)} missing file(s) added and committed" if created else ", nothing rewritten"))
-    import shlex
-
     where = shlex.quote(str(target))
     info(f"Next: `cortex --vault {where} sync` after each `cortex run`, or on this machine every run syncs "
          f"after `git -C {where} config cortex.syncOnRun true`.")

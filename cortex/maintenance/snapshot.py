@@ -374,6 +374,14 @@ def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYT
     used_trees: set[str] = set()
     git = repo.repo
 
+    def described(blob: str) -> dict[str, Any]:
+        """The blob's description, from the cache or read now (``_described``)."""
+        used_blobs.add(blob)
+        if blob not in cache.blobs:
+            cache.blobs[blob] = _described(git, blob, max_note_bytes)
+            cache._dirty = True
+        return cache.blobs[blob]
+
     def walk(tree, prefix: str) -> None:
         key = str(tree.id)
         listing = cache.trees.get(key)
@@ -394,12 +402,7 @@ def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYT
         links.extend(f"{prefix}/{name}" for name, _ in listing["links"])
         misnamed.extend(misnamed_warning(f"{prefix}/{_from_json_safe(name)}") for name in listing["misnamed"])
         for name, blob in listing["files"]:
-            described = cache.blobs.get(blob)
-            if described is None:
-                described = cache.blobs[blob] = _described(git, blob, max_note_bytes)
-                cache._dirty = True
-            used_blobs.add(blob)
-            notes.append(_info(f"{prefix}/{name}", blob, described))
+            notes.append(_info(f"{prefix}/{name}", blob, described(blob)))
         for name, oid in listing["dirs"]:
             walk(git[oid], f"{prefix}/{name}")
 
@@ -417,11 +420,6 @@ def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYT
         elif obj.name.endswith(".md"):  # a note at the top, where Obsidian puts new ones
             trees.append((obj.name, str(obj.id)))
             blob = str(obj.id)
-            described = cache.blobs.get(blob)
-            if described is None:
-                described = cache.blobs[blob] = _described(git, blob, max_note_bytes)
-                cache._dirty = True
-            used_blobs.add(blob)
-            notes.append(_info(obj.name, blob, described))
+            notes.append(_info(obj.name, blob, described(blob)))
     cache.save(used_blobs, used_trees)
     return Snapshot(repo.head_oid(), tuple(trees), tuple(notes), tuple(links), tuple(misnamed))

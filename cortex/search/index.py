@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from cortex.fsutil import version
-from cortex.layout import UnreadableNote, misnamed_warning, note_limit, read_note_bytes
+from cortex.layout import UnreadableNote, misnamed_warning, read_note_bytes
 from cortex.search import freshness
 from cortex.search.backend import IndexDamaged, LexicalBackend
 from cortex.search.records import FORMAT, NoteRecord, record_from_file
@@ -169,7 +169,7 @@ class SearchIndex:
         self._taxonomy = taxonomy
         self._taxonomy_given = taxonomy is not None
         self._taxonomy_stamp: list[int] | None = None  # taxonomy.yml as last read (a long-lived process re-reads an edit)
-        self._note_limit: int | None = None
+        self._settings = None  # the vault's, read once (`settings`)
         self._embedder = None
         self.state: State | None = None
         self.lexical = None
@@ -280,21 +280,22 @@ class SearchIndex:
         every query (LockBusy, exit 75, after that)."""
         from cortex.fsutil import file_lock
 
-        with file_lock(self.directory / ".lock", self._lock_timeout(), "the search index"):
+        with file_lock(self.directory / ".lock", self.settings.lock_timeout, "the search index"):
             self._holding_lock = True
             try:
                 yield
             finally:
                 self._holding_lock = False
 
-    def _lock_timeout(self) -> float:
-        from cortex.config import Settings, load_settings
-        from cortex.errors import ConfigError
+    @property
+    def settings(self):
+        """The vault's settings (``config.settings_or_defaults``), read once: the note limit
+        and how long to wait for the index's lock."""
+        if self._settings is None:
+            from cortex.config import settings_or_defaults
 
-        try:
-            return load_settings(self.root / "observer" / "config.yml").lock_timeout
-        except ConfigError:  # a broken config is said by the commands that use it; the index waits as usual
-            return Settings().lock_timeout
+            self._settings = settings_or_defaults(self.root)
+        return self._settings
 
     # --- full builds ----------------------------------------------------------------------
 
@@ -366,16 +367,9 @@ class SearchIndex:
         report.reason = reason
         return report
 
-    @property
-    def note_limit(self) -> int:
-        """The vault's ``limits.max_note_bytes``: a note over it is not indexed."""
-        if self._note_limit is None:
-            self._note_limit = note_limit(self.root)
-        return self._note_limit
-
     def _read(self, path: str, taxonomy) -> NoteRecord:
         """Raises ``UnreadableNote`` for a link or an over-size note: never read."""
-        data = read_note_bytes(self.root, path, self.note_limit)
+        data = read_note_bytes(self.root, path, self.settings.limits.max_note_bytes)
         mtime = os.stat(self.root / path, follow_symlinks=False).st_mtime_ns
         return record_from_file(path, data, taxonomy, mtime_ns=mtime)
 
