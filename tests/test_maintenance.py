@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -236,6 +237,29 @@ def test_a_memory_a_person_moves_into_the_archive_stays_there_when_an_agent_repe
     assert note_paths(vault) == [archived]
     m = meta(vault, archived)
     assert m["reinforced"] == 1 and not {"archived", "archive_reason"} & set(m)
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_near_duplicate_merged_into_a_memory_a_person_deleted_stays_archived_when_repeated(vault):
+    """Dedup archived one of two near-duplicates, merged into the other; a person deleted
+    the other. A repeat of the archived one's words once brought it back out of the
+    archive: the memory the person deleted, under its twin's name."""
+    from conftest import cortex
+
+    kept = make_note(vault, "fact", "The yard gate closes at nine in the evening on weekdays")
+    twin = make_note(vault, "fact", "On weekdays the yard gate closes at nine in the evening",
+                     created=T0 + timedelta(days=2))
+    run_job(vault, "dedup", now=T0 + timedelta(days=3))
+    archived = "mind/archive/" + twin.split("/", 1)[1]
+    assert note_paths(vault) == sorted([kept, archived])
+    git(vault.root, "rm", "-q", kept)
+    git(vault.root, "commit", "-q", "-m", "vault backup")  # the person's deletion, through the hooks
+    reinforce_by_run(vault, "On weekdays the yard gate closes at nine in the evening", "2026-02-20T09:00:00.000Z")
+    done = cortex("--vault", str(vault.root), "maintain", "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert note_paths(vault) == [archived]
+    assert meta(vault, archived)["reinforced"] == 1
+    assert "the note it merged into was deleted" in done.stdout
     assert git(vault.root, "status", "--porcelain") == ""
 
 

@@ -3,8 +3,8 @@
 Each reinforced note gets ``last_reinforced`` (the later of its own and the map's) and a
 ``reinforced: N`` count. A reinforced memory in the archive comes back to its folder; one
 that was merged into another note reinforces that note instead; one forgotten or replaced
-(``taxonomy.DELIBERATE_ARCHIVE``), or moved into the archive by a person, counts the
-repeat and stays where it is; one that comes back goes to its month folder. Locked notes are never
+(``taxonomy.DELIBERATE_ARCHIVE``), moved into the archive by a person, or merged into a
+note a person has deleted since, counts the repeat and stays where it is; one that comes back goes to its month folder. Locked notes are never
 rewritten: their reinforcements are kept in ``state.jobs.reinforce.held`` (counted, not
 written). Applied entries leave the map only once the commit exists, and by the counts
 that were applied, so a crash at any point neither loses nor doubles a reinforcement.
@@ -53,6 +53,7 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
     grouped: dict[str, dict[str, Any]] = {}
     locked, missing = [], []
     folded: dict[str, NoteInfo] | None = None
+    gone: set[str] = set()  # merged into a note no longer there
     for key in sorted(reinforcements):
         entry = reinforcements[key]
         note = by_id.get(key) or by_path.get(str(entry.get("path") or "")) or by_path.get(key.removeprefix("path:"))
@@ -64,8 +65,14 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
         if note is None:
             missing.append(key)
             continue
-        if note.archived and note.merged_into and by_id.get(note.merged_into) is not None:
-            note = by_id[note.merged_into]  # a merged duplicate reinforces what it merged into
+        if note.archived and note.merged_into:
+            if folded is None:
+                folded = {i: n for n in snapshot if not n.archived for i in n.merged_from}
+            into = by_id.get(note.merged_into) or folded.get(note.merged_into)
+            if into is not None:
+                note = into  # a merged duplicate reinforces what it merged into
+            else:  # ... which a person deleted since: their decision, the repeat counted here
+                gone.add(note.path)
         if note.locked or note.broken:
             locked.append((key, note))
             continue
@@ -73,7 +80,8 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
         slot["keys"].append(key)
         slot["count"] += max(1, int(entry.get("count", 1) or 1))
         slot["last"] = later(slot["last"], entry.get("last"))
-    items = tuple(Reinforcement(s["note"], tuple(s["keys"]), s["count"], s["last"], _revives(s["note"]))
+    items = tuple(Reinforcement(s["note"], tuple(s["keys"]), s["count"], s["last"],
+                                _revives(s["note"]) and s["note"].path not in gone)
                   for s in grouped.values())
     return ReinforcePlan(items, tuple(locked), tuple(missing))
 
@@ -83,6 +91,15 @@ def _revives(note: NoteInfo) -> bool:
     fade or merged. One forgotten or replaced, or one a person moved into the archive
     themselves, counts the repeat where it lies: their decision, which no job undoes."""
     return note.archived and not note.archived_by_person and note.archive_reason not in DELIBERATE_ARCHIVE
+
+
+def _kept_as(note: NoteInfo) -> str:
+    """Why a reinforced note in the archive stays there, for ``cortex reinforce --json``."""
+    if note.archived_by_person:
+        return "by a person"
+    if note.merged_into and note.archive_reason not in DELIBERATE_ARCHIVE:
+        return f"{note.archive_reason}: the note it merged into was deleted"
+    return note.archive_reason
 
 
 def render(text: str, item: Reinforcement) -> str:
@@ -164,7 +181,7 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
         taken.add(target)
         result.items.append({"id": note.id, "path": target, "count": item.count, "reinforced": item.new_count,
                              "last_reinforced": item.new_last, **({"restored_from": note.path} if item.restore else {}),
-                             **({"kept_archived": note.archive_reason or "by a person"}
+                             **({"kept_archived": _kept_as(note)}
                                 if note.archived and not item.restore else {})})
         applied_keys += item.keys
         if dry_run:
