@@ -105,6 +105,11 @@ FILTER_NOTE = {
 ERROR_CHARS = 1000  # an error text an agent reads: a huge argument quoted in it is cut to this
 
 
+def _lowered(limit: int) -> str:
+    """What the summary says when a limit over the most one call returns was lowered."""
+    return f" (limit {limit} lowered to {MAX_LIMIT}, the most one call returns)" if limit > MAX_LIMIT else ""
+
+
 def _cut(text: str, limit: int = ERROR_CHARS) -> str:
     """An error text kept short: one that quotes a huge argument would fill the agent's context."""
     if len(text) <= limit:
@@ -230,7 +235,7 @@ def build_server(memory: Memory):
                                tags=tag, entities=entity, attributions=attribution, since=since, until=until,
                                archived=archived)
         return fence(f"cortex: {_count(records)} for {json.dumps(text, ensure_ascii=False)[:200]}"
-                     + ("" if records else " (nothing found)"), records)
+                     + ("" if records else " (nothing found)") + _lowered(limit), records)
 
     @tool(
         "What happened lately: notes created within a period, newest first, with the same filters as `query`. "
@@ -248,7 +253,7 @@ def build_server(memory: Memory):
     ) -> str:
         records = memory.recent(within=within, limit=limit, types=type, categories=category, partitions=partition,
                                 tags=tag, entities=entity, attributions=attribution, archived=archived)
-        return fence(f"cortex: {_count(records)} from the last {within}", records)
+        return fence(f"cortex: {_count(records)} from the last {within}{_lowered(limit)}", records)
 
     @tool(
         "One note in full (frontmatter and body), by its id or its vault path from `query` or `recent` results. "
@@ -316,6 +321,42 @@ def _ids(line: bytes) -> tuple[str | None, str | None, str | None]:
     return None, (json.dumps(ident) if "result" in item or "error" in item else None), None
 
 
+def refusal(line: bytes) -> bytes | None:
+    """The JSON-RPC error answer to a line the SDK would drop without a word (text that is
+    no JSON, a batch, a message without "jsonrpc": "2.0", an id that is neither a whole
+    number nor a string, params that are no object), or None for a line it answers or
+    that asks nothing (a blank line, a notification, a client's answer). The relay
+    answers these itself: a client that sent one otherwise waited for ever."""
+    if not line.strip():
+        return None
+    try:
+        item = json.loads(line)
+    except ValueError as exc:  # UnicodeDecodeError is one
+        return _error(None, -32700, f"parse error: not JSON ({_cut(str(exc), 200)})")
+    if isinstance(item, list):
+        return _error(None, -32600, "invalid request: batches are not supported; send one JSON-RPC message per line")
+    if not isinstance(item, dict):
+        return _error(None, -32600, "invalid request: a message is a JSON object")
+    if "method" not in item and ("result" in item or "error" in item):
+        return None  # the client's answer to a request of the server's: nothing to say
+    ident = item.get("id")
+    valid_id = ident is None or (isinstance(ident, (int, str)) and not isinstance(ident, bool))
+    reply_to = ident if valid_id else None
+    if item.get("jsonrpc") != "2.0":
+        return _error(reply_to, -32600, 'invalid request: "jsonrpc": "2.0" is missing')
+    if not isinstance(item.get("method"), str):
+        return _error(reply_to, -32600, 'invalid request: "method" must be a string')
+    if not valid_id:
+        return _error(None, -32600, "invalid request: an id is a whole number or a string")
+    if not isinstance(item.get("params", {}), dict):
+        return _error(reply_to, -32602, "invalid params: params must be a JSON object") if "id" in item else None
+    return None
+
+
+def _error(ident, code: int, message: str) -> bytes:
+    return (json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}) + "\n").encode()
+
+
 @contextmanager
 def answers_before_eof(limit: float = DRAIN_LIMIT):
     """Relay stdin and stdout through pipes so that the SDK sees the client close stdin
@@ -327,7 +368,8 @@ def answers_before_eof(limit: float = DRAIN_LIMIT):
     reads each line the client sends, notes the ids of its requests, and each line the
     server writes, striking off the ids answered; at EOF it waits (at most ``limit``
     seconds) before closing the SDK's stdin. A client that stops reading is a client
-    that went away: its answers are dropped, not waited for."""
+    that went away: its answers are dropped, not waited for. A line the SDK would drop
+    without a word is answered here with JSON-RPC's error (``refusal``) instead."""
     real_in, real_out = os.dup(0), os.dup(1)
     to_sdk_r, to_sdk_w = os.pipe()
     from_sdk_r, from_sdk_w = os.pipe()
@@ -337,10 +379,26 @@ def answers_before_eof(limit: float = DRAIN_LIMIT):
     os.close(from_sdk_w)
     pending: set[str] = set()
     answered = threading.Condition()
+    client = open(real_out, "wb")
+    writing = threading.Lock()  # one line at a time on the client's stdout, from either thread
+    gone = threading.Event()
+
+    def to_client(line: bytes) -> None:
+        if gone.is_set():
+            return
+        try:
+            with writing:
+                client.write(line)
+                client.flush()
+        except OSError:  # the client stopped reading: nobody to answer
+            gone.set()
 
     def inbound() -> None:
-        with open(real_in, "rb") as client, open(to_sdk_w, "wb") as sdk:
-            for line in client:
+        with open(real_in, "rb") as source, open(to_sdk_w, "wb") as sdk:
+            for line in source:
+                if (error := refusal(line)) is not None:
+                    to_client(error)
+                    continue
                 asked, _, cancelled = _ids(line)
                 with answered:
                     pending.update(i for i in (asked,) if i is not None)
@@ -353,17 +411,11 @@ def answers_before_eof(limit: float = DRAIN_LIMIT):
         # the SDK's stdin closes here: it sees EOF
 
     def outbound() -> None:
-        gone = False
-        with open(from_sdk_r, "rb") as sdk, open(real_out, "wb") as client:
+        with open(from_sdk_r, "rb") as sdk:
             for line in sdk:
-                if not gone:
-                    try:
-                        client.write(line)
-                        client.flush()
-                    except OSError:  # the client stopped reading: nobody to answer
-                        gone = True
+                to_client(line)
                 with answered:
-                    if gone:
+                    if gone.is_set():
                         pending.clear()
                     else:
                         pending.discard(_ids(line)[1])

@@ -121,6 +121,10 @@ async def scenario(root: Path, errlog) -> None:
 
             lately = unfence(await call(session, "recent", {"within": "1d"}))
             assert top["path"] in [r["path"] for r in lately]
+            # a limit over the most one call returns is lowered, and the answer says so
+            many = await call(session, "recent", {"within": "1d", "limit": 500})
+            assert "limit 500 lowered to 50" in many and unfence(many) == lately
+            assert "lowered" not in await call(session, "query", {"text": "remote push", "limit": 50})
 
             # an id the server never handed out is found too (in the files, not the index)
             fact_path = next((root / "mind" / "facts").rglob("2*.md"))
@@ -416,20 +420,29 @@ def test_a_client_that_closes_stdin_after_its_requests_gets_every_answer(vault):
     assert sorted(json.loads(b)["body"] for b in buffered) == [f"Dock {k} opens at {k + 5}:00 on Saturdays." for k in range(4)]
 
 
-def test_lines_the_server_never_answers_are_not_waited_for_at_eof(vault):
-    """Valid JSON the SDK drops unanswered (no "jsonrpc", a fractional id, a batch,
-    params that are no object) must not keep the server waiting once stdin closes."""
+def test_lines_the_sdk_drops_are_answered_with_json_rpc_errors_and_never_waited_for(vault):
+    """Lines the SDK drops without a word (text that is no JSON, a batch, no "jsonrpc",
+    a fractional id, params that are no object) get JSON-RPC's error answer, so a client
+    waiting on its id is not left waiting; none keeps the server waiting once stdin
+    closes; the requests around them are answered as usual."""
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "script", "version": "1"}}}
-    dropped = [{"id": 7, "method": "ping"}, {"jsonrpc": "2.0", "id": 1.0, "method": "ping"},
+    dropped = [{"id": 7, "method": "ping"}, {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
                [{"jsonrpc": "2.0", "id": 8, "method": "ping"}],
                {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": "x"}]
-    lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, *dropped,
-             {"jsonrpc": "2.0", "id": 99, "method": "ping"}]
+    text = "".join(json.dumps(m) + "\n" for m in [init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                                  *dropped])
+    text += "this is not json\n\n" + json.dumps({"jsonrpc": "2.0", "id": 99, "method": "ping"}) + "\n"
     done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault), "mcp"], capture_output=True, text=True,
-                          input="".join(json.dumps(m) + "\n" for m in lines), timeout=120)  # hung: 600 s
+                          input=text, timeout=120)  # hung: 600 s
     assert done.returncode == 0, done.stderr
-    assert {a["id"] for a in map(json.loads, done.stdout.splitlines())} == {0, 99}
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers if "result" in a] == [0, 99]
+    errors = sorted(((a["id"] is None, str(a["id"]), a["error"]["code"]) for a in answers if "error" in a))
+    assert errors == [(False, "10", -32602), (False, "7", -32600), (True, "None", -32700),
+                      (True, "None", -32600), (True, "None", -32600)]
+    batch = [a for a in answers if "batch" in a.get("error", {}).get("message", "")]
+    assert len(batch) == 1 and "one JSON-RPC message per line" in batch[0]["error"]["message"]
 
 
 async def oversized_arguments(root: Path, errlog) -> None:
