@@ -86,9 +86,15 @@ def foresee(observations: list[dict], scanner, *, classify: bool) -> list[dict]:
     """What this stage will make of lines not yet run, said while the writer can still
     rephrase: one finding per field, ``{"line", "field", "held": rule | None,
     "redacted": [kinds]}``. ``classify`` False: patterns and credentials only (the learned
-    layer needs the embedding model, which ``cortex write`` does not load)."""
+    layer needs the embedding model, which ``cortex write`` does not load). Each field is
+    seen as the run's scan will see it, cut to its cap first (``schema.truncate``): words
+    past the cap are never memorized, so they are neither scanned nor warned about (and a
+    body of a megabyte is not scanned whole)."""
+    from cortex.pipeline.schema import truncate
+
     fields, texts, prose = [], [], []
     for n, obs in enumerate(observations, start=1):
+        obs, _ = truncate(obs)
         entities = [e.get("name") if isinstance(e, dict) else None for e in obs.get("entities") or ()]
         names = [obs.get("attribution"), *entities, *(obs.get("tags") or ())]
         for name in SCANNED_FIELDS:
