@@ -7,6 +7,7 @@ falls back to the defaults (as scoring does for a missing file).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,31 @@ def _read_yaml(path: Path) -> Any:
         return yaml.safe_load(read_settings_text(path))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+
+
+SHIPPED_SCHEMAS = Path(__file__).parent / "data" / "schemas"
+
+
+def load_schema(root: Path, name: str) -> dict[str, Any]:
+    """The JSON Schema ``name`` (``note``, ``observation``) from the vault's ``schemas/``,
+    else the copy cortex ships. The vault's is read as a settings file is (the repository's
+    own regular file, no link on its way, at most 1 MiB): a named pipe put there would
+    hang every commit's hook."""
+    import json
+
+    from cortex.layout import read_settings_text
+
+    for path in (root / "schemas" / f"{name}.schema.json", SHIPPED_SCHEMAS / f"{name}.schema.json"):
+        if not os.path.lexists(path):
+            continue
+        try:
+            text = read_settings_text(path) if path.parent != SHIPPED_SCHEMAS else path.read_text(encoding="utf-8")
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: not valid JSON ({exc})", "restore it with `cortex init`") from None
+        except ConfigError as exc:
+            raise ConfigError(exc.message, "restore it with `cortex init`") from None
+    raise ConfigError(f"no {name} schema found", f"restore schemas/{name}.schema.json with `cortex init`")
 
 
 def settings_or_defaults(root: Path) -> Settings:

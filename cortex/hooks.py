@@ -33,7 +33,6 @@ from cortex.layout import (
 )
 from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
-DATA = Path(__file__).parent / "data"
 HASH_MISMATCH = "source_hash does not match"
 CHANGED_MEANWHILE = "the note changed while the hook completed it (saved again meanwhile); it is left as saved, not completed"
 
@@ -140,16 +139,9 @@ class HookVault:
         return load_taxonomy(self.root / "observer" / "taxonomy.yml")
 
     def schema(self) -> dict:
-        from cortex.errors import CortexError
+        from cortex.config import load_schema
 
-        for base in (self.root / "schemas", DATA / "schemas"):
-            path = base / "note.schema.json"
-            if path.exists():
-                try:
-                    return json.loads(path.read_text(encoding="utf-8"))
-                except json.JSONDecodeError as exc:
-                    raise CortexError(f"{path}: not valid JSON ({exc})", "restore it with `cortex init`") from None
-        raise CortexError("no note schema found", "restore schemas/note.schema.json with `cortex init`")
+        return load_schema(self.root, "note")
 
     def scanner(self):
         from cortex.layout import write_cache

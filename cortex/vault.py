@@ -24,7 +24,6 @@ from cortex.layout import PARTITIONS, find_vault, is_other_repository, load_tag_
 from cortex.taxonomy import Taxonomy, load_taxonomy
 from cortex.timefmt import format_time, utcnow
 
-DATA = Path(__file__).parent / "data"
 RUNTIME_PATHS = ("observer/observations.jsonl", "observer/state.json", "observer/quarantine.jsonl",
                  "observer/skipped.jsonl", "observer/archive", "observer/cortex.lock", ".cortex")
 
@@ -116,14 +115,9 @@ class Vault:
 
     def schema(self, name: str) -> dict[str, Any]:
         """A JSON Schema from the vault's ``schemas/``, else the shipped copy."""
-        for base in (self.root / "schemas", DATA / "schemas"):
-            path = base / f"{name}.schema.json"
-            if path.exists():
-                try:
-                    return json.loads(path.read_text(encoding="utf-8"))
-                except json.JSONDecodeError as exc:
-                    raise CortexError(f"{path}: not valid JSON ({exc})", "restore it with `cortex init`") from None
-        raise CortexError(f"no {name} schema found")
+        from cortex.config import load_schema
+
+        return load_schema(self.root, name)
 
     @cached_property
     def observation_validator(self):

@@ -360,6 +360,26 @@ def test_a_named_pipe_in_place_of_a_runtime_or_settings_file_is_refused_not_wait
         assert "appended" not in said, said
 
 
+def test_a_named_pipe_in_place_of_a_schema_is_refused_by_the_checks_and_the_run_not_waited_on(vault):
+    """The vault's schemas/ are read by the note checks (the hook's, `cortex validate`)
+    and by `cortex run`: a named pipe there hung them for ever; now each says what is
+    wrong at once. (A commit meets it earlier: pre-commit cannot diff a tracked file
+    turned into a pipe, and refuses the commit itself.)"""
+    note = vault.root / "mind" / "facts" / "pipe-marker.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("---\ntype: fact\n---\n\nMarker fp901q the schema is a pipe.\n", encoding="utf-8")
+    for name in ("note", "observation"):
+        path = vault.root / "schemas" / f"{name}.schema.json"
+        path.unlink()
+        os.mkfifo(path)
+    append_lines(vault, observation())
+    for argv, name in ((["validate", "mind/facts/pipe-marker.md"], "note"), (["hook", "check", "mind/facts/pipe-marker.md"], "note"),
+                       (["run"], "observation")):
+        result = subprocess.run(["cortex", *argv], cwd=vault.root, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, (argv, result.stdout + result.stderr)
+        assert f"schemas/{name}.schema.json is a named pipe (FIFO), not a file" in result.stderr, (argv, result.stderr)
+
+
 def test_a_link_is_found_however_many_notes_share_its_folders(tmp_path):
     """`link_on_path` with a memo of the folders already found safe (a run writes many
     notes into a few folders) refuses exactly what it refuses without one."""
