@@ -25,7 +25,7 @@ _counter = iter(range(1, 10_000))
 
 
 def _iso(dt: datetime) -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def write_note(root: Path, rel: str, body: str, *, type_: str, category: str = "concept", created: datetime = NOW,

@@ -186,3 +186,24 @@ def test_a_wide_span_is_a_filter_on_the_search_and_ranks_the_same(vault, monkeyp
     monkeypatch.setattr(query, "SPAN_SCORED", 0)
     filtered = [(h.path, h.when, h.score) for h in session.ask(asked).hits]
     assert filtered == scored and scored[0][:2] == ("mind/facts/smoker.md", "a week ago")
+
+
+def test_notes_of_one_second_are_listed_newest_first_and_since_until_are_exact(tmp_path):
+    """`created` carries milliseconds: notes created within one second are listed newest
+    first, and --since/--until cut between them (the index kept whole seconds: the order
+    within a second was the index's, and --since 10:00:00.600 dropped a note of .900)."""
+    v, _ = Vault.init(tmp_path / "v")
+    base = datetime(2026, 11, 27, 10, 0, 0, tzinfo=timezone.utc)
+    for ms, name in ((900, "alpha"), (100, "bravo"), (500, "charlie"), (1000, "delta")):
+        write_note(v.root, f"mind/facts/{name}.md", f"The {name} server hosts a service.", type_="fact",
+                   created=base + timedelta(milliseconds=ms))
+    commit_all(v.root)
+
+    def listed(*args: str) -> list[str]:
+        done = cortex(v.root, "--type", "fact", "--paths", *args)
+        return [line.removeprefix("mind/facts/").removesuffix(".md") for line in done.stdout.split()]
+
+    assert listed() == ["delta", "alpha", "charlie", "bravo"]
+    assert listed("--since", "2026-11-27T10:00:00.600Z") == ["delta", "alpha"]
+    assert listed("--until", "2026-11-27T10:00:00.600Z") == ["charlie", "bravo"]
+    assert listed("--recent", "3650d") == ["delta", "alpha", "charlie", "bravo"]

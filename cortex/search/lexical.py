@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from cortex.search.backend import IndexDamaged, LexicalHits
-from cortex.search.records import LIST_SEP, NoteRecord, snippet_of
+from cortex.search.records import LIST_SEP, TS_PER_SECOND, NoteRecord, snippet_of
 
 INDEX_NAME = "notes"
 MAX_DF = 0.2
@@ -205,7 +205,7 @@ def fields_of(record: NoteRecord) -> dict:
         "entities": LIST_SEP.join(record.entities),
         "attribution": record.attribution,
         "created": record.created,
-        "ts": int(record.created_ts),
+        "ts": round(record.created_ts * TS_PER_SECOND),
         "reinforced_ts": float(record.last_reinforced_ts),
         "importance": record.importance,
         "confidence": record.confidence,
@@ -451,7 +451,7 @@ class LexicalIndex:
         with _reading():
             negated, docnums = self._time_order()
             if since_ts is not None:
-                docnums = docnums[: bisect.bisect_right(negated, -int(since_ts))]
+                docnums = docnums[: bisect.bisect_right(negated, -math.ceil(since_ts * TS_PER_SECOND))]
             for docnum in docnums:
                 yield self._doc(docnum)["path"]
 
@@ -466,9 +466,9 @@ class LexicalIndex:
     def _created_docnums(self, since_ts: float | None, until_ts: float | None) -> list[int]:
         """Docnums of the notes created in [since_ts, until_ts), newest first."""
         negated, docnums = self._time_order()
-        # ts < until_ts and ts >= since_ts, in whole seconds as stored
-        first = 0 if until_ts is None else bisect.bisect_left(negated, 1 - math.ceil(until_ts))
-        last = len(negated) if since_ts is None else bisect.bisect_right(negated, -math.ceil(since_ts))
+        # ts < until_ts and ts >= since_ts, in whole milliseconds as stored
+        first = 0 if until_ts is None else bisect.bisect_left(negated, 1 - math.ceil(until_ts * TS_PER_SECOND))
+        last = len(negated) if since_ts is None else bisect.bisect_right(negated, -math.ceil(since_ts * TS_PER_SECOND))
         return docnums[first:last]
 
     def _time_order(self) -> tuple[list[int], list[int]]:

@@ -14,7 +14,7 @@ from typing import Sequence
 from cortex.notes import tag_name, tag_within
 from cortex.search import fusion, when
 from cortex.search.question import Filters
-from cortex.search.records import LIST_SEP
+from cortex.search.records import LIST_SEP, TS_PER_SECOND
 
 MODES = ("hybrid", "lexical", "semantic")
 ARCHIVE_PREFIX = "mind/archive/"
@@ -81,7 +81,7 @@ def matches(doc: dict, f: Filters) -> bool:
         return False
     if f.entities and not _split(doc.get("entities")) & {e.lower() for e in f.entities}:
         return False
-    ts = doc.get("ts") or 0.0
+    ts = (doc.get("ts") or 0) / TS_PER_SECOND
     if f.since is not None and ts < f.since:
         return False
     if f.until is not None and ts >= f.until:
@@ -121,7 +121,7 @@ class Hit:
 def _priors(doc: dict, taxonomy, now: datetime) -> dict:
     from cortex.importance import effective_importance
 
-    created = doc.get("ts") or 0.0
+    created = (doc.get("ts") or 0) / TS_PER_SECOND
     reinforced = doc.get("reinforced_ts") or 0.0
     meta = {"importance": doc.get("importance", 0.5), "type": doc.get("type", "")}
     if reinforced:

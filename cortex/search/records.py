@@ -20,7 +20,9 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 5: notes outside vault/ and mind/ (the top folder is "."), inline #tags.
 # 6: frontmatter tags as Obsidian reads them (`tags: a, b` is two tags, `#a` is a).
 # 7: a note whose frontmatter does not parse, searched whole.
-FORMAT = 7
+# 8: `ts` in milliseconds: notes of one second listed newest first, --since/--until exact.
+FORMAT = 8
+TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
 # The index stores tags and entities as one string each, joined by a character no name
 # holds (a comma did: "Acme, Inc." could never be matched again).
