@@ -1,10 +1,17 @@
 """The observation buffer: ``observer/observations.jsonl``.
 
-Writers append one line per ``write()`` under a flock (``fsutil.append_locked``). The
-runner reads complete lines from a byte offset; a partial last line waits for the next
-run. A fully consumed buffer is rotated into ``observer/archive/`` (renamed: a writer
-that kept the old file open goes on appending to it, and the runner goes on reading it
-until no process has it open; only then is it scrubbed into the kept archive).
+Writers append under a flock (``append``), a batch all or nothing even across a kill:
+the kernel writes a large append in pieces, and a writer killed between two leaves a
+start of its batch, which an agent sending the batch again would double. So the batch
+is first recorded beside the buffer (``observer/.observations.jsonl.append``: where it
+starts, and its bytes), the record removed once it is appended; whoever takes the lock
+next and finds a record left (``settle``) cuts the buffer back to where the batch began.
+The runner reads complete lines from a byte offset up to where the last batch appended
+ends (``settle``, under the same lock: never a batch in the middle of its append); a
+partial last line waits for the next run. A fully consumed buffer is rotated into
+``observer/archive/`` (renamed: a writer that kept the old file open goes on appending
+to it, and the runner goes on reading it until no process has it open; only then is it
+scrubbed into the kept archive).
 """
 
 from __future__ import annotations
@@ -12,17 +19,115 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Iterator
 
-from cortex.fsutil import append_locked, open_regular
+from cortex.fsutil import locked_live, mended, open_regular, read_regular, write_all
 from cortex.model import Line
 
 
-def append(path: Path, lines: list[str]) -> None:
+def append(path: Path, lines: list[str]) -> list[str]:
+    """Append ``lines``, all or none of them even if this process is killed meanwhile
+    (the module's docstring says how). Returns what was found and put right of a batch
+    an earlier writer left unfinished."""
     data = "".join(line.rstrip("\n") + "\n" for line in lines).encode("utf-8")
-    append_locked(path, data)
+    with locked_live(path, os.O_RDWR | os.O_APPEND | os.O_CREAT) as fd:
+        _, said = _settle(fd, path, repair=True)
+        data = mended(fd, data)
+        record = _record_path(path)
+        _record(record, fd, data)
+        write_all(fd, data)
+        record.unlink()
+    return said
+
+
+def settle(path: Path, *, repair: bool = True) -> tuple[int, list[str]]:
+    """Where the appended batches of the buffer end, and what was said on the way: takes
+    the writers' lock, so a batch being appended is waited for, and a batch whose writer
+    was killed before it finished is cut away (``repair``) or left out of the answer."""
+    try:
+        with locked_live(path, os.O_RDONLY) as fd:
+            return _settle(fd, path, repair=repair)
+    except FileNotFoundError:
+        return 0, []
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.append")
+
+
+def _record(record: Path, fd: int, data: bytes) -> None:
+    """Write down, before appending ``data`` to the buffer ``fd``, where it will start
+    and what it is. Not synced: it guards against a kill, which loses no written byte."""
+    st = os.fstat(fd)
+    head = json.dumps({"inode": st.st_ino, "offset": st.st_size, "length": len(data)}).encode() + b"\n"
+    out = open_regular(record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        write_all(out, head)
+        write_all(out, data)
+    finally:
+        os.close(out)
+
+
+def _settle(fd: int, path: Path, *, repair: bool) -> tuple[int, list[str]]:
+    """``settle`` with the lock held on ``fd``: a record found now is a writer's that was
+    killed (a writer holds the lock from its record to its removal)."""
+    size = os.fstat(fd).st_size
+    record = _record_path(path)
+    try:
+        head, _, batch = read_regular(record).partition(b"\n")
+    except FileNotFoundError:
+        return size, []
+    try:
+        fields = json.loads(head)
+        inode, offset, length = int(fields["inode"]), int(fields["offset"]), int(fields["length"])
+    except (ValueError, TypeError, KeyError):
+        inode = offset = length = -1
+    if len(batch) != length or inode != os.fstat(fd).st_ino or offset > size:
+        # Killed while writing the record, so before appending; or the buffer was
+        # replaced since (by hand): nothing of that batch is in this buffer.
+        if repair:
+            record.unlink(missing_ok=True)
+        return size, []
+    there = os.pread(fd, min(size - offset, length + 1), offset)
+    newline = b"\n"
+    batch_of = f"a batch of {_plural(batch.count(newline), 'observation')}"
+    only_ours = size - offset <= length and batch.startswith(there)
+    if only_ours and repair:
+        only_ours = _cut(path, fd, offset, size)
+    if repair:
+        record.unlink()
+    if not there:
+        return size, []  # killed before a byte of it was appended
+    if only_ours:
+        done = "removed from the buffer" if repair else "to be removed from the buffer (by the next run or write)"
+        return offset, [
+            f"{len(there):,} bytes ({there.count(newline):,} whole lines) {done}: the start of {batch_of} whose writer "
+            "was killed while appending it; a batch is all or nothing, so none of it is read (its writer reported "
+            "no success and may send it again)"]
+    return size, [
+        f"a writer was killed while appending {batch_of}, and another process appended after it: the lines are "
+        "kept, so as to lose none of the other's; the part of the batch that was appended is read, a line of it "
+        "cut in the middle held in the quarantine"]
+
+
+def _cut(path: Path, fd: int, offset: int, size: int) -> bool:
+    """Truncate the buffer ``fd`` (locked) back to ``offset``, unless it grew past
+    ``size`` meanwhile (a ``>>`` writer takes no lock: its line is never cut away)."""
+    out = open_regular(path, os.O_WRONLY)
+    try:
+        if os.fstat(out).st_ino != os.fstat(fd).st_ino or os.fstat(out).st_size != size:
+            return False
+        os.ftruncate(out, offset)
+        return True
+    finally:
+        os.close(out)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 EXCERPT_BYTES = 4096  # what an over-size line keeps for its quarantine entry
@@ -51,11 +156,13 @@ def bounded_lines(fh, max_bytes: int) -> Iterator[tuple[bytes, int, bool]]:
 
 
 def read_lines(
-    path: Path, start: int, limit: int | None = None, *, max_line_bytes: int = 1 << 20, max_bytes: int | None = None
+    path: Path, start: int, limit: int | None = None, *, max_line_bytes: int = 1 << 20, max_bytes: int | None = None,
+    end: int | None = None,
 ) -> Iterator[Line]:
-    """Complete lines from ``start``; stops before a partial last line, after ``limit``
-    lines or once ``max_bytes`` were read (one line at least). A line over
-    ``max_line_bytes`` comes as its first bytes with ``oversize`` set."""
+    """Complete lines from ``start``; stops before a partial last line or one that runs
+    past ``end`` (``settle``), after ``limit`` lines or once ``max_bytes`` were read (one
+    line at least). A line over ``max_line_bytes`` comes as its first bytes with
+    ``oversize`` set."""
     if not path.exists():
         return
     with os.fdopen(open_regular(path), "rb") as fh:
@@ -65,9 +172,10 @@ def read_lines(
         for raw, length, oversize in bounded_lines(fh, max_line_bytes):
             if not raw.endswith(b"\n"):
                 return  # a writer is mid-line (or died mid-line): leave it for later
-            end = offset + length
-            yield Line(offset, end, raw.rstrip(b"\r\n"), oversize)
-            offset = end
+            if end is not None and offset + length > end:
+                return  # a batch appended since ``end`` was settled: the next run's
+            yield Line(offset, offset + length, raw.rstrip(b"\r\n"), oversize)
+            offset += length
             count += 1
             if limit is not None and count >= limit:
                 return
@@ -157,8 +265,8 @@ def rotate_if_consumed(path: Path, offset: int, archive: Path) -> bool:
     fd = open_regular(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if os.fstat(fd).st_size != offset or offset == 0:
-            return False
+        if os.fstat(fd).st_size != offset or offset == 0 or _record_path(path).exists():
+            return False  # more to read, or a killed writer's batch the next run settles
         archive.parent.mkdir(parents=True, exist_ok=True)
         os.rename(path, archive)
         return True

@@ -78,7 +78,9 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
         index = HashIndex(repo).load()
         if dry_run:
             start = buffer.unread_from(vault.buffer_path, state.offset, state.last_line)
-            plan = _plan(vault, index, state, start, now, limit)
+            end, said = buffer.settle(vault.buffer_path, repair=False)
+            report.warnings += said
+            plan = _plan(vault, index, state, start, end, now, limit)
             report.plan = plan
             _count_plan(plan, report)
         else:
@@ -142,14 +144,18 @@ def _consume(vault: Vault, repo: GitRepo, state: State, index: HashIndex, path, 
     assessed by other processes while this one is committed. Returns the line budget
     left."""
     start = state.offset if buffer_id == state.buffer_id else state.retired[buffer_id]
-    ahead = _plan_ahead(vault, index, start, now, left, path, buffer_id)
+    end = None  # a rotated buffer: no batch is appended to it any more
+    if buffer_id == state.buffer_id:  # read up to where the batches appended end, none half
+        end, said = buffer.settle(path)
+        report.warnings += said
+    ahead = _plan_ahead(vault, index, start, now, left, path, buffer_id, end)
     while ahead is not None:
         plan = ahead()
         if plan.lines_read == 0:
             break
         if left is not None:
             left -= plan.lines_read
-        ahead = _plan_ahead(vault, index, plan.target_offset, now, left, path, buffer_id)
+        ahead = _plan_ahead(vault, index, plan.target_offset, now, left, path, buffer_id, end)
         _apply(vault, repo, state, plan, commit_per, now, report)
         for note in plan.notes:
             index.add(note.source_hash, note.note_id, note.path)
@@ -160,20 +166,21 @@ def _consume(vault: Vault, repo: GitRepo, state: State, index: HashIndex, path, 
 
 
 def _plan_ahead(vault: Vault, index: HashIndex, start: int, now: datetime, left: int | None, path,
-                buffer_id: str):
-    """The chunk from ``start``, its assessment under way; None when the budget is spent."""
+                buffer_id: str, end: int | None):
+    """The chunk from ``start`` (up to ``end``), its assessment under way; None when the
+    budget is spent."""
     if left is not None and left <= 0:
         return None
     lines = list(buffer.read_lines(path, start, CHUNK_LINES if left is None else min(CHUNK_LINES, left),
-                                   max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=CHUNK_BYTES))
-    settle = plan_later(lines, buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
-                        workers=_workers(vault))
+                                   max_line_bytes=vault.settings.limits.max_line_bytes, max_bytes=CHUNK_BYTES, end=end))
+    assessed = plan_later(lines, buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
+                          workers=_workers(vault))
     if not lines:
-        return settle
+        return assessed
     last = buffer.mark(path, lines[-1].offset, lines[-1].end)  # now: the bytes just read
 
     def planned() -> Plan:
-        plan = settle()
+        plan = assessed()
         plan.target_mark = last
         return plan
 
@@ -214,9 +221,9 @@ def _apply(vault: Vault, repo: GitRepo, state: State, plan: Plan, per: str, now:
     )
 
 
-def _plan(vault: Vault, index: HashIndex, state: State, start: int, now: datetime, limit: int | None) -> Plan:
-    """The whole buffer's plan from ``start`` (a dry run shows it all at once)."""
-    lines = buffer.read_lines(vault.buffer_path, start, limit, max_line_bytes=vault.settings.limits.max_line_bytes)
+def _plan(vault: Vault, index: HashIndex, state: State, start: int, end: int, now: datetime, limit: int | None) -> Plan:
+    """The whole buffer's plan from ``start`` to ``end`` (a dry run shows it all at once)."""
+    lines = buffer.read_lines(vault.buffer_path, start, limit, max_line_bytes=vault.settings.limits.max_line_bytes, end=end)
     return make_plan(lines, state.buffer_id, vault.context(now), index, vault.note_validator(bulk=True).check,
                      workers=_workers(vault))
 

@@ -159,14 +159,22 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def append_locked(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Append ``data`` in a single ``write()`` under an exclusive flock.
+    """Append ``data`` under an exclusive flock (``locked_live``)."""
+    with locked_live(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode) as fd:
+        write_all(fd, mended(fd, data))
+
+
+@contextmanager
+def locked_live(path: Path, flags: int, mode: int = 0o600) -> Iterator[int]:
+    """A descriptor on the file at ``path`` (``open_regular``), under an exclusive flock.
 
     The lock also serialises against buffer rotation: if the file we opened was renamed
-    away while we waited, reopen the path so the line lands in the live buffer.
+    away while we waited, reopen the path so the caller works on the live file.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if flags & os.O_CREAT:
+        path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode)
+        fd = open_regular(path, flags, mode)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
@@ -175,14 +183,20 @@ def append_locked(path: Path, data: bytes, mode: int = 0o600) -> None:
                 current = None
             if current is None or current.st_ino != os.fstat(fd).st_ino:
                 continue  # rotated while we waited: try again on the new file
-            if current.st_size and os.pread(fd, 1, current.st_size - 1) != b"\n":
-                # A writer died mid-line: end that fragment so it cannot swallow this
-                # data (the fragment is then quarantined as a parse error, not lost).
-                data = b"\n" + data
-            write_all(fd, data)
+            yield fd
             return
         finally:
             os.close(fd)
+
+
+def mended(fd: int, data: bytes) -> bytes:
+    """``data`` to append to the file ``fd``: after a newline when its last line is cut
+    (a ``>>`` writer died mid-line), so that fragment cannot swallow it (the fragment is
+    then quarantined as a parse error, not lost)."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        return b"\n" + data
+    return data
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -116,14 +116,15 @@ def _notes_below(root, folder: str) -> set[str]:
     return {path for rel in note_dirs(root, folder) for path in scan_dir(root, rel)}
 
 
-def _count_lines(path, start: int) -> int:
+def _count_lines(path, start: int, end: int) -> int:
     if not path.exists():
         return 0
     n = 0
     with os.fdopen(open_regular(path), "rb") as fh:
         fh.seek(start)
-        while chunk := fh.read(1 << 20):
+        while start < end and (chunk := fh.read(min(1 << 20, end - start))):
             n += chunk.count(b"\n")
+            start += len(chunk)
     return n
 
 
@@ -222,13 +223,14 @@ def vault_status(vault: Vault) -> dict[str, Any]:
     partitions: dict[str, dict[str, int]] = {"vault": {}, "mind": {}}
     for (partition, label), n in sorted(counts.items()):
         partitions.setdefault(partition, {})[label] = n
-    size = buffer.size(vault.buffer_path)
+    size, said = buffer.settle(vault.buffer_path)  # a batch a killed writer left half-appended: cut away
     unread = buffer.unread_from(vault.buffer_path, state.offset, state.last_line)
     backlog = max(0, size - unread)
     pending = state.reinforcements
     return {
         "vault": str(vault.root),
-        "backlog": {"bytes": backlog, "lines": _count_lines(vault.buffer_path, min(unread, size))},
+        "backlog": {"bytes": backlog, "lines": _count_lines(vault.buffer_path, min(unread, size), size),
+                    **({"notes": said} if said else {})},
         "notes": {
             "total": sum(counts.values()),
             "archived": archived,

@@ -24,8 +24,9 @@ from cortex.layout import PARTITIONS, find_vault, is_other_repository, load_tag_
 from cortex.taxonomy import Taxonomy, load_taxonomy
 from cortex.timefmt import format_time, utcnow
 
-RUNTIME_PATHS = ("observer/observations.jsonl", "observer/state.json", "observer/quarantine.jsonl",
-                 "observer/skipped.jsonl", "observer/archive", "observer/cortex.lock", ".cortex")
+RUNTIME_PATHS = ("observer/observations.jsonl", "observer/.observations.jsonl.append", "observer/state.json",
+                 "observer/quarantine.jsonl", "observer/skipped.jsonl", "observer/archive", "observer/cortex.lock",
+                 ".cortex")
 
 
 CONFIG_WAIT = 10.0  # seconds a missing config is waited for while a person's commit runs
@@ -247,8 +248,7 @@ class Vault:
         if dry_run:
             return warnings
         self.refuse_links()
-        buffer.append(self.buffer_path, lines)
-        return warnings
+        return buffer.append(self.buffer_path, lines) + warnings
 
     def run(
         self,

@@ -305,3 +305,88 @@ def test_a_lock_cortex_did_not_take_is_never_removed(vault, lock):
     proc = run_cli(root, "run", "--json", check=False)
     assert proc.returncode == 0, proc.stderr
     assert len(note_bodies(root)) == 1
+
+
+# --- a batch appended all or nothing, across a kill ---------------------------------------
+
+BATCH = 4_000  # about 6 MB: the kernel appends it in pieces a SIGKILL falls between
+
+
+def big_batch(importance: float = 0.9) -> str:
+    return "".join(json.dumps({
+        "type": "fact", "body": f"Marker b{n:05d}q a line of a large batch about the export job.",
+        "context": "c" * 900, "source_quote": "q" * 450, "attribution": "claude-code", "session_id": "cli",
+        "timestamp": "2026-03-01T10:00:00.000Z", "bucket": "explicit", "importance": importance}) + "\n"
+        for n in range(BATCH))
+
+
+def kill_while_appending(root: Path, batch: str) -> bytes:
+    """`cortex write -` killed -9 the moment its batch starts reaching the buffer, until a
+    kill falls in the middle of the append (one may come after its end); what the
+    buffer then holds."""
+    buffer = root / "observer" / "observations.jsonl"
+    before = buffer.read_bytes()
+    for _ in range(8):
+        proc = subprocess.Popen([CORTEX, "--vault", str(root), "write", "-"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc.stdin.write(batch.encode())
+        proc.stdin.close()
+        while proc.poll() is None and buffer.stat().st_size == len(before):
+            pass
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        left = buffer.read_bytes()
+        if 0 < batch_lines(left) < BATCH:
+            return left
+        buffer.write_bytes(before)  # too late (or too early): as it was, and again
+        (root / "observer" / ".observations.jsonl.append").unlink(missing_ok=True)
+    pytest.fail("no kill fell in the middle of the append")
+
+
+def batch_lines(data: bytes) -> int:
+    return data.count(b"Marker b")
+
+
+@pytest.mark.parametrize("then", ["write", "run", "status"])
+def test_a_batch_whose_writer_is_killed_while_appending_it_is_all_or_nothing(vault, then):
+    """The writer reported no success, so an agent sends the batch again: a start of it
+    left in the buffer would be memorized twice (reinforcements) and its cut line held
+    as unreadable. The next write, run or status removes it, and says so."""
+    root = vault.root
+    run_cli(root, "write", "--type", "fact", "--body", "Marker early1q the nightly backup runs at two.")
+    kill_while_appending(root, big_batch())
+
+    argv = {"write": ("write", "--type", "fact", "--body", "Marker late1q the export job runs at six."),
+            "run": ("run", "--json"), "status": ("status",)}[then]
+    proc = run_cli(root, *argv)
+    said = proc.stdout + proc.stderr
+    assert "removed from the buffer" in said and "killed while appending" in said, said
+    assert not (root / "observer" / ".observations.jsonl.append").exists()
+    if then == "run":
+        report = json.loads(proc.stdout)
+        assert report["memorized"] == 1 and report["quarantined"] == {}, report
+        return
+    data = vault.buffer_path.read_bytes()
+    assert batch_lines(data) == 0, f"{batch_lines(data)} of {BATCH} lines of the batch left"
+    assert all(json.loads(line) for line in data.splitlines()), "a line cut in the middle was left"
+    assert b"Marker early1q" in data.splitlines()[0]
+    assert (b"Marker late1q" in data) is (then == "write")
+
+
+def test_a_line_appended_by_another_after_a_killed_batch_is_never_cut_away(vault):
+    """A `>>` writer takes no lock: its line after the cut batch is kept (glued to the
+    cut line, it is held in the quarantine), and the run says why the start of the
+    batch is kept with it."""
+    root = vault.root
+    run_cli(root, "write", "--type", "fact", "--body", "Marker early2q the nightly backup runs at two.")
+    kill_while_appending(root, big_batch(importance=0.05))  # the lines of it read are dropped: a quick run
+    with open(vault.buffer_path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "fact", "body": "Marker other1q the invoices go out on Mondays.",
+                             "attribution": "maya", "session_id": "cli", "bucket": "explicit",
+                             "timestamp": "2026-03-01T10:00:00.000Z", "importance": 0.9}) + "\n")
+
+    report = json.loads(run_cli(root, "run", "--json").stdout)
+    assert any("another process appended after it" in w for w in report["warnings"]), report["warnings"]
+    notes = "".join(p.read_text() for p in (root / "vault").rglob("*.md"))
+    held = [e for e in vault.quarantine.entries() if "Marker other1q" in e.line]
+    assert "Marker other1q" in notes or held, "the other writer's line was lost"

@@ -72,7 +72,10 @@ def write(
 ) -> None:
     """Append one validated observation to the buffer (or a batch from stdin with `-`).
     A batch is all or nothing: one invalid line and none is appended; the message (and
-    --json) names every invalid line."""
+    --json) names every invalid line. A write killed while it appends leaves none of its
+    batch either: the next write, run or status cuts away what it had appended, and says
+    so, before any run reads it; so a batch whose write did not print `appended` may be
+    sent again (docs/agents.md says the exceptions)."""
     from cortex.errors import InvalidObservation
     from cortex.buffer import bounded_lines
     from cortex.model import Rejection
@@ -277,6 +280,8 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         return
     print(f"vault        {s['vault']}")
     print(f"backlog      {s['backlog']['lines']} lines ({s['backlog']['bytes']} bytes) waiting for `cortex run`")
+    for note in s["backlog"].get("notes", []):
+        print(f"  note: {note}")
     n = s["notes"]
     print(f"notes        {n['total']} ({', '.join(f'{p} {c}' for p, c in n['by_partition'].items())}; {n['archived']} archived)")
     for partition, types in n["by_type"].items():
