@@ -94,7 +94,10 @@ def _settle(fd: int, path: Path, *, repair: bool) -> tuple[int, list[str]]:
     there = os.pread(fd, min(size - offset, length + 1), offset)
     newline = b"\n"
     batch_of = f"a batch of {_plural(batch.count(newline), 'observation')}"
-    only_ours = size - offset <= length and batch.startswith(there)
+    # A newline after the cut line is no other writer's line: a run ends a line a writer
+    # that is gone left unfinished, and an empty line loses nothing.
+    ours = there[:-1] if there.endswith(newline) and not batch.startswith(there) else there
+    only_ours = len(ours) <= length and batch.startswith(ours)
     if only_ours and repair:
         only_ours = _cut(path, fd, offset, size)
     if repair:

@@ -347,14 +347,19 @@ def batch_lines(data: bytes) -> int:
     return data.count(b"Marker b")
 
 
-@pytest.mark.parametrize("then", ["write", "run", "status"])
+@pytest.mark.parametrize("then", ["write", "run", "status", "run after a newline"])
 def test_a_batch_whose_writer_is_killed_while_appending_it_is_all_or_nothing(vault, then):
     """The writer reported no success, so an agent sends the batch again: a start of it
     left in the buffer would be memorized twice (reinforcements) and its cut line held
-    as unreadable. The next write, run or status removes it, and says so."""
+    as unreadable. The next write, run or status removes it, and says so; also once its
+    cut line was ended with a newline (as a run ends a line left unfinished)."""
     root = vault.root
     run_cli(root, "write", "--type", "fact", "--body", "Marker early1q the nightly backup runs at two.")
     kill_while_appending(root, big_batch())
+    if then == "run after a newline":
+        with open(vault.buffer_path, "ab") as fh:
+            fh.write(b"\n")
+        then = "run"
 
     argv = {"write": ("write", "--type", "fact", "--body", "Marker late1q the export job runs at six."),
             "run": ("run", "--json"), "status": ("status",)}[then]
