@@ -92,18 +92,20 @@ def _settle(fd: int, path: Path, *, repair: bool) -> tuple[int, list[str]]:
             record.unlink(missing_ok=True)
         return size, []
     there = os.pread(fd, min(size - offset, length + 1), offset)
+    if not there:  # killed before a byte of it was appended: nothing to cut
+        if repair:
+            record.unlink()
+        return size, []
     newline = b"\n"
     batch_of = f"a batch of {_plural(batch.count(newline), 'observation')}"
-    # A newline after the cut line is no other writer's line: a run ends a line a writer
-    # that is gone left unfinished, and an empty line loses nothing.
+    # A newline after the cut line is no other writer's line: an empty line (``echo >>``)
+    # loses nothing. (A run settles before it ends a dead writer's line: never this one.)
     ours = there[:-1] if there.endswith(newline) and not batch.startswith(there) else there
     only_ours = len(ours) <= length and batch.startswith(ours)
     if only_ours and repair:
         only_ours = _cut(path, fd, offset, size)
     if repair:
         record.unlink()
-    if not there:
-        return size, []  # killed before a byte of it was appended
     if only_ours:
         done = "removed from the buffer" if repair else "to be removed from the buffer (by the next run or write)"
         return offset, [
@@ -244,20 +246,20 @@ def unfinished_tail(path: Path) -> dict[str, object] | None:
         os.close(fd)
 
 
-def end_unfinished_line(path: Path, size_seen: int) -> bool:
+def end_unfinished_line(path: Path, size_seen: int) -> tuple[bool, list[str]]:
     """End the buffer's last line with a newline, under the writers' lock (as ``append``
     ends one before its data), if the buffer is still ``size_seen`` bytes long and that
-    line still has none: the next line appended is then a line of its own."""
-    fd = open_regular(path, os.O_RDWR | os.O_APPEND)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    line still has none: the next line appended is then a line of its own. Returns
+    whether it was ended, and what ``settle`` said: as every writer does under that lock,
+    a batch a killed writer left is settled first, so its cut end is cut away (the size
+    then differs), never ended and read as a line of its own."""
+    with locked_live(path, os.O_RDWR | os.O_APPEND) as fd:
+        _, said = _settle(fd, path, repair=True)
         size_now = os.fstat(fd).st_size
         if size_now != size_seen or size_now == 0 or os.pread(fd, 1, size_now - 1) == b"\n":
-            return False
+            return False, said
         os.write(fd, b"\n")
-        return True
-    finally:
-        os.close(fd)
+        return True, said
 
 
 def rotate_if_consumed(path: Path, offset: int, archive: Path) -> bool:

@@ -114,7 +114,9 @@ def _end_abandoned_line(vault: Vault, state: State, report: RunReport) -> None:
     seen = state.unfinished
     if seen is None or _unfinished(vault, state) != seen or buffer.held_open(vault.buffer_path, UNFINISHED_QUIET):
         return  # none, still growing, or its writer still has the buffer open: left for later
-    if buffer.end_unfinished_line(vault.buffer_path, seen["size"]):
+    ended, said = buffer.end_unfinished_line(vault.buffer_path, seen["size"])
+    report.warnings += said  # a batch a killed writer left is cut away first: its end is no line to read
+    if ended:
         report.warnings.append("the buffer's last line was left unfinished (no newline) since the last run by a "
                                "writer that is gone: it was ended and read")
 

@@ -139,6 +139,27 @@ def test_a_line_whose_writer_still_holds_the_buffer_open_is_left_alone(vault):
     assert vault.quarantine.entries() == []
 
 
+def test_a_write_killed_before_its_first_byte_leaves_a_dead_writers_line_to_be_ended(vault, monkeypatch):
+    """A `>>` writer died mid-line; then a `cortex write` is killed after recording its
+    batch, before a byte of it reached the buffer. The run that ends the dead writer's
+    line settles that batch first, under the same lock: nothing of it to cut, so the line
+    stays ended and is read, and no batch is said to be removed."""
+    from cortex import buffer
+
+    vault.buffer_path.write_bytes(FRAGMENT)
+    assert run_cli(vault)["read"] == 0  # it may be a writer still at work: left for the next run
+    with monkeypatch.context() as m:
+        crash_at(m, buffer, "write_all", after_calls=2)  # the record written, not the batch
+        with pytest.raises(Crash):
+            vault.write(marker("late1q"))
+    assert vault.buffer_path.read_bytes() == FRAGMENT
+    report = run_cli(vault)
+    assert report["read"] == 1 and report["quarantined"] == {"parse": 1}, report
+    assert not any("removed from the buffer" in w for w in report["warnings"]), report["warnings"]
+    assert [e.line for e in vault.quarantine.entries()] == [FRAGMENT.decode()]
+    assert notes_saying(vault, "late1q") == 0
+
+
 # --- a damaged state file -------------------------------------------------------------------
 
 
