@@ -384,14 +384,14 @@ def answers_before_eof(limit: float = DRAIN_LIMIT):
     gone = threading.Event()
 
     def to_client(line: bytes) -> None:
-        if gone.is_set():
-            return
-        try:
-            with writing:
+        with writing:
+            if gone.is_set():
+                return
+            try:
                 client.write(line)
                 client.flush()
-        except OSError:  # the client stopped reading: nobody to answer
-            gone.set()
+            except OSError:  # the client stopped reading: nobody to answer
+                gone.set()
 
     def inbound() -> None:
         with open(real_in, "rb") as source, open(to_sdk_w, "wb") as sdk:
@@ -420,6 +420,9 @@ def answers_before_eof(limit: float = DRAIN_LIMIT):
                     else:
                         pending.discard(_ids(line)[1])
                     answered.notify_all()
+        with writing:  # the SDK is done: the client sees the end of our stdout now, not at our exit
+            gone.set()
+            client.close()
 
     for relay in (inbound, outbound):
         threading.Thread(target=relay, name=f"mcp-{relay.__name__}", daemon=True).start()
