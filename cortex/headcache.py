@@ -10,8 +10,9 @@ it first after HEAD moved — a person's commit, ``cortex run``, a maintenance j
 (``git diff`` of the two trees, which skips unchanged folders) and reading only the blobs that
 changed (``git cat-file --batch``): a one-note commit costs the same in a vault of
 200,000 notes as in one of 10,000. A missing, unreadable or foreign cache, or an old
-HEAD that no longer exists, is rebuilt from ``git ls-tree`` of HEAD: the cache is never
-the truth, git is.
+HEAD that no longer exists, is rebuilt from ``git ls-tree`` of HEAD; a HEAD that does not
+descend from the old one (a reset, another branch, a rebase) has its deletions read anew
+from its own history: the cache is never the truth, git is.
 
 Standard library only (the git hook reads it), and the git CLI rather than pygit2.
 SQLite makes an update atomic: a kill -9 mid-update leaves the previous HEAD's rows.
@@ -205,20 +206,11 @@ class HeadCache:
                 if changes is None:
                     db.execute("DELETE FROM notes")
                     db.execute("DELETE FROM counts")
-                    db.execute("DELETE FROM deleted")
                     self._apply(db, self._listing(head))
-                    self._record_deleted(db, _known_deletions(self.root, head, self.max_note_bytes))
                     self.rebuilt = True
                 else:
                     self._apply(db, changes)
-                    back = [path for path, blob in changes if blob is not None]  # a revert, a re-add
-                    for part in _slices(back):
-                        db.execute("DELETE FROM deleted WHERE hash IN (SELECT hash FROM notes WHERE path IN "
-                                   f"({','.join('?' * len(part))}))", part)
-                    # the commits', not the two trees': a note cortex wrote and a person
-                    # deleted since the cache last looked is in neither tree
-                    self._record_deleted(db, _known_deletions(self.root, f"{old}..{head}", self.max_note_bytes)
-                                         if head else {})
+                self._follow_deletions(db, old, head, changes)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (head or "",))
             db.execute("COMMIT")
         except BaseException:
@@ -263,6 +255,27 @@ class HeadCache:
                     declared = _HASH_RE.search(data[:4096]) is not None
                 db.execute("INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                            (path, blob, ident, type_, hash_hex, folder_of(path), path.lower(), declared))
+
+    def _follow_deletions(self, db: sqlite3.Connection, old: str | None, head: str | None,
+                          changes: list[tuple[str, str | None]] | None) -> None:
+        """The notes HEAD's history deleted: those of the commits since ``old`` when HEAD
+        moved forward from it (``changes``: the notes that differ); else read anew from
+        all of HEAD's history — a rebuild, or a reset, a checkout of another branch, a
+        rebase: a deletion the cache saw on the way that history no longer holds must not
+        hold a repeat, as a cache rebuilt from git would not."""
+        from cortex import gitcli
+
+        if changes is None or old is None or head is None or not gitcli.is_ancestor(self.root, old, head):
+            db.execute("DELETE FROM deleted")
+            self._record_deleted(db, _known_deletions(self.root, head, self.max_note_bytes))
+            return
+        back = [path for path, blob in changes if blob is not None]  # a revert, a re-add
+        for part in _slices(back):
+            db.execute("DELETE FROM deleted WHERE hash IN (SELECT hash FROM notes WHERE path IN "
+                       f"({','.join('?' * len(part))}))", part)
+        # the commits', not the two trees': a note cortex wrote and a person
+        # deleted since the cache last looked is in neither tree
+        self._record_deleted(db, _known_deletions(self.root, f"{old}..{head}", self.max_note_bytes))
 
     @staticmethod
     def _record_deleted(db: sqlite3.Connection, removed: dict[str, str]) -> None:
@@ -381,7 +394,7 @@ def deletions(root: Path, commits: str | None, max_bytes: int | None = None) -> 
     return found
 
 
-def _known_deletions(root: Path, commits: str, max_bytes: int | None = None) -> dict[str, str]:
+def _known_deletions(root: Path, commits: str | None, max_bytes: int | None = None) -> dict[str, str]:
     """``deletions``, or none when git cannot read the deleted notes: a partial clone
     (``--filter=blob:none``) away from its remote has not fetched them. Repeats of those
     memories are then memorized again, as before the cache knew deletions; nothing fails."""

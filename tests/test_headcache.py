@@ -5,9 +5,10 @@ deleted or damaged; and git asked to pack when cortex leaves too many loose obje
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
-from conftest import git, observation
+from conftest import cortex, git, observation
 from cortex.headcache import HeadCache, fields
 from cortex.layout import is_note_path
 from cortex.maintenance.due import run_job
@@ -285,3 +286,53 @@ def test_a_partial_clone_away_from_its_remote_still_works_without_knowing_old_de
     (tmp_path / "away.git").rename(served)
     (laptop / ".cortex" / "head.sqlite").unlink()
     assert HeadCache(laptop).sync()._connect().execute("SELECT path FROM deleted").fetchall() == [(gone,)]
+
+
+def _memorize(root, body: str) -> str:
+    """``cortex write`` and ``cortex run`` through the real CLI; the run's report."""
+    assert cortex("write", "--type", "fact", "--body", body, cwd=root).returncode == 0
+    done = cortex("run", cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def _made_then_deleted(root, body: str) -> str:
+    """A memory made (its own commit) and deleted by a person (another); the cache has
+    seen the deletion. Returns its path."""
+    _memorize(root, "The coffee machine on floor two takes only coins.")
+    _memorize(root, body)
+    path = git(root, "show", "--name-only", "--format=", "HEAD").strip()
+    git(root, "rm", "-q", path)
+    git(root, *EMAIL, "commit", "-q", "-m", "person: not this")
+    assert cortex("status", cwd=root).returncode == 0  # the cache follows HEAD past the deletion
+    return path
+
+
+def test_a_reset_or_another_branch_without_the_deletion_memorizes_a_repeat(vault):
+    """What a repeat meets depends on HEAD's history, not on what the cache saw on the
+    way: once a reset or a checkout leaves neither the memory nor its deletion in history,
+    the repeat is memorized, as with a cache rebuilt from git."""
+    body = "The print server in room 4 jams on duplex jobs."
+    root = vault.root
+    branch = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(root, "branch", "before")
+    path = _made_then_deleted(root, body)
+    assert "(deleted 1)" in _memorize(root, body)  # held: the person deleted it
+    assert cortex("quarantine", "purge", "--reason", "deleted", cwd=root).returncode == 0
+    git(root, "reset", "-q", "--hard", "HEAD~2")  # before the memory and its deletion
+    assert git(root, "log", "--oneline", "--", path) == ""
+    said = _memorize(root, body)
+    listed = cortex("quarantine", "list", cwd=root).stdout
+    assert re.search(r"memorized +1 ", said) and "deleted" not in listed, said + listed
+    assert_follows(root)
+    # a branch where the deletion happened, then back to one that never had the memory
+    badge = "The badge reader at the side door fails in the rain."
+    git(root, "checkout", "-q", "-b", "elsewhere", "before")
+    _made_then_deleted(root, badge)
+    git(root, "checkout", "-q", branch)
+    said = _memorize(root, badge)
+    assert re.search(r"memorized +1 ", said), said
+    # ... and back on the branch whose history holds the deletion, a repeat is held again
+    git(root, "checkout", "-q", "elsewhere")
+    assert "(deleted 1)" in _memorize(root, badge)
+    assert_follows(root)
