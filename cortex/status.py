@@ -17,6 +17,8 @@ from cortex.layout import PARTITIONS
 if TYPE_CHECKING:
     from cortex.vault import Vault
 
+NO_TYPE = "(no type)"  # by_type's key for a note in no type's folder that declares no known type
+
 def _note_counts(vault: Vault, index_state: dict | None) -> list[tuple[str, str, int]]:
     """(folder, declared type or "", notes) of the working tree's notes: HEAD's counts from
     the HEAD cache, corrected by what git names as added, changed, deleted or untracked
@@ -217,8 +219,10 @@ def vault_status(vault: Vault) -> dict[str, Any]:
         types = types_of[folder]
         if len(types) == 1:
             label = types[0]
-        else:  # goal_short and goal_long both live in mind/goals: the note says which
+        elif types:  # goal_short and goal_long both live in mind/goals: the note says which
             label = declared if declared in types else parts[1]
+        else:  # a folder of no type (vault/inbox, vault/Decisions): the note's own type, not the folder's name
+            label = declared if declared in vault.taxonomy else NO_TYPE
         counts[parts[0], label] += n
     partitions: dict[str, dict[str, int]] = {"vault": {}, "mind": {}}
     for (partition, label), n in sorted(counts.items()):

@@ -259,6 +259,21 @@ def test_status_counts_types_that_share_a_folder_by_their_own_type(vpath):
     assert s["notes"]["by_type"]["mind"] == {"goal_long": 1, "goal_short": 2, "goals": 1}
     assert s["notes"]["by_partition"]["mind"] == 4
 
+
+def test_status_counts_a_note_in_a_folder_of_no_type_by_its_own_type(vpath):
+    """A note not yet committed in a folder no type lives in (a case-only rename of a
+    type's folder, a note saved in vault/inbox/) is counted under the type it declares,
+    never under the folder's name; one that declares none under "(no type)"."""
+    cortex("--vault", str(vpath), "write", "--type", "decision", "--body", "We chose Postgres for the ledger service.")
+    cortex("--vault", str(vpath), "run")
+    git(vpath, "mv", "vault/decisions", "vault/Decisions")
+    (vpath / "vault/inbox").mkdir()
+    (vpath / "vault/inbox/heron.md").write_text("---\ntype: fact\n---\n\nThe herons nest by the weir.\n")
+    (vpath / "vault/inbox/owl.md").write_text("The owls hunt at dusk.\n")
+    s = json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)
+    assert s["notes"]["by_type"]["vault"] == {"(no type)": 1, "decision": 1, "fact": 1}
+    assert s["notes"]["by_partition"]["vault"] == 3
+
 def test_status_counts_uncommitted_notes_from_the_index_record_and_the_folders_that_moved(vpath):
     """`cortex status` asks git about untracked notes only in folders whose mtime moved
     since the search index recorded them; the rest come from that record. Each way a
