@@ -336,3 +336,26 @@ def test_a_reset_or_another_branch_without_the_deletion_memorizes_a_repeat(vault
     git(root, "checkout", "-q", "elsewhere")
     assert "(deleted 1)" in _memorize(root, badge)
     assert_follows(root)
+
+
+def test_a_repeat_reinforces_the_memory_not_a_copy_a_person_keeps_elsewhere(vault):
+    """A person copies a memory into a folder of their own (twice): the copies keep its id
+    and source hash, as the hook leaves notes outside vault/ and mind/ alone. The agent's
+    repeat reinforces the memory in mind/; the copies stay as the person made them."""
+    root = vault.root
+    body = "Service gamma1 listens on port 7011 for tracing."
+    _memorize(root, body)
+    [memory] = [p for p in git(root, "ls-files", "mind/facts").split() if p.endswith(".md")]
+    (root / "notes/ops").mkdir(parents=True)
+    for name in ("tracing.md", "tracing-2.md"):
+        (root / "notes/ops" / name).write_text((root / memory).read_text(encoding="utf-8"), encoding="utf-8")
+        git(root, "add", "-A")
+        git(root, *EMAIL, "commit", "-q", "-m", f"person: my copy {name}")
+    copies = {p: (root / p).read_text(encoding="utf-8") for p in ("notes/ops/tracing.md", "notes/ops/tracing-2.md")}
+    said = _memorize(root, body)
+    assert re.search(r"reinforced +1\b", said), said
+    done = cortex("maintain", "--force", "--only", "reinforce", cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [memory]
+    assert "reinforced: 1" in (root / memory).read_text(encoding="utf-8")
+    assert {p: (root / p).read_text(encoding="utf-8") for p in copies} == copies

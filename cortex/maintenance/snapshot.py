@@ -297,7 +297,16 @@ class Snapshot:
 
     @cached_property
     def _by_id(self) -> dict[str, NoteInfo]:
-        return {n.id: n for n in self.notes if n.id}
+        """The note each id names when several carry it (``noteref.preferred``): the
+        memory in mind/, not a copy a person keeps elsewhere with its id; a memory a
+        person moved out of mind/ is still the one note its id names."""
+        from cortex.noteref import by_preference
+
+        by_path = {n.path: n for n in self.notes if n.id}
+        named: dict[str, NoteInfo] = {}
+        for path in by_preference(by_path):
+            named.setdefault(by_path[path].id, by_path[path])
+        return named
 
     @cached_property
     def _by_path(self) -> dict[str, NoteInfo]:
