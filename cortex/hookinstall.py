@@ -2,6 +2,14 @@
 beside it, the notes' merge driver and the python they run (``cortex init``, ``cortex
 clone``, ``cortex hook install``). What runs at commit time is ``cortex.hooks``.
 
+The hooks a commit runs are the ones this machine accepted. git never carries hooks from
+one clone to another, but pre-commit reads its list of commands from
+``.pre-commit-config.yaml``, a tracked file any pull may change. So ``install`` records
+the config it installs for (``git config cortex.preCommitConfig``: its blob, kept in the
+object store for a diff), and pre-commit's hook script refuses a commit, before pre-commit
+runs anything, while the file is not that one; ``cortex hook install`` accepts the file
+as it is now.
+
 Everything that names this python is repointed in ``install``, in one place: after
 cortex moves to a new virtualenv, ``cortex hook install`` leaves nothing naming the old
 one (the hook, the guard, ``cortex.python``, the merge driver).
@@ -46,10 +54,10 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
         said.append("merges leave a note added to a folder the other side emptied where it is "
                     "(git config merge.directoryRenames false)")
     _guard_fsmonitor(git, said)
-    hook = git("rev-parse", "--git-path", "hooks/pre-commit").stdout.strip()
-    hook_path = root / hook if hook else root / ".git" / "hooks" / "pre-commit"
+    hook_path = _hook_path(root)
     if not force and hook_path.exists() and PRE_COMMIT_MARK in hook_path.read_text(errors="replace"):
         _say_when_gone(hook_path)
+        _accept_config(root, git, hook_path, said, problems, again=False)
         _install_guard(hook_path.parent, said, problems)
         return said, problems
     local = Path(sys.executable).with_name("pre-commit")
@@ -71,12 +79,113 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
     if done.returncode == 0:
         said.append("pre-commit hook installed (.git/hooks/pre-commit)")
         _say_when_gone(hook_path)
+        _accept_config(root, git, hook_path, said, problems, again=force)
     else:
         lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
         reason = lines[-1] if lines else f"exit {done.returncode}"  # the error, not pre-commit's traceback
         problems.append(f"`pre-commit install` failed: {reason}; fix it, then `cortex hook install`")
     _install_guard(hook_path.parent, said, problems)
     return said, problems
+
+
+def _hook_path(root: Path) -> Path:
+    import subprocess
+
+    hook = subprocess.run(["git", "rev-parse", "--git-path", "hooks/pre-commit"], cwd=root,
+                          capture_output=True, text=True, check=False).stdout.strip()
+    return root / hook if hook else root / ".git" / "hooks" / "pre-commit"
+
+
+# --- the config this machine accepted ------------------------------------------------------
+
+CONFIG = ".pre-commit-config.yaml"
+ACCEPTED = "cortex.preCommitConfig"  # git config: the blob of the config accepted here
+_CHECK_BEGIN = "# cortex: accepted config, begin"
+_CHECK_END = "# cortex: accepted config, end\n"
+_TEMPLATED = "# end templated\n"  # pre-commit's hook script: its own settings end here
+# Shell and git only, before pre-commit starts: a commit stays fast, and nothing the
+# changed file names can run. `--no-filters`: the bytes pre-commit reads.
+_CHECK = f"""{_CHECK_BEGIN}: the hooks this commit runs are the ones accepted on this
+# machine (`cortex hook install`); a config pulled or edited since is refused. docs/hooks.md
+if [ -f {CONFIG} ]; then
+    cortex_now="$(git hash-object --no-filters -- {CONFIG})"
+    cortex_accepted="$(git config --local --get {ACCEPTED})"
+    if [ "$cortex_now" != "$cortex_accepted" ]; then
+        git hash-object -w --no-filters -- {CONFIG} >/dev/null 2>&1  # for the diff named below
+        cortex_diff=""
+        [ -n "$cortex_accepted" ] && cortex_diff="; since you accepted it: \\`git diff $cortex_accepted $cortex_now\\`"
+        echo "cortex: {CONFIG} is not the one accepted on this machine (a pull or an edit changed it), and the hooks it names run as commands at every commit: the commit is refused, nothing ran. Review it (\\`git log -p -- {CONFIG}\\`$cortex_diff); if you trust what it runs, accept it with \\`cortex hook install\\`, then commit again" 1>&2
+        exit 1
+    fi
+fi
+{_CHECK_END}"""
+
+
+def config_blob(root: Path, *, write: bool = False) -> str | None:
+    """The blob of the vault's pre-commit config as pre-commit reads it (None: no file)."""
+    from cortex import gitcli
+
+    if not (root / CONFIG).is_file():
+        return None
+    res = gitcli.run(root, "hash-object", *(["-w"] if write else []), "--no-filters", "--", CONFIG)
+    return res.out.strip() if res.ok else None
+
+
+def config_accepted(root: Path) -> bool:
+    """Whether the vault's pre-commit config is the one accepted on this machine."""
+    from cortex import gitcli
+
+    accepted = gitcli.run(root, "config", "--local", "--get", ACCEPTED).out.strip()
+    return bool(accepted) and accepted == config_blob(root)
+
+
+def config_checked(root: Path) -> bool:
+    """Whether the vault's commit hook refuses a config not accepted here (set up by this
+    cortex, not an older one nor a bare `pre-commit install`)."""
+    try:
+        return _CHECK_BEGIN in _hook_path(root).read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _accept_config(root: Path, git, hook_path: Path, said: list[str], problems: list[str], *, again: bool) -> None:
+    """Record the config as accepted here and make pre-commit's hook check it. ``again``
+    (`cortex hook install`): the file as it is now is accepted; otherwise (`cortex init`,
+    `cortex clone`) only a vault with none accepted yet (new, cloned, or set up by an older
+    cortex) accepts its file: a changed one waits for a person's `cortex hook install`."""
+    blob = config_blob(root, write=True)  # written: the refusal's `git diff` names it later
+    accepted = git("config", "--local", "--get", ACCEPTED).stdout.strip()
+    if blob is not None and (again or not accepted):
+        if blob == accepted or git("config", "--local", ACCEPTED, blob).returncode == 0:
+            said.append(f"accepted {CONFIG} as it is now (git config {ACCEPTED}): the hooks it names run at every "
+                        f"commit; once it changes (a pull, an edit) commits are refused until `cortex hook install` "
+                        f"accepts it again")
+    elif blob is not None and blob != accepted:
+        said.append(f"warning: {CONFIG} is not the one accepted on this machine: commits are refused until you "
+                    f"review it (`git log -p -- {CONFIG}`) and accept it with `cortex hook install`")
+    _add_check(hook_path, problems)
+
+
+def _add_check(hook_path: Path, problems: list[str]) -> None:
+    """Put the check in pre-commit's hook script, after its settings (again: this
+    cortex's check replaces an older cortex's)."""
+    try:
+        text = original = hook_path.read_text()
+    except OSError as exc:
+        problems.append(f"cortex could not read the hook {hook_path} ({exc.strerror or exc}); `cortex hook install` tries again")
+        return
+    if _CHECK_BEGIN in text:
+        start = text.index(_CHECK_BEGIN)
+        end = text.find(_CHECK_END, start)
+        text = text[:start] + text[end + len(_CHECK_END):] if end != -1 else text
+    if _TEMPLATED not in text:
+        problems.append(f"{hook_path} is not pre-commit's hook as cortex knows it (no `{_TEMPLATED.strip()}` line), so "
+                        f"cortex cannot make it refuse a changed {CONFIG}: `cortex hook install` installs pre-commit's own")
+        return
+    at = text.index(_TEMPLATED) + len(_TEMPLATED)
+    text = text[:at] + _CHECK + text[at:]
+    if text != original:
+        atomic_write(hook_path, text.encode(), hook_path.stat().st_mode & 0o7777)
 
 
 # pre-commit's hook, when the python it was installed with is gone and no pre-commit is on

@@ -676,6 +676,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
         if report.after != report.before:
             report.warnings += _follow_head(vault, now)
             report.invalid = _incoming_problems(root, report.before, report.after)
+            report.warnings += _config_pulled(root, report.before, report.after)
         counts = gitcli.ahead_behind(root, "HEAD", f"refs/remotes/{remote_ref}")
         if counts:
             report.ahead, report.behind = counts
@@ -696,6 +697,24 @@ def _remember(vault: Vault, remote_ref: str, tip: str | None, now: datetime) -> 
     state = vault.load_state()
     state.extra.setdefault(JOB, {}).setdefault("tips", {})[remote_ref] = tip
     vault.save_state(state)
+
+
+def _config_pulled(root: Path, before: str | None, after: str | None) -> list[str]:
+    """One line when the sync changed the pre-commit config, whose hooks run as commands at
+    every commit (``cortex.hookinstall``: a commit refuses a config not accepted here)."""
+    from cortex.hookinstall import CONFIG, config_accepted, config_checked
+
+    if before is None or after is None or gitcli.run(root, "diff", "--quiet", before, after, "--", CONFIG).code != 1:
+        return []
+    if config_accepted(root):
+        return []
+    review = f"review it (`git log -p -- {CONFIG}`)"
+    if config_checked(root):
+        return [f"the pull changed {CONFIG}, whose hooks run as commands at every commit: commits here are refused "
+                f"until you {review} and accept it (`cortex hook install`)"]
+    return [f"the pull changed {CONFIG}, whose hooks run as commands at every commit, and this vault's hook does not "
+            f"check it (set up by an older cortex, or by `pre-commit install`): {review} before your next commit, "
+            "then `cortex hook install` (from then on a changed config is refused until accepted)"]
 
 
 # Notes a sync checks at most (a machine long offline may pull thousands; `cortex validate

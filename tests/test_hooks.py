@@ -104,6 +104,8 @@ def repo(made_vault, hook_env) -> Repo:
     r.git("reset", "-q", "--hard", init)
     r.git("clean", "-fdq")
     r.git("config", "cortex.python", sys.executable)
+    # the config `cortex init` accepted (a test may have accepted another)
+    r.git("config", "cortex.preCommitConfig", r.git("hash-object", "--no-filters", ".pre-commit-config.yaml").stdout.strip())
     return r
 
 
@@ -569,6 +571,9 @@ def test_a_vault_with_the_two_hooks_of_before_keeps_them_and_they_still_work(rep
                         "        language: system\n        files: \\.md$\n        exclude: ^observer/|(^|/)\\.\n"
                         for half in ("fix", "validate")))
     repo.write(".pre-commit-config.yaml", legacy)
+    accepted = subprocess.run([str(VENV_BIN / "cortex"), "hook", "install"], cwd=repo.root, env=hook_env,
+                              capture_output=True, text=True)  # a changed config runs once accepted here
+    assert accepted.returncode == 0, accepted.stderr
     assert repo.commit("the hooks of before").returncode == 0
     done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(repo.root)], env=hook_env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -814,7 +819,7 @@ def test_a_commit_whose_hook_python_is_gone_names_cortex_hook_install(repo):
     stock = "    echo '`pre-commit` not found.  Did you forget to activate your virtualenv?' 1>&2\n"
     try:
         # a vault set up by an older cortex: the hook as pre-commit writes it; `cortex init` amends it
-        start = original.index('    echo "cortex:')
+        start = original.index('\n    echo "cortex:') + 1
         hook.write_text(original[:start] + stock + original[original.index("\n", start) + 1:])
         assert subprocess.run([str(VENV_BIN / "cortex"), "init", str(repo.root)], env=repo.env,
                               capture_output=True).returncode == 0
@@ -888,3 +893,106 @@ def test_a_tag_of_digits_alone_is_a_warning_since_obsidian_does_not_count_it(rep
     assert done.returncode == 0, done.output
     assert "mind/facts/budget.md:9: warning: tag '2026' is digits alone, which Obsidian does not count as a tag " \
            "— give it a letter (y2026, fy-2026) to find the note by it in Obsidian" in done.output
+
+
+# --- the hooks a commit runs are the ones this machine accepted ------------------------------
+
+PLANTED = ("      - id: cortex-extra\n        name: cortex (index notes)\n"
+           "        entry: sh -c 'echo ran > \"$0\"' {marker}\n"
+           "        language: system\n        always_run: true\n        pass_filenames: false\n")
+
+
+def _shared_vault(tmp_path: Path, env: dict) -> tuple[Path, Path, dict]:
+    """A vault pushed to a bare remote and a second machine's `cortex clone` of it:
+    (the first machine's vault, the clone, an environment with a committer)."""
+    env = {**env, "GIT_AUTHOR_NAME": "Test Person", "GIT_AUTHOR_EMAIL": "person@example.com",
+           "GIT_COMMITTER_NAME": "Test Person", "GIT_COMMITTER_EMAIL": "person@example.com"}
+    remote, first, clone = tmp_path / "remote.git", tmp_path / "first", tmp_path / "clone"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    subprocess.run([str(VENV_BIN / "cortex"), "init", str(first)], env=env, check=True, capture_output=True)
+    subprocess.run(["git", "remote", "add", "origin", str(remote)], cwd=first, check=True)
+    subprocess.run(["git", "push", "-q", "origin", "HEAD:main"], cwd=first, env=env, check=True)
+    done = subprocess.run([str(VENV_BIN / "cortex"), "clone", str(remote), str(clone)], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return first, clone, env
+
+
+def _push_config_change(first: Path, env: dict, marker: Path) -> None:
+    """A teammate's push of a `.pre-commit-config.yaml` with a hook of their own (plain git,
+    hooks bypassed, as anyone with push access can)."""
+    config = first / ".pre-commit-config.yaml"
+    config.write_text(config.read_text() + PLANTED.format(marker=marker))
+    subprocess.run(["git", "commit", "-qam", "hooks: index notes", "--no-verify"], cwd=first, env=env, check=True)
+    subprocess.run(["git", "push", "-q", "origin", "HEAD:main"], cwd=first, env=env, check=True)
+
+
+@pytest.mark.parametrize("pull", ["cortex sync", "git pull"])
+def test_a_pulled_pre_commit_config_runs_nothing_until_this_machine_accepts_it(tmp_path, hook_env, pull):
+    """A teammate pushed a `.pre-commit-config.yaml` with an `always_run` hook: after the
+    pull, this machine's next ordinary `git commit` ran the teammate's command. git never
+    carries hooks between clones; now neither does the vault: the commit is refused before
+    pre-commit runs anything, saying how to review and accept, and `cortex hook install`
+    accepts it."""
+    first, clone, env = _shared_vault(tmp_path, hook_env)
+    marker = tmp_path / "ran"
+    _push_config_change(first, env, marker)
+    if pull == "cortex sync":
+        synced = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(clone), "sync"], env=env,
+                                capture_output=True, text=True)
+        assert synced.returncode == 0, synced.stderr
+        said = [line for line in (synced.stdout + synced.stderr).splitlines() if ".pre-commit-config.yaml" in line]
+        assert len(said) == 1 and "refused" in said[0] and "cortex hook install" in said[0], synced.stdout + synced.stderr
+    else:
+        subprocess.run(["git", "pull", "-q", "--no-rebase", "origin", "main"], cwd=clone, env=env, check=True)
+    assert "cortex-extra" in (clone / ".pre-commit-config.yaml").read_text()
+
+    person = Repo(clone, env)
+    person.write("mind/facts/staging.md", "---\ntype: fact\n---\n\nThe staging database is rebuilt nightly.\n")
+    refused = person.commit("staging note")
+    assert refused.returncode == 1, refused.output
+    assert not marker.exists(), "the teammate's command ran"
+    assert not person.committed("mind/facts/staging.md")
+    assert ".pre-commit-config.yaml" in refused.stderr and "nothing ran" in refused.stderr
+    assert "git log -p -- .pre-commit-config.yaml" in refused.stderr and "cortex hook install" in refused.stderr
+
+    accepted = subprocess.run([str(VENV_BIN / "cortex"), "hook", "install"], cwd=clone, env=env,
+                              capture_output=True, text=True)
+    assert accepted.returncode == 0 and "accepted .pre-commit-config.yaml as it is now" in accepted.stderr, accepted.stderr
+    done = person.commit("staging note")
+    assert done.returncode == 0, done.output
+    assert person.committed("mind/facts/staging.md") and marker.exists()  # accepted: its hooks run
+
+
+def test_a_persons_own_edit_of_the_config_is_accepted_by_one_cortex_hook_install(repo):
+    """As with `pre-commit install`: an edited config is refused at the next commit, on
+    this machine too, until `cortex hook install` accepts it."""
+    config = repo.root / ".pre-commit-config.yaml"
+    config.write_text(config.read_text() + "# a comment of mine\n")
+    refused = repo.commit("my config")
+    assert refused.returncode == 1 and "cortex hook install" in refused.stderr, refused.output
+    done = subprocess.run([str(VENV_BIN / "cortex"), "hook", "install"], cwd=repo.root, env=repo.env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert repo.commit("my config").returncode == 0 and "a comment of mine" in repo.git("show", "HEAD:.pre-commit-config.yaml").stdout
+
+
+def test_a_vault_set_up_by_an_older_cortex_accepts_its_config_at_the_next_install(repo):
+    """A vault whose hook predates the check has no accepted config: `cortex init` (or
+    `cortex hook install`) adds the check and accepts the config as it is then, as a first
+    `pre-commit install` does; `cortex init` never accepts a changed one after that."""
+    hook = repo.root / ".git" / "hooks" / "pre-commit"
+    original = hook.read_text()
+    start, end = original.index("# cortex: accepted config"), original.rindex("# cortex: accepted config")
+    hook.write_text(original[:start] + original[original.index("\n", end) + 1:])
+    repo.git("config", "--unset", "cortex.preCommitConfig")
+    done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(repo.root)], env=repo.env, capture_output=True, text=True)
+    assert done.returncode == 0 and "accepted .pre-commit-config.yaml as it is now" in done.stderr, done.stderr
+    assert hook.read_text() == original
+    config = repo.root / ".pre-commit-config.yaml"
+    config.write_text(config.read_text() + "# changed since\n")
+    again = subprocess.run([str(VENV_BIN / "cortex"), "init", str(repo.root)], env=repo.env, capture_output=True, text=True)
+    assert again.returncode == 0 and "accepted .pre-commit-config.yaml as it is now" not in again.stderr, again.stderr
+    assert "is not the one accepted on this machine" in again.stderr and "cortex hook install" in again.stderr
+    repo.write("mind/facts/note.md", note())
+    assert repo.commit().returncode == 1 and not repo.committed("mind/facts/note.md")
