@@ -86,15 +86,16 @@ def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
     for rel, edit in ((".gitignore", _with_rules), (".gitattributes", _with_attributes)):
         if rel in absent:
             created += _ensure_lines(root, rel, edit)
+    unhooked: list[str] = []  # why the config runs no cortex hook: init exits 1, once the vault is made
     if ".pre-commit-config.yaml" not in created and (root / ".pre-commit-config.yaml").is_file():
-        created += _ensure_hook_entries(root)
+        created += _ensure_hook_entries(root, unhooked)
     # Files an interrupted init created but never committed: committed now, or a clone
     # of the vault would not be a vault.
     managed = [rel for rel, _ in (*FILES, *GENERATED)] + [f"{s.partition}/{s.folder}/.gitkeep" for s in DEFAULT_TYPES] + [".gitignore", ".gitattributes"]
     uncommitted = _untracked(root, [rel for rel in managed if rel not in created and (root / rel).is_file()])
     if created or uncommitted:
         _commit(vault, [p for p in created if p != ".git"] + uncommitted)
-    done = _install_hooks(root)
+    done = _install_hooks(root, unhooked)
     if set_up is not None:
         set_up += done
     return created + uncommitted
@@ -235,9 +236,10 @@ def _with_hooks(text: str) -> str | None:
     return merged if same and after["repos"][: len(before["repos"])] == before["repos"] else None
 
 
-def _ensure_hook_entries(root: Path) -> list[str]:
+def _ensure_hook_entries(root: Path, problems: list[str]) -> list[str]:
     """Add cortex's hooks to a person's existing pre-commit config (without them their
-    commits would pass unchecked while `cortex init` said all was well), or say what to add."""
+    commits would pass unchecked while `cortex init` said all was well), or say what to add
+    (and add to ``problems`` why the vault's commits go unchecked)."""
     import sys
 
     path = root / ".pre-commit-config.yaml"
@@ -251,6 +253,8 @@ def _ensure_hook_entries(root: Path) -> list[str]:
             f"cortex: {path} has no cortex hooks and cortex could not add them safely: add this entry "
             f"to its `repos:` list (make one if it has none), then `cortex hook install`:\n{_template_entry()[1]}"
         )
+        problems.append(".pre-commit-config.yaml names no cortex hook and cortex could not add it safely: add the "
+                        "entry above to its `repos:` list, then `cortex hook install`")
         return []
     if merged == text:
         return []
@@ -305,13 +309,14 @@ def _commit(vault: Vault, paths: list[str]) -> None:
             repo.stage_committed(rel, oid, before, restage=lambda data, edit=edit: _edited_bytes(edit, data))
 
 
-def _install_hooks(root: Path) -> list[str]:
+def _install_hooks(root: Path, unhooked: list[str]) -> list[str]:
     """Install the pre-commit hook (offline: the hooks are `repo: local`,
     `language: system`), record which python runs cortex and define the notes' merge
-    driver; see ``cortex.hookinstall.install``. A vault whose hook could not be installed takes
-    every commit unchecked: that is an error (exit 1) naming what to fix, after the vault
-    is made, so `cortex hook install` then finishes the job. Returns what it set up that
-    was not set up already, for people."""
+    driver; see ``cortex.hookinstall.install``. A vault whose hook could not be installed,
+    or whose config names no cortex hook (``unhooked``: why), takes every commit unchecked:
+    that is an error (exit 1) naming what to fix, after the vault is made, so `cortex hook
+    install` then finishes the job. Returns what it set up that was not set up already,
+    for people."""
     import sys
 
     from cortex import gitcli
@@ -320,6 +325,7 @@ def _install_hooks(root: Path) -> list[str]:
 
     python = gitcli.config(root, "cortex.python")
     done, problems = install(root)
+    problems = unhooked + problems
     for line in [d for d in done if d.startswith("warning:")]:
         sys.stderr.write(f"cortex: {line}\n")
     if problems:

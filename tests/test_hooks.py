@@ -526,15 +526,22 @@ def test_init_adds_the_hooks_to_a_persons_existing_pre_commit_config(tmp_path, h
 
 
 def test_init_says_what_to_add_when_it_cannot_merge_the_config(tmp_path, hook_env):
+    """A flow-style config (`repos: [...]`) is left alone with the entry to add printed;
+    init exited 0 though the vault then took every commit unchecked. Exit 1, as for any
+    hook it cannot install: the vault is made, one line says what is missing."""
     root = tmp_path / "flow"
     root.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     flow = 'repos: [{repo: local, hooks: [{id: x, name: x, entry: "true", language: system}]}]\n'
     (root / ".pre-commit-config.yaml").write_text(flow)
     done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(root)], env=hook_env, capture_output=True, text=True)
-    assert done.returncode == 0
+    assert done.returncode == 1, done.stderr
     assert "has no cortex hooks" in done.stderr and "id: cortex\n" in done.stderr
+    said = [line for line in done.stderr.splitlines() if "commits there would go in unchecked" in line]
+    assert len(said) == 1 and ".pre-commit-config.yaml" in said[0] and "cortex hook install" in said[0], done.stderr
+    assert "Traceback" not in done.stderr
     assert (root / ".pre-commit-config.yaml").read_text() == flow
+    assert (root / "observer" / "config.yml").exists()  # the vault is made: only its hook is missing
 
 
 @pytest.mark.parametrize("committed", ["", "# hooks come later\n", "repos: []  # none yet\n",
