@@ -29,7 +29,7 @@ from cortex.fsutil import Before, atomic_write
 from cortex.keepdeleted import merging
 from cortex.layout import (
     UnreadableNote, case_twins, in_partition, is_markdown, is_note_path, is_other_repository, link_on_path,
-    escaped_name, misnamed_reason, read_note_bytes, reserved_part, unprintable_name, write_cache,
+    escaped_name, misnamed_reason, private_cache_dir, read_note_bytes, reserved_part, unprintable_name, write_cache,
 )
 from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
@@ -144,13 +144,12 @@ class HookVault:
         return load_schema(self.root, "note")
 
     def scanner(self):
-        from cortex.layout import write_cache
         from cortex.security import Scanner
 
         # The pattern layer only: the learned classifier needs numpy and the embedding
         # model, too slow for a commit; `cortex run` applies it to agents' observations.
         return Scanner(extra_patterns=self.security_settings()[0], use_classifier=False,
-                       cache_dir=self.root / ".cortex", save_cache=write_cache)
+                       cache_dir=private_cache_dir(self.root), save_cache=write_cache)
 
     def validator(self):
         from cortex.layout import load_tag_allow
@@ -210,12 +209,14 @@ class HookVault:
 
     def id_index(self, blobs: dict[str, str | None], known: dict[str, str]) -> IdIndex:
         """Which note has which id. ``known`` (path → id, the notes being checked) wins;
-        the others' ids come from a cache keyed by blob id (``.cortex/note-ids.json``),
+        the others' ids come from a cache keyed by blob id (``note-ids.json`` in the git
+        directory, which no pull can overwrite: a forged copy would hide a duplicate id),
         so a commit reads only notes it has not seen before, not the whole vault."""
         index = IdIndex(known)
-        cache_path = self.root / ".cortex" / "note-ids.json"
+        where = private_cache_dir(self.root)
+        cache_path = where / "note-ids.json" if where is not None else None
         try:
-            cache = json.loads(cache_path.read_text(encoding="utf-8")).get("ids", {})
+            cache = json.loads(cache_path.read_text(encoding="utf-8")).get("ids", {}) if cache_path else {}
         except (OSError, ValueError, AttributeError):
             cache = {}
         seen: dict[str, str] = {}
@@ -230,7 +231,7 @@ class HookVault:
                 seen[blob] = ident
             if ident:
                 index.add(rel, ident)
-        if set(seen) != set(cache):
+        if cache_path is not None and set(seen) != set(cache):
             write_cache(cache_path, {"version": 1, "ids": seen})
         return index
 

@@ -1,5 +1,6 @@
 """What makes a directory a vault, the vault files read on the fast paths (the git
-hook, `cortex query`), and the derived caches under `.cortex/` that keep them fast.
+hook, `cortex query`), and the derived caches that keep them fast (under `.cortex/`, or
+in the git directory for those no other machine may hand over: `private_cache_dir`).
 Standard library only: importing this costs next to nothing."""
 
 from __future__ import annotations
@@ -157,6 +158,23 @@ def load_tag_allow(root: Path) -> frozenset[str] | None:
     if not isinstance(tags, list):
         raise ConfigError(f"{path}: expected a list of tags (or `tags:` holding one)", "e.g. `tags: [ops, billing/invoices]`")
     return frozenset(str(t).lower() for t in tags)  # notes' tags are lowercase
+
+
+def private_cache_dir(root: Path) -> Path | None:
+    """Where cortex keeps a cache another machine must never hand over (the words of the
+    injection patterns, the notes at HEAD with the memories people deleted): ``cortex/``
+    in the worktree's git directory, where no pull, clone or checkout writes. Under
+    ``.cortex/`` a teammate could force-add a forged copy, and a pull would overwrite the
+    ignored file with it. Found without starting git (the hook runs on every commit);
+    None when ``root`` holds no repository of its own (the caller keeps no such cache)."""
+    if not os.path.lexists(root / ".git"):
+        return None
+    from cortex.gitlock import git_dir_of
+
+    try:
+        return git_dir_of(root) / "cortex"
+    except (OSError, UnicodeDecodeError):  # an unreadable `.git` file
+        return None
 
 
 def write_cache(path: Path, obj: Any) -> None:

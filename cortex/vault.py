@@ -128,7 +128,7 @@ class Vault:
 
     @cached_property
     def scanner(self):
-        from cortex.layout import write_cache
+        from cortex.layout import private_cache_dir, write_cache
         from cortex.security import Scanner
 
         s = self.settings
@@ -136,7 +136,7 @@ class Vault:
             extra_patterns=s.injection_patterns,
             classifier_threshold=s.classifier_threshold,
             use_classifier=s.use_classifier,
-            cache_dir=self.root / ".cortex",
+            cache_dir=private_cache_dir(self.root),
             save_cache=write_cache,
         )
 

@@ -363,7 +363,9 @@ def test_a_memory_a_person_deleted_is_held_when_an_agent_says_it_again(vault):
     assert len(held) == 1 and held[0]["count"] == 3 and old["path"] in held[0]["detail"] and OLD in held[0]["line"]
 
     # The cache that knows it is derived: deleted, it is rebuilt from git's history.
-    for stale in (vault.root / ".cortex").glob("head.sqlite*"):
+    from cortex.headcache import HeadCache
+
+    for stale in HeadCache(vault.root).path.parent.glob("head.sqlite*"):
         stale.unlink()
     assert _run(vault, OLD)["quarantined"] == {"deleted": 1}
 

@@ -102,11 +102,11 @@ def test_follows_a_pull_from_another_machine(vault, tmp_path):
 def test_rebuilt_when_deleted_or_damaged(vault):
     make_note(vault, "fact", "The ledger runs on Postgres 16.")
     assert_follows(vault.root, rebuilt=True)
-    path = vault.root / ".cortex" / "head.sqlite"
+    path = HeadCache(vault.root).path
     path.unlink()
     assert_follows(vault.root, rebuilt=True)
     for suffix in ("-wal", "-shm"):
-        (vault.root / ".cortex" / f"head.sqlite{suffix}").unlink(missing_ok=True)
+        path.with_name(f"head.sqlite{suffix}").unlink(missing_ok=True)
     path.write_bytes(b"not a database at all" * 100)
     assert_follows(vault.root, rebuilt=True)
     # the HEAD it remembers no longer exists (a history rewritten and pruned): rebuilt too
@@ -284,7 +284,7 @@ def test_a_partial_clone_away_from_its_remote_still_works_without_knowing_old_de
     assert done.returncode == 0, done.stderr
     # with the remote back, a rebuild reads them (git fetches the blobs it lacks)
     (tmp_path / "away.git").rename(served)
-    (laptop / ".cortex" / "head.sqlite").unlink()
+    HeadCache(laptop).path.unlink()
     assert HeadCache(laptop).sync()._connect().execute("SELECT path FROM deleted").fetchall() == [(gone,)]
 
 

@@ -6,7 +6,7 @@ words ~35 ms more, in every process that scans (a quarter of the hook's budget f
 note, a tenth of a 1,000-line run), and almost every text matches none of them. Each
 pattern has words any match must contain (``ignore-previous-instructions`` cannot match
 a text holding none of "ignore", "disregard", "forget", ...). Those words are worked out
-once from the parsed pattern and cached in ``.cortex/pattern-words.json`` (keyed by the
+once from the parsed pattern and cached in ``pattern-words.json`` (keyed by the
 pattern file, the vault's extra patterns and the Python version); a scan then
 compiles just the patterns whose words occur in the text, and runs the scanner's own
 ``match_patterns`` over them, so the first pattern that matches is the one the full
@@ -18,6 +18,11 @@ anything else (classes, lookarounds) is taken to need nothing, and a pattern nee
 nothing is always compiled. Case: the patterns ignore case, and ``re`` then also lets
 ``i`` match ``ı`` and ``İ``, ``s`` match ``ſ``, ``k`` match ``K``; the text is folded
 the same way before looking.
+
+The cache lies where the caller says, which must be a place no other machine can write
+(the vault's git directory, ``layout.private_cache_dir``): its key is a hash of public
+inputs, so a copy handed over (a teammate's force-added ``.cortex/pattern-words.json``,
+which a pull writes over the ignored file) could say no pattern needs compiling.
 """
 
 from __future__ import annotations
