@@ -200,6 +200,13 @@ def load_settings(path: Path) -> Settings:
         raise ConfigError(f"{path}: {exc}") from None
 
 
+def refused_patterns(root: Path, exc: ValueError) -> ConfigError:
+    """The error of a vault pattern the scanner refused (``Scanner``, through
+    ``cortex.security.injection.vault_patterns``: one that could stall every teammate's
+    hook and run), naming the file it came from."""
+    return ConfigError(f"{root / 'observer' / 'config.yml'}: {exc}", "fix or remove it in security.injection_patterns")
+
+
 def _workers(value: Any) -> int | None:
     if value is None or value == "auto":
         return None

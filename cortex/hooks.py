@@ -148,8 +148,13 @@ class HookVault:
 
         # The pattern layer only: the learned classifier needs numpy and the embedding
         # model, too slow for a commit; `cortex run` applies it to agents' observations.
-        return Scanner(extra_patterns=self.security_settings()[0], use_classifier=False,
-                       cache_dir=private_cache_dir(self.root), save_cache=write_cache)
+        try:
+            return Scanner(extra_patterns=self.security_settings()[0], use_classifier=False,
+                           cache_dir=private_cache_dir(self.root), save_cache=write_cache)
+        except ValueError as exc:  # a pattern of the vault's own refused: said, not a traceback
+            from cortex.config import refused_patterns
+
+            raise refused_patterns(self.root, exc) from None
 
     def validator(self):
         from cortex.layout import load_tag_allow

@@ -132,13 +132,18 @@ class Vault:
         from cortex.security import Scanner
 
         s = self.settings
-        return Scanner(
-            extra_patterns=s.injection_patterns,
-            classifier_threshold=s.classifier_threshold,
-            use_classifier=s.use_classifier,
-            cache_dir=private_cache_dir(self.root),
-            save_cache=write_cache,
-        )
+        try:
+            return Scanner(
+                extra_patterns=s.injection_patterns,
+                classifier_threshold=s.classifier_threshold,
+                use_classifier=s.use_classifier,
+                cache_dir=private_cache_dir(self.root),
+                save_cache=write_cache,
+            )
+        except ValueError as exc:  # a pattern of the vault's own refused
+            from cortex.config import refused_patterns
+
+            raise refused_patterns(self.root, exc) from None
 
     def note_validator(self, *, redact: bool = False, bulk: bool = False):
         from cortex.validate import NoteValidator

@@ -180,6 +180,65 @@ def test_bad_extra_pattern_fails_at_construction_with_its_name():
         Scanner(extra_patterns=[{"name": "broken", "pattern": "(unclosed"}])
 
 
+# A vault's own patterns come from the tracked, shared observer/config.yml: one that can
+# take exponential time would stall every teammate's hook, run and write.
+EXPONENTIAL = ["(a|aa)+$x", "(a+)+$", r"(\w+\s?)+$", "(a|)+b", "(a*){2,}x", "(.*a){20}", "([a-z]+[0-9]?)+!"]
+LINEAR = ["wire the refund", r"(?:(?:the|these)\s+)*rules", r"(ab|ac)+", r"(\w|\d)+$", r"(?:\s+\w+){0,3}x",
+          r"(?:\w+\s+)+override", "(?:foo|bar)+", ".{0,80}secret", r"(a|aa){1,3}$x"]
+
+
+def test_every_shipped_pattern_passes_the_backtracking_rule():
+    from cortex.security.backtracking import exponential_risk
+    from cortex.security.injection import default_patterns
+
+    assert {p.name: exponential_risk(p.regex.pattern, p.regex.flags) for p in default_patterns()} == \
+        {p.name: None for p in default_patterns()}
+
+
+@pytest.mark.parametrize("pattern", EXPONENTIAL)
+def test_a_pattern_that_can_take_exponential_time_is_refused_with_its_name(pattern):
+    with pytest.raises(ValueError, match=r"'slow' .* can take exponential time"):
+        Scanner(extra_patterns=[{"name": "slow", "pattern": pattern}])
+
+
+@pytest.mark.parametrize("pattern", LINEAR)
+def test_a_pattern_matched_one_way_only_is_accepted(pattern):
+    Scanner(extra_patterns=[pattern])
+
+
+def test_vault_patterns_are_bounded_in_length_and_number():
+    from cortex.security.backtracking import MAX_PATTERN_CHARS, MAX_PATTERNS
+
+    with pytest.raises(ValueError, match=f"over the {MAX_PATTERN_CHARS} allowed"):
+        Scanner(extra_patterns=["x" * (MAX_PATTERN_CHARS + 1)])
+    with pytest.raises(ValueError, match=f"over the {MAX_PATTERNS} allowed"):
+        Scanner(extra_patterns=[f"word{i}" for i in range(MAX_PATTERNS + 1)])
+    with pytest.raises(ValueError, match="injection pattern 1 is 42"):
+        Scanner(extra_patterns=[42])
+
+
+def test_a_pulled_exponential_pattern_stops_no_command(vault):
+    """The pattern comes with a pull; every command that scans says which pattern and why
+    at once, instead of running for hours (the run holding the vault lock)."""
+    from conftest import git
+
+    config = vault.root / "observer" / "config.yml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("  injection_patterns: []", "  injection_patterns: ['(a|aa)+$x']"), encoding="utf-8")
+    assert "(a|aa)+$x" in config.read_text(encoding="utf-8")
+    git(vault.root, "commit", "-qam", "one more pattern", "--no-verify")
+    body = "The build cache key is " + "a" * 40 + "b"
+    said = "observer/config.yml: injection pattern 'extra-1' ('(a|aa)+$x') can take exponential time"
+    for argv in (("write", "--type", "fact", "--attribution", "maya", "--body", body), ("run",)):
+        done = subprocess.run(["cortex", "--vault", str(vault.root), *argv], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and said in done.stderr, (argv, done.stderr)
+    note = vault.root / "mind" / "facts" / "key.md"
+    note.write_text(f"---\ntype: fact\n---\n\n{body}\n", encoding="utf-8")
+    git(vault.root, "add", "mind/facts/key.md")
+    done = subprocess.run(["git", "commit", "-q", "-m", "key"], cwd=vault.root, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and said in done.stdout + done.stderr and "Traceback" not in done.stdout + done.stderr
+
+
 def test_pattern_layer_and_construction_do_not_import_numpy():
     code = (
         "import sys\n"

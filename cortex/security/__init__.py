@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from cortex.security import normalise, secrets
-from cortex.security.injection import Verdict, compile_patterns
+from cortex.security.injection import Verdict, vault_patterns
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -48,8 +48,8 @@ class Scanner:
         """``cache_dir`` and ``save_cache(path, obj)``: where the pattern layer keeps the
         words each pattern needs (``cortex.security.gate``), so a process compiles only
         the patterns a text could match; without them the words are worked out here."""
-        # Compile the vault's own patterns now so a bad one fails at start, with its name.
-        compile_patterns(extra_patterns)
+        # Check the vault's own patterns now so a bad one fails at start, with its name.
+        vault_patterns(extra_patterns)
         self._extra_patterns = list(extra_patterns)
         self._threshold = classifier_threshold
         self._use_classifier = use_classifier
