@@ -124,12 +124,11 @@ class HookVault:
         """Decay's ``maintenance.forget_threshold`` (a memory brought back from the archive
         is given an importance above it); a mistake in it must not block a commit."""
         from cortex.errors import ConfigError
-        from cortex.maintenance.settings import DEFAULT_FORGET_THRESHOLD, number
+        from cortex.maintenance.settings import DEFAULT_FORGET_THRESHOLD, forget_threshold
 
         maintenance = self._config().get("maintenance")
         try:
-            return number(maintenance if isinstance(maintenance, dict) else {}, "forget_threshold",
-                          DEFAULT_FORGET_THRESHOLD)
+            return forget_threshold(maintenance if isinstance(maintenance, dict) else {})
         except ConfigError:
             return DEFAULT_FORGET_THRESHOLD
 

@@ -219,6 +219,33 @@ def test_forget_threshold_is_configurable(vault):
     assert run_job(vault, "decay", now=T0 + 3 * MONTH).items[0]["path"] == path  # 0.6 - 0.15 = 0.45
 
 
+def test_a_forget_threshold_that_would_archive_fresh_memories_is_refused(vault):
+    """observer/config.yml is shared: a teammate's `forget_threshold: 1.0` would have the
+    next decay archive every memory, even one memorized a second ago."""
+    from conftest import cortex
+
+    for body in ("The CI runner image is rebuilt every Monday.", "Jonas reviews every change to invoicing."):
+        assert cortex("--vault", str(vault.root), "write", "--type", "fact", "--body", body,
+                      "--attribution", "maya").returncode == 0
+    assert cortex("--vault", str(vault.root), "run").returncode == 0
+    kept = note_paths(vault)
+    assert len(kept) == 2
+    with open(vault.root / "observer" / "config.yml", "a") as fh:
+        fh.write("\nmaintenance:\n  forget_threshold: 1.0\n")
+    git(vault.root, "commit", "-qam", "config: tidy maintenance", "--no-verify")
+
+    done = cortex("--vault", str(vault.root), "maintain", "--force", "--only", "decay")
+    assert done.returncode == 1
+    assert "maintenance.forget_threshold must be a number from 0 to 0.5, got 1.0" in done.stderr
+    assert "decay would archive memories the day they are memorized" in done.stderr
+    assert note_paths(vault) == kept
+
+    from cortex.config import Settings
+    from cortex.maintenance.settings import MAX_FORGET_THRESHOLD
+
+    assert MAX_FORGET_THRESHOLD <= Settings().threshold  # nothing the run keeps by default is below it
+
+
 def test_a_memory_a_person_moves_into_the_archive_stays_there_when_an_agent_repeats_it(vault):
     """A person drags a memory into `mind/archive/facts/` (no archive fields: cortex did
     not archive it). The agent's repeat is counted on the note where it lies; the move is

@@ -1,7 +1,7 @@
 """The ``maintenance:`` section of ``observer/config.yml``.
 
     maintenance:
-      forget_threshold: 0.2       # effective importance below this: archived by decay
+      forget_threshold: 0.2       # effective importance below this: archived by decay (0 to 0.5)
       dedup_threshold: 0.85       # embedding cosine at or above this: a candidate pair
       jobs:                       # when `cortex maintain` finds each job due (UTC)
         reinforce: every 1h
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from cortex.vault import Vault
 
 DEFAULT_FORGET_THRESHOLD = 0.2
+# The run memorizes nothing below its `threshold`, 0.5 by default: a forget threshold
+# above it would have decay archive memories the day they were memorized (1.0, a
+# teammate's pushed setting, archives every one), so none is accepted.
+MAX_FORGET_THRESHOLD = 0.5
 DEFAULT_DEDUP_THRESHOLD = 0.85
 DEFAULT_WHEN = {
     "reinforce": "every 1h",
@@ -81,11 +85,23 @@ class MaintenanceSettings:
     when: dict[str, When] = field(default_factory=lambda: {k: When.parse(v) for k, v in DEFAULT_WHEN.items()})
 
 
-def number(data: dict, key: str, default: float) -> float:
+def number(data: dict, key: str, default: float, high: float = 1.0) -> float:
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-        raise ConfigError(f"observer/config.yml: maintenance.{key} must be a number from 0 to 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= high:
+        raise ConfigError(f"observer/config.yml: maintenance.{key} must be a number from 0 to {high:g}, got {value!r}",
+                          _WHY_AT_MOST.get(key, ""))
     return float(value)
+
+
+def forget_threshold(data: dict) -> float:
+    """``maintenance.forget_threshold``: decay archives a memory whose effective
+    importance falls below it; from 0 to ``MAX_FORGET_THRESHOLD``."""
+    return number(data, "forget_threshold", DEFAULT_FORGET_THRESHOLD, MAX_FORGET_THRESHOLD)
+
+
+_WHY_AT_MOST = {"forget_threshold": f"above {MAX_FORGET_THRESHOLD:g} (the run's default threshold) decay would archive "
+                                    "memories the day they are memorized; the default is "
+                                    f"{DEFAULT_FORGET_THRESHOLD:g}"}
 
 
 def parse_maintenance(data: Any) -> MaintenanceSettings:
@@ -102,7 +118,7 @@ def parse_maintenance(data: Any) -> MaintenanceSettings:
             raise ConfigError(f"observer/config.yml: unknown maintenance job {name!r}", f"use {', '.join(DEFAULT_WHEN)}")
         when[name] = When.parse(text)
     return MaintenanceSettings(
-        forget_threshold=number(data, "forget_threshold", DEFAULT_FORGET_THRESHOLD),
+        forget_threshold=forget_threshold(data),
         dedup_threshold=number(data, "dedup_threshold", DEFAULT_DEDUP_THRESHOLD),
         when=when,
     )
