@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +22,20 @@ def vpath(tmp_path):
     result = cortex("init", str(path))
     assert result.returncode == 0, result.stderr
     return path
+
+
+def test_an_end_of_input_inside_a_command_is_a_bug_with_a_report_not_a_silent_abort(tmp_path):
+    """click turns an EOFError (numpy's word for an empty file) into "Aborted!" and exit 1,
+    a query's "nothing found". cortex asks nothing at a prompt: one is a bug, exit 3 with a report."""
+    script = ("import sys\nfrom cortex.cli import app, main\n"
+              "@app.command('trip')\ndef trip():\n    raise EOFError('No data left in file')\n"
+              "sys.exit(main(['trip']))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert done.returncode == 3, done.stderr
+    assert "Aborted" not in done.stderr and "EOFError: No data left in file" in done.stderr
+    report = Path(re.search(r"written to (\S+)", done.stderr).group(1))
+    assert "EOFError" in report.read_text()
 
 
 def test_init_is_idempotent_and_says_so(vpath):

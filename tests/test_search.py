@@ -412,7 +412,8 @@ def test_unchanged_vault_touches_nothing(vault):
     assert report.touched == 0
 
 
-@pytest.mark.parametrize("damage", ["state", "whoosh", "vectors", "postings", "stored", "missing"])
+@pytest.mark.parametrize("damage", ["state", "whoosh", "vectors", "postings", "stored", "missing", "vectors.npy emptied",
+                                    "vector_keys.order.npy emptied"])
 def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
     note = write_note(vault, "mind/facts/x.md", "Zebras have striped skin underneath", type_="fact")
     commit_all(vault)
@@ -426,6 +427,8 @@ def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
                 f.write_bytes(b"garbage")
     elif damage == "vectors":
         (base / "vectors.npy").write_bytes(b"garbage")
+    elif damage.endswith(" emptied"):  # numpy reads an empty .npy as the end of input (EOFError)
+        (base / damage.split()[0]).write_bytes(b"")
     elif damage in ("postings", "stored"):  # a segment cut short: Whoosh trips only when reading it
         for f in (base / "whoosh").glob("*.pst" if damage == "postings" else "*._stored.col"):
             f.write_bytes(f.read_bytes()[:10])
@@ -437,8 +440,26 @@ def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
     assert main(["--vault", str(vault), "query", "zebras", "--paths"]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == [note]
-    assert "rebuilding" in err and "search index" in err
-    assert "Traceback" not in err
+    if damage != "vector_keys.order.npy emptied":  # (a lookup file only: without it, keys are found by a byte search)
+        assert "rebuilding" in err and "search index" in err
+    assert "Traceback" not in err and "Aborted" not in err
+
+
+def test_cortex_index_and_query_rebuild_an_emptied_vector_file(vault):
+    """An empty vectors.npy is damage like any other, for `cortex index` as for a query:
+    rebuilt with a message, never click's "Aborted!" and exit 1 (a query's "nothing found")."""
+    note = write_note(vault, "mind/facts/x.md", "Zebras have striped skin underneath", type_="fact")
+    commit_all(vault)
+    assert cortex("--vault", str(vault), "index").returncode == 0
+    matrix = vault / ".cortex" / "search" / "vectors.npy"
+    matrix.write_bytes(b"")
+    done = cortex("--vault", str(vault), "index", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["rebuilt"] is True and "rebuilding" in done.stderr
+    matrix.write_bytes(b"")
+    done = cortex("--vault", str(vault), "query", "zebras", "--paths")
+    assert (done.returncode, done.stdout.splitlines()) == (0, [note]), done.stderr
+    assert "Aborted" not in done.stderr and "rebuilding" in done.stderr
 
 
 JSON_KEYS = {"rank", "path", "id", "title", "type", "category", "partition", "archived", "tags", "entities",

@@ -12,9 +12,27 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperGroup
+
+
+class EndOfInput(Exception):
+    """An EOFError raised inside a command (numpy's word for an empty file, for one)."""
+
+
+class _Commands(TyperGroup):
+    def invoke(self, ctx):
+        # click reports an EOFError as an interrupted prompt: "Aborted!" and exit 1, a
+        # query's "nothing found". cortex prompts for nothing, so one is a bug, for the
+        # error handler of `cortex.cli.main` to report as every other (exit 3).
+        try:
+            return super().invoke(ctx)
+        except EOFError as exc:
+            raise EndOfInput(f"EOFError: {exc}") from exc
+
 
 app = typer.Typer(
     name="cortex",
+    cls=_Commands,
     help="Git-native memory for AI agents: observations in, validated notes and commits out.",
     no_args_is_help=True,
     add_completion=False,

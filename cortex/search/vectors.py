@@ -96,14 +96,14 @@ class VectorStore:
 
     @classmethod
     def load(cls, directory: Path, *, head_dims: int = 0) -> "VectorStore":
-        matrix = np.load(directory / MATRIX, mmap_mode="r")
+        matrix = _mapped(directory / MATRIX)
         token = _token(directory)
         keys = Keys((directory / KEYS).read_bytes(), _order(directory, token))
         if matrix.ndim != 2 or matrix.dtype != np.float32 or len(keys) != matrix.shape[0]:
             raise ValueError(f"vector store in {directory} is inconsistent ({matrix.shape} vs {len(keys)} keys)")
         head = None
         if head_dims and matrix.shape[0] > EXACT_LIMIT and (directory / HEAD).exists():
-            head = np.load(directory / HEAD, mmap_mode="r")
+            head = _mapped(directory / HEAD)
             if head.shape != (matrix.shape[0], head_dims):
                 head = None
         store = cls(directory, matrix, keys, head_dims, head)
@@ -363,7 +363,7 @@ def _order(directory: Path, token: list[int] | None) -> tuple[np.ndarray, np.nda
     """The rows in path order and the line starts, when the lookup file belongs to the
     keys file of ``token`` (the one there now), else None (the byte search)."""
     try:
-        table = np.load(directory / ORDER, mmap_mode="r")
+        table = _mapped(directory / ORDER)
     except (OSError, ValueError):
         return None
     if token is None or table.ndim != 1 or table.shape[0] < 4 or table[:3].tolist() != token:
@@ -372,6 +372,16 @@ def _order(directory: Path, token: list[int] | None) -> tuple[np.ndarray, np.nda
     if table.shape[0] != 4 + 2 * n + 1:
         return None
     return table[4: 4 + n], table[4 + n:]
+
+
+def _mapped(path: Path) -> np.ndarray:
+    """A saved array, memory-mapped. An empty file is damage as any other is (ValueError):
+    numpy reads it as the end of its input, EOFError, which click would report as an
+    interrupted prompt."""
+    try:
+        return np.load(path, mmap_mode="r")
+    except EOFError as exc:
+        raise ValueError(f"{path.name} is empty ({exc})") from None
 
 
 def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
