@@ -250,3 +250,55 @@ def test_a_killed_watcher_leaves_queries_answered_alone(served):
     assert (root / ".git" / "cortex-watch" / "sock").exists()  # left behind: nobody listens
     done = query(root, "who services the harbour cranes", "--json")
     assert done.returncode == 0 and comparable(done.stdout) == expected
+
+
+def cut_short(path: Path) -> None:
+    """The file truncated in place, as a disk tool or a full disk leaves it (cortex's own
+    writes replace a file whole: what a process has mapped stays as it was)."""
+    os.truncate(path, path.stat().st_size // 2)
+
+
+def test_a_vector_file_cut_short_under_the_watcher_is_declined_then_rebuilt_by_the_query(served):
+    """The daemon reads the vector file memory-mapped: read past the end of a file cut
+    short, it would die (SIGBUS) at its next question, silently, and stay gone. It
+    declines instead; the query rebuilds the index and answers; the daemon serves again."""
+    root = served
+    done, was_served = served_after(root, "who services the harbour cranes", "--json")
+    assert was_served and "Okonkwo" in done.stdout
+    cut_short(root / ".cortex" / "search" / "vectors.npy")
+    done = query(root, "who services the harbour cranes", "--json")
+    assert done.returncode == 0 and "Okonkwo" in done.stdout, done.stderr
+    assert "rebuilding" in done.stderr
+    ready(root)  # alive, and reading the rebuilt index
+    done, was_served = served_after(root, "who services the harbour cranes", "--json")
+    assert was_served and done.returncode == 0 and "Okonkwo" in done.stdout
+
+
+MCP_ASKS_TWICE = """
+import os, sys
+from pathlib import Path
+from cortex.search.live import LiveIndex
+from cortex.search.question import Question
+
+root = Path(sys.argv[1])
+live = LiveIndex(root, interval=3600).start()
+live.wait_ready(60)
+print([h.path for h in live.ask(Question("who services the harbour cranes", limit=1)).hits])
+matrix = root / ".cortex" / "search" / "vectors.npy"
+os.truncate(matrix, matrix.stat().st_size // 2)
+print([h.path for h in live.ask(Question("who services the harbour cranes", limit=1)).hits])
+"""
+
+
+def test_the_mcp_servers_index_survives_its_vector_file_cut_short(served):
+    """The MCP server's index (`LiveIndex`), without a watcher to ask: a vector file cut
+    short under it is read again (rebuilt), not read past its end (SIGBUS, the server gone)."""
+    import subprocess
+
+    root = served
+    assert cortex("--vault", str(root), "watch", "--stop").returncode == 0
+    done = subprocess.run([sys.executable, "-c", MCP_ASKS_TWICE, str(root)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    before, after = done.stdout.splitlines()
+    assert before == after and before != "[]"

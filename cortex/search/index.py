@@ -212,8 +212,10 @@ class SearchIndex:
         return version(self.directory / "state.json")
 
     def rewritten(self) -> bool:
-        """Whether another process has replaced the index on disk since this one loaded or wrote it."""
-        return self.state_version() != self._loaded_stamp
+        """Whether the index on disk is no longer the one this process holds: another
+        process replaced it since this one loaded or wrote it, or a vector file it reads
+        memory-mapped was changed in place under it (`VectorStore.intact`)."""
+        return self.state_version() != self._loaded_stamp or (self.vectors is not None and not self.vectors.intact())
 
     def load(self, *, vectors: bool = True) -> "SearchIndex":
         """Open the stored index; IndexUnavailable when it must be rebuilt.

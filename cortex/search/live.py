@@ -104,6 +104,11 @@ class LiveIndex:
         as fresh as a cold query's; without it, as fresh as the last stamp check."""
         self.wait_ready()
         with self.lock:
+            try:
+                self.session.reread_if_rewritten()  # before reading a file changed under it
+            except Exception as exc:  # damaged: rebuilt, as a cold query would
+                self.session.recover(exc)
+                self._mark()
             probe = self._watcher_probe()
             answer = self.session.ask(question, probe=probe)
             if answer.report.rebuilt or answer.report.touched:
@@ -146,9 +151,12 @@ class LiveIndex:
                 sig.append(None)
         return tuple(sig)
 
+    def _rewritten(self) -> bool:
+        return self.index.state_version() != self._state_stamp or self.index.rewritten()
+
     def refresh_if_changed(self) -> bool:
         with self.lock:
-            changed = self._changes_signature() != self._signature or self.index.state_version() != self._state_stamp
+            changed = self._changes_signature() != self._signature or self._rewritten()
         if changed or time.monotonic() - self._last_full >= FULL_CHECK_EVERY:
             self.refresh()
             return True
@@ -161,9 +169,10 @@ class LiveIndex:
         probe = GitProbe.start(self.root, since=search_token(self.root)).result()
         with self.lock:
             try:
-                if self.index.state_version() != self._state_stamp:
+                if self._rewritten():
                     # Another process (`cortex query`, `cortex index --rebuild`) rewrote the index on
-                    # disk: reopen it whole, even when no note changed, so no searcher outlives its files.
+                    # disk, or changed a file of it in place: reopen it whole, even when no note
+                    # changed, so no searcher outlives its files.
                     self.index.load(vectors=True)
                 report = self.session.refresh(probe, quiet=True)
             except Exception as exc:  # deleted (`git clean -X`, `rm -rf .cortex`) or damaged

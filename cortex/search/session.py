@@ -97,9 +97,15 @@ class Session:
         what changed since this index's own token."""
         from cortex.search.freshness import GitProbe
 
+        self.reread_if_rewritten()
+        return GitProbe.start(self.root, since=self.index.state.watch or "")
+
+    def reread_if_rewritten(self) -> None:
+        """For a session kept loaded: the index read afresh when another process replaced
+        it on disk, or a file it reads mapped was changed under it (read as it is, a file
+        cut short would end the process); `IndexUnavailable` when it is damaged."""
         if self.index.rewritten():
             self.index.load(vectors=True)
-        return GitProbe.start(self.root, since=self.index.state.watch or "")
 
     def tell_skipped(self, report: UpdateReport) -> None:
         for line in report.skipped:

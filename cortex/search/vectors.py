@@ -23,6 +23,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from cortex.fsutil import version
+
 MATRIX = "vectors.npy"
 HEAD = "vectors_head.npy"
 KEYS = "vector_keys.txt"
@@ -54,6 +56,7 @@ class VectorStore:
         self.delta_keys: list[str] = []
         self.dead: set[int] = set()  # base rows superseded or deleted
         self._base_token: list[int] | None = None  # the saved base this store extends
+        self._mapped: dict[str, tuple[int, int, int] | None] = {}  # file name -> its version when mapped
 
     @property
     def dim(self) -> int:
@@ -96,6 +99,7 @@ class VectorStore:
 
     @classmethod
     def load(cls, directory: Path, *, head_dims: int = 0) -> "VectorStore":
+        seen = {name: version(directory / name) for name in (MATRIX, HEAD, ORDER)}  # before mapping (`intact`)
         matrix = _mapped(directory / MATRIX)
         token = _token(directory)
         keys = Keys((directory / KEYS).read_bytes(), _order(directory, token))
@@ -108,6 +112,8 @@ class VectorStore:
                 head = None
         store = cls(directory, matrix, keys, head_dims, head)
         store._base_token = token
+        store._mapped = {name: seen[name] for name, used in ((MATRIX, True), (HEAD, head is not None),
+                                                             (ORDER, keys._order is not None)) if used}
         try:
             delta = _read_delta(directory)
         except FileNotFoundError:
@@ -119,6 +125,14 @@ class VectorStore:
         if store.delta.shape != (len(store.delta_keys), matrix.shape[1]) or any(not 0 <= r < len(keys) for r in store.dead):
             raise ValueError(f"vector delta in {directory} does not fit its base")
         return store
+
+    def intact(self) -> bool:
+        """Whether every file this store reads memory-mapped is still as it was mapped.
+        cortex replaces its files whole (a mapping keeps the file it was made of), but one
+        cut short in place (a disk tool, a person clearing the cache, a full disk) kills
+        the process that reads past its new end, by SIGBUS: a process that keeps the
+        store loaded asks this before each use, and reads the store again (three stats)."""
+        return all(version(self.directory / name) == seen for name, seen in self._mapped.items())
 
     def save(self) -> None:
         """Write the delta alone, or fold it into a new base when it has grown."""
@@ -151,6 +165,7 @@ class VectorStore:
         self.keys = Keys.of([keys[i] for i in keep] + [self.delta_keys[j] for j in live])
         self.delta = np.zeros((0, self.matrix.shape[1]), dtype=np.float32)
         self.delta_keys, self.dead, self._rows, self._in_delta, self._head = [], set(), None, None, None
+        self._mapped = {}  # all in memory now
 
     def _write_base(self) -> None:
         tmp_matrix = self.directory / (MATRIX + ".tmp")
