@@ -386,6 +386,36 @@ def test_edit_then_commit_between_queries(vault):
     assert paths(search(fresh_index(vault), "kayak")) == ["vault/resources/r.md"]
 
 
+def keep_stat_while_rewriting(path: Path, old: str, new: str) -> None:
+    """The note's words changed, its size and mtime as they were (`cp -p`, `rsync -a` or
+    `touch -r` of a restored copy)."""
+    st = path.stat()
+    text = path.read_text(encoding="utf-8")
+    assert len(old) == len(new) and old in text
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_seen_when_git_names_the_note_changed(vault):
+    note = vault / "notes" / "shard.md"
+    note.parent.mkdir()
+    note.write_text("# Shard\n\nWe will shard the orders table by tenant id.\n", encoding="utf-8")
+    git(vault, "add", "notes")
+    git(vault, "commit", "-qm", "shard", "--no-verify")
+    keep_stat_while_rewriting(note, "tenant", "region")  # uncommitted: git status names it
+    assert cortex("--vault", str(vault), "query", "region", "--paths").stdout.splitlines() == ["notes/shard.md"]
+    keep_stat_while_rewriting(note, "region", "zephyr")
+    done = cortex("--vault", str(vault), "index", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["changed"] == 1, done.stdout + done.stderr
+    keep_stat_while_rewriting(note, "zephyr", "yonder")
+    done = cortex("--vault", str(vault), "query", "yonder", "--paths")
+    assert (done.returncode, done.stdout.splitlines()) == (0, ["notes/shard.md"]), done.stderr
+    assert cortex("--vault", str(vault), "query", "zephyr", "--paths").returncode == 1  # the old words: nothing
+    done = cortex("--vault", str(vault), "index", "--json")  # re-read, not re-indexed: the same bytes
+    assert json.loads(done.stdout)["changed"] == 0
+
+
 def test_move_keeps_embedding_and_counts_as_move(vault):
     write_note(vault, "mind/facts/x.md", "Otters hold hands while sleeping", type_="fact")
     commit_all(vault)

@@ -302,3 +302,20 @@ def test_the_mcp_servers_index_survives_its_vector_file_cut_short(served):
     assert done.returncode == 0, (done.returncode, done.stderr)
     before, after = done.stdout.splitlines()
     assert before == after and before != "[]"
+
+
+def test_a_served_query_sees_an_edit_that_kept_size_and_mtime(served):
+    """The watcher names the note (its bytes were written); its size and mtime are those
+    the index stored (`cp -p`, `rsync -a` of a restored copy): its words are read again."""
+    from tests.test_search import keep_stat_while_rewriting
+
+    root = served
+    note = root / "vault" / "kiosk.md"
+    note.write_text("The lobby kiosk is rebooted by Amara.\n")
+    done, was_served = served_after(root, "Amara kiosk", "--lexical-only", "--paths")
+    assert was_served and done.stdout.splitlines() == ["vault/kiosk.md"]
+    keep_stat_while_rewriting(note, "Amara", "Jonas")
+    done, was_served = served_after(root, "Jonas", "--lexical-only", "--paths")
+    assert was_served and (done.returncode, done.stdout.splitlines()) == (0, ["vault/kiosk.md"]), done.stderr
+    done, was_served = served_after(root, "Amara", "--lexical-only", "--paths")
+    assert was_served and done.returncode == 1, done.stdout

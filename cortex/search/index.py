@@ -6,8 +6,8 @@ kept current incrementally by content hash.
     .cortex/search/vectors.npy, vector_keys.txt                        (vectors.py)
 
 Only notes that were added, changed, moved or deleted are re-read: a candidate whose
-(mtime, size) matches what the index stored is skipped; one whose bytes hash the same is
-only re-stamped; a note that moved keeps its embedding (found by its content hash).
+(mtime, size) matches what the index stored is skipped (unless git or the watcher names it
+changed: then its bytes are hashed); one whose bytes hash the same is only re-stamped; a note that moved keeps its embedding (found by its content hash).
 Everything here is rebuildable from the note files, so a missing, foreign or corrupt
 index is simply rebuilt (`IndexUnavailable` says why).
 """
@@ -28,7 +28,7 @@ from cortex.fsutil import version
 from cortex.layout import UnreadableNote, misnamed_warning, read_note_bytes
 from cortex.search import freshness
 from cortex.search.backend import IndexDamaged, LexicalBackend
-from cortex.search.records import FORMAT, NoteRecord, record_from_file
+from cortex.search.records import FORMAT, NoteRecord, content_hash, record_from_file
 
 BATCH = 1024
 Progress = Callable[[int, int], None]
@@ -434,10 +434,11 @@ class SearchIndex:
             for folder in {p.rpartition("/")[0] or freshness.TOP for p in extra} - set(dirs_now) - walk.seen:
                 with contextlib.suppress(OSError):  # a new folder, by git's word
                     dirs_now[folder] = os.stat(root / folder).st_mtime_ns
+            changed = set(probe.dirty) | committed  # by git's word: their bytes are compared too
             for path in extra:
                 if freshness.is_note_path(path) and path not in walk.found:  # git leaves ignored files out
                     now = freshness.stat_note(root, path)
-                    if _stale(self.lexical.stored(path), now):
+                    if self._differs(path, self.lexical.stored(path), now, read=path in changed):
                         walk.found[path] = now
         dirty = None if untracked is None else sorted(p for p in dirty_now if freshness.is_note_path(p))
         return Candidates(walk.found, dirs_now, head, dirty, probe.token)
@@ -461,7 +462,7 @@ class SearchIndex:
             elif freshness.is_note_path(path):
                 touched.add(path)
                 stored, now = self.lexical.stored(path), freshness.stat_note(root, path)
-                if _stale(stored, now):
+                if self._differs(path, stored, now, read=True):
                     found[path] = now
                     if stored is None:
                         new.append(path)
@@ -474,6 +475,22 @@ class SearchIndex:
         # with paths that are no notes — an editor's settings — which cost nothing to pass over)
         token = probe.token if touched or head != state.head else state.watch
         return Candidates(found, state.dirs, head, dirty, token)
+
+    def _differs(self, path: str, stored: dict | None, now: tuple[int, int] | None, *, read: bool) -> bool:
+        """Whether the note at `path` (its (mtime, size) `now`) differs from what the index
+        stored of it. `read`: git or the watcher names it changed, so when its size and
+        mtime are the ones stored, its bytes are hashed and compared: an edit restored
+        with its old mtime (`cp -p`, `rsync -a`, `touch -r`) keeps both. Only the notes
+        named are read, so this costs what they weigh."""
+        if _stale(stored, now):
+            return True
+        if not read or stored is None:
+            return False
+        try:
+            data = read_note_bytes(self.root, path, self.settings.limits.max_note_bytes)
+        except (OSError, UnreadableNote):
+            return True  # `apply` reads it again and says why
+        return content_hash(data) != stored.get("hash")
 
     def _uncommitted(self, probe: freshness.GitProbe, head: str | None, touched: set[str]) -> list[str] | None:
         """The notes that differ from HEAD now, kept without a git status: of those that
