@@ -207,10 +207,14 @@ class Memory:
         return flt
 
     def get_note(self, ref: str) -> dict:
+        """The note's fields, read from its file, each credential redacted: an agent is
+        served what query serves (a note committed past the hooks may hold one);
+        `cortex show` prints the file as it is, for the person who fixes it."""
         from cortex.noteref import BadReference, read_note
+        from cortex.security.secrets import scrub_generated
 
         try:
-            return read_note(self.vault, ref, self._ids)[0]
+            return scrub_generated(read_note(self.vault, ref, self._ids)[0])
         except BadReference as exc:
             raise ToolFailure(str(exc)) from None
 

@@ -280,3 +280,12 @@ def near_misses() -> list[tuple[str, str]]:
         ("number", "The Sonar token count rose to 1284 this sprint."),
         *encoded_near_misses(),
     ]
+
+
+def pushed_credentials(seed: str = "pushed") -> tuple[str, str, str]:
+    """An AWS access key id, an AWS secret key and a GitHub token, as a teammate pastes
+    them into a note committed past the hooks (``git commit --no-verify``)."""
+    aws_id = "AK" + "IA" + value(seed + "-id", 16, string.ascii_uppercase + "234567")
+    aws_secret = value(seed + "-secret", 40, B62 + "+/")
+    github = "gh" + "p_" + value(seed + "-gh", 36)
+    return aws_id, aws_secret, github

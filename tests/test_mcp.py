@@ -470,3 +470,38 @@ def test_an_oversized_argument_is_refused_at_once_and_errors_stay_short(vault, t
         anyio.run(oversized_arguments, vault, errlog)
     lines = (vault / "observer" / "observations.jsonl").read_text().splitlines()
     assert [json.loads(line)["body"] for line in lines] == [FACT]
+
+
+async def served_to_the_agent(root: Path, errlog) -> list[str]:
+    from mcp import ClientSession, stdio_client
+
+    async with stdio_client(server_params(root), errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            return [await call(session, "query", {"text": "ledger deploy"}),
+                    await call(session, "recent", {"within": "100000d"}),
+                    await call(session, "get_note", {"id_or_path": "mind/facts/deploy.md"})]
+
+
+def test_a_credential_committed_past_the_hooks_reaches_no_agent(tmp_path):
+    """A note committed with `--no-verify` holds an AWS key and a GitHub token: `query`,
+    `recent` and `get_note` serve it to the agent with each redacted, as the brief does;
+    the file itself is left as it is, for the person to fix."""
+    from test_search import leaked_note
+
+    from cortex.vault import Vault
+
+    root = Vault.init(tmp_path / "v")[0].root
+    secrets = leaked_note(root)
+    note_file = root / "mind/facts/deploy.md"  # a frontmatter key of its own holds one too
+    note_file.write_text(note_file.read_text().replace("---\n", f"---\nbot_{secrets[2]}: on\n", 1))
+    with open(tmp_path / "server.log", "w+") as errlog:
+        answers = anyio.run(served_to_the_agent, root, errlog)
+    for answer in answers:
+        (record,) = unfence(answer)
+        assert record["path"] == "mind/facts/deploy.md" and "[REDACTED]" in record["title"]
+        assert not [s for s in secrets if s in answer], answer
+    note = unfence(answers[2])[0]
+    assert note["body"].startswith("The ledger deploy uses AWS key [REDACTED]")
+    assert note["frontmatter"]["tags"] == ["deploy", "[REDACTED]"] and note["frontmatter"]["[REDACTED]"] is True
+    assert all(s in note_file.read_text() for s in secrets[:3])

@@ -1049,3 +1049,36 @@ def test_a_query_waits_for_a_held_index_lock_only_up_to_the_lock_timeout(vault):
                               env=ENV, capture_output=True, text=True, timeout=20)
     assert busy.returncode == 75, busy.stderr
     assert "busy" in busy.stderr
+
+
+def leaked_note(root: Path) -> tuple[str, ...]:
+    """A note a teammate committed past the hooks, a credential in its title, body and a
+    tag; the credentials, built at test time (tests/secret_phrasings.py)."""
+    from secret_phrasings import pushed_credentials
+
+    aws_id, aws_secret, github = pushed_credentials()
+    body = (f"The ledger deploy uses AWS key {aws_id} with secret aws_secret_access_key={aws_secret} "
+            f"and github token {github}")
+    write_note(root, "mind/facts/deploy.md", body, type_="fact", tags=("deploy", github.lower()),
+               entities=((f"bot {github}", "tool"),))
+    commit_all(root, "deploy notes")
+    return aws_id, aws_secret, github, github.lower()
+
+
+def test_a_credential_committed_past_the_hooks_is_never_served_by_query(vault):
+    """`git commit --no-verify` (or a note from before cortex was installed) puts a
+    credential in the vault; `cortex query` serves what the index stored: the note with
+    each credential redacted, in its title, excerpt, tags and names, as the brief is."""
+    secrets = leaked_note(vault)
+    v = ("--vault", str(vault), "query")
+    for args in (["ledger deploy"], ["ledger deploy", "--json"], ["--type", "fact", "--json"]):
+        found = cortex(*v, *args)
+        assert found.returncode == 0, found.stderr
+        assert "[REDACTED]" in found.stdout and "ledger deploy" in found.stdout
+        assert not [s for s in secrets if s in found.stdout], args
+    (hit,) = json.loads(found.stdout)["results"]
+    assert hit["title"].startswith("The ledger deploy uses AWS key [REDACTED]")
+    assert hit["tags"] == ["deploy", "[REDACTED]"] and hit["entities"] == ["bot [REDACTED]"]
+    # what is indexed is the redacted text: the credential's own words find nothing
+    for secret in secrets:
+        assert cortex(*v, secret, "--lexical-only", "--paths").stdout == "", secret

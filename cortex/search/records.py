@@ -20,7 +20,8 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 5: notes outside vault/ and mind/ (the top folder is "."), inline #tags.
 # 6: frontmatter tags as Obsidian reads them (`tags: a, b` is two tags, `#a` is a).
 # 7: a note whose frontmatter does not parse, searched whole.
-# 8: `ts` in milliseconds: notes of one second listed newest first, --since/--until exact.
+# 8: `ts` in milliseconds: notes of one second listed newest first, --since/--until exact;
+#    credentials redacted in what is stored and indexed (a note committed past the hooks).
 FORMAT = 8
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
@@ -147,18 +148,26 @@ def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Ta
     title = str(meta.get("title") or "").strip()
     if not title and not partition:  # a person's note: Obsidian names it by its file name
         title = path.rsplit("/", 1)[-1][:-3]
+    # What the index stores is what query and recent serve, and what it indexes is what a
+    # query finds: a credential committed past the hooks (`--no-verify`, or before cortex
+    # was installed) is redacted here, once, as the brief redacts what it shows.
+    from cortex.security.secrets import scrub_generated
+
+    title, body, tags, entities, attribution = scrub_generated((
+        title, body.strip(), tuple(dict.fromkeys([*note_tags(meta.get("tags")), *inline_tags(body)])),
+        _names(meta.get("entities"), "name"), str(meta.get("attribution") or "")))
     return NoteRecord(
         path=path,
-        body=body.strip(),
+        body=body,
         title=title,
         id=str(meta.get("id") or ""),
         type=note_type,
         category=category,
         partition=partition,
         archived=archived or bool(meta.get("archived")),
-        tags=tuple(dict.fromkeys([*note_tags(meta.get("tags")), *inline_tags(body)])),
-        entities=_names(meta.get("entities"), "name"),
-        attribution=str(meta.get("attribution") or ""),
+        tags=tuple(dict.fromkeys(tags)),
+        entities=tuple(dict.fromkeys(entities)),
+        attribution=attribution,
         created=_iso(created),
         created_ts=_timestamp(created),
         last_reinforced_ts=_timestamp(meta.get("last_reinforced")),

@@ -395,8 +395,8 @@ def scrub_generated(value):
         return [scrub_generated(v) for v in value]
     if isinstance(value, tuple):
         return tuple(scrub_generated(v) for v in value)
-    if isinstance(value, dict):
-        return {k: scrub_generated(v) for k, v in value.items()}
+    if isinstance(value, dict):  # its keys too: a note's frontmatter names its own keys
+        return {scrub_generated(k): scrub_generated(v) for k, v in value.items()}
     return value
 
 
