@@ -46,6 +46,7 @@ class SecretRule:
     needs_random: bool = False
     needs_shape: bool = False  # a chosen password: letters with a digit, a symbol or inner capitals
     always: bool = False  # run even when the text has no long token (see _LONG_TOKEN)
+    needles: tuple[str, ...] = ()  # lowercase words one of which every match holds (none: always tried)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ def _load_yaml(text: str) -> dict:
 
 
 def parse_rules(data: dict) -> tuple[tuple[SecretRule, ...], GenericSettings]:
+    from cortex.security.gate import needles
+
     rules = []
     for raw in data.get("rules", []):
         flags = re.IGNORECASE if "i" in str(raw.get("flags", "")) else 0
@@ -83,6 +86,7 @@ def parse_rules(data: dict) -> tuple[tuple[SecretRule, ...], GenericSettings]:
                 needs_random=bool(raw.get("needs_random", False)),
                 needs_shape=bool(raw.get("needs_shape", False)),
                 always=bool(raw.get("always", False)),
+                needles=tuple(needles(raw["pattern"], flags) or ()),
             )
         )
     generic = GenericSettings(**(data.get("generic") or {}))
@@ -272,8 +276,13 @@ def find_secrets(
     # Provider formats all contain a run of 20+ token characters; most prose has none,
     # so one search spares sixty.
     has_token = _LONG_TOKEN.search(text) is not None
+    lowered = text.lower()
     for rule in rules:
         if not (has_token or rule.always):
+            continue
+        # The rule's words (its provider's prefix, a key's name): a text with none of
+        # them cannot match, and most notes hold few, so most rules never run.
+        if rule.needles and not any(n in lowered for n in rule.needles):
             continue
         for m in rule.regex.finditer(text):
             start, end = m.span(rule.group)
