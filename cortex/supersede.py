@@ -15,16 +15,26 @@ person edits or deletes) and a person's own notes elsewhere; a note with a perso
 uncommitted changes; a note archived already (it is out of queries). An id resolves as
 ``cortex forget`` resolves it (``noteref.preferred``): the memory in ``mind/``, never a
 copy a person keeps in a folder of their own with the same id.
+
+``cortex write`` and MCP ``observe`` ask the same question when the line is written
+(``at_write``, from the HEAD cache): a reference to a note cortex never archives (a
+record, a person's own note) or no reference at all is refused there, as ``cortex
+forget`` refuses it; one that names nothing at HEAD is a warning, the line appended
+all the same (the note may be committed by the time of the run, which decides).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cortex.gitrepo import GitRepo
 from cortex.model import PlannedNote
 from cortex.notes import NoteSyntaxError, quote
 from cortex.taxonomy import ARCHIVE
+
+if TYPE_CHECKING:
+    from cortex.gitrepo import GitRepo  # pygit2: never imported by `cortex write`, which checks a reference here
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,7 @@ def plan(repo: GitRepo, notes: list[PlannedNote], at: str) -> Superseding:
 
         for note in wanted:
             try:
-                old = _named(repo, cache, note.supersedes or "")
+                old = _named(repo.root, cache, note.supersedes or "")
             except _NothingToArchive as why:
                 out.warnings.append(f"{note.path}: supersedes {note.supersedes!r}: {why}; nothing archived")
                 continue
@@ -86,17 +96,47 @@ class _NothingToArchive(Exception):
     """``ref`` names no memory that can be archived: the message says why."""
 
 
-def _named(repo: GitRepo, cache, ref: str) -> str | None:
+class _NeverArchived(_NothingToArchive):
+    """``ref`` names a note cortex never archives (a record, a person's own note), or is
+    no reference at all: whatever HEAD holds by the time of the run, nothing is archived."""
+
+
+def at_write(root: Path, refs: dict[int, str]) -> tuple[list[tuple[int, str]], dict[int, str]]:
+    """What the run will make of each observation's ``supersedes`` (its number → the
+    reference), said when it is written, from the HEAD cache the run reads: (refusals,
+    for a reference that can never archive anything; warnings, for one that names no
+    memory at HEAD now — the line is appended, and the run decides against its HEAD)."""
+    if not refs:
+        return [], {}
+    from cortex.headcache import HeadCache
+
+    refused: list[tuple[int, str]] = []
+    warnings: dict[int, str] = {}
+    cache = HeadCache(root).sync()
+    try:
+        for n, ref in refs.items():
+            try:
+                _named(root, cache, ref)
+            except _NeverArchived as why:
+                refused.append((n, f"supersedes {ref!r}: {why} (or leave supersedes out)"))
+            except _NothingToArchive:
+                warnings[n] = f"supersedes {ref!r}: no memory with that id or path here (the run will archive nothing)"
+    finally:
+        cache.close()
+    return refused, warnings
+
+
+def _named(root: Path, cache, ref: str) -> str | None:
     """The active memory at HEAD that ``ref`` names; None when it is archived already."""
     from cortex.noteref import ID_RE, BadReference, kind_of, note_path, preferred
 
     try:
-        path = note_path(repo.root, ref)
+        path = note_path(root, ref)
     except BadReference as exc:
-        raise _NothingToArchive(exc.message) from None
+        raise _NeverArchived(exc.message) from None
     if path is None:
         if not ID_RE.match(ref):
-            raise _NothingToArchive("not a note id or path")
+            raise _NeverArchived("not a note id or path")
         path = preferred(cache.paths_with_id(ref))  # as `cortex forget` resolves the id (cortex/noteref.py)
         if path is None:
             raise _NothingToArchive("no note at HEAD has that id")
@@ -105,7 +145,7 @@ def _named(repo: GitRepo, cache, ref: str) -> str | None:
     if _archived(path):
         return None
     if not path.startswith("mind/"):
-        raise _NothingToArchive(f"it is {kind_of(path)}: edit or delete it yourself")
+        raise _NeverArchived(f"{path} is {kind_of(path)}, which cortex never archives: edit or delete it yourself")
     return path
 
 

@@ -226,6 +226,7 @@ class Vault:
         batch = [observations] if isinstance(observations, dict) else list(observations)
         lines, warnings, refused = [], [], []
         bodies: dict[int, str] = {}
+        supersedes: dict[int, str] = {}
         ctx = self.context(scan=False)
         for n, obs in enumerate(batch, start=1):
             if not isinstance(obs, dict):
@@ -247,8 +248,12 @@ class Vault:
             warnings += list(result.warnings) + list(cut)
             lines.append(json.dumps(obs, ensure_ascii=False, separators=(",", ":")))
             bodies[n] = result.body
-        if refused:
-            raise BatchRefused(refused, len(batch))
+            if result.supersedes:
+                supersedes[n] = result.supersedes
+        never, unknown = self._superseding(supersedes)
+        if refused or never:
+            raise BatchRefused(sorted(refused + never), len(batch))
+        warnings += [(f"observation {n}: " if len(batch) > 1 else "") + why for n, why in unknown.items()]
         warnings += self._deleted_by_people(bodies)
         if dry_run:
             return warnings
@@ -266,6 +271,20 @@ class Vault:
         from cortex.cycle import run_pass
 
         return run_pass(self, dry_run=dry_run, commit_per=commit_per or self.settings.commit_per, now=now, limit=limit)
+
+    def _superseding(self, refs: dict[int, str]) -> tuple[list[tuple[int, str]], dict[int, str]]:
+        """The ``supersedes`` the run could never follow (refused now) and the ones that
+        name no memory at HEAD (a warning): ``supersede.at_write``."""
+        if not refs:
+            return [], {}
+        import sqlite3
+
+        from cortex.supersede import at_write
+
+        try:
+            return at_write(self.root, refs)
+        except (OSError, ValueError, sqlite3.Error):  # the cache cannot say: the run decides
+            return [], {}
 
     def _deleted_by_people(self, bodies: dict[int, str]) -> list[str]:
         """What the run will hold as a memory a commit deleted, said when it is written (a

@@ -471,3 +471,32 @@ def test_a_note_gone_by_a_move_a_checkout_or_a_revert_is_not_taken_for_deleted(v
     git(vault.root, "switch", "-q", "-c", "before-any-memory", start)  # a line of history without it
     report = _run(vault, OLD)
     assert report["memorized"] == 1 and report["quarantined"] == {}
+
+
+def test_write_says_at_once_when_supersedes_names_no_memory_or_a_record(vault):
+    """A mistyped id is a warning the writer sees (the line is appended: the run
+    decides); a record in vault/, which nothing ever archives, is refused as `cortex
+    forget` refuses it, and nothing is appended."""
+    append_lines(vault, observation(body="The Ledgerline project is billed monthly.", type="project"))
+    assert cortex("--vault", str(vault.root), "run").returncode == 0
+    project = note_of(vault, "Ledgerline project billed monthly")
+    assert project["path"].startswith("vault/")
+
+    typo = cortex("--vault", str(vault.root), "write", "--type", "fact", "--body", NEW, "--supersedes", "01a2-typo", "--json")
+    assert typo.returncode == 0, typo.stderr
+    said = "supersedes '01a2-typo': no memory with that id or path here (the run will archive nothing)"
+    assert f"warning: {said}" in typo.stderr
+    assert said in json.loads(typo.stdout)["warnings"]
+    assert len(vault.buffer_path.read_text().splitlines()) == 1  # appended all the same
+
+    for ref in (project["id"], project["path"]):
+        refused = cortex("--vault", str(vault.root), "write", "--type", "project", "--body",
+                         "The Ledgerline project is billed quarterly.", "--supersedes", ref)
+        assert refused.returncode == 1
+        assert f"{project['path']} is permanent data (vault/), which cortex never archives" in refused.stderr
+    assert len(vault.buffer_path.read_text().splitlines()) == 1  # nothing more appended
+
+    batch = "\n".join(json.dumps(observation(body=b, type="fact", supersedes=s)) for b, s in
+                      ((OLD, None), (NEW, project["id"])))
+    refused = cortex("--vault", str(vault.root), "write", "-", input=batch + "\n")
+    assert refused.returncode == 1 and "stdin line 2: supersedes" in refused.stderr

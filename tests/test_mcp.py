@@ -505,3 +505,27 @@ def test_a_credential_committed_past_the_hooks_reaches_no_agent(tmp_path):
     assert note["body"].startswith("The ledger deploy uses AWS key [REDACTED]")
     assert note["frontmatter"]["tags"] == ["deploy", "[REDACTED]"] and note["frontmatter"]["[REDACTED]"] is True
     assert all(s in note_file.read_text() for s in secrets[:3])
+
+
+async def superseding(root: Path, errlog) -> None:
+    from mcp import ClientSession, stdio_client
+
+    async with stdio_client(server_params(root), errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            typo = await call(session, "observe", {"type": "fact", "body": FACT, "supersedes": "no-such-id"})
+            assert ("warning: supersedes 'no-such-id': no memory with that id or path here "
+                    "(the run will archive nothing)") in typo
+            (record,) = [r for r in unfence(await call(session, "recent", {"partition": "vault"}))]
+            refused = await call(session, "observe", {"type": "decision", "body": "Use MySQL for the ledger after all.",
+                                                      "supersedes": record["id"]}, ok=False)
+            assert f"{record['path']} is permanent data (vault/), which cortex never archives" in refused
+
+
+def test_observe_says_at_once_when_supersedes_names_no_memory_or_a_record(vault, tmp_path):
+    done = cortex("--vault", str(vault), "write", "--type", "decision", "--body", DECISION)
+    assert done.returncode == 0 and cortex("--vault", str(vault), "run").returncode == 0
+    with open(tmp_path / "server.log", "w") as errlog:
+        anyio.run(superseding, vault, errlog)
+    lines = (vault / "observer" / "observations.jsonl").read_text().splitlines()
+    assert [json.loads(line)["body"] for line in lines] == [FACT]  # the refused one is not appended

@@ -67,7 +67,8 @@ def write(
     author: Optional[str] = typer.Option(None, "--attribution", "--author", help="Who said it: the note's attribution (default: system)."),
     timestamp: Optional[str] = typer.Option(None, help="ISO-8601 (default: now)."),
     supersedes: Optional[str] = typer.Option(None, "--supersedes", metavar="ID|PATH",
-                                             help="The memory this one replaces: `cortex run` archives it (reachable with --archived)."),
+                                             help="The memory this one replaces: `cortex run` archives it (reachable with --archived). "
+                                                  "A reference that names no memory here is a warning; a vault/ record, never archived, is refused."),
     json_: bool = typer.Option(False, "--json", help="Print what was appended and what was refused, as JSON."),
 ) -> None:
     """Append one validated observation to the buffer (or a batch from stdin with `-`).
