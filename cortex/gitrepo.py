@@ -31,6 +31,13 @@ TREE = pygit2.enums.FileMode.TREE
 LINK = pygit2.enums.FileMode.LINK
 TRAILER_RE = re.compile(r"^Cortex-([A-Za-z-]+): (.+)$", re.M)
 
+
+def cortex_made(message: str, author: tuple, committer: tuple) -> bool:
+    """Committed by cortex itself: its trailer (a run's batch, a job's token: observe,
+    reinforce, decay, dedup, forget, a sync's settling), and no one else committed it
+    since (a cherry-pick or rebase of cortex's commit keeps the trailer, not the committer)."""
+    return bool(set(dict(TRAILER_RE.findall(message))) & {"Job", "Batch"}) and author == committer
+
 # How long cortex waits for git's locks (a person's commit, a GUI client's refresh)
 # before it gives up with exit 75; see cortex/gitlock.py for the protocol.
 LOCK_WAIT = 10.0

@@ -167,6 +167,22 @@ def test_brief_reports_the_day(vault):
     assert cortex("--vault", str(vault.root), "validate", "--all").returncode == 0
 
 
+def test_the_brief_counts_only_peoples_own_commits_as_changed_by_people(vault):
+    """`cortex forget` is cortex's commit, not a person's edit; a person's commit is listed."""
+    vault.write(observation(body="Prefers small, reviewable pull requests", type="preference"))
+    vault.run()
+    [memory] = [p for p in note_paths(vault) if p.startswith("mind/preferences/")]
+    done = cortex("--vault", str(vault.root), "forget", memory, "--reason", "replaced by the 03:30 note")
+    assert done.returncode == 0, done.stderr
+    (vault.root / "Printer.md").write_text("The printer in room 4 needs toner.\n")
+    git(vault.root, "add", "Printer.md")
+    git(vault.root, "commit", "-qm", "vault backup")
+    data = json.loads(cortex("--vault", str(vault.root), "brief", "--json").stdout)
+    assert [(c["path"], c["change"], c["author"]) for c in data["changed"]] == [("Printer.md", "added", "Test Person")]
+    text = cortex("--vault", str(vault.root), "brief").stdout
+    assert "changed by people: 1 note" in text and "by cortex" not in text
+
+
 def test_the_written_brief_names_tags_and_titles_without_carrying_them(vault):
     """The brief lists the day's tags and titles; Obsidian and cortex's graph must not read
     them as the brief's own tags and links, or every brief is tagged with every tag."""

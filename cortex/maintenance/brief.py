@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any, TYPE_CHECKING
 
-from cortex.gitrepo import GitRepo
+from cortex.gitrepo import GitRepo, cortex_made
 from cortex.maintenance.snapshot import SnapshotCache, take_snapshot
 from cortex.timefmt import format_time, parse_time
 
@@ -46,6 +46,15 @@ def _people_changes(git, commit) -> list[dict[str, str]]:
     return out
 
 
+def _by_cortex(commit, subject: str) -> bool:
+    """One of cortex's own commits (a run, a job, `cortex forget`, `init`, a brief): its
+    notes are no person's changes, whatever the brief makes of its lines."""
+    def who(sig) -> tuple:
+        return sig.name, sig.email, sig.time
+
+    return subject.startswith((*JOB_PREFIXES, "init:")) or cortex_made(commit.message, who(commit.author), who(commit.committer))
+
+
 def _commits_since(repo: GitRepo, since: datetime):
     git = repo.repo
     if git.head_is_unborn:
@@ -63,7 +72,7 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
     for commit in _commits_since(repo, since):
         subject, _, body = commit.message.partition("\n")
         lines = [l for l in body.splitlines() if l and not l.startswith("Cortex-")]
-        if not subject.startswith(JOB_PREFIXES):
+        if not _by_cortex(commit, subject):
             changed += _people_changes(repo.repo, commit)
         elif subject.startswith("observe:"):
             for line in lines:

@@ -32,7 +32,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Iterable, Mapping, Sequence
 
 from cortex.fixer import RESTORED_IMPORTANCE
-from cortex.gitrepo import TRAILER_RE
+from cortex.gitrepo import cortex_made
 from cortex.importance import SECONDS_PER_MONTH
 from cortex.maintenance.base import archive_path, later
 from cortex.maintenance.snapshot import NoteInfo
@@ -99,7 +99,7 @@ def restorations(repo, notes: Iterable[tuple[NoteInfo, datetime]]) -> dict[str, 
         message, _, names = rest.partition("\0")
         added = [p for p in names.lstrip("\n").split("\0") if p in wanted and p not in seen]
         seen.update(added)  # newest first: an older add of the path no longer matters
-        if not added or _cortex_made(message, (an, ae, atime), (cn, ce, ctime)):
+        if not added or cortex_made(message, (an, ae, atime), (cn, ce, ctime)):
             continue
         parent = parents.split()[0] if parents else None
         for path in added:
@@ -136,12 +136,6 @@ def _both_exist(a: NoteInfo, b: NoteInfo) -> datetime | None:
         except (TypeError, ValueError):
             continue
     return max(times, default=None)
-
-
-def _cortex_made(message: str, author: tuple, committer: tuple) -> bool:
-    """Committed by cortex itself: its trailer, and no one else committed it since
-    (a cherry-pick or rebase of cortex's commit keeps the trailer, not the committer)."""
-    return bool(set(dict(TRAILER_RE.findall(message))) & {"Job", "Batch"}) and author == committer
 
 
 def _archived(repo, commit: str, path: str, note_id: str) -> bytes | None:
