@@ -61,6 +61,11 @@ def test_show_prints_a_note_by_id_or_path(vault):
     assert by_id.stdout == (vault.root / new["path"]).read_text()
     as_json = json.loads(cortex("--vault", str(vault.root), "show", new["path"], "--json").stdout)
     assert as_json["id"] == new["id"] and as_json["body"] == NEW and as_json["frontmatter"]["type"] == "fact"
+    # dates as the note writes them, and as `query --json` prints them
+    front = by_id.stdout.split("\n---\n", 1)[0].splitlines()[1:]
+    written = {k: v.strip() for k, _, v in (line.partition(":") for line in front)}
+    assert as_json["frontmatter"]["created"] == written["created"] == new["created"]
+    assert as_json["frontmatter"]["last_reinforced"] == written["last_reinforced"]
     missing = cortex("--vault", str(vault.root), "show", "0190b0a0-0000-7000-8000-000000000000")
     assert missing.returncode == 2 and "no note with id" in missing.stderr
     outside = cortex("--vault", str(vault.root), "show", "../../etc/passwd.md")

@@ -98,13 +98,22 @@ def open_vault():
     return Vault.discover(_options["vault"])
 
 
+def _json_value(value: Any) -> Any:
+    """What JSON has no type for: a date or time as the notes write it (ISO 8601, as
+    `query --json` and MCP print it: `timefmt.jsonable`), anything else as its text."""
+    from cortex.timefmt import jsonable
+
+    out = jsonable(value)
+    return str(out) if out is value else out
+
+
 def emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=_json_value) + "\n")
 
 
 def emit_jsonl(objs) -> None:
     for obj in objs:
-        sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=_json_value) + "\n")
 
 
 def info(message: str) -> None:
