@@ -30,6 +30,12 @@ class ToolFailure(Exception):
     """A bad argument or a known problem: reported to the agent as a tool error."""
 
 
+def _not_found(exc) -> ToolFailure:
+    """A note reference that names nothing, with the tools an agent finds notes with."""
+    return ToolFailure(f"{exc.message}: use an id or path from `query` or `recent` results "
+                       "(archived=true finds archived ones)")
+
+
 def log(message: str) -> None:
     sys.stderr.write(f"cortex mcp: {message}\n")
     sys.stderr.flush()
@@ -210,20 +216,26 @@ class Memory:
         """The note's fields, read from its file, each credential redacted: an agent is
         served what query serves (a note committed past the hooks may hold one);
         `cortex show` prints the file as it is, for the person who fixes it."""
-        from cortex.noteref import BadReference, read_note
+        from cortex.noteref import BadReference, NoteNotFound, read_note
         from cortex.security.secrets import scrub_generated
 
         try:
             return scrub_generated(read_note(self.vault, ref, self._ids)[0])
+        except NoteNotFound as exc:
+            raise _not_found(exc) from None
         except BadReference as exc:
             raise ToolFailure(str(exc)) from None
 
     def forget(self, ref: str, reason: str) -> dict:
         """`cortex forget`: archive a memory with the reason; the index follows at once."""
         from cortex.maintenance.forget import forget
+        from cortex.noteref import NoteNotFound
         from cortex.timefmt import utcnow
 
-        done = forget(self.vault, ref, reason, now=utcnow())
+        try:
+            done = forget(self.vault, ref, reason, now=utcnow())
+        except NoteNotFound as exc:
+            raise _not_found(exc) from None
         if self.live.ready and not self.live.error:
             self.live.refresh()
         return done.to_json()

@@ -24,6 +24,20 @@ class BadReference(UsageError):
     what to pass instead (exit 2 from the CLI, a tool error for the MCP server)."""
 
 
+FIND_HINT = "use an id or path from `cortex query` or `cortex query --recent 7d` results (`--archived` finds archived ones)"
+
+
+class NoteNotFound(BadReference):
+    """A well-formed id or path that names no note here: nothing found, exit 1, as in
+    every command that looks a name up (`quarantine show`, `graph neighbors`). The hint
+    names the CLI's commands; the MCP server says its own tools instead."""
+
+    exit_code = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, FIND_HINT)
+
+
 def note_path(root: Path, ref: str) -> str | None:
     """The vault-relative path `ref` names, if it is written as a path (a `.md` name or a
     slash); None for anything else (an id, perhaps)."""
@@ -121,7 +135,7 @@ def resolve(root: Path, ref: str, known: dict[str, str] | None = None) -> str:
         return cached
     found = find_note_by_id(root, ref)
     if found is None:
-        raise BadReference(f"no note with id {ref!r}: use an id or path from `query` or `recent` results")
+        raise NoteNotFound(f"no note with id {ref!r}")
     if known is not None:
         known[ref] = found
     return found
@@ -141,7 +155,7 @@ def read_note(vault: "Vault", ref: str, known: dict[str, str] | None = None) -> 
             raise BadReference(f"{exc}: it could lead outside the vault or into .git/; cortex reads notes only") from None
         raise BadReference(str(exc)) from None
     except FileNotFoundError:
-        raise BadReference(f"no note at {rel}: it may have been moved or archived; search for it with `query`") from None
+        raise NoteNotFound(f"no note at {rel} (moved or archived, maybe)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BadReference(f"cannot read {rel}: {exc}") from None
     try:

@@ -66,10 +66,20 @@ def test_show_prints_a_note_by_id_or_path(vault):
     written = {k: v.strip() for k, _, v in (line.partition(":") for line in front)}
     assert as_json["frontmatter"]["created"] == written["created"] == new["created"]
     assert as_json["frontmatter"]["last_reinforced"] == written["last_reinforced"]
-    missing = cortex("--vault", str(vault.root), "show", "0190b0a0-0000-7000-8000-000000000000")
-    assert missing.returncode == 2 and "no note with id" in missing.stderr
     outside = cortex("--vault", str(vault.root), "show", "../../etc/passwd.md")
-    assert outside.returncode == 2
+    assert outside.returncode == 2  # no note path at all: a usage error
+
+
+@pytest.mark.parametrize("argv", [["show", "nope"], ["show", "mind/facts/none.md"], ["forget", "nope", "--reason", "x"],
+                                  ["forget", "mind/facts/none.md", "--reason", "x"], ["quarantine", "show", "nope"],
+                                  ["graph", "neighbors", "nope"]])
+def test_a_name_that_names_nothing_exits_1_in_every_command(vault, argv):
+    """The same situation, the same code (README's table): nothing found is 1, never a usage error."""
+    done = cortex("--vault", str(vault.root), *argv)
+    assert done.returncode == 1, done.stderr
+    if argv[0] in ("show", "forget"):
+        assert "no note " in done.stderr and "`cortex query --recent 7d`" in done.stderr
+        assert "`recent`" not in done.stderr  # no such command
 
 
 def test_forget_leaves_a_persons_edit_and_permanent_data_alone(vault):
