@@ -186,10 +186,12 @@ class HookVault:
         except ValueError:
             return None
 
-    def note_blobs(self) -> dict[str, str | None]:
+    def note_blobs(self, untracked: bool = False) -> dict[str, str | None]:
         """Every note of the vault → its blob id in git's index (staged notes included);
-        outside a git repository, every note found on disk → None."""
-        raw = _git_output(self.root, "ls-files", "-s", "-z", "--", "*.md")
+        with ``untracked``, the working tree's notes not added yet too (→ None; not those
+        git ignores); outside a git repository, every note found on disk → None."""
+        others = ("--others", "--exclude-standard") if untracked else ()
+        raw = _git_output(self.root, "ls-files", "-s", "-z", *others, "--", "*.md")
         if raw is None:
             paths: dict[str, str | None] = {}
             for dirpath, dirnames, filenames in os.walk(self.root):
@@ -204,7 +206,9 @@ class HookVault:
         blobs: dict[str, str | None] = {}
         self.misnamed = []  # markdown files no note may be named as (`unprintable_name`)
         for entry in raw.decode("utf-8", "surrogateescape").split("\0"):
-            meta, _, path = entry.partition("\t")
+            meta, tab, path = entry.partition("\t")
+            if not tab:  # an untracked file: listed by its name alone
+                meta, path = "", entry
             if is_note_path(path) and not meta.startswith("160000"):  # a submodule is no note
                 blobs.setdefault(path, meta.split(" ")[1] if " " in meta else None)
             elif is_markdown(path) and unprintable_name(path) and path not in self.misnamed:
@@ -386,7 +390,7 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
     _prime_yaml()
     vault = HookVault(root) if root is not None else HookVault.around()
     report = Report()
-    blobs = vault.note_blobs() if all_notes else None
+    blobs = vault.note_blobs(untracked=True) if all_notes else None  # the working tree's notes, committed or not
     report.problems += [_misnamed(rel) for rel in vault.misnamed]
     paths = _existing(vault, blobs, report) if blobs is not None else _select(vault, files, report)
     if not paths:

@@ -455,6 +455,23 @@ def test_validate_all_finds_what_no_verify_let_in(repo):
         assert done.returncode == 2 and message in done.stderr
 
 
+def test_validate_all_checks_the_notes_not_committed_yet_but_not_ignored_ones(repo):
+    """--all is every note of the working tree: a new note nobody added yet is checked
+    (in CI, a checkout, that is every committed note); one git ignores is not the vault's."""
+    repo.write("mind/facts/a.md", note())
+    assert repo.commit().returncode == 0
+    token = "ghp_" + "1234567890abcdefghijklmnopqrstuvwxyzAB"
+    repo.write("mind/facts/new.md", f"---\ntype: fcat\n---\n\ntoken {token}\n")
+    repo.write("drafts/ignored.md", f"---\ntype: fcat\n---\n\ntoken {token}\n")
+    repo.write(".gitignore", "drafts/\n")
+    cli = [str(VENV_BIN / "cortex"), "--vault", str(repo.root), "validate", "--all", "--json"]
+    done = subprocess.run(cli, env=repo.env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    assert data["checked"] == 2
+    assert {p["path"] for p in data["problems"] if p["severity"] == "error"} == {"mind/facts/new.md"}
+
+
 HEAVY = ("pygit2", "numpy", "whoosh", "model2vec", "jsonschema", "typer")
 
 

@@ -139,7 +139,7 @@ def hook_session_start(
 @app.command("validate")
 def validate_command(
     files: List[str] = typer.Argument(None, metavar="[FILES]...", help="Notes to check (default: every note)."),
-    all_: bool = typer.Option(False, "--all", help="Every note of the vault (the default without FILES): for CI, which --no-verify cannot skip."),
+    all_: bool = typer.Option(False, "--all", help="Every note of the working tree, committed or not, git-ignored files aside (the default without FILES): for CI, which --no-verify cannot skip."),
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Check notes with the git hook's rules (ids unique across the vault); exit 1 on any error."""
