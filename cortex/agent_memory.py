@@ -2,7 +2,7 @@
 become notes within seconds.
 
 `Memory` answers plain Python calls with plain values (the MCP tools in mcp_server.py
-are a thin layer over it): `observe`, `query`, `recent`, `get_note`, `brief`, `status`.
+are a thin layer over it): `observe`, `query`, `recent`, `get_note`, `forget`, `brief`, `status`.
 It composes the parts that do the work: `search.live.LiveIndex` (the index kept loaded
 and fresh, asked through the same `search.session` as `cortex query`), `noteref` (a
 note named by path or id), `debounce.Debouncer` (one `cortex run` after each burst of

@@ -529,3 +529,26 @@ def test_observe_says_at_once_when_supersedes_names_no_memory_or_a_record(vault,
         anyio.run(superseding, vault, errlog)
     lines = (vault / "observer" / "observations.jsonl").read_text().splitlines()
     assert [json.loads(line)["body"] for line in lines] == [FACT]  # the refused one is not appended
+
+
+async def described(root: Path, errlog) -> None:
+    from mcp import ClientSession, stdio_client
+
+    async with stdio_client(server_params(root), errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            init = await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            help_ = cortex("mcp", "--help").stdout
+            named = " ".join(help_.split()).split("stdin/stdout:", 1)[1].split(".", 1)[0]
+            assert sorted(n.strip() for n in named.split(",")) == sorted(tools)  # --help names every tool
+            assert "`supersedes`" in tools["forget"].description and "then forget" not in tools["forget"].description
+            for name in tools:
+                assert f"`{name}`" in init.instructions, name
+
+
+def test_the_server_and_its_help_describe_every_tool(vault, tmp_path):
+    """`cortex mcp --help` and the instructions name all seven tools; `forget` points to
+    `observe` with `supersedes` for a correction, as docs/agents.md does."""
+    with open(tmp_path / "server.log", "w") as errlog:
+        anyio.run(described, vault, errlog)
+

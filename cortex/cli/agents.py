@@ -24,7 +24,7 @@ def mcp(
     refresh: float = typer.Option(1.0, "--refresh", metavar="SECONDS", min=0.1, help="How often to look for notes changed by others (cheap checks)."),
     model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help="A model2vec model folder to embed with (default: $CORTEX_SEARCH_MODEL, else the shipped model)."),
 ) -> None:
-    """Serve the vault to agents over MCP on stdin/stdout: observe, query, recent, get_note, brief, status.
+    """Serve the vault to agents over MCP on stdin/stdout: observe, query, recent, get_note, forget, brief, status.
 
     Register it in an MCP client as the command `cortex --vault PATH mcp` (docs/agents.md).
     Logs go to stderr; stdout carries the protocol.
