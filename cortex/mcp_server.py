@@ -131,6 +131,17 @@ def _oversized(arguments: dict, limit: int) -> str | None:
             "(limits.max_line_bytes in observer/config.yml, as for `cortex write`)")
 
 
+def plain_errors(exc) -> str:
+    """A pydantic ``ValidationError`` as an agent reads it: each argument, what it should
+    be, what was given (short), without pydantic's URLs."""
+    said = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "the arguments"
+        given = "" if error["type"] == "missing" else f" (got {_cut(json.dumps(error.get('input'), default=str), 80)})"
+        said.append(f"{where}: {error['msg'][:1].lower()}{error['msg'][1:]}{given}")
+    return "; ".join(said)
+
+
 def build_server(memory: Memory):
     """The MCP server: tools over `memory` (SDK imported here, never by the CLI's start-up)."""
     from typing import Annotated, Literal, Optional, Union
@@ -143,7 +154,20 @@ def build_server(memory: Memory):
 
     from cortex import __version__
 
-    server = MCPServer("cortex", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    class Server(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            """Arguments the SDK refuses before any tool runs (a `mode` of no accepted
+            value, a number out of range) said plainly, not as pydantic's report with its URLs."""
+            from pydantic import ValidationError
+
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(_cut(f"{name} refused: {plain_errors(exc.__cause__)}")) from exc.__cause__
+                raise
+
+    server = Server("cortex", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
     def tool(description: str, *, reads_only: bool = True):

@@ -552,3 +552,22 @@ def test_the_server_and_its_help_describe_every_tool(vault, tmp_path):
     with open(tmp_path / "server.log", "w") as errlog:
         anyio.run(described, vault, errlog)
 
+
+async def refused_plainly(root: Path, errlog) -> None:
+    from mcp import ClientSession, stdio_client
+
+    async with stdio_client(server_params(root), errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            bogus = await call(session, "query", {"text": "standup", "mode": "bogus"}, ok=False)
+            assert bogus == "query refused: mode: input should be 'hybrid', 'lexical' or 'semantic' (got \"bogus\")"
+            ambient = await call(session, "observe", {"type": "fact", "body": FACT, "bucket": "inferred"}, ok=False)
+            assert "bucket: input should be 'explicit' or 'ambient'" in ambient and "pydantic" not in ambient
+            missing = await call(session, "get_note", {}, ok=False)
+            assert missing == "get_note refused: id_or_path: field required"
+
+
+def test_arguments_the_schema_refuses_are_said_plainly(vault, tmp_path):
+    """What the tool's schema accepts, in words, not pydantic's report and its URLs."""
+    with open(tmp_path / "server.log", "w") as errlog:
+        anyio.run(refused_plainly, vault, errlog)
