@@ -202,6 +202,13 @@ def test_the_written_brief_names_tags_and_titles_without_carrying_them(vault):
         assert brief not in {n.get("path") for n in json.loads(out.stdout)[0]["neighbors"]}, name
 
 
+def test_graph_neighbors_json_of_a_name_not_in_the_graph_is_an_empty_list(vault):
+    """Nothing found: exit 1, as `query --json`, and JSON on stdout all the same (the list a match prints)."""
+    done = cortex("--vault", str(vault.root), "graph", "neighbors", "nobody", "--json")
+    assert done.returncode == 1 and "nothing in the graph is called 'nobody'" in done.stderr
+    assert json.loads(done.stdout) == []
+
+
 def test_every_maintenance_command_has_help():
     for args in (["reinforce"], ["decay"], ["dedup"], ["graph"], ["graph", "neighbors"], ["graph", "export"],
                  ["maintain"], ["schedule"], ["cron"], ["brief"]):

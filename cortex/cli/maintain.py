@@ -167,6 +167,8 @@ def graph_neighbors(
     graph_, _ = _graph(open_vault())
     keys = find_nodes(graph_, name)
     if not keys:
+        if json_:
+            emit_json([])  # nothing found, in the shape a match prints: a script reads JSON either way
         raise CortexError(f"nothing in the graph is called {name!r}", "try an entity name, #tag, or a note's title or path")
     rows = [{"node": key, **graph_.nodes[key], "neighbors": neighbors(graph_, key)} for key in keys]
     if json_:
