@@ -155,7 +155,7 @@ class HookVault:
 
             raise refused_patterns(self.root, exc) from None
 
-    def validator(self):
+    def validator(self, fixing: bool = True):
         from cortex.layout import load_tag_allow
         from cortex.validate import NoteValidator
 
@@ -173,6 +173,7 @@ class HookVault:
             redact=scanner.redact,
             injection=injection,
             strict_injection=strict,
+            fixing=fixing,
         )
 
     def relpath(self, name: str | os.PathLike) -> str | None:
@@ -385,8 +386,10 @@ def _existing(vault: HookVault, blobs: dict[str, str | None], report: Report) ->
     return paths
 
 
-def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None, all_notes: bool = False) -> Report:
-    """Check the named notes (or every note) against every rule, ids across the vault."""
+def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None, all_notes: bool = False,
+             fixing: bool = True) -> Report:
+    """Check the named notes (or every note) against every rule, ids across the vault.
+    ``fixing``: whether the commit completes notes (``fix_skipped``), for the hints."""
     _prime_yaml()
     vault = HookVault(root) if root is not None else HookVault.around()
     report = Report()
@@ -395,7 +398,7 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
     paths = _existing(vault, blobs, report) if blobs is not None else _select(vault, files, report)
     if not paths:
         return report
-    validator = vault.validator()
+    validator = vault.validator(fixing)
     known: dict[str, str] = {}
     checked: list[tuple[str, str, int]] = []
     for rel in paths:
@@ -824,17 +827,22 @@ def render(report: Report, action: str, out=None, *, hook: bool = True, refused:
 FIX_ID, VALIDATE_ID = "cortex-fix", "cortex-validate"
 
 
+def skipped() -> set[str]:
+    """The hook ids pre-commit's ``SKIP`` names."""
+    return {part.strip() for part in os.environ.get("SKIP", "").split(",")}
+
+
 def check(files: Sequence[str] = (), *, root: str | os.PathLike | None = None, stage: bool = False) -> dict[str, Report]:
     """What a commit runs: the fixer, then the validator over what it staged, in one
     process; either half is left out when `SKIP` names its id. pre-commit diffs the whole
     working tree around every hook it runs (0.14 s at 200,000 notes): one hook costs one
     diff and one Python start where two hooks cost two."""
-    skip = {part.strip() for part in os.environ.get("SKIP", "").split(",")}
+    skip = skipped()
     reports: dict[str, Report] = {}
     if FIX_ID not in skip:
         reports["fix"] = fix(files, root=root, stage=stage)
     if VALIDATE_ID not in skip:
-        reports["validate"] = validate(files, root=root)
+        reports["validate"] = validate(files, root=root, fixing=FIX_ID not in skip)
     if stage:  # last: a save made during everything above
         rescued = rescue_saves(root, reports["fix"].written if "fix" in reports else None)
         if rescued:
@@ -862,7 +870,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if action == "check":
             reports = check(files, stage="--stage" in flags)
         elif action == "validate":
-            reports = {"validate": validate(files, all_notes="--all" in flags)}
+            reports = {"validate": validate(files, all_notes="--all" in flags, fixing=FIX_ID not in skipped())}
         else:
             reports = {"fix": fix(files, stage="--stage" in flags)}
             if "--stage" in flags:  # the fixing half as a hook of its own

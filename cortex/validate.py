@@ -51,13 +51,21 @@ class NoteValidator:
         injection: Callable[[str], Any] | None = None,
         strict_injection: bool = False,
         bulk: bool = False,
+        fixing: bool = True,
     ) -> None:
         """``redact(text) -> (text, kinds)`` finds credentials (an error);
         ``injection(text) -> Verdict | None`` finds instruction injection (a warning,
         an error when ``strict_injection``). ``bulk``: many notes in one process (a
         `cortex run`), worth compiling the schema to Python (~10× faster per note, ~30 ms
-        to set up: too much for the hook's one note)."""
+        to set up: too much for the hook's one note). ``fixing``: a commit completes
+        notes (the hook's fixing half); False when ``SKIP=cortex-fix`` left it out of this
+        commit, and the hints say so rather than promise it."""
         self.taxonomy = taxonomy
+        self.fixing = fixing
+        skipped = "SKIP=cortex-fix left that out of this commit"
+        self.by_commit = "a commit does it by itself" if fixing else skipped
+        self.then_completed = ("the commit then completes the note" if fixing
+                               else f"then `cortex hook fix` completes the note ({skipped})")
         if bulk:
             from cortex.schemacheck import SchemaCheck
 
@@ -106,7 +114,7 @@ class NoteValidator:
         implied = bool(self.taxonomy.types_of_note(path))
         if not note.frontmatter and not note.meta:
             if implied:
-                add(1, "no frontmatter", f"run `cortex hook fix {path}` (a commit does it by itself): this folder implies the type")
+                add(1, "no frontmatter", f"run `cortex hook fix {path}` ({self.by_commit}): this folder implies the type")
             else:
                 # Text typed straight into vault/ or a folder of one's own below it: no type
                 # to complete it as, so a note of the person's own, as outside vault/ and
@@ -132,15 +140,15 @@ class NoteValidator:
         missing = [k for k in (*REQUIRED_FIELDS, *self.required) if k not in meta]
         if missing:
             if repeated:  # the fixer will not guess which of the two the person meant
-                fix = f"delete one of the repeated `{repeated[0][0]}` lines; the commit then completes the note"
+                fix = f"delete one of the repeated `{repeated[0][0]}` lines; {self.then_completed}"
             elif "type" in missing and not implied:
-                fix = f"add a `type:` line ({', '.join(self.taxonomy.names())}); the commit then completes the note"
+                fix = f"add a `type:` line ({', '.join(self.taxonomy.names())}); {self.then_completed}"
             elif unknown:  # said once, with the type below
                 fix = ""
             elif not note.body.strip():
-                fix = "write the note's body below the frontmatter; the commit then completes the note"
+                fix = f"write the note's body below the frontmatter; {self.then_completed}"
             else:
-                fix = f"run `cortex hook fix {path}` to complete the note (a commit does it by itself)"
+                fix = f"run `cortex hook fix {path}` to complete the note ({self.by_commit})"
             if fix:
                 add(2, f"missing required field(s): {', '.join(missing)}", fix)
         sep_line = _separator_line(note.frontmatter)
@@ -164,14 +172,15 @@ class NoteValidator:
                 continue  # reported below, with what was probably meant
             if _emptied(key, error):
                 add(line_of(key), f"{key} has no value", f"delete the `{key}:` line, or give it a value (in Obsidian's "
-                    "Properties panel); a commit through the hook does it itself")
+                    "Properties panel); " + ("a commit through the hook does it itself" if self.fixing
+                                                   else f"`cortex hook fix` does it ({self.by_commit})"))
             else:
                 add(line_of(key), _schema_what(key, error), _schema_fix(key))
 
         type_name = meta.get("type")
         spec = self.taxonomy.get(type_name) if isinstance(type_name, str) else None
         if type_name is not None and spec is None:
-            then = "; the commit then completes the note" if missing else ""
+            then = f"; {self.then_completed}" if missing else ""
             add(line_of("type"), f"type {type_name!r} is not in the taxonomy", self.type_fix(type_name) + then)
         if spec is not None:
             if meta.get("category") is not None and meta.get("category") != spec.category:

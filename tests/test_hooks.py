@@ -269,6 +269,17 @@ def test_a_copy_skipping_the_fixer_or_two_new_files_with_one_id_are_refused_nami
             "mind/facts/c.md is a copy: delete it, or its `id:` line") in done.output
 
 
+def test_a_commit_that_skips_the_fixer_is_not_told_a_commit_completes_the_note(repo):
+    """With `SKIP=cortex-fix` the commit completes nothing: the refusal says what does."""
+    repo.write("mind/facts/a.md", note().replace("category: concept\n", ""))
+    skipped = repo.commit(skip_fix=True)
+    assert skipped.returncode != 0
+    assert ("missing required field(s): category — run `cortex hook fix mind/facts/a.md` to complete the note "
+            "(SKIP=cortex-fix left that out of this commit)") in skipped.output
+    assert "a commit does it by itself" not in skipped.output
+    assert repo.commit().returncode == 0  # without SKIP, the commit does complete it
+
+
 def test_all_problems_in_one_pass(repo):
     repo.write("mind/facts/a.md", note(type_="gadget", tags=("Bad Tag",)).replace("# ---\n", ""))
     repo.write("mind/facts/b.md", note(category="entity", id_="019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d5f"))
@@ -908,7 +919,8 @@ def test_an_empty_property_the_commit_cannot_complete_is_said_in_plain_words(rep
     assert done.returncode != 0
     assert "None" not in done.output and "not of type" not in done.output, done.output
     assert "mind/facts/staging.md:15: tags has no value — delete the `tags:` line, or give it a value " \
-           "(in Obsidian's Properties panel); a commit through the hook does it itself" in done.output
+           "(in Obsidian's Properties panel); `cortex hook fix` does it (SKIP=cortex-fix left that out of this commit)" \
+           in done.output  # the commit skipped the part that does it
 
 
 def test_a_tag_of_digits_alone_is_a_warning_since_obsidian_does_not_count_it(repo):
