@@ -66,6 +66,8 @@ def test_status_imports_nothing_heavy(vault):
         ["write", "--type", "fact", "--body", "The staging database restarts on Sundays.", "--entity", "Ledgerline:project"],
         ["write", "--type", "decision", "--body", "Use local git only.", "--bucket", "ambient", "--importance", "0.8",
          "--session", "022a598a-7ca8-4ccf-80bb-f1919386421e", "--author", "maya", "--tag", "git"],
+        # the reference checked against the HEAD cache, without pygit2
+        ["write", "--type", "fact", "--body", "The standup moved to 03:30.", "--supersedes", "01a2-typo"],
     ],
 )
 def test_write_imports_no_git_or_numerics(vault, argv):
