@@ -1,6 +1,6 @@
 """What HEAD's notes are, kept in a derived cache that follows HEAD.
 
-``head.sqlite`` (in the git directory, where no pull writes: ``layout.private_cache_dir``) holds one row per note at HEAD (path, blob, id, declared type,
+``head.sqlite`` (in the git directory, where no pull writes: ``layout.cache_dir``) holds one row per note at HEAD (path, blob, id, declared type,
 source hash, whether the note declares it) and a count per folder and type, with the commit it describes; and the
 source hashes of the notes a commit in HEAD's history deleted, which no note at HEAD
 carries any more (a person's "not this": ``cortex run`` holds a repeat of one, see
@@ -26,7 +26,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-from cortex.layout import is_note_path, private_cache_dir
+from cortex.layout import cache_dir, is_note_path
 
 FORMAT = 4  # 4: ``declared``, whether the note carries its source hash
 FILE = "head.sqlite"
@@ -154,7 +154,7 @@ class HeadCache:
         self.max_note_bytes = max_note_bytes  # None: the vault's, read when a note is
         # in the git directory: a copy under `.cortex/` that a teammate force-added would
         # come with every pull, its deleted-memory records holding back any memory they name
-        self.path = (private_cache_dir(self.root) or self.root / ".cortex") / FILE
+        self.path = cache_dir(self.root) / FILE
         self.head: str | None = None
         self.rebuilt = False
         self._db: sqlite3.Connection | None = None

@@ -1,6 +1,6 @@
 """What makes a directory a vault, the vault files read on the fast paths (the git
-hook, `cortex query`), and the derived caches that keep them fast (under `.cortex/`, or
-in the git directory for those no other machine may hand over: `private_cache_dir`).
+hook, `cortex query`), and the derived caches that keep them fast (in the git directory,
+where no other machine can hand a forged copy over: `cache_dir`).
 Standard library only: importing this costs next to nothing."""
 
 from __future__ import annotations
@@ -175,6 +175,20 @@ def private_cache_dir(root: Path) -> Path | None:
         return git_dir_of(root) / "cortex"
     except (OSError, UnicodeDecodeError):  # an unreadable `.git` file
         return None
+
+
+def cache_dir(root: Path) -> Path:
+    """Where cortex keeps the derived caches of the vault at ``root`` (the search index,
+    the HEAD cache, maintenance's caches, the graph): `private_cache_dir`, where no pull
+    writes, since each decides what a check or an answer sees (and Whoosh unpickles its
+    index's table of contents: a forged one would run a teammate's code); ``.cortex/``
+    only where ``root`` holds no repository of its own."""
+    return private_cache_dir(root) or root / ".cortex"
+
+
+def search_dir(root: Path) -> Path:
+    """The folder of the vault's search index (``cortex/search/index.py``)."""
+    return cache_dir(root) / "search"
 
 
 def write_cache(path: Path, obj: Any) -> None:

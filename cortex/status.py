@@ -131,11 +131,13 @@ def _count_lines(path, start: int, end: int) -> int:
 
 
 def _index_state(root) -> dict | None:
-    """What the search index recorded at its last update (`.cortex/search/state.json`)."""
+    """What the search index recorded at its last update (its state.json)."""
     import json
 
+    from cortex.search.freshness import search_state
+
     try:
-        data = json.loads((root / ".cortex" / "search" / "state.json").read_text(encoding="utf-8"))
+        data = json.loads(search_state(root).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -752,7 +752,7 @@ def _follow_head(vault: Vault, now: datetime) -> list[str]:
     from cortex.maintenance.base import JobContext
     from cortex.maintenance.reindex import run as refresh_index
 
-    HashIndex(GitRepo(vault.root)).load()  # .cortex/head.sqlite follows HEAD by a tree diff
+    HashIndex(GitRepo(vault.root)).load()  # head.sqlite follows HEAD by a tree diff
     try:
         refresh_index(JobContext(vault, now))
     except CortexError as exc:

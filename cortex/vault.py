@@ -20,7 +20,7 @@ from cortex.fsutil import file_lock, version
 from cortex.model import RunReport
 from cortex.quarantine import SECURITY_REASONS, Quarantine
 from cortex.state import State
-from cortex.layout import PARTITIONS, find_vault, is_other_repository, load_tag_allow
+from cortex.layout import PARTITIONS, cache_dir, find_vault, is_other_repository, load_tag_allow
 from cortex.taxonomy import Taxonomy, load_taxonomy
 from cortex.timefmt import format_time, utcnow
 
@@ -42,11 +42,16 @@ class Vault:
         self.skipped = Quarantine(observer / "skipped.jsonl")
         self.archive_dir = observer / "archive"
         self.lock_path = observer / "cortex.lock"
-        self.cache_dir = self.root / ".cortex"
         self._config_cache: dict[str, tuple[Any, Any]] = {}
 
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where the derived caches live (``layout.cache_dir``): the git directory's
+        ``cortex/``, where no pull writes."""
+        return cache_dir(self.root)
 
     # --- discovery and creation ------------------------------------------------------
 

@@ -19,7 +19,7 @@ and re-applying the stash then deletes the person's files (reproduced here with 
 How it fits together:
 
 - **The daemon** (``Watcher.run``) watches every folder of the working tree (not ``.git``
-  nor cortex's own ``.cortex``) and numbers each change in a journal, in the order the
+  which holds cortex's caches, nor a ``.cortex`` an earlier cortex left) and numbers each change in a journal, in the order the
   kernel reports them. A folder created or moved in is watched, then named whole
   (``dir/``): whatever was written into it before its watch existed is covered.
 - **The hook** (``cortex/fsmonitor.py``) asks over a unix socket in the git directory:
@@ -90,7 +90,7 @@ TREE_EVENTS = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED
                | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 _EVENT = struct.Struct("iIII")
 
-SKIPPED = frozenset({".git", ".cortex"})  # never tracked: git's own directory, cortex's caches
+SKIPPED = frozenset({".git", ".cortex"})  # never tracked: git's own directory (cortex's caches too), an old `.cortex`
 STATE_DIR = "cortex-watch"  # in the git directory: lock, sock, pid, log, cookies
 COOKIE = "cookie-"
 SEED_QUIET = 1.0  # seconds git's index stays unchanged before its probe copy is seeded (a commit through pre-commit rewrites it several times)
@@ -373,9 +373,9 @@ class Watcher:
             signal.signal(signum, self._on_signal)
         if on_ready:
             on_ready()
-        from cortex.search.freshness import SEARCH_STATE
+        from cortex.search.freshness import search_state
 
-        if (self.root / SEARCH_STATE).exists():
+        if search_state(self.root).exists():
             self._queries().preload()  # in the background: the first query is served warm
         while not self._stop:
             self._seed_when_quiet()

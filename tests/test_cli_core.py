@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import append_lines, cortex, git, observation
+from cortex.layout import search_dir
 
 
 @pytest.fixture
@@ -305,7 +306,7 @@ def test_status_counts_uncommitted_notes_from_the_index_record_and_the_folders_t
     assert counts()[0] == {"fact": 2}  # no record yet: git walks for untracked notes
     for _ in range(2):  # a build, then an update that records by-hand.md as untracked
         assert cortex("--vault", str(vpath), "index").returncode == 0
-    assert "mind/facts/by-hand.md" in json.loads((vpath / ".cortex/search/state.json").read_text())["dirty"]
+    assert "mind/facts/by-hand.md" in json.loads((search_dir(vpath) / "state.json").read_text())["dirty"]
     assert counts()[0] == {"fact": 2}  # from the record: mind/facts did not move
     (vpath / "vault/decisions").mkdir(exist_ok=True)
     (vpath / "vault/decisions/new").mkdir()

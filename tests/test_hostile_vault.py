@@ -194,7 +194,7 @@ def test_a_persons_own_note_over_the_size_limit_is_committed_unread_with_a_warni
 def test_a_committed_note_over_the_vaults_limit_is_never_read_whole(vault):
     """A person's export over ``limits.max_note_bytes``, committed without the hook, once
     was read whole and normalised by regex whenever a cache was built from git (a fresh
-    clone, `.cortex/` removed: 200 MB took 60 s and 3.9 GB), and the search index read
+    clone, its caches removed: 200 MB took 60 s and 3.9 GB), and the search index read
     up to the default 4 MiB whatever the vault's limit. Each reader stops at the limit."""
     import shutil
     import tracemalloc
@@ -210,7 +210,7 @@ def test_a_committed_note_over_the_vaults_limit_is_never_read_whole(vault):
     (vault.root / "Export.md").write_text(export, encoding="utf-8")
     (vault.root / "Daily.md").write_text("Inspected the quay cranes today.\n", encoding="utf-8")
     assert _commit_all(vault.root, "export", verify=False).returncode == 0
-    shutil.rmtree(vault.root / ".cortex", ignore_errors=True)  # a fresh clone's caches: built from git
+    shutil.rmtree(vault.cache_dir, ignore_errors=True)  # a fresh clone's caches: built from git
 
     here = Vault(vault.root)
     tracemalloc.start()
@@ -566,3 +566,49 @@ def test_a_pulled_head_cache_cannot_mark_a_memory_deleted(tmp_path):
     cx(victim, "write", "--type", "fact", "--attribution", "maya", "--body", body)
     report = json.loads(cx(victim, "run", "--json").stdout)
     assert report["memorized"] == 1 and not report["quarantined"], report
+
+
+class _OpensAFile:
+    """Unpickled, it creates ``path``: what a forged pickle can do, without a shell."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_pulled_search_index_is_never_unpickled(tmp_path):
+    """Whoosh unpickles its table of contents (the `.toc` file) when it opens an index: one
+    a teammate force-added under `.cortex/search/` and pushed would run their code on the
+    next query of every machine that pulls it. The index lives in the git directory."""
+    from sync_helpers import cx, make_fleet
+    from sync_helpers import git as git_on
+    from whoosh.filedb.filestore import FileStorage
+    from whoosh.index import TOC
+
+    from cortex.search.lexical import INDEX_NAME, schema
+
+    _, (victim, attacker) = make_fleet(tmp_path, 2)
+    (attacker / "Ledger.md").write_text("The quayside ledger of zanzibarine cargo.\n", encoding="utf-8")
+    git_on(attacker, "add", "Ledger.md")
+    git_on(attacker, "commit", "-q", "-m", "ledger")
+    git_on(attacker, "push", "-q", "origin", "HEAD")
+    git_on(victim, "pull", "-q")
+    assert "Ledger.md" in cx(victim, "query", "zanzibarine").stdout  # the victim's index, built
+
+    marker = tmp_path / "teammate-code-ran"
+    forged = tmp_path / "forged"
+    forged.mkdir()
+    TOC(schema(), [_OpensAFile(str(marker))], 999999).write(FileStorage(str(forged)), INDEX_NAME)
+    (toc,) = forged.glob("*.toc")
+    _teammate_pushes_cache(attacker, f".cortex/search/whoosh/{toc.name}", toc.read_bytes())
+    git_on(victim, "pull", "-q")
+    assert (victim / ".cortex" / "search" / "whoosh" / toc.name).exists()  # the pull wrote it
+
+    answered = cx(victim, "query", "zanzibarine", check=False)
+    assert not marker.exists(), "the query unpickled the teammate's table of contents"
+    assert answered.returncode == 0 and "Ledger.md" in answered.stdout, answered.stdout + answered.stderr
+    indexed = cx(victim, "index", check=False)
+    assert not marker.exists(), "cortex index unpickled the teammate's table of contents"
+    assert indexed.returncode == 0, indexed.stderr

@@ -667,7 +667,8 @@ def test_graph_nodes_and_edges(vault):
     first = run_job(vault, "graph", now=T0)
     assert first.items[0]["edges"]["mentions"] >= 2
     assert run_job(vault, "graph", now=T0).items[0]["rebuilt"] is False
-    stored = json.loads((vault.root / ".cortex" / "graph.json").read_text())
+    stored = json.loads((vault.cache_dir / "graph.json").read_text())  # in .git/cortex/: no pull writes there
+    assert first.items[0]["path"] == ".git/cortex/graph.json"
     assert stored["nodes"]["entity:ledgerline"]["type"] == "project"
 
 

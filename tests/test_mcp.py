@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from conftest import VENV_BIN, cortex
+from cortex.layout import search_dir
 from cortex.mcp_server import DATA_RULE, unfence
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -351,8 +352,7 @@ def test_a_long_lived_index_keeps_rows_another_process_added(tmp_path):
 
 
 def test_the_warm_index_is_rebuilt_when_its_directory_is_deleted(tmp_path):
-    """`.cortex/` is ignored by git, so `git clean -fdX` or `rm -rf .cortex` removes the
-    index under a running server: the next refresh rebuilds it instead of failing forever."""
+    """A person may remove the index (`rm -rf .git/cortex`) under a running server: the next refresh rebuilds it instead of failing forever."""
     import shutil
 
     from test_search import write_note
@@ -364,12 +364,12 @@ def test_the_warm_index_is_rebuilt_when_its_directory_is_deleted(tmp_path):
     write_note(root, "mind/facts/a.md", "The pelican nests on the pier.", type_="fact")
     memory = Memory(Vault.discover(root))
     memory.load()
-    shutil.rmtree(root / ".cortex" / "search")
+    shutil.rmtree(search_dir(root))
     write_note(root, "mind/facts/b.md", "The heron fishes at dawn.", type_="fact")
     memory.refresh()
     assert [h["path"] for h in memory.query("heron")] == ["mind/facts/b.md"]
     assert [h["path"] for h in memory.query("pelican")] == ["mind/facts/a.md"]
-    assert (root / ".cortex" / "search" / "state.json").exists()
+    assert (search_dir(root) / "state.json").exists()
 
 
 def test_a_fenced_record_stays_on_one_line_whatever_its_text():
@@ -392,7 +392,7 @@ def test_a_damaged_index_under_the_server_is_rebuilt_at_the_next_query(tmp_path)
     write_note(root, "mind/facts/a.md", "The pelican nests on the pier.", type_="fact")
     memory = Memory(Vault.discover(root))
     memory.load()
-    for f in (root / ".cortex" / "search" / "whoosh").glob("*.pst"):
+    for f in (search_dir(root) / "whoosh").glob("*.pst"):
         f.write_bytes(f.read_bytes()[:10])
     memory.index.lexical.close()  # a searcher opened after the damage, as after a reload
     assert [h["path"] for h in memory.query("pelican", mode="lexical")] == ["mind/facts/a.md"]

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import cortex
 from cortex.cli import main
+from cortex.layout import search_dir
 from cortex.notes import source_hash
 from cortex.search.index import SearchIndex
 from cortex.search.query import recent, search
@@ -291,7 +292,7 @@ def test_git_names_the_changes_once_the_index_knows_what_was_dirty(vault, monkey
     commit_all(vault)
     fresh_index(vault)
     fresh_index(vault)  # the first update records what git calls dirty (nothing)
-    assert json.loads((vault / ".cortex/search/state.json").read_text())["dirty"] == []
+    assert json.loads((search_dir(vault) / "state.json").read_text())["dirty"] == []
     listed = []
     real_scan = freshness.scan_dir
     monkeypatch.setattr(freshness, "scan_dir", lambda root, rel: listed.append(rel) or real_scan(root, rel))
@@ -329,7 +330,7 @@ def test_untracked_notes_stay_watched_while_git_is_asked_only_about_changed_fold
     idx = fresh_index(vault)
     assert paths(search(idx, "otters")) == ["Untitled.md"] and paths(search(idx, "penguins")) == [draft]
     assert paths(search(idx, "harbour festival")) == ["Projects/plan.md"]
-    dirty = json.loads((vault / ".cortex/search/state.json").read_text())["dirty"]
+    dirty = json.loads((search_dir(vault) / "state.json").read_text())["dirty"]
     assert set(dirty) == {"Untitled.md", draft, "Projects/plan.md"}
     for i in range(2):  # unrelated updates: another folder changes, a commit lands
         write_note(vault, f"mind/lessons/l{i}.md", f"Lesson number {i} about caching", type_="lesson")
@@ -345,11 +346,11 @@ def test_untracked_notes_stay_watched_while_git_is_asked_only_about_changed_fold
     assert search(idx, "otters", mode="lexical") == [] and search(idx, "penguins", mode="lexical") == []
     commit_all(vault, "the draft")  # committed: clean, no longer carried
     fresh_index(vault)
-    assert json.loads((vault / ".cortex/search/state.json").read_text())["dirty"] == ["Projects/plan.md", "Untitled.md"]
+    assert json.loads((search_dir(vault) / "state.json").read_text())["dirty"] == ["Projects/plan.md", "Untitled.md"]
     git(vault, "add", "Untitled.md", "Projects")
     git(vault, "commit", "-q", "--no-verify", "-m", "the person's notes")
     fresh_index(vault)
-    assert json.loads((vault / ".cortex/search/state.json").read_text())["dirty"] == []
+    assert json.loads((search_dir(vault) / "state.json").read_text())["dirty"] == []
 
 
 def test_folders_below_a_changed_folder_are_found_by_link_count_or_listing(vault):
@@ -448,7 +449,7 @@ def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
     note = write_note(vault, "mind/facts/x.md", "Zebras have striped skin underneath", type_="fact")
     commit_all(vault)
     assert main(["--vault", str(vault), "index"]) == 0
-    base = vault / ".cortex" / "search"
+    base = search_dir(vault)
     if damage == "state":
         (base / "state.json").write_text("{not json")
     elif damage == "whoosh":
@@ -465,7 +466,7 @@ def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
     else:
         import shutil
 
-        shutil.rmtree(vault / ".cortex")
+        shutil.rmtree(search_dir(vault))
     capsys.readouterr()
     assert main(["--vault", str(vault), "query", "zebras", "--paths"]) == 0
     out, err = capsys.readouterr()
@@ -475,13 +476,36 @@ def test_corrupt_or_missing_index_is_rebuilt(vault, damage, capsys):
     assert "Traceback" not in err and "Aborted" not in err
 
 
+def test_the_index_lives_in_the_git_directory_and_an_old_one_in_the_tree_is_removed(vault):
+    """The index is kept where no pull writes (Whoosh unpickles its table of contents):
+    the one an earlier cortex kept under `.cortex/search/` is never opened, and is removed
+    once the new one is built; in a vault with no repository of its own, `.cortex/` stays."""
+    import shutil
+
+    note = write_note(vault, "mind/facts/x.md", "Zebras have striped skin underneath", type_="fact")
+    commit_all(vault)
+    assert cortex("--vault", str(vault), "index").returncode == 0
+    assert search_dir(vault) == vault / ".git" / "cortex" / "search" and (search_dir(vault) / "state.json").exists()
+    shutil.copytree(search_dir(vault), vault / ".cortex" / "search")  # as an earlier cortex left it
+    shutil.rmtree(search_dir(vault))
+    done = cortex("--vault", str(vault), "query", "zebras", "--paths")
+    assert done.returncode == 0 and done.stdout.splitlines() == [note], done.stderr
+    assert not (vault / ".cortex" / "search").exists() and (search_dir(vault) / "state.json").exists()
+
+    plain = vault.parent / "copy"  # the notes without their repository (an export, a backup)
+    shutil.copytree(vault, plain, ignore=shutil.ignore_patterns(".git", ".cortex"))
+    done = cortex("--vault", str(plain), "query", "zebras", "--paths")
+    assert done.returncode == 0 and done.stdout.splitlines() == [note], done.stderr
+    assert search_dir(plain) == plain / ".cortex" / "search" and (search_dir(plain) / "state.json").exists()
+
+
 def test_cortex_index_and_query_rebuild_an_emptied_vector_file(vault):
     """An empty vectors.npy is damage like any other, for `cortex index` as for a query:
     rebuilt with a message, never click's "Aborted!" and exit 1 (a query's "nothing found")."""
     note = write_note(vault, "mind/facts/x.md", "Zebras have striped skin underneath", type_="fact")
     commit_all(vault)
     assert cortex("--vault", str(vault), "index").returncode == 0
-    matrix = vault / ".cortex" / "search" / "vectors.npy"
+    matrix = search_dir(vault) / "vectors.npy"
     matrix.write_bytes(b"")
     done = cortex("--vault", str(vault), "index", "--json")
     assert done.returncode == 0, done.stderr
@@ -813,7 +837,7 @@ def test_unloadable_model_is_an_error_and_keeps_the_index(mixed, capsys, tmp_pat
     assert main(["--vault", str(vault), "index"]) == 0
     assert main(["--vault", str(vault), "query", "coffee", "--model", str(tmp_path / "no-model")]) == 2
     assert "no-model" in capsys.readouterr().err
-    assert (vault / ".cortex" / "search" / "state.json").exists()
+    assert (search_dir(vault) / "state.json").exists()
     assert main(["--vault", str(vault), "query", "roaster", "--paths"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == notes["dec"]
 
@@ -1000,19 +1024,19 @@ def test_a_query_during_an_update_waits_for_the_writer_and_rebuilds_nothing(vaul
     write_note(vault, "mind/facts/a.md", "Tomatoes ripen late in a cold summer", type_="fact")
     commit_all(vault)
     assert cortex("-C", str(vault), "index", env=ENV).returncode == 0
-    search_dir = vault / ".cortex" / "search"
-    shutil.copytree(search_dir / "whoosh", vault.parent / "whoosh-before")
+    folder = search_dir(vault)
+    shutil.copytree(folder / "whoosh", vault.parent / "whoosh-before")
     write_note(vault, "mind/facts/b.md", "Tomatoes need staking in the garden", type_="fact")
     commit_all(vault)
     assert cortex("-C", str(vault), "index", env=ENV).returncode == 0
-    with open(search_dir / ".lock", "w") as lock:
+    with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the writer, between saving the vectors and the lexical index
-        (search_dir / "whoosh").rename(vault.parent / "whoosh-after")
-        shutil.copytree(vault.parent / "whoosh-before", search_dir / "whoosh")
+        (folder / "whoosh").rename(vault.parent / "whoosh-after")
+        shutil.copytree(vault.parent / "whoosh-before", folder / "whoosh")
 
         def finish_writing():
-            shutil.rmtree(search_dir / "whoosh")
-            (vault.parent / "whoosh-after").rename(search_dir / "whoosh")
+            shutil.rmtree(folder / "whoosh")
+            (vault.parent / "whoosh-after").rename(folder / "whoosh")
             fcntl.flock(lock, fcntl.LOCK_UN)
 
         writer = threading.Timer(1.5, finish_writing)
@@ -1036,15 +1060,15 @@ def test_a_query_waits_for_a_held_index_lock_only_up_to_the_lock_timeout(vault):
     commit_all(vault)
     assert cortex("-C", str(vault), "index", env=ENV).returncode == 0
     write_note(vault, "mind/facts/b.md", "Hedgehogs also like the compost heap", type_="fact")
-    search_dir = vault / ".cortex" / "search"
-    with open(search_dir / ".lock", "w") as lock:
+    folder = search_dir(vault)
+    with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         stale = subprocess.run([str(Path(sys.executable).parent / "cortex"), "-C", str(vault), "query", "hedgehogs",
                                 "--json"], env=ENV, capture_output=True, text=True, timeout=20)
         assert stale.returncode == 0, stale.stderr
         assert "busy" in stale.stderr
         assert [r["path"] for r in json.loads(stale.stdout)["results"]] == ["mind/facts/a.md"]
-        (search_dir / "state.json").unlink()  # what a rebuild clears first
+        (folder / "state.json").unlink()  # what a rebuild clears first
         busy = subprocess.run([str(Path(sys.executable).parent / "cortex"), "-C", str(vault), "query", "hedgehogs"],
                               env=ENV, capture_output=True, text=True, timeout=20)
     assert busy.returncode == 75, busy.stderr

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from cortex.layout import search_dir
 from tests.conftest import cortex, git, observation
 from tests.test_watch import daemon, watched  # noqa: F401  (a fixture)
 
@@ -142,7 +143,7 @@ def test_an_index_another_process_rebuilt_or_deleted_is_followed(served):
     (root / "vault" / "kiosk.md").write_text("The lobby kiosk is rebooted by Amara.\n")
     import shutil
 
-    shutil.rmtree(root / ".cortex" / "search")
+    shutil.rmtree(search_dir(root))
     done = query(root, "who reboots the lobby kiosk", "--paths")  # declined, rebuilt by the query itself
     assert done.returncode == 0 and done.stdout.splitlines()[0] == "vault/kiosk.md", done.stderr
     assert queries(root)["state"] != "ready"  # its index was gone: it reads the new one afresh
@@ -265,7 +266,7 @@ def test_a_vector_file_cut_short_under_the_watcher_is_declined_then_rebuilt_by_t
     root = served
     done, was_served = served_after(root, "who services the harbour cranes", "--json")
     assert was_served and "Okonkwo" in done.stdout
-    cut_short(root / ".cortex" / "search" / "vectors.npy")
+    cut_short(search_dir(root) / "vectors.npy")
     done = query(root, "who services the harbour cranes", "--json")
     assert done.returncode == 0 and "Okonkwo" in done.stdout, done.stderr
     assert "rebuilding" in done.stderr
@@ -277,6 +278,7 @@ def test_a_vector_file_cut_short_under_the_watcher_is_declined_then_rebuilt_by_t
 MCP_ASKS_TWICE = """
 import os, sys
 from pathlib import Path
+from cortex.layout import search_dir
 from cortex.search.live import LiveIndex
 from cortex.search.question import Question
 
@@ -284,7 +286,7 @@ root = Path(sys.argv[1])
 live = LiveIndex(root, interval=3600).start()
 live.wait_ready(60)
 print([h.path for h in live.ask(Question("who services the harbour cranes", limit=1)).hits])
-matrix = root / ".cortex" / "search" / "vectors.npy"
+matrix = search_dir(root) / "vectors.npy"
 os.truncate(matrix, matrix.stat().st_size // 2)
 print([h.path for h in live.ask(Question("who services the harbour cranes", limit=1)).hits])
 """

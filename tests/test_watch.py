@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from cortex.layout import search_dir
 from tests.conftest import cortex, git
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
@@ -546,7 +547,7 @@ def test_the_search_index_asks_the_watcher_and_follows_every_change_even_right_a
             assert counts == counted_on_disk(root), f"step {step} ({action}): status"
             if update(root):
                 asked += 1
-                dirty = json.loads((root / ".cortex" / "search" / "state.json").read_text())["dirty"]
+                dirty = json.loads((search_dir(root) / "state.json").read_text())["dirty"]
                 assert dirty == differing_from_head(root), f"step {step} ({action}): dirty"
             assert indexed(root) == on_disk(root), f"step {step} ({action})"
     update(root)
@@ -623,10 +624,10 @@ def test_cortex_own_commits_and_a_deleted_index_are_followed_through_the_watcher
     assert done.returncode == 0, done.stderr
     assert cortex("--vault", str(root), "maintain", "--force").returncode == 0
     assert update(root)
-    state = json.loads((root / ".cortex" / "search" / "state.json").read_text())
+    state = json.loads((search_dir(root) / "state.json").read_text())
     assert indexed(root) == on_disk(root) and cranes not in indexed(root)
     assert state["dirty"] == differing_from_head(root) == []
-    shutil.rmtree(root / ".cortex" / "search")
+    shutil.rmtree(search_dir(root))
     assert cortex("--vault", str(root), "index").returncode == 0  # rebuilt: no token yet
     assert not update(root)  # the first update takes one, with git's word
     (root / "vault" / "kiosk.md").write_text("The lobby kiosk runs Debian 12.\n")

@@ -123,7 +123,7 @@ def dedup(
         _skips(result)
 
 
-graph_app = typer.Typer(help="The graph of notes, entities and tags (.cortex/graph.json).", rich_markup_mode=None,
+graph_app = typer.Typer(help="The graph of notes, entities and tags (.git/cortex/graph.json).", rich_markup_mode=None,
                         invoke_without_command=True)
 app.add_typer(graph_app, name="graph")
 

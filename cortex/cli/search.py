@@ -83,7 +83,7 @@ def index(
     model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help=MODEL_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the update report as JSON on stdout."),
 ) -> None:
-    """Update the search index under .cortex/ (only added, changed, moved or deleted notes).
+    """Update the search index (in .git/cortex/search/; only added, changed, moved or deleted notes).
 
     While `cortex watch` runs, the watcher makes the update on the index it keeps loaded."""
     try:

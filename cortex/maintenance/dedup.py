@@ -20,7 +20,7 @@ refusals). A block of up to ``EXACT_ROWS`` notes is compared exactly, one matrix
 per chunk of rows against the rows after it; a larger one by an inverted file: spherical
 k-means cells of about ``CELL_ROWS`` notes, each note compared with the notes of its
 ``PROBES`` nearest cells (``bench/bench_scale.py`` prints the share of the exact pairs
-found). Vectors are cached by content hash in ``.cortex/maintain/vectors.npz``.
+found). Vectors are cached by content hash in ``maintain/vectors.npz`` of ``layout.cache_dir``.
 
 The same job retires contradicted memories: when the newest memory of a subject states
 another value than an older one — the same statement with other numbers, dates or times,

@@ -1,4 +1,4 @@
-"""``cortex graph``: notes, entities and tags as one graph, stored in ``.cortex/graph.json``.
+"""``cortex graph``: notes, entities and tags as one graph, stored in ``graph.json`` of ``layout.cache_dir`` (``.git/cortex/``).
 
 Nodes: every note (``note:<id>``), every entity a note names (``entity:<name>``: emergent,
 no vault entry needed; attributions are entities too) and every tag (``tag:<tag>``).
@@ -225,5 +225,8 @@ def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     result = JobResult(JOB, dry_run=dry_run)
     graph, rebuilt = current_graph(ctx)
     counts = graph.counts()
-    result.items.append({"rebuilt": rebuilt, "path": str(graph_path(ctx.vault).relative_to(ctx.vault.root)), **counts})
+    path, root = graph_path(ctx.vault), ctx.vault.root
+    # a linked worktree's git directory lies outside it
+    shown = path.relative_to(root) if path.is_relative_to(root) else path
+    result.items.append({"rebuilt": rebuilt, "path": str(shown), **counts})
     return result

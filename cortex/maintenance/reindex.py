@@ -1,4 +1,4 @@
-"""The search index job: bring ``.cortex/search/`` up to date with what the jobs changed.
+"""The search index job: bring the search index up to date with what the jobs changed.
 
 It updates an index that exists (incrementally: only changed notes are re-read). A vault
 that has no index yet gets none here: ``cortex query`` or ``cortex index`` builds it on
@@ -18,7 +18,9 @@ MODEL_ENV = "CORTEX_SEARCH_MODEL"  # the variable `cortex query` and `cortex ind
 def run(ctx: JobContext, *, dry_run: bool = False) -> JobResult:
     result = JobResult(JOB, dry_run=dry_run)
     root = ctx.vault.root
-    if not (root / ".cortex" / "search" / "state.json").exists():
+    from cortex.search.freshness import search_state
+
+    if not search_state(root).exists():
         result.items.append({"updated": False, "why": "no search index yet: `cortex query` builds it on first use"})
         return result
     if dry_run:

@@ -2,7 +2,7 @@
 
 Jobs plan over HEAD (what git holds), never over half-saved files: a note a person is
 editing is skipped by the apply step (``GitRepo.is_dirty``). Parsing 50,000 notes costs
-seconds, so what each blob says is cached in ``.cortex/maintain/notes.json`` by blob oid,
+seconds, so what each blob says is cached in ``maintain/notes.json`` (``layout.cache_dir``) by blob oid,
 and each folder's listing by tree oid: after a commit only the changed folders are
 listed again and only the changed notes parsed again.
 """
@@ -314,7 +314,7 @@ class Snapshot:
 
 
 class SnapshotCache:
-    """Blob and tree caches under ``.cortex/maintain/``; rebuildable, so any damage just
+    """Blob and tree caches under ``maintain/`` (``layout.cache_dir``); rebuildable, so any damage just
     means parsing again."""
 
     def __init__(self, cache_dir: Path) -> None:

@@ -48,7 +48,7 @@ class LexicalBackend(Protocol):
     change finder read them back instead of the note files.
     """
 
-    FOLDER: str  # its folder under .cortex/search/
+    FOLDER: str  # its folder in the search index's (`layout.search_dir`)
 
     @classmethod
     def create(cls, directory: Path) -> "LexicalBackend":

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from cortex.layout import NOT_NOTES, git_ignored, is_markdown, is_note_path, unprintable_name
+from cortex.layout import NOT_NOTES, cache_dir, git_ignored, is_markdown, is_note_path, search_dir, unprintable_name
 
 TOP = "."  # the repository's top folder, where Obsidian puts new notes and daily notes
 # git pathspecs: the whole repository but observer/ (its runtime files are no notes)
@@ -243,7 +243,7 @@ def stat_note(root: Path, path: str) -> tuple[int, int] | None:
 STATUS = ("-c", "core.quotepath=off", "status", "--porcelain=v2", "--branch", "-z", "-uno", "--no-renames",
           "--ignored=no", "--", *PATHSPEC)
 WATCH_SOCKET = Path(".git") / "cortex-watch" / "sock"  # `cortex watch` runs (cortex/watcher.py)
-PROBE_INDEX = Path(".cortex") / "probe-index"
+PROBE_INDEX = "probe-index"  # in `layout.cache_dir`: a forged copy would hide what changed
 PROBE_INDEX_KEEP = 5.0  # seconds an outdated copy stays, for a probe about to open it (git reads it whole at once)
 
 
@@ -264,7 +264,7 @@ def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
     version = index_version(root / ".git" / "index")
     if version is None:
         return None  # no index yet, or one without a checksum (index.skipHash): git's own way
-    copy = root / PROBE_INDEX / version
+    copy = cache_dir(root) / PROBE_INDEX / version
     return ({"GIT_INDEX_FILE": str(copy)},
             ["-c", f"core.fsmonitor={command()}", "-c", "core.fsmonitorHookVersion=2"], copy.exists())
 
@@ -409,7 +409,9 @@ def watcher_changes(root: Path, since: str) -> tuple[str, list[str] | None] | No
     return token.decode(), [e.decode("utf-8", errors="surrogateescape") for e in entries]
 
 
-SEARCH_STATE = Path(".cortex") / "search" / "state.json"  # cortex/search/index.py State
+def search_state(root: Path) -> Path:
+    """The search index's state.json (cortex/search/index.py State)."""
+    return search_dir(root) / "state.json"
 
 
 def search_token(root: Path) -> str:
@@ -419,7 +421,7 @@ def search_token(root: Path) -> str:
     if not (root / WATCH_SOCKET).exists():
         return ""
     try:
-        token = json.loads((root / SEARCH_STATE).read_text(encoding="utf-8")).get("watch")
+        token = json.loads(search_state(root).read_text(encoding="utf-8")).get("watch")
     except (OSError, ValueError, AttributeError):
         return ""
     return token if isinstance(token, str) else ""

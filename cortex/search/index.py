@@ -1,9 +1,11 @@
-"""The search index of a vault: Whoosh + embedding rows under `.cortex/search/`,
-kept current incrementally by content hash.
+"""The search index of a vault: Whoosh + embedding rows in `layout.search_dir` (the git
+directory's `cortex/search/`, where no pull writes: Whoosh unpickles its table of
+contents, so a copy a teammate pushed would run their code), kept current incrementally
+by content hash.
 
-    .cortex/search/state.json        format, model, HEAD and folder mtimes at the last check
-    .cortex/search/whoosh/           lexical index and stored fields (backend.py, lexical.py)
-    .cortex/search/vectors.npy, vector_keys.txt                        (vectors.py)
+    search/state.json        format, model, HEAD and folder mtimes at the last check
+    search/whoosh/           lexical index and stored fields (backend.py, lexical.py)
+    search/vectors.npy, vector_keys.txt                        (vectors.py)
 
 Only notes that were added, changed, moved or deleted are re-read: a candidate whose
 (mtime, size) matches what the index stored is skipped (unless git or the watcher names it
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from cortex.fsutil import version
-from cortex.layout import UnreadableNote, misnamed_warning, read_note_bytes
+from cortex.layout import UnreadableNote, cache_dir, link_on_path, misnamed_warning, read_note_bytes, search_dir
 from cortex.search import freshness
 from cortex.search.backend import IndexDamaged, LexicalBackend
 from cortex.search.records import FORMAT, NoteRecord, content_hash, record_from_file
@@ -161,10 +163,28 @@ def walk_notes(root: Path, misnamed: list[str] | None = None) -> Iterator[str]:
         yield from sorted(freshness.scan_dir(root, rel_dir, misnamed))
 
 
+def _drop_working_tree_index(root: Path, directory: Path) -> None:
+    """The index an earlier cortex kept in the working tree, ``.cortex/search/``, is never
+    opened (a pull can write there): once one is built in its place, it is removed, as
+    large as the index is. Not when a link is on its way (what it leads to is no cortex's),
+    nor when git tracks a file in it (a teammate's force-added copy: theirs to remove)."""
+    old = root / ".cortex" / "search"
+    if old == directory or not old.is_dir() or link_on_path(root, ".cortex/search"):
+        return
+    from cortex import gitcli
+
+    tracked = gitcli.run_bytes(root, "ls-files", "-z", "--", ".cortex/search")
+    if tracked is None or tracked.code != 0 or tracked.out:
+        return
+    import shutil
+
+    shutil.rmtree(old, ignore_errors=True)
+
+
 class SearchIndex:
     def __init__(self, root: Path | str, *, model: str | os.PathLike | None = None, taxonomy=None):
         self.root = Path(root)
-        self.directory = self.root / ".cortex" / "search"
+        self.directory = search_dir(self.root)
         self.model_spec = model
         self._taxonomy = taxonomy
         self._taxonomy_given = taxonomy is not None
@@ -203,7 +223,7 @@ class SearchIndex:
         stamp = file_stamp(path)
         if self._taxonomy is None or stamp != self._taxonomy_stamp:
 
-            self._taxonomy = load_taxonomy(path, cache=self.root / ".cortex" / "taxonomy.json")
+            self._taxonomy = load_taxonomy(path, cache=cache_dir(self.root) / "taxonomy.json")
             self._taxonomy_stamp = stamp
         return self._taxonomy
 
@@ -366,6 +386,7 @@ class SearchIndex:
             report = self._build(self._readable(paths, taxonomy, skipped), total=len(paths), progress=progress,
                                  head=head, dirs=dirs)
             report.skipped = skipped
+        _drop_working_tree_index(self.root, self.directory)
         report.reason = reason
         return report
 

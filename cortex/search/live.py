@@ -175,7 +175,7 @@ class LiveIndex:
                     # changed, so no searcher outlives its files.
                     self.index.load(vectors=True)
                 report = self.session.refresh(probe, quiet=True)
-            except Exception as exc:  # deleted (`git clean -X`, `rm -rf .cortex`) or damaged
+            except Exception as exc:  # deleted (`rm -rf .git/cortex/search`) or damaged
                 report = self.session.recover(exc)
             self._mark()
         if report.touched:

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from cortex.notes import WIKILINK_RE, inline_tags, note_tags
 from cortex.taxonomy import ARCHIVE, Taxonomy
 
-# The on-disk layout of .cortex/search/; an index of another format is rebuilt.
+# The on-disk layout of the search index (`layout.search_dir`); an index of another format is rebuilt.
 # 3: tags and entities joined by U+001F, not a comma; accents folded.
 # 4: ø, ł, ß, æ, œ... folded too.
 # 5: notes outside vault/ and mind/ (the top folder is "."), inline #tags.
