@@ -78,15 +78,17 @@ def main() -> int:
     counts = dict(line.split(": ", 1) for line in git(vault, "count-objects", "-v").splitlines())
     pack = int(counts["size-pack"]) * 1024 + int(counts["size"]) * 1024
     index_file = (vault / ".git" / "index").stat().st_size
-    head_cache = (vault / ".cortex" / "head.sqlite").stat().st_size
-    search = sum(f.stat().st_size for f in (vault / ".cortex" / "search").rglob("*") if f.is_file())
+    from cortex.layout import cache_dir, search_dir
+
+    caches = cache_dir(vault)
+    head_cache = (caches / "head.sqlite").stat().st_size
+    search = sum(f.stat().st_size for f in search_dir(vault).rglob("*") if f.is_file())
     status = timed(lambda: git(vault, "--no-optional-locks", "status", "--porcelain", "-uall"))
     from cortex.headcache import HeadCache
 
     def rebuild():
-        (vault / ".cortex" / "head.sqlite").unlink(missing_ok=True)
-        for suffix in ("-wal", "-shm"):
-            (vault / ".cortex" / f"head.sqlite{suffix}").unlink(missing_ok=True)
+        for suffix in ("", "-wal", "-shm"):
+            (caches / f"head.sqlite{suffix}").unlink(missing_ok=True)
         HeadCache(vault).sync().close()
 
     rebuild_s = timed(rebuild, 1)
@@ -99,7 +101,7 @@ def main() -> int:
         ("git index file (.git/index)", f"{index_file / notes:,.0f} B/note", f"{index_file * scale / mb:,.0f} MB",
          "rewritten whole by every git add/commit"),
         ("git status (stat of every file)", f"{status * 1000:,.0f} ms", f"{status * scale:,.1f} s", "linear"),
-        ("HEAD cache (.cortex/head.sqlite)", f"{head_cache / notes:,.0f} B/note", f"{head_cache * scale / mb:,.0f} MB",
+        ("HEAD cache (.git/cortex/head.sqlite)", f"{head_cache / notes:,.0f} B/note", f"{head_cache * scale / mb:,.0f} MB",
          "read per call: O(log n)"),
         ("HEAD cache rebuild (once, from git)", f"{rebuild_s:,.2f} s", f"{rebuild_s * scale / 60:,.1f} min", "linear"),
         ("search index", f"{search / notes:,.0f} B/note", f"{search * scale / mb / 1024:,.1f} GB", "linear"),
