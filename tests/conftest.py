@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,11 @@ VENV_BIN = Path(sys.executable).parent
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
+    _isolate(monkeypatch, home)
+    return home
+
+
+def _isolate(monkeypatch, home: Path) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("PRE_COMMIT_HOME", str(home / ".cache" / "pre-commit"))
@@ -28,15 +34,43 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "person@example.com")
     monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.delenv("CORTEX_VAULT", raising=False)
-    return home
+
+
+@pytest.fixture(scope="session")
+def vault_template(tmp_path_factory) -> Path:
+    """A vault as `cortex init` makes it, made once per test process (init runs git,
+    pre-commit's installer and a first commit through the hook: most of a short test's
+    time) and copied for each test that wants a ready vault (`ready_vault`). Tests of
+    init itself run it."""
+    from cortex.vault import Vault
+
+    with pytest.MonkeyPatch.context() as mp:
+        _isolate(mp, tmp_path_factory.mktemp("template-home"))
+        root = tmp_path_factory.mktemp("template") / "vault"
+        Vault.init(root)
+    return root
 
 
 @pytest.fixture
-def vault(tmp_path):
+def ready_vault(vault_template):
+    """A function making PATH a fresh vault, as `cortex init PATH` would (a copy of
+    `vault_template`: nothing in a vault names its own folder)."""
+
+    def make(path) -> Path:
+        shutil.copytree(vault_template, path, symlinks=True)
+        # the copies have new inodes and times: git's index is told, or it takes every
+        # file for one it must look at again (a sparse checkout then keeps them all)
+        subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=path, capture_output=True, check=False)
+        return Path(path)
+
+    return make
+
+
+@pytest.fixture
+def vault(tmp_path, ready_vault):
     from cortex.vault import Vault
 
-    v, _ = Vault.init(tmp_path / "vault")
-    return v
+    return Vault(ready_vault(tmp_path / "vault"))
 
 
 def observation(**fields) -> dict:

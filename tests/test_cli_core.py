@@ -18,11 +18,8 @@ from cortex.layout import search_dir
 
 
 @pytest.fixture
-def vpath(tmp_path):
-    path = tmp_path / "v"
-    result = cortex("init", str(path))
-    assert result.returncode == 0, result.stderr
-    return path
+def vpath(tmp_path, ready_vault):
+    return ready_vault(tmp_path / "v")  # as `cortex init` makes it
 
 
 def test_an_end_of_input_inside_a_command_is_a_bug_with_a_report_not_a_silent_abort(tmp_path):

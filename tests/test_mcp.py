@@ -30,10 +30,8 @@ HOSTILE = (
 
 
 @pytest.fixture
-def vault(tmp_path) -> Path:
-    root = tmp_path / "vault"
-    proc = cortex("init", str(root))
-    assert proc.returncode == 0, proc.stderr
+def vault(tmp_path, ready_vault) -> Path:
+    root = ready_vault(tmp_path / "vault")  # as `cortex init` makes it
     hostile = root / "mind" / "facts" / "deploy-window.md"
     hostile.parent.mkdir(parents=True, exist_ok=True)
     hostile.write_text(HOSTILE, encoding="utf-8")

@@ -15,10 +15,8 @@ from secret_phrasings import value
 
 
 @pytest.fixture
-def vpath(tmp_path):
-    path = tmp_path / "v"
-    assert cortex("init", str(path)).returncode == 0
-    return path
+def vpath(tmp_path, ready_vault):
+    return ready_vault(tmp_path / "v")  # as `cortex init` makes it
 
 
 def test_write_says_a_value_will_be_redacted_on_stderr_and_in_json(vpath):
