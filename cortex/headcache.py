@@ -304,8 +304,10 @@ class HeadCache:
         return [r[0] for r in rows]
 
     def by_hash(self, hash_hex: str, partitions: tuple[str, ...]) -> tuple[str | None, str] | None:
-        """(id, path) of a note under ``partitions`` with this source hash: in the first
-        partition that has one, the oldest id when several share it (the original: a copy
+        """(id, path) of a note under ``partitions`` with this source hash: of several,
+        one whose body is still that observation's first (a note claiming the hash with
+        other words never takes its repeats); in the first partition that has one, the
+        oldest id when several share it (the original: a copy
         a person made beside it was given its id later, and UUIDv7 ids sort by the time
         they were given; settle and dedup keep the older too), then the first path; else the
         first of the notes elsewhere that carry it in their ``source_hash`` field — a
@@ -316,21 +318,37 @@ class HeadCache:
     def by_hashes(self, hashes: list[str], partitions: tuple[str, ...]) -> dict[str, tuple[str | None, str]]:
         """``by_hash`` of many hashes in a few queries (a run asks a chunk's at once):
         {hash: (id, path)} of those found."""
-        rows: list[tuple[str, str | None, str, int]] = []
+        rows: list[tuple[str, str | None, str, int, str]] = []
         for part in _slices(sorted(set(hashes))):
             rows += self._connect().execute(
-                f"SELECT hash, id, path, declared FROM notes WHERE hash IN ({','.join('?' * len(part))}) "
+                f"SELECT hash, id, path, declared, blob FROM notes WHERE hash IN ({','.join('?' * len(part))}) "
                 "ORDER BY id IS NULL, id, path", part)
         order = {p: i for i, p in enumerate(partitions)}
         elsewhere = len(partitions)
-        best: dict[str, tuple[int, str | None, str]] = {}
-        for hash_hex, ident, path, declared in rows:  # oldest id first: the first of a rank wins, lower ranks first
+        found: dict[str, list[tuple[int, str | None, str, str]]] = {}
+        for hash_hex, ident, path, declared, blob in rows:  # oldest id first
             top, sep, _ = path.partition("/")
             rank = order.get(top) if sep else None
             rank = elsewhere if rank is None and declared else rank
-            if rank is not None and (hash_hex not in best or rank < best[hash_hex][0]):
-                best[hash_hex] = (rank, ident, path)
-        return {hash_hex: (ident, path) for hash_hex, (_, ident, path) in best.items()}
+            if rank is not None:
+                found.setdefault(hash_hex, []).append((rank, ident, path, blob))
+        # Several notes claim one hash (rare: twins before a sync settles them, a copy, a
+        # note pushed to claim another's memory): the note whose words are the observation
+        # is its note, whatever id is older; then lower ranks first, the oldest id of a rank.
+        shared = self._as_memorized([c[3] for cands in found.values() if len(cands) > 1 for c in cands])
+        best = {hash_hex: min(cands, key=lambda c: (c[3] not in shared, c[0])) if len(cands) > 1 else cands[0]
+                for hash_hex, cands in found.items()}
+        return {hash_hex: (ident, path) for hash_hex, (_, ident, path, _) in best.items()}
+
+    def _as_memorized(self, blobs: list[str]) -> set[str]:
+        """Those of ``blobs`` whose body is the observation their ``source_hash`` names."""
+        if not blobs:
+            return set()
+        from cortex.notes import note_body, source_hash
+
+        texts = note_blobs(self.root, sorted(set(blobs)), self.max_note_bytes)
+        return {blob for blob, data in texts.items()
+                if data is not None and identify(data)[0] == source_hash(note_body(data.decode("utf-8", "replace")))}
 
     def present(self, paths: list[str]) -> set[str]:
         """Those of ``paths`` that are notes at HEAD, in a few queries."""

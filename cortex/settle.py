@@ -4,21 +4,25 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
 
 - the same observation memorized on two machines on different days: two paths, one
   ``source_hash``. They fold into one note, the older id's (the driver's choice for the
-  same day too) or the one a person edited, which gains ``reinforced`` (1 + the other's count,
+  same day too), which gains ``reinforced`` (1 + the other's count,
   recorded by the other's id in ``merged_counts``, so that machines folding overlapping
   sets count each note once: ``cortex.counts``), the later ``last_reinforced`` and the
   other id in ``merged_from``; the other goes where dedup
   sends a duplicate (``mind/archive/`` with ``merged_into``), or, in the permanent
   ``vault/`` partition that has no archive, is removed (its id lives on in ``merged_from``).
-  A twin a person edited, saying what the kept note does not, is not folded: both stay
-  (``SettlePlan.apart``), since a fold would remove or hide that person's words;
+  Only notes whose body is still the observation their ``source_hash`` names fold: one
+  a person edited, or one written to claim another memory's hash (a teammate's push),
+  stays beside it (``SettlePlan.apart``), since a fold would remove or hide one side's
+  words, or archive a memory in favour of other words; so does a twin with fields a
+  person changed;
 - a memory reinforced on one machine and archived on the other: the driver drops the
   archive fields, and the file comes back out of ``mind/archive/`` to its folder (a
   memory a person moved into the archive themselves never had those fields: it stays);
 - a memory forgotten or replaced on one machine (``taxonomy.DELIBERATE_ARCHIVE``) and
   memorized anew on another before it heard: the new note folds into the archived one,
   which stays archived — unless a person edited the new note since it was memorized: it
-  stays current (``SettlePlan.edited_forgotten``), their words are not hidden;
+  stays current (``SettlePlan.edited_forgotten``), their words are not hidden; an archived
+  note whose words are not its hash's observation takes no twin in;
 - a memory a person deleted on one machine and memorized anew on another before it heard
   (``memorized_anew``): the new note goes, whoever merged (``cortex sync`` or a person's
   plain ``git pull``);
@@ -43,7 +47,6 @@ from typing import Any, Iterable, Iterator, TYPE_CHECKING
 from cortex import counts
 from cortex.maintenance.base import JobContext, fold_into, unarchive_path
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
-from cortex.notes import source_hash
 from cortex.taxonomy import DELIBERATE_ARCHIVE
 
 if TYPE_CHECKING:
@@ -68,7 +71,8 @@ class Fold:
 class SettlePlan:
     folds: tuple[Fold, ...]
     revived: tuple[NoteInfo, ...]  # in mind/archive/ without the fields that put it there
-    # Twins left beside their note: a person edited each, and a fold would drop one's words.
+    # Twins left beside their note: words not the observation's (an edit, a claim) or a
+    # person's fields, which a fold would drop or hide.
     apart: tuple[Fold, ...] = ()
     # Twins of a memory forgotten or replaced on one side, left current: a person edited
     # them since they were memorized (their words now, theirs to forget), as ``keep`` is
@@ -93,7 +97,7 @@ def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | Non
             if (changed is None or note.path in changed) and not note.broken \
                     and not _ARCHIVED_RE.search(note_text(note)):
                 revived.append(note)
-            elif note.archive_reason in DELIBERATE_ARCHIVE and note.id and not note.broken:
+            elif note.archive_reason in DELIBERATE_ARCHIVE and note.id and not note.broken and note.as_memorized:
                 forgotten.setdefault(note.source_hash, note)
         elif _eligible(note):
             groups.setdefault(note.source_hash, []).append(note)
@@ -119,11 +123,15 @@ def plan_settle(snapshot: Snapshot | Iterable[NoteInfo], changed: set[str] | Non
             continue
         if any(n.locked for n in notes):
             continue  # a person keeps these apart on purpose
-        # A person's edit keeps its note (its body is no longer the observation's);
-        # else the older id, as the merge driver chooses for one path.
-        notes.sort(key=lambda n: (source_hash(n.body) == n.source_hash, n.id or ""))
+        # A fold is for one observation memorized on two machines: only notes whose words
+        # are still that observation's fold, into the older id. A note whose body is not
+        # the one its source_hash names — a person's edit, or a note pushed to claim
+        # another's memory — stays beside it: a fold would hide one side's words, or
+        # archive a memory in favour of other words and give them its repeats.
+        notes.sort(key=lambda n: (not n.as_memorized, n.id or ""))
         keep, kept_text = notes[0], note_text(notes[0])
-        own = tuple(n for n in notes[1:] if _own_words(n, kept_text, note_text, first_text))
+        own = tuple(n for n in notes[1:] if not (keep.as_memorized and n.as_memorized)
+                    or _own_words(n, kept_text, note_text, first_text))
         if own:
             apart.append(Fold(keep, own))
         if len(notes) - 1 > len(own):

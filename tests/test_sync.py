@@ -275,20 +275,24 @@ def test_same_observation_on_different_days_edited_on_both_machines_keeps_both_n
     cx(a, "validate", "--all")
 
 
-def test_a_twin_edited_on_one_machine_only_still_folds_into_the_edited_note(tmp_path):
+def test_a_twin_edited_on_one_machine_only_stays_beside_the_other_said_so(tmp_path):
+    """A fold is for one observation memorized twice: a note whose words are no longer the
+    observation's (here a person's edit; a teammate's note claiming the hash looks the
+    same) is neither folded nor kept over the other. Both stay, the sync says so."""
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, BODY, timestamp="2026-02-16T10:00:00Z")
     write(b, BODY, timestamp="2026-02-18T09:00:00Z", session_id="0b7e1c1e-1d2a-4b8e-9c5f-3f1b2a6d7e10")
     for m in (a, b):
         cx(m, "run")
-    (rb,) = [p for p, t in active(b).items() if BODY in t]
+    (ra,), (rb,) = ([p for p, t in active(m).items() if BODY in t] for m in (a, b))
     person_commit(b, rb, (b / rb).read_text() + "Approved by the CTO in February.\n", "edit on b")
     sync(a)
-    (item,) = json.loads(sync(b, "--json").stdout)["settled"]
-    assert item["kept"] == rb and item["reinforced"] == 1
+    done = sync(b, "--json")
+    assert json.loads(done.stdout)["settled"] == [{"apart": [rb], "beside": ra}]
+    assert f"kept apart  {rb} beside {ra}" in done.stderr
     converge(a, b)
-    (text,) = [t for t in active(a).values() if BODY in t]
-    assert "Approved by the CTO" in text
+    live = active(a)
+    assert "Approved by the CTO" in live[rb] and field(live[ra], "merged_into") is None
 
 
 def near_duplicates_on_two_machines(tmp_path):

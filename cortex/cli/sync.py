@@ -38,8 +38,9 @@ def render_sync(report) -> str:
             lines.append(f"  settled  {item['kept_deleted']} stays deleted (the memory deleted as {item['deleted']}, "
                          "memorized anew before the deletion was heard of)")
         elif "apart" in item:
-            lines.append(f"  kept apart  {', '.join(item['apart'])} beside {item['beside']} (the same memory, "
-                         "edited by a person on each machine: nothing folded; merge them by hand if they are one)")
+            lines.append(f"  kept apart  {', '.join(item['apart'])} beside {item['beside']} (one source_hash, but "
+                         "words or fields that are not both the observation's: a person's edit, or a note written "
+                         "to claim that memory; nothing folded, nothing archived: merge them by hand if they are one)")
         elif "brought_back_by" in item:
             lines.append(f"  settled  {item['kept_deleted']} kept deleted: it was deleted by a person; the other side only "
                          f"reinforced it (the merge or rebase {item['brought_back_by'][:12]} had brought it back; "

@@ -266,25 +266,31 @@ class VectorCache:
         self._model = None
 
     def embed(self, notes: list[NoteInfo]) -> "numpy.ndarray":
-        """Rows for ``notes``, from the cache where the body's hash is known."""
+        """Rows for ``notes``, from the cache where the body's hash is known: the hash of
+        the words each note holds, not the ``source_hash`` it declares, which a person's
+        edit leaves as it was and a note may copy from another's (both then got one vector:
+        a pushed note claiming a memory's hash paired with it at cosine 1)."""
         import numpy as np
+
+        from cortex.notes import source_hash
 
         model_name = str(self.model_spec or "shipped")
         keys, matrix = self._load(model_name)
         row = {k: i for i, k in enumerate(keys)}
-        missing = sorted({n.source_hash for n in notes if n.source_hash not in row})
+        own = [source_hash(n.body) for n in notes]
+        bodies = dict(zip(own, (n.body for n in notes)))
+        missing = sorted(h for h in bodies if h not in row)
         if missing:
             if self._model is None:
                 from cortex.embed import get_model
 
                 self._model = get_model(self.model_spec)
-            bodies = {n.source_hash: n.body for n in notes}
             fresh = self._model.encode([bodies[h] for h in missing])
             matrix = fresh if matrix is None else np.concatenate([matrix, fresh])
             keys = keys + missing
             row = {k: i for i, k in enumerate(keys)}
             self._save(model_name, keys, matrix)
-        return matrix[[row[n.source_hash] for n in notes]]
+        return matrix[[row[h] for h in own]]
 
     def _load(self, model_name: str):
         import numpy as np

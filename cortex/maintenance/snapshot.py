@@ -59,6 +59,12 @@ class NoteInfo:
         return Count(self.reinforced, dict(self.merged_counts))
 
     @property
+    def as_memorized(self) -> bool:
+        """Whether the body is still the observation its ``source_hash`` names: not so
+        after a person's edit of the words, nor in a note written to claim another's."""
+        return source_hash(self.body) == self.source_hash
+
+    @property
     def partition(self) -> str:
         """``vault`` or ``mind``; "" for a person's note elsewhere in the repository."""
         return self.path.split("/", 1)[0] if in_partition(self.path) else ""
