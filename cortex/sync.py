@@ -576,9 +576,12 @@ def _move(vault: Vault, old: str, new: str, reason: str) -> None:
     )
 
 
-def push(root, remote: str, branch: str) -> str:
-    """``ok``, or ``raced`` when the remote moved since the fetch (another machine pushed)."""
-    res = gitcli.run(root, "push", "--porcelain", "--set-upstream", remote, f"HEAD:refs/heads/{branch}", timeout=gitcli.NETWORK_TIMEOUT)
+def push(root, remote: str, branch: str, set_upstream: bool = False) -> str:
+    """``ok``, or ``raced`` when the remote moved since the fetch (another machine pushed).
+    ``set_upstream``: the local branch has none yet (a first push); one it has stays, so a
+    one-off ``--remote backup`` leaves the usual remote the default."""
+    res = gitcli.run(root, "push", "--porcelain", *(["--set-upstream"] if set_upstream else []), remote,
+                     f"HEAD:refs/heads/{branch}", timeout=gitcli.NETWORK_TIMEOUT)
     text = res.out + res.err
     if res.ok:
         return "ok"
@@ -633,6 +636,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
         report.remote = choose_remote(root, remote, settings.sync_remote)
         target = remote_branch(root, report.remote, report.branch)
         remote_ref = f"{report.remote}/{target}"
+        no_upstream = gitcli.config(root, f"branch.{report.branch}.remote") is None
         report.before = gitcli.rev(root, "HEAD")
         for attempt in range(1, attempts + 1):
             head = gitcli.rev(root, "HEAD")
@@ -662,7 +666,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
             if not push_changes or head == tip:
                 break
             report.push_attempts = attempt
-            if push(root, report.remote, target) == "ok":
+            if push(root, report.remote, target, set_upstream=no_upstream) == "ok":
                 report.pushed = True
                 _remember(vault, remote_ref, head, now)
                 break

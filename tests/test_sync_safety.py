@@ -69,3 +69,26 @@ def test_dedup_does_not_take_a_note_claiming_a_memorys_source_hash_for_its_dupli
     live = active(a)
     assert true in live[mine] and false in live[theirs]
 
+
+def test_a_sync_with_another_remote_leaves_the_branchs_upstream_as_it_was(tmp_path):
+    """`--remote backup` is a one-off: the plain syncs after it still go to origin."""
+    remote, (a,) = make_fleet(tmp_path, 1)
+    backup = tmp_path / "backup.git"
+    git(tmp_path, "init", "-q", "--bare", str(backup))
+    git(a, "remote", "add", "backup", str(backup))
+    assert json.loads(sync(a, "--remote", "backup", "--json").stdout)["pushed"]
+    assert git(a, "rev-parse", "--abbrev-ref", "main@{upstream}").strip() == "origin/main"
+    write(a, TRUE)
+    cx(a, "run")
+    assert "with origin/main" in sync(a).stderr
+    assert git(remote, "rev-parse", "main") == git(a, "rev-parse", "HEAD")
+
+
+def test_a_first_sync_sets_the_upstream_of_a_branch_that_has_none(tmp_path):
+    remote, (a,) = make_fleet(tmp_path, 1)
+    git(a, "branch", "--unset-upstream")
+    write(a, TRUE)
+    cx(a, "run")
+    sync(a)
+    assert git(a, "rev-parse", "--abbrev-ref", "main@{upstream}").strip() == "origin/main"
+
