@@ -99,6 +99,12 @@ class OperationInProgress(LockBusy):
         self.operation = operation
 
 
+class DetachedHead(CortexError):
+    """No branch is checked out: a commit would belong to none, and there is none to sync."""
+
+    kind = "detached_head"  # `cortex sync --json`'s error
+
+
 def _detached(git_dir: Path) -> bool:
     try:
         head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace")
@@ -127,8 +133,8 @@ def require_committable(git_dir: Path, *, merge: bool = True, then: str = "run a
         raise OperationInProgress(op, f"{op.what} is in progress in the vault, and HEAD is detached (no branch is "
                                       "checked out): a commit would belong to no branch",
                                   f"{op.finish}, then {then}; nothing was committed (exit 75: try again later)")
-    raise CortexError("the vault's HEAD is detached (no branch is checked out), so a commit would belong to no branch",
-                      f"check out a branch (`git switch main`), then {then}; nothing was committed")
+    raise DetachedHead("the vault's HEAD is detached (no branch is checked out), so a commit would belong to no branch",
+                       f"check out a branch (`git switch main`), then {then}; nothing was committed")
 
 
 def _conflicts(git_dir: Path, op: Operation) -> str:

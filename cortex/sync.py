@@ -37,7 +37,7 @@ from typing import Any, TYPE_CHECKING
 
 from cortex import gitcli
 from cortex.errors import CortexError
-from cortex.gitop import require_committable
+from cortex.gitop import DetachedHead, require_committable
 from cortex.settle import settle
 
 if TYPE_CHECKING:
@@ -48,7 +48,11 @@ JOB = "sync"
 
 
 class SyncError(CortexError):
-    kind = "error"
+    kind = "git"  # a git command failed in another way: the message has git's words
+
+
+class NoRemote(SyncError):
+    kind = "no_remote"  # the vault has no remote by that name (exit 1)
 
 
 class Unreachable(SyncError):
@@ -132,7 +136,7 @@ class SyncReport:
 def branch_name(root) -> str:
     res = gitcli.run(root, "symbolic-ref", "--quiet", "--short", "HEAD")
     if not res.ok:
-        raise CortexError(
+        raise DetachedHead(
             "the vault's HEAD is detached (no branch is checked out): there is nothing to sync",
             "check out a branch (`git switch main`), then `cortex sync`",
         )
@@ -144,7 +148,7 @@ def choose_remote(root, requested: str | None, configured: str | None) -> str:
     name = requested or configured or gitcli.config(root, f"branch.{branch}.remote") or "origin"
     if not gitcli.run(root, "remote", "get-url", name).ok:
         known = gitcli.run(root, "remote").out.split()
-        raise CortexError(
+        raise NoRemote(
             f"the vault has no remote named {name!r}" + (f" (it has: {', '.join(known)})" if known else ""),
             f"add it: `git remote add {name} URL` (a bare repository, GitHub, GitLab, ssh://...), or pass --remote NAME",
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from sync_helpers import active, cx, field, git, make_fleet, sync, write
 
@@ -92,3 +93,33 @@ def test_a_first_sync_sets_the_upstream_of_a_branch_that_has_none(tmp_path):
     sync(a)
     assert git(a, "rev-parse", "--abbrev-ref", "main@{upstream}").strip() == "origin/main"
 
+
+def _failure(machine, *args):
+    done = sync(machine, "--json", *args, check=False)
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def test_sync_json_failures_have_one_documented_shape(tmp_path):
+    """Every failure: ok, error (a documented value), message, hint, paths, exit_code."""
+    _, (a,) = make_fleet(tmp_path, 1)
+    docs = (Path(__file__).parent.parent / "docs" / "sync.md").read_text()
+    code, out, _ = _failure(a, "--remote", "nowhere")
+    assert (code, out["error"]) == (1, "no_remote") and "nowhere" in out["message"]
+    git(a, "checkout", "-q", "--detach")
+    code, detached, _ = _failure(a)
+    assert (code, detached["error"]) == (1, "detached_head")
+    for report in (out, detached):
+        assert set(report) == {"ok", "error", "message", "hint", "paths", "exit_code"}
+        assert report["ok"] is False and report["paths"] == [] and report["exit_code"] == code
+        assert f"| `{report['error']}` |" in docs  # a row of its table
+
+
+def test_run_sync_offline_says_the_sync_failure_once(tmp_path):
+    """The sync before the run fails: the run still commits, the failure is said once (the
+    sync after the run would only say it again), and its exit code is the run's."""
+    _, (a,) = make_fleet(tmp_path, 1)
+    git(a, "remote", "set-url", "origin", "http://127.0.0.1:9/vault.git")  # nothing listens there
+    write(a, TRUE)
+    done = cx(a, "run", "--sync", check=False)
+    assert done.returncode == 75 and done.stderr.count("cortex: sync:") == 1, done.stderr
+    assert any(TRUE in t for t in active(a).values())

@@ -225,11 +225,12 @@ def run(
     if commit_per not in (None, "note", "session", "run"):
         raise typer.BadParameter("--commit-per must be note, session or run")
     vault = open_vault()
-    sync = vault.sync_on_run if sync is None else sync
-    if sync and not dry_run:
-        _sync_around(vault, push=False)  # the remote's notes first: their hashes dedup this run's lines
+    sync = (vault.sync_on_run if sync is None else sync) and not dry_run
+    # the remote's notes first: their hashes dedup this run's lines
+    code = _sync_around(vault, push=False) if sync else 0
     report = vault.run(dry_run=dry_run, commit_per=commit_per, limit=limit)
-    code = _sync_around(vault, push=None) if sync and not dry_run else 0
+    if sync and not code:  # a sync that failed before the run is said once, not tried again after it
+        code = _sync_around(vault, push=None)
     if dry_run:
         plan = report.plan
         # The same report as a real run, with what it would do under `plan`.

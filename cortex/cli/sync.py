@@ -66,21 +66,33 @@ def render_sync(report) -> str:
 
 
 def _failure_json(exc) -> dict:
+    """Every failure in one shape (docs/sync.md): ``paths`` empty but for a conflict."""
     from cortex.sync import Conflict
 
-    out = {"ok": False, "error": getattr(exc, "kind", "error"), "message": exc.message, "hint": exc.hint,
-           "exit_code": exc.exit_code}
-    if isinstance(exc, Conflict):
-        out["paths"] = exc.paths
-    return out
+    return {"ok": False, "error": _failure_kind(exc), "message": exc.message, "hint": exc.hint,
+            "paths": exc.paths if isinstance(exc, Conflict) else [], "exit_code": exc.exit_code}
+
+
+def _failure_kind(exc) -> str:
+    from cortex.errors import LockBusy, VaultNotFound
+    from cortex.gitop import DetachedHead, OperationInProgress
+    from cortex.sync import SyncError
+
+    if isinstance(exc, (SyncError, OperationInProgress, DetachedHead)):
+        return exc.kind
+    if isinstance(exc, LockBusy):
+        return "busy"
+    if isinstance(exc, VaultNotFound):
+        return "no_vault"
+    return "vault"  # the vault's own files (settings, state) stop it: the message names the file
 
 
 def run_sync(*, remote: Optional[str], push: Optional[bool], accept_rewrite: bool = False, json_: bool = False) -> int:
     from cortex.errors import CortexError
     from cortex.sync import sync
 
-    vault = open_vault()
     try:
+        vault = open_vault()
         report = sync(vault, remote=remote, push_changes=push, accept_rewrite=accept_rewrite)
     except CortexError as exc:
         if json_:
