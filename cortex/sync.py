@@ -116,6 +116,9 @@ class SyncReport:
     invalid: dict[str, list[str]] = field(default_factory=dict)
     # notes the remote's rewritten history no longer has, when this vault took it
     rewritten: list[str] = field(default_factory=list)
+    # what the remote's commits brought: notes added, changed, deleted (and by whom), the
+    # shared settings files they changed (``brought``)
+    brought: dict[str, Any] = field(default_factory=dict)
     ahead: int = 0
     behind: int = 0
     seconds: float = 0.0
@@ -125,7 +128,7 @@ class SyncReport:
             "remote": self.remote, "branch": self.branch, "before": self.before, "after": self.after,
             "integrated": self.integrated, "settled": self.settled, "pushed": self.pushed,
             "push_attempts": self.push_attempts, "recovered": self.recovered, "warnings": self.warnings,
-            "invalid": self.invalid, "rewritten": self.rewritten,
+            "invalid": self.invalid, "rewritten": self.rewritten, "brought": self.brought or brought_nothing(),
             "ahead": self.ahead, "behind": self.behind, "seconds": round(self.seconds, 3),
         }
 
@@ -642,6 +645,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
         remote_ref = f"{report.remote}/{target}"
         no_upstream = gitcli.config(root, f"branch.{report.branch}.remote") is None
         report.before = gitcli.rev(root, "HEAD")
+        integrated = None  # the last remote tip merged in
         for attempt in range(1, attempts + 1):
             head = gitcli.rev(root, "HEAD")
             tip = fetch(root, report.remote, target)
@@ -663,6 +667,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
                     continue  # a commit landed meanwhile (a person's): merge again, with it
                 if how != "up to date":
                     report.integrated = how if report.integrated == "up to date" else report.integrated
+                    integrated = tip
                 report.settled += merged
             report.settled += settle(vault, now)
             head = gitcli.rev(root, "HEAD")
@@ -685,6 +690,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
             report.warnings += _follow_head(vault, now)
             report.invalid = _incoming_problems(root, report.before, report.after)
             report.warnings += _config_pulled(root, report.before, report.after)
+            report.brought = brought(root, report.before, integrated)
         counts = gitcli.ahead_behind(root, "HEAD", f"refs/remotes/{remote_ref}")
         if counts:
             report.ahead, report.behind = counts
@@ -750,6 +756,65 @@ def _incoming_problems(root: Path, before: str | None, after: str | None) -> dic
     for problem in validate([str(root / p) for p in paths], root=root).errors:
         out.setdefault(problem.path, []).append(f"{problem.line}: {problem.what}")
     return out
+
+
+# The tracked settings every machine reads: a pull that changes one changes what this
+# machine does (its decay threshold, its types, its schemas, how notes merge).
+SHARED_SETTINGS = ("observer/config.yml", "observer/taxonomy.yml", "observer/calibration.yml", ".gitattributes")
+SHARED_FOLDERS = ("schemas/",)
+NAME_DELETED = 100  # deleted notes named in the report; the others are counted
+
+
+def brought_nothing() -> dict[str, Any]:
+    return {"added": 0, "changed": 0, "deleted": 0, "deleted_notes": [], "deleted_more": 0, "settings": []}
+
+
+def brought(root: Path, before: str | None, tip: str | None) -> dict[str, Any]:
+    """What the remote's commits up to ``tip`` brought that ``before`` (HEAD before the
+    sync) lacked: the notes they added, changed and deleted — the deleted named, each with
+    the author of the commit that deleted it — and the shared settings files they changed,
+    with their authors. A teammate's mass deletion or a setting that changes this
+    machine's maintenance otherwise arrives in a fast-forward with no word said."""
+    from cortex.headcache import ZERO_TREE
+    from cortex.layout import is_note_path
+
+    out = brought_nothing()
+    if before is None or tip is None:
+        return out
+    base = gitcli.run(root, "merge-base", before, tip).out.strip() or ZERO_TREE
+    diff = gitcli.raw_diff(gitcli.stdout_bytes(root, *gitcli.tree_diff_args(base, tip)) or b"")
+    change = {path: "added" if set(old[1]) == {"0"} else "deleted" if set(new[1]) == {"0"} else "changed"
+              for path, (old, new) in diff.items()}
+    for path, what in change.items():
+        if is_note_path(path):
+            out[what] += 1
+    deleted = sorted(p for p, what in change.items() if what == "deleted" and is_note_path(p))
+    if deleted:
+        by = _authors(root, f"{before}..{tip}", "D")
+        out["deleted_notes"] = [{"path": p, "by": by.get(p, [""])[0]} for p in deleted[:NAME_DELETED]]
+        out["deleted_more"] = max(0, len(deleted) - NAME_DELETED)
+    settings = sorted(p for p in change if p in SHARED_SETTINGS or p.startswith(SHARED_FOLDERS))
+    if settings:
+        by = _authors(root, f"{before}..{tip}", "ACDMT", *SHARED_SETTINGS, *SHARED_FOLDERS)
+        out["settings"] = [{"path": p, "change": change[p], "by": by.get(p, [])} for p in settings]
+    return out
+
+
+def _authors(root: Path, commits: str, changes: str, *paths: str) -> dict[str, list[str]]:
+    """{path: the authors of the commits in ``commits`` that made a change of the kinds
+    ``changes`` (git's --diff-filter letters) to it, newest first}."""
+    out = gitcli.stdout_bytes(root, "log", "-z", "--no-renames", f"--diff-filter={changes}", "--name-only",
+                              "--format=%x01%an", commits, "--", *paths) or b""
+    found: dict[str, list[str]] = {}
+    author = ""
+    for item in out.decode("utf-8", "surrogateescape").split("\0"):
+        if item.startswith("\x01"):
+            author = item[1:]
+        elif item.strip("\n"):
+            names = found.setdefault(item.lstrip("\n"), [])
+            if author not in names:
+                names.append(author)
+    return found
 
 
 def _follow_head(vault: Vault, now: datetime) -> list[str]:

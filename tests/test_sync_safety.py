@@ -5,7 +5,9 @@ with plain git (hooks bypassed, as anyone with push access can)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 from sync_helpers import active, cx, field, git, make_fleet, sync, write
@@ -18,8 +20,10 @@ OLD_ID = "019b8d4e-2c00-7000-8000-000000000001"  # a UUIDv7 of 2026-01-05: older
 def teammate_commit(machine, message: str) -> None:
     """A commit of everything in the working tree with plain git, no hooks, pushed."""
     git(machine, "add", "-A")
-    git(machine, "-c", "user.name=mallory", "-c", "user.email=m@example.com", "commit", "-q", "--no-verify",
-        "-m", message)
+    who = {"GIT_AUTHOR_NAME": "mallory", "GIT_AUTHOR_EMAIL": "m@example.com", "GIT_COMMITTER_NAME": "mallory",
+           "GIT_COMMITTER_EMAIL": "m@example.com"}
+    subprocess.run(["git", "commit", "-q", "--no-verify", "-m", message], cwd=machine, check=True,
+                   env={**os.environ, **who})
     git(machine, "push", "-q", "origin", "HEAD:main")
 
 
@@ -123,3 +127,40 @@ def test_run_sync_offline_says_the_sync_failure_once(tmp_path):
     done = cx(a, "run", "--sync", check=False)
     assert done.returncode == 75 and done.stderr.count("cortex: sync:") == 1, done.stderr
     assert any(TRUE in t for t in active(a).values())
+
+
+def test_sync_says_what_the_remote_brought_deleted_notes_named_with_who_deleted_them(tmp_path):
+    """A teammate's mass deletion is no silent fast-forward: counts of the notes added,
+    changed and deleted, the deleted named (in the text up to 10, then how many more),
+    each with the author of the commit that deleted it."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    bodies = [f"The service number {i} runs on the host called alpha-{i}" for i in range(12)]
+    cx(a, "write", "-", input="".join(json.dumps({"type": "fact", "body": body, "attribution": "maya"}) + "\n"
+                                      for body in bodies))
+    cx(a, "run")
+    sync(a)
+    sync(b)
+    gone = sorted(p for p, t in active(b).items() if "alpha-" in t)
+    write(b, TRUE)
+    cx(b, "run")
+    git(b, "rm", "-q", *gone)
+    teammate_commit(b, "tidy")
+    done = sync(a, "--json")
+    brought = json.loads(done.stdout)["brought"]
+    assert (brought["added"], brought["changed"], brought["deleted"]) == (1, 0, 12)
+    assert brought["deleted_notes"] == [{"path": p, "by": "mallory"} for p in gone]
+    assert "brought  notes: 1 added, 12 deleted" in done.stderr
+    assert f"deleted  {gone[0]} (by mallory)" in done.stderr and gone[-1] not in done.stderr
+    assert "deleted  … and 2 more" in done.stderr
+    assert "brought" not in sync(a).stderr  # nothing new: nothing said
+
+
+def test_sync_says_which_shared_settings_the_remote_changed_and_who(tmp_path):
+    _, (a, b) = make_fleet(tmp_path, 2)
+    with open(b / "observer/config.yml", "a", encoding="utf-8") as config:
+        config.write("maintenance:\n  forget_threshold: 1.0\n")
+    teammate_commit(b, "config: tidy maintenance")
+    done = sync(a, "--json")
+    assert json.loads(done.stdout)["brought"]["settings"] == [
+        {"path": "observer/config.yml", "change": "changed", "by": ["mallory"]}]
+    assert "settings  observer/config.yml changed by mallory" in done.stderr

@@ -53,6 +53,7 @@ def render_sync(report) -> str:
                          + (f"({item['was']} on one machine, its words edited by a person on another: their words "
                             "stay current; `cortex forget` it again if it is still wrong)"
                             if item.get("was") in ("forgotten", "superseded") else "(reinforced elsewhere: not archived)"))
+    lines += _brought_lines(r.brought)
     if r.push_attempts > 1:
         lines.append(f"  pushed after {r.push_attempts} attempts (other machines pushed first)")
     lines.append(f"  now {r.ahead} ahead, {r.behind} behind {r.remote}")
@@ -63,6 +64,28 @@ def render_sync(report) -> str:
         lines += [f"    {path}:{problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
                   for path, problems in sorted(r.invalid.items())]
     return "\n".join(lines)
+
+
+SHOW_DELETED = 10  # deleted notes the text names (--json names more)
+
+
+def _brought_lines(brought: dict) -> list[str]:
+    """What the remote's commits brought: counts of notes, the deleted ones named with who
+    deleted them, each shared settings file changed, with who changed it."""
+    if not brought:
+        return []
+    counts = [f"{brought[k]} {k}" for k in ("added", "changed", "deleted") if brought[k]]
+    lines = [f"  brought  notes: {', '.join(counts)}"] if counts else []
+    named = brought["deleted_notes"]
+    lines += [f"  deleted  {n['path']}" + (f" (by {n['by']})" if n["by"] else "") for n in named[:SHOW_DELETED]]
+    more = len(named) - SHOW_DELETED + brought["deleted_more"]
+    if more > 0:
+        lines.append(f"  deleted  … and {more} more" + (" (`--json` names more)" if brought["deleted"] > SHOW_DELETED
+                                                               and len(named) > SHOW_DELETED else ""))
+    for item in brought["settings"]:
+        by = f" by {', '.join(a for a in item['by'] if a)}" if any(item["by"]) else ""
+        lines.append(f"  settings  {item['path']} {item['change']}{by} (shared settings: they apply on this machine now)")
+    return lines
 
 
 def _failure_json(exc) -> dict:
