@@ -158,7 +158,7 @@ def test_sync_says_what_the_remote_brought_deleted_notes_named_with_who_deleted_
 def test_sync_says_which_shared_settings_the_remote_changed_and_who(tmp_path):
     _, (a, b) = make_fleet(tmp_path, 2)
     with open(b / "observer/config.yml", "a", encoding="utf-8") as config:
-        config.write("maintenance:\n  forget_threshold: 1.0\n")
+        config.write("maintenance:\n  forget_threshold: 0.45\n")
     teammate_commit(b, "config: tidy maintenance")
     done = sync(a, "--json")
     assert json.loads(done.stdout)["brought"]["settings"] == [
