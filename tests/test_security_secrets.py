@@ -314,3 +314,16 @@ def test_a_private_key_goes_whole_however_it_is_encoded():
     pem = "-----BEGIN PRIVATE KEY-----\n" + headless + "\n-----END PRIVATE KEY-----\n"
     encoded = base64.b64encode(pem.encode()).decode()
     assert redact(f"KEY_B64 {encoded}") == (f"KEY_B64 {REDACTED}", ("private_key",))
+
+
+def test_a_rules_word_spelled_with_a_letter_re_folds_is_still_redacted():
+    """A rule runs only on a text holding one of its words, looked for as `re` matches
+    under IGNORECASE (`ı` is an i): lowercased alone, "Authorızation" hid the word and the
+    credential after it was left as it was."""
+    import base64
+
+    from secret_phrasings import value
+
+    secret = base64.b64encode(("deploy:" + value("fold", 12)).encode()).decode()
+    text, kinds = redact(f"Author\u0131zation: Basic {secret}")
+    assert secret not in text and REDACTED in text and kinds == ("basic_auth",)

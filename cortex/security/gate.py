@@ -39,6 +39,12 @@ from cortex.security import injection, normalise
 # Characters `re` matches to an ASCII letter under IGNORECASE that str.lower() does
 # not turn into it (a test recomputes this over every code point).
 FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def word_view(text: str) -> str:
+    """``text`` as a pattern's words are looked for in it: lowercase, and folded as ``re``
+    matches under IGNORECASE (``ſ`` is an s, ``ı`` an i), so no match is ever missed."""
+    return text.translate(FOLD).lower()
 CACHE_VERSION = 1
 
 
@@ -143,7 +149,7 @@ class PatternGate:
         its layers)."""
         # the very text match_patterns searches: each view with its spaces collapsed
         flat = injection._SPACES
-        folded = "\n".join(flat.sub(" ", v).translate(FOLD).lower() for v in seen)
+        folded = "\n".join(word_view(flat.sub(" ", v)) for v in seen)
         present = {w for w in self._vocabulary if w in folded}  # each word looked for once
         chosen = [self._pattern(i) for i, words in enumerate(self._words) if words is None or not words.isdisjoint(present)]
         return injection.match_patterns(text, chosen, seen)

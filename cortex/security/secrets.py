@@ -276,7 +276,9 @@ def find_secrets(
     # Provider formats all contain a run of 20+ token characters; most prose has none,
     # so one search spares sixty.
     has_token = _LONG_TOKEN.search(text) is not None
-    lowered = text.lower()
+    from cortex.security.gate import word_view
+
+    lowered = word_view(text)
     for rule in rules:
         if not (has_token or rule.always):
             continue
