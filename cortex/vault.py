@@ -47,7 +47,7 @@ class Vault:
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"
 
-    @property
+    @cached_property
     def cache_dir(self) -> Path:
         """Where the derived caches live (``layout.cache_dir``): the git directory's
         ``cortex/``, where no pull writes."""

@@ -52,23 +52,17 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
     by_id, by_path = snapshot.by_id(), snapshot.by_path()
     grouped: dict[str, dict[str, Any]] = {}
     locked, missing = [], []
-    folded: dict[str, NoteInfo] | None = None
     gone: set[str] = set()  # merged into a note no longer there
     for key in sorted(reinforcements):
         entry = reinforcements[key]
         note = by_id.get(key) or by_path.get(str(entry.get("path") or "")) or by_path.get(key.removeprefix("path:"))
         if note is None:
-            # folded by a sync into the note that lists it in merged_from (cortex.settle)
-            if folded is None:
-                folded = {i: n for n in snapshot if not n.archived for i in n.merged_from}
-            note = folded.get(key)
+            note = snapshot.by_merged_from.get(key)  # folded by a sync into another note
         if note is None:
             missing.append(key)
             continue
         if note.archived and note.merged_into:
-            if folded is None:
-                folded = {i: n for n in snapshot if not n.archived for i in n.merged_from}
-            into = by_id.get(note.merged_into) or folded.get(note.merged_into)
+            into = by_id.get(note.merged_into) or snapshot.by_merged_from.get(note.merged_into)
             if into is not None:
                 note = into  # a merged duplicate reinforces what it merged into
             else:  # ... which a person deleted since: their decision, the repeat counted here

@@ -318,6 +318,12 @@ class Snapshot:
     def _by_path(self) -> dict[str, NoteInfo]:
         return {n.path: n for n in self.notes}
 
+    @cached_property
+    def by_merged_from(self) -> dict[str, NoteInfo]:
+        """The note each folded id now lives in: a sync folds a twin into the note that
+        lists its id in ``merged_from`` (``cortex.settle``)."""
+        return {i: n for n in self.notes if not n.archived for i in n.merged_from}
+
 
 class SnapshotCache:
     """Blob and tree caches under ``maintain/`` (``layout.cache_dir``); rebuildable, so any damage just
