@@ -326,16 +326,25 @@ def build_server(memory: Memory):
 DRAIN_LIMIT = 600.0  # seconds an answer may still take once the client closed its side
 
 
-def _ids(line: bytes) -> tuple[str | None, str | None, str | None]:
+BLANK = object()  # a line with nothing on it: no message, nothing to answer
+
+
+def _parsed(line: bytes):
+    """One line of the protocol as JSON, ``BLANK``, or the error that says why it is none."""
+    if not line.strip():
+        return BLANK
+    try:
+        return json.loads(line)
+    except ValueError as exc:  # UnicodeDecodeError is one
+        return exc
+
+
+def _ids(item) -> tuple[str | None, str | None, str | None]:
     """(asked, answered, cancelled): the id of a client's request the server will answer
     (well-formed JSON-RPC 2.0, an integer or string id, object params), of the server's
-    answer, and of a request the client cancels, in one line (1 and "1" are two ids). A
-    line the SDK drops unanswered (no "jsonrpc", a fractional id, a batch) asks nothing,
-    so nothing waits for it."""
-    try:
-        item = json.loads(line)
-    except ValueError:
-        return None, None, None
+    answer, and of a request the client cancels, in one parsed line (1 and "1" are two
+    ids). A line the SDK drops unanswered (no "jsonrpc", a fractional id, a batch) asks
+    nothing, so nothing waits for it."""
     if not isinstance(item, dict) or item.get("jsonrpc") != "2.0":
         return None, None, None
     if item.get("method") == "notifications/cancelled":
@@ -350,18 +359,17 @@ def _ids(line: bytes) -> tuple[str | None, str | None, str | None]:
     return None, (json.dumps(ident) if "result" in item or "error" in item else None), None
 
 
-def refusal(line: bytes) -> bytes | None:
+def refusal(item) -> bytes | None:
     """The JSON-RPC error answer to a line the SDK would drop without a word (text that is
     no JSON, a batch, a message without "jsonrpc": "2.0", an id that is neither a whole
     number nor a string, params that are no object), or None for a line it answers or
     that asks nothing (a blank line, a notification, a client's answer). The relay
-    answers these itself: a client that sent one otherwise waited for ever."""
-    if not line.strip():
+    answers these itself: a client that sent one otherwise waited for ever. ``item``: the
+    line parsed (``_parsed``)."""
+    if item is BLANK:
         return None
-    try:
-        item = json.loads(line)
-    except ValueError as exc:  # UnicodeDecodeError is one
-        return _error(None, -32700, f"parse error: not JSON ({_cut(str(exc), 200)})")
+    if isinstance(item, ValueError):
+        return _error(None, -32700, f"parse error: not JSON ({_cut(str(item), 200)})")
     if isinstance(item, list):
         return _error(None, -32600, "invalid request: batches are not supported; send one JSON-RPC message per line")
     if not isinstance(item, dict):
@@ -425,10 +433,11 @@ def answers_before_eof(limit: float = DRAIN_LIMIT):
     def inbound() -> None:
         with open(real_in, "rb") as source, open(to_sdk_w, "wb") as sdk:
             for line in source:
-                if (error := refusal(line)) is not None:
+                item = _parsed(line)
+                if (error := refusal(item)) is not None:
                     to_client(error)
                     continue
-                asked, _, cancelled = _ids(line)
+                asked, _, cancelled = _ids(item)
                 with answered:
                     pending.update(i for i in (asked,) if i is not None)
                     pending.discard(cancelled)
@@ -447,7 +456,7 @@ def answers_before_eof(limit: float = DRAIN_LIMIT):
                     if gone.is_set():
                         pending.clear()
                     else:
-                        pending.discard(_ids(line)[1])
+                        pending.discard(_ids(_parsed(line))[1])
                     answered.notify_all()
         with writing:  # the SDK is done: the client sees the end of our stdout now, not at our exit
             gone.set()
