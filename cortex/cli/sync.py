@@ -78,10 +78,8 @@ def _brought_lines(brought: dict) -> list[str]:
     lines = [f"  brought  notes: {', '.join(counts)}"] if counts else []
     named = brought["deleted_notes"]
     lines += [f"  deleted  {n['path']}" + (f" (by {n['by']})" if n["by"] else "") for n in named[:SHOW_DELETED]]
-    more = len(named) - SHOW_DELETED + brought["deleted_more"]
-    if more > 0:
-        lines.append(f"  deleted  … and {more} more" + (" (`--json` names more)" if brought["deleted"] > SHOW_DELETED
-                                                               and len(named) > SHOW_DELETED else ""))
+    if (more := brought["deleted"] - SHOW_DELETED) > 0:
+        lines.append(f"  deleted  … and {more} more" + (" (`--json` names more)" if len(named) > SHOW_DELETED else ""))
     for item in brought["settings"]:
         by = f" by {', '.join(a for a in item['by'] if a)}" if any(item["by"]) else ""
         lines.append(f"  settings  {item['path']} {item['change']}{by} (shared settings: they apply on this machine now)")
