@@ -101,28 +101,21 @@ class _NeverArchived(_NothingToArchive):
     no reference at all: whatever HEAD holds by the time of the run, nothing is archived."""
 
 
-def at_write(root: Path, refs: dict[int, str]) -> tuple[list[tuple[int, str]], dict[int, str]]:
+def at_write(root: Path, refs: dict[int, str], cache) -> tuple[list[tuple[int, str]], dict[int, str]]:
     """What the run will make of each observation's ``supersedes`` (its number → the
     reference), said when it is written, from the HEAD cache the run reads: (refusals,
     for a reference that can never archive anything; warnings, for one that names no
-    memory at HEAD now — the line is appended, and the run decides against its HEAD)."""
-    if not refs:
-        return [], {}
-    from cortex.headcache import HeadCache
-
+    memory at HEAD now — the line is appended, and the run decides against its HEAD).
+    ``cache``: the HEAD cache, brought up to date."""
     refused: list[tuple[int, str]] = []
     warnings: dict[int, str] = {}
-    cache = HeadCache(root).sync()
-    try:
-        for n, ref in refs.items():
-            try:
-                _named(root, cache, ref)
-            except _NeverArchived as why:
-                refused.append((n, f"supersedes {ref!r}: {why} (or leave supersedes out)"))
-            except _NothingToArchive:
-                warnings[n] = f"supersedes {ref!r}: no memory with that id or path here (the run will archive nothing)"
-    finally:
-        cache.close()
+    for n, ref in refs.items():
+        try:
+            _named(root, cache, ref)
+        except _NeverArchived as why:
+            refused.append((n, f"supersedes {ref!r}: {why} (or leave supersedes out)"))
+        except _NothingToArchive:
+            warnings[n] = f"supersedes {ref!r}: no memory with that id or path here (the run will archive nothing)"
     return refused, warnings
 
 

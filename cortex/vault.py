@@ -255,11 +255,11 @@ class Vault:
             bodies[n] = result.body
             if result.supersedes:
                 supersedes[n] = result.supersedes
-        never, unknown = self._superseding(supersedes)
+        never, unknown, deleted = self._at_head(supersedes, bodies)
         if refused or never:
             raise BatchRefused(sorted(refused + never), len(batch))
         warnings += [(f"observation {n}: " if len(batch) > 1 else "") + why for n, why in unknown.items()]
-        warnings += self._deleted_by_people(bodies)
+        warnings += deleted
         if dry_run:
             return warnings
         self.refuse_links()
@@ -277,36 +277,31 @@ class Vault:
 
         return run_pass(self, dry_run=dry_run, commit_per=commit_per or self.settings.commit_per, now=now, limit=limit)
 
-    def _superseding(self, refs: dict[int, str]) -> tuple[list[tuple[int, str]], dict[int, str]]:
-        """The ``supersedes`` the run could never follow (refused now) and the ones that
-        name no memory at HEAD (a warning): ``supersede.at_write``."""
-        if not refs:
-            return [], {}
-        import sqlite3
-
-        from cortex.supersede import at_write
-
-        try:
-            return at_write(self.root, refs)
-        except (OSError, ValueError, sqlite3.Error):  # the cache cannot say: the run decides
-            return [], {}
-
-    def _deleted_by_people(self, bodies: dict[int, str]) -> list[str]:
-        """What the run will hold as a memory a commit deleted, said when it is written (a
-        hint from the HEAD cache: the run decides, and the line is appended either way)."""
+    def _at_head(self, refs: dict[int, str], bodies: dict[int, str]):
+        """What the run will make of these lines, from one look at the HEAD cache: the
+        ``supersedes`` it could never follow (refused now), those that name no memory at
+        HEAD (warnings: ``supersede.at_write``), and the bodies of memories a commit
+        deleted (warnings). Hints: when the cache cannot say, the run decides."""
         import sqlite3
 
         from cortex.headcache import HeadCache
+        from cortex.supersede import at_write
+
+        cache = HeadCache(self.root, self.settings.limits.max_note_bytes)
+        try:
+            cache.sync()
+            return (*at_write(self.root, refs, cache), self._deleted_by_people(bodies, cache))
+        except (OSError, ValueError, sqlite3.Error):
+            return [], {}, []
+        finally:
+            cache.close()
+
+    def _deleted_by_people(self, bodies: dict[int, str], cache) -> list[str]:
+        """What the run will hold as a memory a commit deleted, said when it is written."""
         from cortex.notes import source_hash
 
         hashes = {n: source_hash(body) for n, body in bodies.items()}
-        cache = HeadCache(self.root, self.settings.limits.max_note_bytes)
-        try:
-            gone = cache.sync().deleted(list(hashes.values()))
-        except (OSError, ValueError, sqlite3.Error):
-            return []
-        finally:
-            cache.close()
+        gone = cache.deleted(list(hashes.values()))
         return [(f"observation {n}: " if len(bodies) > 1 else "") + f"this memory was deleted from {gone[h]} in a commit: "
                 "the run will hold it in the quarantine, not memorize it (`cortex quarantine promote` keeps it after all)"
                 for n, h in hashes.items() if h in gone]
