@@ -200,11 +200,21 @@ def load_settings(path: Path) -> Settings:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def refused_patterns(root: Path, exc: ValueError) -> ConfigError:
-    """The error of a vault pattern the scanner refused (``Scanner``, through
-    ``cortex.security.injection.vault_patterns``: one that could stall every teammate's
-    hook and run), naming the file it came from."""
-    return ConfigError(f"{root / 'observer' / 'config.yml'}: {exc}", "fix or remove it in security.injection_patterns")
+def vault_scanner(root: Path, extra_patterns, **options):
+    """The vault's security scanner (``cortex.security.Scanner``), its pattern words cached
+    where no pull writes (``layout.private_cache_dir``); a pattern of the vault's own that
+    the scanner refuses (``injection.vault_patterns``: one that could stall every
+    teammate's hook and run) is a ConfigError naming the file it came from."""
+    from cortex.layout import private_cache_dir, write_cache
+    from cortex.security import Scanner
+    from cortex.security.injection import PatternRefused
+
+    try:
+        return Scanner(extra_patterns=extra_patterns, cache_dir=private_cache_dir(root), save_cache=write_cache,
+                       **options)
+    except PatternRefused as exc:
+        raise ConfigError(f"{root / 'observer' / 'config.yml'}: {exc}",
+                          "fix or remove it in security.injection_patterns") from None
 
 
 def _workers(value: Any) -> int | None:

@@ -143,17 +143,11 @@ class HookVault:
         return load_schema(self.root, "note")
 
     def scanner(self):
-        from cortex.security import Scanner
+        from cortex.config import vault_scanner
 
         # The pattern layer only: the learned classifier needs numpy and the embedding
         # model, too slow for a commit; `cortex run` applies it to agents' observations.
-        try:
-            return Scanner(extra_patterns=self.security_settings()[0], use_classifier=False,
-                           cache_dir=private_cache_dir(self.root), save_cache=write_cache)
-        except ValueError as exc:  # a pattern of the vault's own refused: said, not a traceback
-            from cortex.config import refused_patterns
-
-            raise refused_patterns(self.root, exc) from None
+        return vault_scanner(self.root, self.security_settings()[0], use_classifier=False)
 
     def validator(self, fixing: bool = True):
         from cortex.layout import load_tag_allow

@@ -133,22 +133,11 @@ class Vault:
 
     @cached_property
     def scanner(self):
-        from cortex.layout import private_cache_dir, write_cache
-        from cortex.security import Scanner
+        from cortex.config import vault_scanner
 
         s = self.settings
-        try:
-            return Scanner(
-                extra_patterns=s.injection_patterns,
-                classifier_threshold=s.classifier_threshold,
-                use_classifier=s.use_classifier,
-                cache_dir=private_cache_dir(self.root),
-                save_cache=write_cache,
-            )
-        except ValueError as exc:  # a pattern of the vault's own refused
-            from cortex.config import refused_patterns
-
-            raise refused_patterns(self.root, exc) from None
+        return vault_scanner(self.root, s.injection_patterns, classifier_threshold=s.classifier_threshold,
+                             use_classifier=s.use_classifier)
 
     def note_validator(self, *, redact: bool = False, bulk: bool = False):
         from cortex.validate import NoteValidator

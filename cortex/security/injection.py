@@ -41,6 +41,10 @@ class Pattern:
 _FLAGS = re.IGNORECASE | re.DOTALL
 
 
+class PatternRefused(ValueError):
+    """A pattern of the vault's own that cannot be used (``vault_patterns``), named."""
+
+
 def compile_patterns(raw: Sequence[str | dict]) -> tuple[Pattern, ...]:
     """Patterns from config: plain strings (named ``extra-N``) or ``{name, pattern}``."""
     out = []
@@ -52,13 +56,13 @@ def compile_patterns(raw: Sequence[str | dict]) -> tuple[Pattern, ...]:
         try:
             out.append(Pattern(name, re.compile(pattern, _FLAGS)))
         except re.error as exc:
-            raise ValueError(f"injection pattern {name!r} is not a valid regular expression: {exc}") from exc
+            raise PatternRefused(f"injection pattern {name!r} is not a valid regular expression: {exc}") from exc
     return tuple(out)
 
 
 def vault_patterns(raw: Sequence) -> tuple[Pattern, ...]:
     """A vault's own patterns (``security.injection_patterns``, in the tracked and shared
-    ``observer/config.yml``), compiled; ValueError naming the first one refused: not a
+    ``observer/config.yml``), compiled; ``PatternRefused`` naming the first one refused: not a
     string or ``{name, pattern}``, too long, beyond the number allowed, not a regular
     expression, or one that can take exponential time (``backtracking``), which would
     hold every teammate's commit and run on a note that triggers it."""
@@ -67,19 +71,19 @@ def vault_patterns(raw: Sequence) -> tuple[Pattern, ...]:
     from cortex.security.backtracking import MAX_PATTERN_CHARS, MAX_PATTERNS, exponential_risk
 
     if len(raw) > MAX_PATTERNS:
-        raise ValueError(f"security.injection_patterns holds {len(raw)} patterns, over the {MAX_PATTERNS} allowed")
+        raise PatternRefused(f"security.injection_patterns holds {len(raw)} patterns, over the {MAX_PATTERNS} allowed")
     for i, item in enumerate(raw, 1):
         if not (isinstance(item, str) or isinstance(item, dict) and isinstance(item.get("pattern"), str)):
-            raise ValueError(f"injection pattern {i} is {item!r}: write a string, or `{{name: ..., pattern: ...}}`")
+            raise PatternRefused(f"injection pattern {i} is {item!r}: write a string, or `{{name: ..., pattern: ...}}`")
     compiled = compile_patterns(raw)
     for pattern in compiled:
         source = pattern.regex.pattern
         if len(source) > MAX_PATTERN_CHARS:
-            raise ValueError(f"injection pattern {pattern.name!r} is {len(source)} characters long, "
+            raise PatternRefused(f"injection pattern {pattern.name!r} is {len(source)} characters long, "
                              f"over the {MAX_PATTERN_CHARS} allowed")
         why = exponential_risk(source, pattern.regex.flags)
         if why:
-            raise ValueError(f"injection pattern {pattern.name!r} ({source!r}) can take exponential time on some "
+            raise PatternRefused(f"injection pattern {pattern.name!r} ({source!r}) can take exponential time on some "
                              f"text ({why}): rewrite it so each part of a text can be matched one way only "
                              "(docs/security.md, \"A vault's own patterns\")")
     return compiled
