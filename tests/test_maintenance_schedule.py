@@ -183,6 +183,31 @@ def test_the_brief_counts_only_peoples_own_commits_as_changed_by_people(vault):
     assert "changed by people: 1 note" in text and "by cortex" not in text
 
 
+def test_the_brief_names_who_made_a_change_a_merge_brought(vault, tmp_path):
+    """A pull that merges names the teammate who wrote the change, not the person who
+    pulled (the merge commit's diff against its first parent is the teammate's work), and
+    the teammate's memorized notes are listed too."""
+    remote = tmp_path / "remote.git"
+    git(vault.root, "init", "-q", "--bare", str(remote))
+    git(vault.root, "remote", "add", "origin", str(remote))
+    git(vault.root, "push", "-q", "-u", "origin", "HEAD")
+    mate = tmp_path / "mate"
+    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(mate))
+    (mate / "Boiler.md").write_text("The boiler is serviced every October.\n")
+    git(mate, "add", "Boiler.md")
+    git(mate, "-c", "user.name=Dana Teammate", "-c", "user.email=dana@example.com", "commit", "-q", "--no-verify",
+        "-m", "vault backup", "--author", "Dana Teammate <dana@example.com>")
+    git(mate, "push", "-q")
+    (vault.root / "Printer.md").write_text("The printer in room 4 needs toner.\n")
+    git(vault.root, "add", "Printer.md")
+    git(vault.root, "commit", "-qm", "vault backup")
+    git(vault.root, "pull", "-q", "--no-rebase", "--no-edit")
+    assert len(git(vault.root, "log", "-1", "--format=%P").split()) == 2  # a merge
+    data = json.loads(cortex("--vault", str(vault.root), "brief", "--json").stdout)
+    assert sorted((c["path"], c["author"]) for c in data["changed"]) == [
+        ("Boiler.md", "Dana Teammate"), ("Printer.md", "Test Person")]
+
+
 def test_the_written_brief_names_tags_and_titles_without_carrying_them(vault):
     """The brief lists the day's tags and titles; Obsidian and cortex's graph must not read
     them as the brief's own tags and links, or every brief is tagged with every tag."""

@@ -56,14 +56,19 @@ def _by_cortex(commit, subject: str) -> bool:
 
 
 def _commits_since(repo: GitRepo, since: datetime):
+    """Every commit of HEAD's history made since ``since``, newest first: the commits a
+    merge brought (a teammate's, pulled) are walked as well as the first parent's line,
+    so each change is told with the commit, and the person, that made it."""
+    import pygit2
+
     git = repo.repo
     if git.head_is_unborn:
         return
-    commit = git[git.head.target]
     stop = since.timestamp()
-    while commit is not None and commit.commit_time >= stop:
+    for commit in git.walk(git.head.target, pygit2.GIT_SORT_TIME):
+        if commit.commit_time < stop:
+            return
         yield commit
-        commit = commit.parents[0] if commit.parents else None
 
 
 def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any]:
@@ -72,6 +77,8 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
     for commit in _commits_since(repo, since):
         subject, _, body = commit.message.partition("\n")
         lines = [l for l in body.splitlines() if l and not l.startswith("Cortex-")]
+        if len(commit.parents) > 1:
+            continue  # a merge: what it brought is told by the merged commits themselves
         if not _by_cortex(commit, subject):
             changed += _people_changes(repo.repo, commit)
         elif subject.startswith("observe:"):
