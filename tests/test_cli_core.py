@@ -435,3 +435,43 @@ def test_init_again_commits_what_an_interrupted_init_left_uncommitted(vpath):
     assert git(vpath, "status", "--porcelain") == ""
     tracked = git(vpath, "ls-files").split()
     assert {"observer/config.yml", "schemas/observation.schema.json", ".gitignore", "mind/facts/.gitkeep"} <= set(tracked)
+
+
+def _on_a_terminal(args: list[str], cwd) -> str:
+    """What the real CLI shows on a terminal (a pseudo-terminal for stdout and stderr)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "cortex"), *args], cwd=cwd,
+                            stdout=follower, stderr=follower, stdin=subprocess.DEVNULL)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the command is done
+            break
+        if not chunk:
+            break
+        shown += chunk
+    proc.wait(timeout=60)
+    os.close(leader)
+    return shown.decode("utf-8", "replace")
+
+
+def test_a_note_cannot_drive_the_terminal_it_is_shown_on(vpath):
+    """A teammate's note named with a right-to-left override (`retro\u202etxt.md` reads as
+    `retrodm.txt`) or titled with an escape sequence (set the window title, clear the
+    screen) is shown as its escapes on a terminal, never acted out; `--json` for a script
+    keeps the data as it is."""
+    name = "ops/retro\u202etxt.md"
+    (vpath / "ops").mkdir()
+    (vpath / name).write_text('---\ntitle: "Retro \\e]0;owned\\a notes"\n---\nNotes of the retro.\n')
+    git(vpath, "add", "-A")
+    git(vpath, "commit", "-q", "--no-verify", "-m", "vault backup")
+    shown = _on_a_terminal(["brief"], vpath)
+    assert "changed by people: 1 note" in shown, shown
+    assert "\x1b" not in shown and "\u202e" not in shown and "\x07" not in shown
+    assert "retro\\u202etxt" in shown and "Retro \\u001b]0;owned\\u0007 notes" in shown, shown
+    piped = json.loads(cortex("brief", "--json", cwd=vpath).stdout)
+    assert [(c["path"], c["title"]) for c in piped["changed"]] == [(name, "Retro \x1b]0;owned\x07 notes")]

@@ -20,8 +20,10 @@ from cortex.cli import watch  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cortex.cli.terminal import guard_terminals
     from cortex.errors import CortexError
 
+    guard_terminals()
     try:
         # standalone mode: click reports usage errors itself (exit 2) and exits.
         from cortex.cli.app import hoist_vault
