@@ -24,6 +24,13 @@ _ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"}
 NETWORK_TIMEOUT = 300.0  # seconds a fetch or push may take before it counts as unreachable
 
 
+def environment(root: Path | None) -> dict[str, str]:
+    """The environment of a git cortex runs on ``root`` (``gitlock.caller_env``)."""
+    from cortex.gitlock import caller_env
+
+    return {**caller_env(root), **_ENV}
+
+
 @dataclass(frozen=True)
 class Result:
     code: int
@@ -46,7 +53,7 @@ def run(root: Path, *args: str, input: str | None = None, timeout: float | None 
             text=True,
             encoding="utf-8",
             errors="replace",
-            env={**os.environ, **_ENV, **(env or {})},
+            env={**environment(root), **(env or {})},
             timeout=timeout,
         )
     except FileNotFoundError:
@@ -72,7 +79,7 @@ def run_bytes(root: Path | None, *args: str, input: bytes | None = None, timeout
     git cannot be started. Never raises for git's own failures."""
     argv = ["git", *(("-C", str(root)) if root is not None else ()), *args]
     try:
-        proc = subprocess.run(argv, input=input, capture_output=True, env={**os.environ, **_ENV}, timeout=timeout,
+        proc = subprocess.run(argv, input=input, capture_output=True, env=environment(root), timeout=timeout,
                               stdin=None if input is not None else subprocess.DEVNULL)
     except OSError:
         return None
@@ -118,20 +125,20 @@ def start(root: Path, *args: str, env: dict[str, str] | None = None) -> subproce
     search index's freshness probe runs beside the index load); None without git."""
     try:
         return subprocess.Popen(["git", "-C", str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL, env={**os.environ, **_ENV, **(env or {})})
+                                stdin=subprocess.DEVNULL, env={**environment(root), **(env or {})})
     except OSError:
         return None
 
 
-def start_script(script: str, *args: str) -> None:
+def start_script(script: str, *args: str, root: Path | None = None) -> None:
     """``sh -c script`` with ``args`` as $1…, detached: a few git commands that must run
     as one (the watched probe's seed: ``cortex/search/freshness.py``), with git's
     environment, at the lowest priority (background work yields the cores to the
-    commands people wait for), in a session of its own that may outlive this process.
-    Nothing happens where it cannot start."""
+    commands people wait for), in a session of its own that may outlive this process;
+    ``root`` the vault they run on. Nothing happens where it cannot start."""
     try:
         subprocess.Popen(["sh", "-c", script, "cortex", *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, env={**os.environ, **_ENV}, start_new_session=True,
+                         stderr=subprocess.DEVNULL, env=environment(root), start_new_session=True,
                          preexec_fn=lambda: os.nice(19))
     except OSError:
         pass

@@ -414,6 +414,41 @@ def restore_dropped(root: Path, git_dir: Path | None = None) -> list[str]:
 
 # --- the person's side: the guard hook ----------------------------------------------------
 
+# What tells git which repository, index and objects to use (`git rev-parse
+# --local-env-vars`, less the `-c` settings, which name no repository).
+LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
+            "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_GRAFT_FILE", "GIT_SHALLOW_FILE",
+            "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_CONFIG")
+
+
+def caller_env(root: Path | None) -> dict[str, str]:
+    """This process's environment for a git cortex runs on ``root``. git's locating
+    variables stay only where they are the vault's own (cortex run by the vault's hooks,
+    at its top); set by another repository — cortex called from its hook (a linked
+    worktree's hooks get ``GIT_DIR`` and ``GIT_INDEX_FILE``) or from a `git rebase -x`
+    script — they made ``git -C vault`` read, commit or push that repository instead."""
+    env = dict(os.environ)
+    if root is None or not any(name in env for name in LOCATING) or _callers_repository_is(root):
+        return env
+    for name in LOCATING:
+        env.pop(name, None)
+    return env
+
+
+def _callers_repository_is(root: Path) -> bool:
+    """Whether git's locating variables in this environment describe ``root``: the
+    working directory inside it and ``GIT_DIR``, if set, its git directory."""
+    top = os.path.realpath(root)
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # a working directory removed: no hook of the vault's runs there
+        return False
+    if os.path.commonpath([top, here]) != top:
+        return False
+    named = os.environ.get("GIT_DIR")
+    return not named or os.path.realpath(named) == os.path.realpath(git_dir_of(Path(top)))
+
+
 def git_dir_of(root: Path) -> Path:
     dot = root / ".git"
     if dot.is_file():  # a worktree or submodule: "gitdir: <path>"

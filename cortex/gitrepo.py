@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pygit2
 
+from cortex import gitcli
 from cortex.errors import CortexError, LockBusy
 from cortex.fsutil import NEW, Before, still_ours as _still_ours
 from cortex.gitlock import IndexLock, record_move
@@ -158,7 +159,8 @@ class GitRepo:
         import subprocess
 
         tmp, index = self._scratch_index()
-        env = {**os.environ, "GIT_INDEX_FILE": str(tmp), "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root)}
+        env = {**gitcli.environment(self.root),
+               "GIT_INDEX_FILE": str(tmp), "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root)}
         for args, stdin in steps:
             done = subprocess.run(["git", "update-index", *args], cwd=self.root, env=env, input=stdin,
                                   capture_output=True, check=False)
@@ -202,7 +204,6 @@ class GitRepo:
         (``.git/cortex-move``) names the move while it runs: killed after git wrote some
         working files, it is finished by ``finish_move``."""
 
-        from cortex import gitcli
         from cortex.fsutil import atomic_write
 
         with self.locked():

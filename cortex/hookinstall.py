@@ -21,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+from cortex import gitcli
 from cortex.fsutil import atomic_write
 from cortex.hooks import pre_commit_home
 
@@ -42,7 +43,8 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
     problems: list[str] = []
 
     def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False,
+                              env=gitcli.environment(root))
 
     # Everything that names this python is repointed here, in one place: after cortex
     # moves to a new virtualenv, `cortex hook install` leaves nothing naming the old one.
@@ -75,7 +77,8 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
                         "PRE_COMMIT_HOME to a folder this account can write, where commits run too (a shell profile, "
                         "the service's environment), then `cortex hook install`")
         return said, problems
-    done = subprocess.run([exe, "install"], cwd=root, capture_output=True, text=True, check=False)
+    done = subprocess.run([exe, "install"], cwd=root, capture_output=True, text=True, check=False,
+                          env=gitcli.environment(root))
     if done.returncode == 0:
         said.append("pre-commit hook installed (.git/hooks/pre-commit)")
         _say_when_gone(hook_path)
@@ -91,7 +94,7 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
 def _hook_path(root: Path) -> Path:
     import subprocess
 
-    hook = subprocess.run(["git", "rev-parse", "--git-path", "hooks/pre-commit"], cwd=root,
+    hook = subprocess.run(["git", "rev-parse", "--git-path", "hooks/pre-commit"], cwd=root, env=gitcli.environment(root),
                           capture_output=True, text=True, check=False).stdout.strip()
     return root / hook if hook else root / ".git" / "hooks" / "pre-commit"
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from cortex.fsutil import Before, atomic_write
+from cortex.gitlock import caller_env
 from cortex.keepdeleted import merging
 from cortex.layout import (
     UnreadableNote, case_twins, in_partition, is_markdown, is_note_path, is_other_repository, link_on_path,
@@ -478,12 +479,12 @@ def _git_output(cwd: Path, *args: str) -> bytes | None:
     if not hasattr(os, "posix_spawnp"):
         import subprocess
 
-        done = subprocess.run(argv, capture_output=True, check=False)
+        done = subprocess.run(argv, capture_output=True, check=False, env=caller_env(cwd))
         return done.stdout if done.returncode == 0 else None
     r, w = os.pipe()
     null = os.open(os.devnull, os.O_WRONLY)
     try:
-        pid = os.posix_spawnp("git", argv, os.environ, file_actions=[
+        pid = os.posix_spawnp("git", argv, caller_env(cwd), file_actions=[
             (os.POSIX_SPAWN_DUP2, w, 1), (os.POSIX_SPAWN_DUP2, null, 2), (os.POSIX_SPAWN_CLOSE, r),
         ])
     except OSError:

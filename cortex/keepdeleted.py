@@ -43,7 +43,9 @@ def git_dir(root: Path, git: Callable[..., bytes | None]) -> Path | None:
     """The git directory of the worktree at ``root``, where git leaves the files of an
     operation in progress (``cortex.gitop``): read off ``$GIT_DIR`` or ``.git`` with no
     process; a linked worktree or a submodule (``.git`` a file) asks git."""
-    env = os.environ.get("GIT_DIR")
+    from cortex.gitlock import caller_env
+
+    env = caller_env(root).get("GIT_DIR")  # not another repository's, whose hook ran cortex
     if env:
         return Path(env) if os.path.isabs(env) else root / env
     dot = root / ".git"

@@ -294,7 +294,7 @@ def seed_probe_copy(root: Path) -> bool:
             return False
         from cortex import gitcli
 
-        gitcli.start_script(_SEED, *_seed_args(root, *watched[:2]))
+        gitcli.start_script(_SEED, *_seed_args(root, *watched[:2]), root=root)
         return True
     finally:
         os.close(fd)
