@@ -20,6 +20,7 @@ SQLite makes an update atomic: a kill -9 mid-update leaves the previous HEAD's r
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sqlite3
@@ -171,7 +172,10 @@ class HeadCache:
             self.close()
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
-            self._sync(head)  # damaged: rebuilt from git
+            try:
+                self._sync(head)  # damaged: rebuilt from git
+            except sqlite3.OperationalError as exc:
+                raise _said_by_the_disk(exc, self.path) from exc
         return self
 
     def _connect(self) -> sqlite3.Connection:
@@ -387,6 +391,20 @@ class HeadCache:
 
     def notes(self) -> int:
         return self._connect().execute("SELECT coalesce(sum(n), 0) FROM counts").fetchone()[0]
+
+
+def _said_by_the_disk(exc: sqlite3.OperationalError, path: Path) -> Exception:
+    """SQLite's words for a full disk or a file this account may not write, as the
+    ``OSError`` the file system would have raised (the CLI says it and exits 1, where an
+    unknown exception is a bug); any other failure as it was."""
+    said = str(exc)
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in said:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    if "disk I/O error" in said:  # a write refused: EFBIG under a file size limit (`ulimit -f`), EIO
+        return OSError(errno.EIO, f"{said} (a full disk, a file size limit or a failing disk)", str(path))
+    if "readonly database" in said or "unable to open database file" in said:
+        return OSError(errno.EACCES, f"{os.strerror(errno.EACCES)} ({said})", str(path))
+    return exc
 
 
 def deletions(root: Path, commits: str | None, max_bytes: int | None = None) -> dict[str, str]:

@@ -1,0 +1,34 @@
+"""The machine cortex runs on is a server, a container or CI: its disk fills, its
+limits bite. A command refused by the file system says so (exit 1, no bug report) and
+loses nothing: what it did not memorize stays in the buffer for the next run."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+
+from conftest import VENV_BIN, append_lines, git, observation
+
+
+def _with_file_size_limit(kib: int):
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    return limit
+
+
+def test_a_run_refused_by_a_file_size_limit_says_so_and_keeps_the_buffer(vault):
+    append_lines(vault, *(observation(body=f"The cache TTL of service {i} is {i} minutes.") for i in range(3)))
+    for name in ("head.sqlite", "head.sqlite-wal", "head.sqlite-shm"):  # its first write is the cache's
+        (vault.root / ".git" / "cortex" / name).unlink(missing_ok=True)
+    buffered = vault.buffer_path.read_bytes()
+
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault.root), "run"], capture_output=True,
+                          text=True, preexec_fn=_with_file_size_limit(8))
+
+    assert done.returncode == 1, done.stderr
+    assert "bug" not in done.stderr and "file size limit" in done.stderr and "head.sqlite" in done.stderr
+    assert vault.buffer_path.read_bytes() == buffered
+    again = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault.root), "run"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    memorized = git(vault.root, "grep", "-l", "The cache TTL of service", "HEAD", "--", "mind").split()
+    assert len(memorized) == 3
