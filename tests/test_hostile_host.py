@@ -32,3 +32,23 @@ def test_a_run_refused_by_a_file_size_limit_says_so_and_keeps_the_buffer(vault):
     assert again.returncode == 0, again.stderr
     memorized = git(vault.root, "grep", "-l", "The cache TTL of service", "HEAD", "--", "mind").split()
     assert len(memorized) == 3
+
+
+def test_a_commit_whose_hook_meets_a_file_size_limit_is_refused_in_words(vault):
+    note = vault.root / "mind" / "facts" / "backups.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("---\ntype: fact\n---\nBackups run at 03:00 and are kept for 30 days.\n")
+    git(vault.root, "add", "mind/facts/backups.md")
+    for name in ("head.sqlite", "head.sqlite-wal", "head.sqlite-shm"):
+        (vault.root / ".git" / "cortex" / name).unlink(missing_ok=True)
+    head = git(vault.root, "rev-parse", "HEAD")
+
+    # room for git's and pre-commit's own files, not for the HEAD cache's (its WAL index is 32 KiB)
+    done = subprocess.run(["git", "commit", "-m", "backups"], cwd=vault.root, capture_output=True, text=True,
+                          preexec_fn=_with_file_size_limit(24))
+
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and git(vault.root, "rev-parse", "HEAD") == head
+    assert "Traceback" not in said, said
+    assert "file size limit" in said and "the commit is refused" in said
+    assert "Backups run at 03:00" in git(vault.root, "diff", "--cached")
