@@ -53,3 +53,9 @@ class LockBusy(CortexError):
 
 class ConfigError(CortexError):
     pass
+
+
+def os_said(exc: OSError) -> str:
+    """What the file system said, with the path it said it of ("No space left on device:
+    .git/index"): a full disk or a folder not writable is the person's to fix, not a bug."""
+    return f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc.strerror or exc)

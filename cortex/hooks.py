@@ -874,8 +874,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"cortex: {exc.message}\n" + (f"  hint: {exc.hint}\n" if exc.hint else ""))
         return exc.exit_code
     except OSError as exc:  # the file system said no (a full disk, a folder not writable): said, as the CLI says it
-        where = f": {exc.filename}" if exc.filename else ""
-        sys.stderr.write(f"cortex: {exc.strerror or exc}{where}; the notes were not checked, so the commit is "
+        from cortex.errors import os_said
+
+        sys.stderr.write(f"cortex: {os_said(exc)}; the notes were not checked, so the commit is "
                          "refused: fix that, then commit again\n")
         return 1
     render_all(reports, as_json="--json" in flags, nested=action == "check")

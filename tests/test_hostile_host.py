@@ -52,3 +52,16 @@ def test_a_commit_whose_hook_meets_a_file_size_limit_is_refused_in_words(vault):
     assert "Traceback" not in said, said
     assert "file size limit" in said and "the commit is refused" in said
     assert "Backups run at 03:00" in git(vault.root, "diff", "--cached")
+
+
+def test_a_query_the_file_system_refuses_exits_2_not_nothing_found(vault):
+    """Scripts read exit 1 as "nothing found": a query that could not build its index
+    (a full disk, a file size limit, a read-only checkout) is an error, exit 2."""
+    append_lines(vault, observation(body="The staging database is rebuilt every night at 02:00."))
+    vault.run()
+
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault.root), "query", "staging database"],
+                          capture_output=True, text=True, preexec_fn=_with_file_size_limit(4))
+
+    assert done.returncode == 2, done.stderr
+    assert "File too large" in done.stderr and "bug" not in done.stderr

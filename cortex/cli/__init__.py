@@ -44,8 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("cortex: interrupted\n")
         return 130
     except OSError as exc:  # the file system said no: a path to fix, not a bug
-        where = f": {exc.filename}" if exc.filename else ""
-        sys.stderr.write(f"cortex: {exc.strerror or exc}{where}\n")
+        from cortex.errors import os_said
+
+        sys.stderr.write(f"cortex: {os_said(exc)}\n")
         return 1
     except UnicodeError as exc:
         sys.stderr.write(f"cortex: not UTF-8 text ({exc}); cortex reads and writes UTF-8 only\n")

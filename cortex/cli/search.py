@@ -16,7 +16,7 @@ from typing import List, NoReturn, Optional
 import typer
 
 from cortex.cli.app import app, emit_json, emit_jsonl, info
-from cortex.errors import CortexError
+from cortex.errors import CortexError, os_said
 
 MODEL_ENV = "CORTEX_SEARCH_MODEL"
 MODEL_HELP = f"A model2vec model folder to embed with (default: ${MODEL_ENV}, else the shipped model)."
@@ -70,6 +70,9 @@ def _search_errors(exc: Exception) -> NoReturn:
     if isinstance(exc, CortexError):  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
         info(f"cortex: {exc}")
         raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2) from None
+    if isinstance(exc, OSError):  # a full disk, a read-only checkout: an error, never "nothing found"
+        info(f"cortex: {os_said(exc)}")
+        raise typer.Exit(2) from None
     embed = sys.modules.get("cortex.embed")  # loaded if a model was: only then can it fail
     if embed is not None and isinstance(exc, embed.ModelError):
         info(f"cortex: {exc}")
