@@ -65,3 +65,24 @@ def test_a_query_the_file_system_refuses_exits_2_not_nothing_found(vault):
 
     assert done.returncode == 2, done.stderr
     assert "File too large" in done.stderr and "bug" not in done.stderr
+
+
+def _closed(redirections: str, *args: str) -> subprocess.CompletedProcess:
+    """The CLI run with some of its standard streams closed by the shell (`2>&-`)."""
+    return subprocess.run(["sh", "-c", f'exec "$@" {redirections}', "sh", str(VENV_BIN / "cortex"), *args],
+                          capture_output=True, text=True)
+
+
+def test_a_write_with_its_output_closed_appends_once_and_exits_0(vault):
+    """An agent retries a write that exits non-zero: one that appended must say 0."""
+    done = _closed(">&- 2>&-", "--vault", str(vault.root), "write", "--type", "fact",
+                   "--body", "The deploy window is Tuesday 14:00.")
+
+    assert done.returncode == 0
+    assert vault.buffer_path.read_text().count("The deploy window is Tuesday 14:00.") == 1
+
+
+def test_a_batch_from_a_closed_stdin_is_refused_in_words(vault):
+    done = _closed("<&-", "--vault", str(vault.root), "write", "-")
+
+    assert done.returncode == 1 and "no observations on stdin" in done.stderr

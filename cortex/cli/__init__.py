@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     from cortex.cli.terminal import guard_terminals
     from cortex.errors import CortexError
 
+    _standard_streams()
     guard_terminals()
     try:
         # standalone mode: click reports usage errors itself (exit 2) and exits.
@@ -55,6 +56,26 @@ def main(argv: list[str] | None = None) -> int:
         path = _bug_report()
         sys.stderr.write(f"cortex: unexpected error (a bug). Details written to {path}\n")
         return 3
+
+
+def _standard_streams() -> None:
+    """A standard stream closed by the caller (`2>&-`, a daemon, a service manager) is
+    /dev/null for this process. Python leaves ``sys.stderr`` None there: the first status
+    line raised, after the work was done — `cortex write` appended its observation and
+    exited 1, and the agent's retry doubled it — and a file cortex opened next could take
+    the free descriptor, where a child's output would land."""
+    import os
+
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))
 
 
 def _narrowed(args: list[str]):
