@@ -86,3 +86,18 @@ def test_a_batch_from_a_closed_stdin_is_refused_in_words(vault):
     done = _closed("<&-", "--vault", str(vault.root), "write", "-")
 
     assert done.returncode == 1 and "no observations on stdin" in done.stderr
+
+
+def test_a_query_whose_reader_left_does_not_say_nothing_found(vault):
+    """`cortex query x | head -1` under `set -o pipefail`: the reader took what it wanted
+    and closed the pipe; exit 1 would tell the script nothing was found."""
+    append_lines(vault, *(observation(body=f"The espresso machine {i} is descaled on Mondays.") for i in range(3)))
+    vault.run()
+    reader_gone = subprocess.Popen([str(VENV_BIN / "cortex"), "--vault", str(vault.root), "query", "espresso",
+                                    "--jsonl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader_gone.stdout.close()
+
+    _, err = reader_gone.communicate()
+
+    assert reader_gone.returncode == 0, err
+    assert b"Error" not in err and b"Exception ignored" not in err

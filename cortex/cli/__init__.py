@@ -20,6 +20,7 @@ from cortex.cli import watch  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cortex.cli.app import ReaderLeft
     from cortex.cli.terminal import guard_terminals
     from cortex.errors import CortexError
 
@@ -39,7 +40,13 @@ def main(argv: list[str] | None = None) -> int:
         if exc.hint:
             sys.stderr.write(f"  hint: {exc.hint}\n")
         return exc.exit_code
-    except BrokenPipeError:
+    except ReaderLeft:
+        # what was printed is what the reader wanted; the rest, flushed at exit, goes nowhere
+        import os
+
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
         return 0
     except KeyboardInterrupt:
         sys.stderr.write("cortex: interrupted\n")

@@ -19,15 +19,22 @@ class EndOfInput(Exception):
     """An EOFError raised inside a command (numpy's word for an empty file, for one)."""
 
 
+class ReaderLeft(Exception):
+    """stdout's reader closed it (`cortex query x | head -1`)."""
+
+
 class _Commands(TyperGroup):
     def invoke(self, ctx):
         # click reports an EOFError as an interrupted prompt: "Aborted!" and exit 1, a
         # query's "nothing found". cortex prompts for nothing, so one is a bug, for the
-        # error handler of `cortex.cli.main` to report as every other (exit 3).
+        # error handler of `cortex.cli.main` to report as every other (exit 3). A broken
+        # pipe click turns into exit 1 as well: it is the reader's leaving, said by main.
         try:
             return super().invoke(ctx)
         except EOFError as exc:
             raise EndOfInput(f"EOFError: {exc}") from exc
+        except BrokenPipeError as exc:
+            raise ReaderLeft() from exc
 
 
 app = typer.Typer(
