@@ -31,6 +31,19 @@ def environment(root: Path | None) -> dict[str, str]:
     return {**caller_env(root), **_ENV}
 
 
+def not_owned(root: Path | None) -> CortexError:
+    """git's refusal of a repository another user owns (``safe.directory``), said once
+    for every command: each git cortex runs there fails alike, and read as an empty
+    answer it made ``cortex status`` count no notes."""
+    where = root if root is not None else Path.cwd()
+    return CortexError(f"git refuses to work in {where}: it belongs to another user (git's \"dubious ownership\")",
+                       f"run cortex as the vault's owner, or trust it: `git config --global --add safe.directory {where}`")
+
+
+def _refused(err: str | bytes) -> bool:
+    return "detected dubious ownership" in (err if isinstance(err, str) else err.decode("utf-8", "replace"))
+
+
 @dataclass(frozen=True)
 class Result:
     code: int
@@ -44,7 +57,8 @@ class Result:
 
 def run(root: Path, *args: str, input: str | None = None, timeout: float | None = None,
         env: dict[str, str] | None = None) -> Result:
-    """``git -C root args``; never raises for git's own failures (the caller reads them)."""
+    """``git -C root args``; never raises for git's own failures (the caller reads them),
+    save its refusal of a repository another user owns (``not_owned``)."""
     try:
         proc = subprocess.run(
             ["git", "-C", str(root), *args],
@@ -60,6 +74,8 @@ def run(root: Path, *args: str, input: str | None = None, timeout: float | None 
         raise CortexError("git is not installed (or not on PATH)", "install git, then run again") from None
     except subprocess.TimeoutExpired:
         return Result(124, "", f"git {args[0]} timed out after {timeout:.0f}s")
+    if proc.returncode != 0 and _refused(proc.stderr):
+        raise not_owned(root)
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -76,7 +92,7 @@ class Raw:
 
 def run_bytes(root: Path | None, *args: str, input: bytes | None = None, timeout: float | None = None) -> Raw | None:
     """``git [-C root] args`` with bytes in and out (paths as git wrote them); None when
-    git cannot be started. Never raises for git's own failures."""
+    git cannot be started. Never raises for git's own failures, save ``not_owned``."""
     argv = ["git", *(("-C", str(root)) if root is not None else ()), *args]
     try:
         proc = subprocess.run(argv, input=input, capture_output=True, env=environment(root), timeout=timeout,
@@ -85,6 +101,8 @@ def run_bytes(root: Path | None, *args: str, input: bytes | None = None, timeout
         return None
     except subprocess.TimeoutExpired:
         return Raw(124, b"", f"git {args[0]} timed out after {timeout:.0f}s".encode())
+    if proc.returncode != 0 and _refused(proc.stderr):
+        raise not_owned(root)
     return Raw(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -55,7 +55,9 @@ class GitRepo:
     def __init__(self, root: Path, lock_wait: float = LOCK_WAIT) -> None:
         try:
             self.repo = pygit2.Repository(str(root))
-        except pygit2.GitError:
+        except pygit2.GitError as exc:
+            if "not owned by current user" in str(exc):
+                raise gitcli.not_owned(root) from None
             raise CortexError(f"{root} is not a git repository", f"run `cortex init {root}`") from None
         if self.repo.workdir is None:
             raise CortexError(f"{root} is a bare repository", "cortex needs a working tree")

@@ -4,6 +4,7 @@ loses nothing: what it did not memorize stays in the buffer for the next run."""
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 
@@ -101,3 +102,18 @@ def test_a_query_whose_reader_left_does_not_say_nothing_found(vault):
 
     assert reader_gone.returncode == 0, err
     assert b"Error" not in err and b"Exception ignored" not in err
+
+
+def test_a_vault_git_refuses_as_another_users_is_said_not_counted_empty(vault):
+    """git refuses a repository another user owns (a shared server, a container's volume;
+    git's own test switch stands in for the other owner here)."""
+    append_lines(vault, observation(body="The staging database is rebuilt every night at 02:00."))
+    vault.run()
+    env = {**os.environ, "GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}
+
+    for command in ("status", "run"):
+        done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault.root), command],
+                              capture_output=True, text=True, env=env)
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert "belongs to another user" in done.stderr and "safe.directory" in done.stderr
+        assert "notes        0" not in done.stdout + done.stderr
