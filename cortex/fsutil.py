@@ -120,16 +120,26 @@ def still_ours(target: Path, before: Before, data: bytes | None) -> bool:
     """Whether the file at ``target`` holds what a writer may replace (``data``) or remove
     (None): the content it saw (``before``), ``data`` itself, or a start of ``data``
     where the file is new (a write cut short; an empty file where one was is an editor
-    between truncating and saving). A link is never replaced."""
+    between truncating and saving). A link is never replaced. Line endings do not count:
+    git's checkout on Windows (``core.autocrlf``) gives every note CRLF where the commit
+    has LF, and that is no person's edit."""
     if target.is_symlink():
         return False
     try:
         content = read_regular(target)
     except (OSError, NotRegularFile):
         return False
-    if content == before.data or (data is not None and content == data):
+    if _same_text(content, before.data) or (data is not None and _same_text(content, data)):
         return True
     return data is not None and not before.tracked and data.startswith(content)
+
+
+def _same_text(content: bytes, other: bytes | None) -> bool:
+    """``content`` is ``other``, line endings aside."""
+    if content == other:
+        return True
+    return other is not None and b"\r\n" in content + other \
+        and content.replace(b"\r\n", b"\n") == other.replace(b"\r\n", b"\n")
 
 
 def _temp_name(name: str) -> str:

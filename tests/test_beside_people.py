@@ -698,6 +698,31 @@ def test_an_editor_saving_while_the_job_writes_keeps_the_persons_file(vault, tmp
     assert path in done.stdout + done.stderr  # and said
 
 
+@pytest.mark.parametrize("job", ["reinforce", "forget"])
+def test_a_checkout_with_crlf_line_endings_is_no_persons_edit(vault, job):
+    """A teammate on Windows (`core.autocrlf=true`, Git for Windows' default) has every
+    note checked out with CRLF while git holds LF. That is no edit of theirs: a job's
+    commit replaces (or, archiving, removes) the file, says nothing of an edit, and
+    leaves the tree clean, so the Obsidian Git plugin's next commit does not undo it."""
+    root = vault.root
+    path = _reinforced_note(vault)
+    git(root, "config", "core.autocrlf", "true")
+    (root / path).unlink()
+    git(root, "checkout", "--", path)  # as a clone on Windows has it
+    assert b"\r\n" in (root / path).read_bytes()
+    args = ["reinforce"] if job == "reinforce" else ["forget", path, "--reason", "moved"]
+    done = cortex(root, *args)
+    assert done.returncode == 0, done.stderr
+    assert "edited" not in done.stdout + done.stderr
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    if job == "reinforce":
+        assert "reinforced: 1" in (root / path).read_text()
+    else:
+        assert not (root / path).exists()
+    git(root, "add", "-A")
+    assert git(root, "diff", "--cached", "--name-only") == ""  # the plugin's commit has nothing to undo
+
+
 def test_an_editor_saving_a_note_cortex_archives_keeps_the_persons_file(vault, tmp_path):
     """The same for a removal: `cortex forget` moves the note to the archive; an editor
     saves it while cortex holds the lock. The person's file is not deleted: it stays
