@@ -456,8 +456,9 @@ def split_tags(text: str) -> list[str]:
 
 def tag_name(text: str) -> str:
     """A tag as Obsidian counts it: no leading `#`, lowercased, nesting kept
-    (`#Recipes/Jam` is `recipes/jam`)."""
-    return text.strip().lstrip("#").lower()
+    (`#Recipes/Jam` is `recipes/jam`), composed (NFC: `é` typed as e + U+0301 on macOS
+    is the same tag as `é`)."""
+    return unicodedata.normalize("NFC", text.strip().lstrip("#")).lower()
 
 
 def tag_within(tag: str, parent: str) -> bool:
@@ -537,6 +538,8 @@ def inline_tags(body: str) -> list[str]:
             continue
         if "#" not in line or re.match(r" {0,3}#{1,6}(\s|$)", line):
             continue  # no tag, or a heading
+        if not line.isascii():  # a decomposed accent is no letter: `#résumé` would read `#re`
+            line = unicodedata.normalize("NFC", line)
         for tag in _INLINE_TAG_RE.findall(_CODE_SPAN_RE.sub(" ", line)):
             tag = tag.strip("/").lower()
             if tag and tag not in out:

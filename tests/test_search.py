@@ -905,6 +905,25 @@ def test_a_tag_finds_the_notes_tagged_with_tags_nested_in_it(vault):
     assert sorted(n["path"] for node in json.loads(graph.stdout) for n in node["neighbors"]) == ["Beta.md", "Kickoff.md"]
 
 
+def test_a_tag_typed_decomposed_on_macos_is_the_same_tag(vault):
+    """macOS may hand over `é` as e + U+0301 (NFD). Obsidian reads `#résumé` whole either
+    way; cortex read the decomposed one as `#re`, so `--tag résumé` and the graph missed
+    the note and a tag `re` appeared."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFD", "résumé")
+    (vault / "mac.md").write_text(f"Send the updated #{decomposed} to Maya by Friday.\n")
+    (vault / "win.md").write_text("Keep the #résumé short, one page.\n")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "vault backup")
+    for asked in ("résumé", decomposed):
+        found = cortex("--vault", str(vault), "query", "--tag", asked, "--paths")
+        assert sorted(found.stdout.split()) == ["mac.md", "win.md"], found.stderr
+    graph = cortex("--vault", str(vault), "graph", "neighbors", "#résumé", "--json")
+    assert sorted(n["path"] for node in json.loads(graph.stdout) for n in node["neighbors"]) == ["mac.md", "win.md"]
+    assert cortex("--vault", str(vault), "graph", "neighbors", "#re").returncode == 1
+
+
 def test_a_note_whose_frontmatter_does_not_parse_is_searched_whole(vault):
     """A note opening with a `---` rule has its first paragraph read as frontmatter that
     does not parse; a template's `{{title}}` breaks the YAML. The commit only warns, and

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from cortex.vault import Vault
 
 JOB = "graph"
-VERSION = 1
+VERSION = 2  # 2: tags composed (NFC)
 EDGE_KINDS = ("attributed_to", "mentions", "links_to", "tagged", "merged_into")
 
 

@@ -25,8 +25,9 @@ from cortex.notes import NoteSyntaxError, inline_tags, note_tags, parse_note, so
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
 
-CACHE_VERSION = 7  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart; 4: merged_counts; 5: archive_reason;
-# 6: frontmatter tags as Obsidian reads them (notes.note_tags); 7: misnamed files listed apart
+CACHE_VERSION = 8  # 2: inline #tags counted; notes outside vault/ and mind/ too; 3: links listed apart; 4: merged_counts; 5: archive_reason;
+# 6: frontmatter tags as Obsidian reads them (notes.note_tags); 7: misnamed files listed apart;
+# 8: tags composed (NFC)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 7: a note whose frontmatter does not parse, searched whole.
 # 8: `ts` in milliseconds: notes of one second listed newest first, --since/--until exact;
 #    credentials redacted in what is stored and indexed (a note committed past the hooks).
-FORMAT = 8
+# 9: tags composed (NFC): a decomposed `#résumé` (macOS) was the tag `re`.
+FORMAT = 9
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
 # The index stores tags and entities as one string each, joined by a character no name
