@@ -171,6 +171,7 @@ def fix_note(
     forget_threshold: float = DEFAULT_FORGET_THRESHOLD,
     copy_of: str | None = None,
     properties: dict[str, Any] | None = None,
+    taken_ids: frozenset[str] = frozenset(),
 ) -> Fixed:
     """``previous``: the note's committed text (None: there is none, the note is entering
     the vault; ``UNKNOWN``: not looked up yet, and the result says when it is needed). ``redact``: the credential
@@ -179,7 +180,8 @@ def fix_note(
     brings back from the archive. ``copy_of``: the note this one is a copy of (a new file
     carrying the id of a note still there, as Obsidian's "Make a copy" leaves it): it is a
     memory of its own, and gets an id of its own. ``properties``: the note schema's, for
-    the properties a person left with no value (``_emptied``)."""
+    the properties a person left with no value (``_emptied``). ``taken_ids``: the ids
+    other notes of the commit carry, which the committed note's id is not put back as."""
     if not in_partition(path):
         return Fixed(text)  # a person's own note: cortex fields are not asked of it
     try:
@@ -188,7 +190,7 @@ def fix_note(
         return Fixed(text)  # broken YAML: only a person can fix it; the validator says where
     split = split_frontmatter(text)
     if split is None:
-        return _add_frontmatter(path, text, taxonomy, now, new_id, redact)
+        return _add_frontmatter(path, text, taxonomy, now, new_id, redact, previous, taken_ids)
 
     meta, body = note.meta, note.body
     newline = "\r\n" if text.split("\n", 1)[0].endswith("\r") else "\n"
@@ -232,14 +234,22 @@ def fix_note(
         changes.append("gave the date in created a time (midnight UTC)")
     if spec is not None and has_body:
         fresh = _required_values(spec, body, now, new_id)
+        lacking = [k for k in IDENTITY if meta.get(k) is None or meta[k] == ""]
+        if lacking and previous is UNKNOWN:
+            return Fixed(text, wants_previous=True)
+        kept = _identity_kept(previous, lacking, taken_ids) if isinstance(previous, str) else {}
+        fresh.update(kept)
         generated = ("title",) if _clean(title_for(body), redact) else ()
         for key in (*REQUIRED_FIELDS, *generated):
             if key not in meta:
                 adds[key] = fresh[key]
             elif meta[key] is None or meta[key] == "":  # `id:` left empty: as good as missing
                 updates[key] = fresh[key]
-                changes.append(f"filled the empty {key}")
-        added = [k for k in adds if k in (*REQUIRED_FIELDS, "title")]
+                if key not in kept:
+                    changes.append(f"filled the empty {key}")
+        if kept:
+            changes.append(_said_kept(kept))
+        added = [k for k in adds if k in (*REQUIRED_FIELDS, "title") and k not in kept]
         if added:
             how = " (type from the folder)" if "type" in adds else ""
             changes.append(f"added {', '.join(added)}{how}")
@@ -300,6 +310,32 @@ def _restored(path: str, meta: dict, now: datetime, threshold: float, updates: d
         done.append(f"importance {importance:g} was below the forget threshold {threshold:g}: now {RESTORED_IMPORTANCE:g}")
     changes.append(f"back from the archive ({'; '.join(done)})")
     return removes
+
+
+# What makes a memory the one it is: an editor that saves its copy of a note from before
+# a commit completed it (Obsidian, the note open while the Git plugin committed) drops
+# them, and completed afresh they would make it another memory (a new id, its references
+# and its observation's repeats lost).
+IDENTITY = ("id", "created", "source_hash")
+
+
+def _identity_kept(previous: str, lacking: list[str], taken_ids: frozenset[str]) -> dict[str, str]:
+    """The committed note's values of the ``lacking`` identity fields, as written there;
+    none when its id is another note's now (a new memory at a path another one left)."""
+    try:
+        committed = parse_note(previous).meta
+    except NoteSyntaxError:
+        return {}
+    ident = committed.get("id")
+    if not isinstance(ident, str) or not ident or ident in taken_ids:
+        return {}
+    lines = (split_frontmatter(previous) or ("",))[0].splitlines()
+    raw = {m.group(1): line[m.end():].strip() for line in lines if (m := _KEY_RE.match(line))}
+    return {k: raw[k] for k in lacking if raw.get(k) and committed.get(k) not in (None, "")}
+
+
+def _said_kept(kept: dict[str, str]) -> str:
+    return f"put back {', '.join(kept)} as committed (saved without them: an editor's copy from before the last commit?)"
 
 
 def _emptied(meta: dict, properties: dict[str, Any], updates: dict[str, str], changes: list[str]) -> frozenset[str]:
@@ -467,15 +503,23 @@ def _other_adds(adds: dict[str, str], newline: str) -> list[str]:
     return [_line(k, v, newline) for k, v in adds.items() if k not in (*REQUIRED_FIELDS, "title")]
 
 
-def _add_frontmatter(path: str, text: str, taxonomy: Taxonomy, now: datetime, new_id, redact=None) -> Fixed:
+def _add_frontmatter(path: str, text: str, taxonomy: Taxonomy, now: datetime, new_id, redact=None,
+                     previous: Any = None, taken_ids: frozenset[str] = frozenset()) -> Fixed:
     spec = folder_type(taxonomy, path)
     body = text[1:] if text.startswith("\ufeff") else text
     if spec is None or not body.strip() or not _clean(text, redact):
         return Fixed(text)
+    if previous is UNKNOWN:
+        return Fixed(text, wants_previous=True)
     newline = "\r\n" if body.split("\n", 1)[0].endswith("\r") else "\n"
     values = _required_values(spec, body, now, new_id)
+    kept = _identity_kept(previous, list(IDENTITY), taken_ids) if isinstance(previous, str) else {}
+    values.update(kept)
     title = [f"title: {values['title']}"] if _clean(title_for(body), redact) else []
     lines = ["---", *(f"{k}: {values[k]}" for k in REQUIRED_FIELDS), SEPARATOR, *title, "---"]
     gap = "" if body.startswith(("\n", "\r\n")) else newline
     new_text = newline.join(lines) + newline + gap + body
-    return Fixed(new_text, (f"added a frontmatter block (type {spec.name} from the folder)",))
+    said = f"added a frontmatter block (type {spec.name} from the folder)"
+    if kept:
+        said += f"; {_said_kept(kept)}"
+    return Fixed(new_text, (said,))

@@ -558,6 +558,7 @@ def fix(
             continue
         texts[rel] = text
     copies = _copies(vault, texts, held)
+    carried = frozenset(found[0] for rel, text in texts.items() if in_partition(rel) and (found := read_id(text)))
     for rel, text in texts.items():
         report.checked += 1
         result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact, previous=UNKNOWN,
@@ -565,7 +566,7 @@ def fix(
         if result.wants_previous:
             result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact,
                               previous=vault.committed(rel), forget_threshold=threshold, copy_of=copies.get(rel),
-                              properties=properties)
+                              properties=properties, taken_ids=carried)
         if result.text != text and rel in held:
             # pre-commit set the person's unstaged edits of this note aside and puts them
             # back after the hooks: a completion staged now could clash with them.

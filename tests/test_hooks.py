@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -382,6 +383,42 @@ def test_edited_body_keeps_its_source_hash_and_commits_first_time(repo):
     text = path.read_text()
     assert f"source_hash: {source_hash(BODY)}" in text  # the observation's identity, set once
     assert repo.git("show", "HEAD:mind/facts/a.md").stdout == text
+
+
+IDENTITY_LINES = re.compile(r"^(id|created|source_hash):.*$", re.M)
+
+
+@pytest.mark.parametrize("typed", ["---\ntype: fact\n---\nThe build server is in rack 4.\n",
+                                   "The build server is in rack 4.\n"])
+def test_a_memory_saved_again_from_before_its_completion_stays_the_same_memory(repo, typed):
+    """The Git plugin's timed commit completes a memory a person is still typing; Obsidian
+    then saves its copy from before (no id, no created, no source_hash) with the new words.
+    The next commit puts the committed identity back instead of making it another memory."""
+    path = repo.write("mind/facts/build.md", typed)
+    assert repo.commit("vault backup 1").returncode == 0
+    identity = [m.group(0) for m in IDENTITY_LINES.finditer(path.read_text())]
+    assert len(identity) == 3
+    repo.write("mind/facts/build.md", typed + "It has 64 cores.\n")
+    done = repo.commit("vault backup 2")
+    assert done.returncode == 0, done.output
+    assert "put back id, created, source_hash as committed" in done.output
+    committed = repo.git("show", "HEAD:mind/facts/build.md").stdout
+    assert [m.group(0) for m in IDENTITY_LINES.finditer(committed)] == identity
+    assert committed.endswith("It has 64 cores.\n")
+
+
+def test_a_new_memory_where_a_renamed_one_was_gets_an_id_of_its_own(repo):
+    """Obsidian's Untitled.md: a memory renamed and a new one typed at the old path, in one
+    commit. The new one is no stale save of the old: it gets an id of its own."""
+    repo.write("mind/facts/Untitled.md", "---\ntype: fact\n---\nThe build server is in rack 4.\n")
+    assert repo.commit().returncode == 0
+    (repo.root / "mind/facts/Untitled.md").rename(repo.root / "mind/facts/Build server.md")
+    repo.write("mind/facts/Untitled.md", "---\ntype: fact\n---\nThe canteen opens at eight.\n")
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    ids = {rel: parse_note(repo.git("show", f"HEAD:{rel}").stdout).meta["id"]
+           for rel in ("mind/facts/Untitled.md", "mind/facts/Build server.md")}
+    assert len(set(ids.values())) == 2
 
 
 def test_files_outside_the_partitions_are_left_alone(repo):
