@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Callable
 
+from cortex import counts
 from cortex.layout import in_partition
 from cortex.notes import (
     REQUIRED_FIELDS,
@@ -227,6 +228,8 @@ def fix_note(
         if tags is not None and tags != meta["tags"]:
             updates["tags"] = flow_list(tags)
             changes.append("normalised tags")
+    if isinstance(previous, str) and "id" in meta:
+        _counts_kept(meta, previous, updates, adds, changes)
     removes |= _emptied(meta, properties or {}, updates, changes)
     completed = _completed_date(meta.get("created"))
     if completed:
@@ -332,6 +335,57 @@ def _identity_kept(previous: str, lacking: list[str], taken_ids: frozenset[str])
     lines = (split_frontmatter(previous) or ("",))[0].splitlines()
     raw = {m.group(1): line[m.end():].strip() for line in lines if (m := _KEY_RE.match(line))}
     return {k: raw[k] for k in lacking if raw.get(k) and committed.get(k) not in (None, "")}
+
+
+# What cortex's jobs count on a memory (a repeat, a twin folded in). A person's commit never
+# takes them back: an editor saving its copy from before `cortex reinforce` or `cortex
+# dedup` committed (Obsidian, the note open meanwhile) would otherwise undo what they counted.
+COUNTED = ("reinforced", "reinforced_tally", counts.KEY, "last_reinforced", "merged_from")
+
+
+def _counts_kept(meta: dict, previous: str, updates: dict[str, str], adds: dict[str, str], changes: list[str]) -> None:
+    """The counted fields as the committed note has them, where the note has fewer repeats,
+    an earlier `last_reinforced` or fewer folded twins than that."""
+    try:
+        committed = parse_note(previous).meta
+    except NoteSyntaxError:
+        return
+    back: dict[str, str] = {}
+    had, has = committed.get("reinforced"), meta.get("reinforced")
+    if _count(had) > _count(has):
+        back["reinforced"] = str(had)
+        merged = counts.parse_merged(committed.get(counts.KEY))
+        if merged and counts.parse_merged(meta.get(counts.KEY)) != merged:
+            back[counts.KEY] = counts.render_merged(merged)
+        if isinstance(committed.get("reinforced_tally"), str):
+            back["reinforced_tally"] = quote(committed["reinforced_tally"])
+    last = committed.get("last_reinforced")
+    if last not in (None, "") and _is_later(last, meta.get("last_reinforced")):
+        back["last_reinforced"] = format_time(parse_time(last))
+    folded = committed.get("merged_from")
+    if isinstance(folded, list) and set(map(str, folded)) - set(map(str, meta.get("merged_from") or [])):
+        back["merged_from"] = flow_list([str(x) for x in dict.fromkeys([*(meta.get("merged_from") or []), *folded])])
+    # A return from the archive sets its own; a property a person emptied in Obsidian's
+    # Properties panel is their choice (``_emptied``), no older copy's doing.
+    back = {k: v for k, v in back.items() if k not in updates and k not in adds and not (k in meta and meta[k] in (None, ""))}
+    for key, value in back.items():
+        (updates if key in meta else adds)[key] = value
+    if back:
+        changes.append(f"kept {', '.join(back)} as cortex last committed them (saved from a copy older than that commit?)")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _is_later(committed: Any, value: Any) -> bool:
+    """Whether ``committed`` is a time later than the note's ``value`` (or it has none)."""
+    if value is None or value == "":
+        return True
+    try:
+        return parse_time(committed) > parse_time(value)
+    except (ValueError, TypeError):
+        return False
 
 
 def _said_kept(kept: dict[str, str]) -> str:

@@ -559,9 +559,11 @@ def fix(
         texts[rel] = text
     copies = _copies(vault, texts, held)
     carried = frozenset(found[0] for rel, text in texts.items() if in_partition(rel) and (found := read_id(text)))
+    recounted = _counted_changed(vault, texts) if carried and not merging(vault.root, _git_output) else set()
     for rel, text in texts.items():
         report.checked += 1
-        result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact, previous=UNKNOWN,
+        result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact,
+                          previous=vault.committed(rel) if rel in recounted else UNKNOWN,
                           forget_threshold=threshold, copy_of=copies.get(rel), properties=properties)
         if result.wants_previous:
             result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact,
@@ -589,6 +591,17 @@ def fix(
         if _git_output(vault.root, "add", "--", *report.changed) is not None:
             report.staged = list(report.changed)
     return report
+
+
+def _counted_changed(vault: HookVault, texts: dict[str, str]) -> set[str]:
+    """The memories whose counted fields (``fixer.COUNTED``: a repeat, a twin folded in)
+    differ from HEAD's, in one git call: the fixer sees what HEAD has for those alone."""
+    from cortex.fixer import COUNTED
+
+    memories = [rel for rel in texts if in_partition(rel)]
+    out = _git_output(vault.root, "--literal-pathspecs", "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
+                      f"-G^({'|'.join(COUNTED)}):", "HEAD", "--", *memories)
+    return set(out.decode("utf-8", "surrogateescape").split("\0")) - {""} if out else set()
 
 
 def _copies(vault: HookVault, texts: dict[str, str], stashed: dict[str, bool]) -> dict[str, str]:

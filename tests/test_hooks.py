@@ -421,6 +421,39 @@ def test_a_new_memory_where_a_renamed_one_was_gets_an_id_of_its_own(repo):
     assert len(set(ids.values())) == 2
 
 
+def _memory_open_in_an_editor(repo, said: str) -> tuple[Path, str]:
+    """A memory cortex wrote, and the text an editor holding it open has."""
+    repo.git("clean", "-fdqx", "observer")  # runtime files of an earlier test
+    cx = [str(VENV_BIN / "cortex"), "--vault", str(repo.root)]
+    subprocess.run([*cx, "write", "--type", "fact", "--body", said], env=repo.env, check=True, capture_output=True)
+    subprocess.run([*cx, "run"], env=repo.env, check=True, capture_output=True)
+    [path] = (repo.root / "mind" / "facts").rglob("*.md")
+    return path, path.read_text()
+
+
+def test_a_memory_saved_from_before_a_reinforcement_keeps_the_count(repo):
+    """Obsidian holds a memory open while `cortex reinforce` counts a repeat of it, then
+    saves its copy from before with the person's edit. The commit keeps the edit and the
+    count: reinforced, its tally and last_reinforced as cortex committed them."""
+    said = "The staging database is rebuilt every night at 02:00."
+    path, open_copy = _memory_open_in_an_editor(repo, said)
+    cx = [str(VENV_BIN / "cortex"), "--vault", str(repo.root)]
+    subprocess.run([*cx, "write", "--type", "fact", "--body", said], env=repo.env, check=True, capture_output=True)
+    subprocess.run([*cx, "run"], env=repo.env, check=True, capture_output=True)
+    subprocess.run([*cx, "reinforce"], env=repo.env, check=True, capture_output=True)
+    counted = parse_note(path.read_text()).meta
+    assert counted["reinforced"] == 1
+    path.write_text(open_copy.replace("importance: 0.5", "importance: 0.7") + "\nThe rebuild takes 20 minutes.\n")
+    done = repo.commit("vault backup")
+    assert done.returncode == 0, done.output
+    assert "kept reinforced, reinforced_tally, last_reinforced as cortex last committed them" in done.output
+    committed = parse_note(repo.git("show", f"HEAD:{path.relative_to(repo.root)}").stdout)
+    assert committed.body.endswith("The rebuild takes 20 minutes.\n") and committed.meta["importance"] == 0.7
+    for key in ("reinforced", "reinforced_tally", "last_reinforced"):
+        assert committed.meta[key] == counted[key]
+    assert repo.git("status", "--porcelain").stdout == ""
+
+
 def test_files_outside_the_partitions_are_left_alone(repo):
     outside = {
         "README.md": "# My vault\n\nNo frontmatter here.\n",
