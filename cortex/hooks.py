@@ -30,7 +30,7 @@ from cortex.gitlock import caller_env
 from cortex.keepdeleted import merging
 from cortex.layout import (
     UnreadableNote, case_twins, in_partition, is_markdown, is_note_path, is_other_repository, link_on_path,
-    escaped_name, misnamed_reason, private_cache_dir, read_note_bytes, reserved_part, unprintable_name, write_cache,
+    escaped_name, misnamed_reason, private_cache_dir, read_note_bytes, unportable_part, unprintable_name, write_cache,
 )
 from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
@@ -358,10 +358,10 @@ def _portable(paths: list[str], names: Iterable[str]) -> list[Problem]:
     """Names a checkout on Windows or macOS cannot hold as they are."""
     problems = []
     for rel in paths:
-        part = reserved_part(rel)
-        if part:
-            problems.append(Problem(rel, 1, f"{part!r} is a name Windows reserves (con, prn, aux, nul, com0–9, lpt0–9)",
-                                    "rename it (a clone on Windows could not hold it)"))
+        unportable = unportable_part(rel)
+        if unportable:
+            problems.append(Problem(rel, 1, f"{unportable[0]!r} {unportable[1]}",
+                                    "rename it (a clone on Windows could not hold it, and would stop there)"))
     for rel, others in case_twins(list(names), paths).items():
         problems.append(Problem(rel, 1, f"differs from {', '.join(others)} only in case (on macOS and Windows the two are one file)",
                                 "rename one of them"))

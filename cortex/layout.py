@@ -305,11 +305,22 @@ def read_note_bytes(root: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> by
 WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{n}" for n in range(10)), *(f"lpt{n}" for n in range(10))})
 
 
-def reserved_part(rel: str) -> str | None:
-    """The first part of ``rel`` that Windows reserves, or None."""
+# Characters Windows allows in no name, and a name ending in a space or a dot (Windows
+# drops them). Obsidian on macOS and Linux lets a person type `Deploy: how?.md`; Git for
+# Windows then refuses the path ("invalid path"), and a clone there stops at it, its pulls too.
+WINDOWS_FORBIDDEN = frozenset('<>:"|?*')
+
+
+def unportable_part(rel: str) -> tuple[str, str] | None:
+    """The first part of ``rel`` a clone on Windows cannot hold, and why; or None."""
     for part in rel.split("/"):
         if part.split(".", 1)[0].lower() in WINDOWS_RESERVED:
-            return part
+            return part, "is a name Windows reserves (con, prn, aux, nul, com0–9, lpt0–9)"
+        bad = sorted(set(part) & WINDOWS_FORBIDDEN)
+        if bad:
+            return part, f"holds {' '.join(bad)}, which Windows allows in no name"
+        if part.endswith((" ", ".")):
+            return part, "ends with a space or a dot, which Windows drops from a name"
     return None
 
 

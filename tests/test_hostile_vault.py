@@ -305,6 +305,22 @@ def test_case_twins_and_reserved_file_names_are_refused(vault):
     assert done.returncode != 0 and "'con.md' is a name Windows reserves" in said, said
 
 
+@pytest.mark.parametrize("rel, said", [
+    ("Deploy: how?.md", "'Deploy: how?.md' holds : ?, which Windows allows in no name"),
+    ("projects/Q1 /plan.md", "'Q1 ' ends with a space or a dot, which Windows drops from a name"),
+    ("projects/v2./plan.md", "'v2.' ends with a space or a dot"),
+])
+def test_a_name_windows_allows_in_no_file_is_refused(vault, rel, said):
+    """Obsidian on macOS lets a person type `Deploy: how?.md`; Git for Windows refuses such a
+    path, and a teammate's clone and pulls stop at it. Refused as `con.md` is."""
+    path = vault.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("Deploy notes.\n")
+    done = _commit_all(vault.root)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and f"{rel}:1: {said}" in output, output
+
+
 def test_an_observer_folder_linked_outside_is_refused_with_a_message(vault, tmp_path):
     outside = tmp_path / "shared"
     shutil.move(str(vault.root / "observer"), outside)
