@@ -461,6 +461,12 @@ def tag_name(text: str) -> str:
     return unicodedata.normalize("NFC", text.strip().lstrip("#")).lower()
 
 
+def name_key(text: str) -> str:
+    """A name as one thing whatever its case, spacing or composition: `Café Central` typed
+    on Windows and `Café Central` with e + U+0301 from macOS are one entity, one note name."""
+    return unicodedata.normalize("NFC", " ".join(text.split())).casefold()
+
+
 def tag_within(tag: str, parent: str) -> bool:
     """Whether ``tag`` is ``parent`` or nested in it (both as ``tag_name`` gives them):
     Obsidian's `tag:#project` search and its tag pane count `project/alpha` under

@@ -924,6 +924,27 @@ def test_a_tag_typed_decomposed_on_macos_is_the_same_tag(vault):
     assert cortex("--vault", str(vault), "graph", "neighbors", "#re").returncode == 1
 
 
+def test_a_name_written_decomposed_on_macos_is_the_same_entity_and_note(vault):
+    """`Café Central` from macOS may be e + U+0301 (NFD), from Windows composed: one entity
+    in `--entity` and the graph, and a [[Café Central]] link reaches the note so named."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFD", "Café Central")
+    (vault / f"{decomposed}.md").write_text("Vienna coffee house.\n")
+    (vault / "meeting.md").write_text("Meeting at [[Café Central]] on Monday.\n")
+    assert cortex("--vault", str(vault), "write", "--type", "fact", "--body", "Maya meets the team there weekly",
+                  "--entity", f"{decomposed}:place").returncode == 0
+    assert cortex("--vault", str(vault), "run").returncode == 0
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "vault backup")
+    found = cortex("--vault", str(vault), "query", "--entity", "Café Central", "--paths")
+    assert found.returncode == 0 and found.stdout.startswith("mind/facts/"), found.stderr
+    graph = cortex("--vault", str(vault), "graph", "neighbors", "meeting.md", "--json")
+    assert [n["path"] for node in json.loads(graph.stdout) for n in node["neighbors"]] == [f"{decomposed}.md"]
+    graph = cortex("--vault", str(vault), "graph", "neighbors", "Café Central", "--json")
+    assert [n["edge"] for node in json.loads(graph.stdout) for n in node["neighbors"]] == ["mentions"]
+
+
 def test_a_note_whose_frontmatter_does_not_parse_is_searched_whole(vault):
     """A note opening with a `---` rule has its first paragraph read as frontmatter that
     does not parse; a template's `{{title}}` breaks the YAML. The commit only warns, and

@@ -21,13 +21,13 @@ from typing import Any, TYPE_CHECKING
 from cortex.fsutil import atomic_write
 from cortex.maintenance.base import JobContext, JobResult
 from cortex.maintenance.snapshot import Snapshot
-from cortex.notes import REDACTED, tag_name, tag_within, wikilinks
+from cortex.notes import REDACTED, name_key, tag_name, tag_within, wikilinks
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
 
 JOB = "graph"
-VERSION = 2  # 2: tags composed (NFC)
+VERSION = 2  # 2: tags, entities and note names composed (NFC)
 EDGE_KINDS = ("attributed_to", "mentions", "links_to", "tagged", "merged_into")
 
 
@@ -56,7 +56,7 @@ class Graph:
 
 
 def entity_key(name: str) -> str:
-    return "entity:" + " ".join(name.split()).casefold()
+    return "entity:" + name_key(name)
 
 
 _MERMAID = str.maketrans({'"': "#quot;", "<": "#lt;", ">": "#gt;", "&": "#amp;", "\n": " "})
@@ -88,8 +88,8 @@ def build_graph(snapshot: Snapshot) -> Graph:
                         "archived": note.archived}
         if note.id:
             by_id[note.id] = key
-        by_stem.setdefault(note.name[:-3].casefold(), key)
-        by_path[note.path[:-3].casefold()] = key
+        by_stem.setdefault(name_key(note.name[:-3]), key)
+        by_path[name_key(note.path[:-3])] = key
     for note in snapshot:
         key = f"note:{note.key}"
         if note.attribution:
@@ -104,7 +104,7 @@ def build_graph(snapshot: Snapshot) -> Graph:
         # The frontmatter `links` are the note's entities no note name forbids
         # (cortex.notes.linkable): resolved like any other link.
         for target in [*wikilinks(note.body), *(t for link in note.links for t in wikilinks(link))]:
-            path = target.casefold().removesuffix(".md")
+            path = name_key(target).removesuffix(".md")
             stem = path.rsplit("/", 1)[-1]
             # As Obsidian: a path, else a file name, else a node of that name.
             dest = by_path.get(path) or ("/" not in path and by_stem.get(stem)) or entity(target)
@@ -135,7 +135,7 @@ def save_graph(vault: Vault, graph: Graph) -> None:
 def find_nodes(graph: Graph, name: str) -> list[str]:
     """Nodes a person may mean by ``name``: an entity, ``#tag`` (and the tags nested in
     it), a note's id, path, file name or title."""
-    folded = " ".join(name.split()).casefold()
+    folded = name_key(name)
     tag = tag_name(name)  # with the tags nested in it, as Obsidian's tag pane counts #project
     tags = sorted(k for k in graph.nodes if k.startswith("tag:") and tag_within(k[4:], tag)) if tag else []
     exact = [k for k in (entity_key(name), f"note:{name}") if k in graph.nodes] + tags
@@ -145,7 +145,7 @@ def find_nodes(graph: Graph, name: str) -> list[str]:
     for key, node in graph.nodes.items():
         if node["kind"] == "note":
             path = node.get("path", "")
-            if folded in (path.casefold(), path.rsplit("/", 1)[-1][:-3].casefold(), node["label"].casefold()):
+            if folded in (name_key(path), name_key(path.rsplit("/", 1)[-1][:-3]), name_key(node["label"])):
                 hits.append(key)
     return hits
 

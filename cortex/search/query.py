@@ -7,6 +7,7 @@ note files.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Sequence
@@ -79,7 +80,7 @@ def matches(doc: dict, f: Filters) -> bool:
         return False
     if f.tags and not _tagged(_split(doc.get("tags")), f.tags):
         return False
-    if f.entities and not _split(doc.get("entities")) & {e.lower() for e in f.entities}:
+    if f.entities and not _split(doc.get("entities")) & {unicodedata.normalize("NFC", e).lower() for e in f.entities}:
         return False
     ts = (doc.get("ts") or 0) / TS_PER_SECOND
     if f.since is not None and ts < f.since:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -22,7 +23,7 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 7: a note whose frontmatter does not parse, searched whole.
 # 8: `ts` in milliseconds: notes of one second listed newest first, --since/--until exact;
 #    credentials redacted in what is stored and indexed (a note committed past the hooks).
-# 9: tags composed (NFC): a decomposed `#résumé` (macOS) was the tag `re`.
+# 9: tags and entities composed (NFC): a decomposed `#résumé` (macOS) was the tag `re`.
 FORMAT = 9
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
@@ -128,7 +129,7 @@ def _names(values: Any, key: str | None = None) -> tuple[str, ...]:
         if key and isinstance(item, dict):
             item = item.get(key)
         if item not in (None, ""):
-            out.append(str(item).strip())
+            out.append(unicodedata.normalize("NFC", str(item).strip()))  # one entity however macOS composed it
     return tuple(dict.fromkeys(out))
 
 
