@@ -330,6 +330,30 @@ def test_one_near_duplicate_pair_merged_on_two_machines_counts_once(tmp_path):
     cx(a, "validate", "--all")
 
 
+def test_a_repeat_of_a_note_merged_into_a_note_since_merged_on_is_counted_at_the_chains_end(tmp_path):
+    """Two machines each merge a near-duplicate pair before they hear of each other: one
+    the shared note into an older one only it has, the other a newer note of its own into
+    the shared one. After the sync the newest is merged into a note itself merged on. A
+    repeat of the newest's words counts on the note at the end; stopping one step short
+    brought the middle note back from the archive beside it, one memory current twice."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    middle = "The payments API rate limit is 100 requests per second per key"
+    write(a, middle, timestamp="2026-01-12T10:00:00Z")
+    cx(a, "run")
+    converge(a, b)
+    write(a, "The payments API rate limit is 100 requests per second for every key", timestamp="2026-01-10T10:00:00Z")
+    newest = "The payments API rate limit is 100 requests per second for each key"
+    write(b, newest, timestamp="2026-01-14T10:00:00Z")
+    for machine in (a, b):
+        cx(machine, "run")
+        assert json.loads(cx(machine, "dedup", "--json").stdout)["changed"] == 1
+    converge(a, b)
+    _reinforce(a, newest, "2026-02-01T10:00:00Z")
+    (text,) = [t for t in active(a).values() if "payments API" in t]
+    assert "for every key" in text and field(text, "reinforced") == "3", text  # two merged, one repeat
+    cx(a, "validate", "--all")
+
+
 def stopped_by_conflict(a, b, rel) -> str:
     """a syncs, then b's sync stops at ``rel`` with nothing changed: the hint."""
     sync(a)

@@ -61,12 +61,9 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
         if note is None:
             missing.append(key)
             continue
-        if note.archived and note.merged_into:
-            into = by_id.get(note.merged_into) or snapshot.by_merged_from.get(note.merged_into)
-            if into is not None:
-                note = into  # a merged duplicate reinforces what it merged into
-            else:  # ... which a person deleted since: their decision, the repeat counted here
-                gone.add(note.path)
+        note, joined = _joined(note, by_id, snapshot.by_merged_from)
+        if not joined:  # merged into a note a person deleted since: their decision, the repeat counted here
+            gone.add(note.path)
         if note.locked or note.broken:
             locked.append((key, note))
             continue
@@ -78,6 +75,24 @@ def plan_reinforce(snapshot: Snapshot, reinforcements: Mapping[str, Mapping[str,
                                 _revives(s["note"]) and s["note"].path not in gone)
                   for s in grouped.values())
     return ReinforcePlan(items, tuple(locked), tuple(missing))
+
+
+def _joined(note: NoteInfo, by_id: Mapping[str, NoteInfo], by_merged_from: Mapping[str, NoteInfo]) -> tuple[NoteInfo, bool]:
+    """(the note a merged duplicate's repeat counts on, whether that note is there): the
+    note it merged into, and on to the end of a chain — two machines that each merged a
+    pair before they heard of each other leave Z merged into Y and Y into X; stopping at
+    Y would bring Y back beside X, one memory twice. False when a note of the chain is gone
+    (a person deleted it): the repeat then stays on the last note found."""
+    seen = {note.id}
+    while note.archived and note.merged_into:
+        into = by_id.get(note.merged_into) or by_merged_from.get(note.merged_into)
+        if into is None:
+            return note, False
+        if into.id in seen:  # a cycle (pushed by hand): stop where it closes
+            return note, True
+        seen.add(into.id)
+        note = into
+    return note, True
 
 
 def _revives(note: NoteInfo) -> bool:
