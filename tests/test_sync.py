@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -347,6 +348,9 @@ def test_a_repeat_of_a_note_merged_into_a_note_since_merged_on_is_counted_at_the
     for machine in (a, b):
         cx(machine, "run")
         assert json.loads(cx(machine, "dedup", "--json").stdout)["changed"] == 1
+    sync(b)
+    settled = sync(a).stderr  # the newest, merged into the middle one there, counted here
+    assert re.search(r"settled  mind/facts/\S+ counts the repeats of mind/archive/\S+, mind/archive/", settled), settled
     converge(a, b)
     _reinforce(a, newest, "2026-02-01T10:00:00Z")
     (text,) = [t for t in active(a).values() if "payments API" in t]

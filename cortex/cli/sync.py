@@ -25,7 +25,11 @@ def render_sync(report) -> str:
         elif "kept" in item:
             kept = (f"{item['stays_archived']} here: it stays archived" if item.get("stays_archived")
                     else f"reinforced {item['reinforced']}")
-            lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, {kept})")
+            if item["folded"]:
+                lines.append(f"  settled  {', '.join(item['folded'])} → {item['kept']} (the same memory, {kept})")
+            if item.get("counted"):  # merged into it on another machine, through a note merged here
+                lines.append(f"  settled  {item['kept']} counts the repeats of {', '.join(item['counted'])} "
+                             f"(merged into it, directly or through one another; {kept})")
         elif "kept_edited" in item and "deleted" not in item:
             reason = "forgotten" if "forgotten" in item else "superseded"
             lines.append(f"  kept  {item['kept_edited']} (the same memory as {item[reason]}, {reason} on one "
