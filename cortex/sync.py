@@ -766,7 +766,8 @@ NAME_DELETED = 100  # deleted notes named in the report; the others are counted
 
 
 def brought_nothing() -> dict[str, Any]:
-    return {"added": 0, "changed": 0, "deleted": 0, "deleted_notes": [], "deleted_more": 0, "settings": []}
+    return {"added": 0, "changed": 0, "archived": 0, "deleted": 0, "deleted_notes": [], "deleted_more": 0,
+            "settings": []}
 
 
 def brought(root: Path, before: str | None, tip: str | None) -> dict[str, Any]:
@@ -785,6 +786,7 @@ def brought(root: Path, before: str | None, tip: str | None) -> dict[str, Any]:
     diff = gitcli.raw_diff(gitcli.stdout_bytes(root, *gitcli.tree_diff_args(base, tip)) or b"")
     change = {path: "added" if set(old[1]) == {"0"} else "deleted" if set(new[1]) == {"0"} else "changed"
               for path, (old, new) in diff.items()}
+    _moves_of_the_archive(change)
     for path, what in change.items():
         if is_note_path(path):
             out[what] += 1
@@ -798,6 +800,31 @@ def brought(root: Path, before: str | None, tip: str | None) -> dict[str, Any]:
         by = _authors(root, f"{before}..{tip}", "ACDMT", *SHARED_SETTINGS, *SHARED_FOLDERS)
         out["settings"] = [{"path": p, "change": change[p], "by": by.get(p, [])} for p in settings]
     return out
+
+
+def _moves_of_the_archive(change: dict[str, str]) -> None:
+    """A memory decay, dedup or ``cortex forget`` moved into ``mind/archive/`` is one note
+    archived, not one deleted and one added: a nightly maintenance would otherwise read
+    as a teammate's mass deletion on every machine. One moved back out of it is a note
+    changed. The moved-to path of each pair becomes ``archived`` or ``changed``; the
+    other is left out."""
+    from cortex.taxonomy import ARCHIVE
+
+    def archived_as(path: str) -> str:  # mind/<folder>/x.md → mind/archive/<folder>/x.md
+        top, _, rest = path.partition("/")
+        return f"{top}/{ARCHIVE}/{rest}"
+
+    for path, what in list(change.items()):
+        if what != "deleted" or not path.startswith("mind/"):
+            continue
+        if path.startswith(f"mind/{ARCHIVE}/"):
+            back = "mind/" + path.removeprefix(f"mind/{ARCHIVE}/")
+            if change.get(back) == "added":
+                change[back] = "changed"
+                del change[path]
+        elif change.get(archived_as(path)) == "added":
+            change[archived_as(path)] = "archived"
+            del change[path]
 
 
 def _authors(root: Path, commits: str, changes: str, *paths: str) -> dict[str, list[str]]:

@@ -155,6 +155,34 @@ def test_sync_says_what_the_remote_brought_deleted_notes_named_with_who_deleted_
     assert "brought" not in sync(a).stderr  # nothing new: nothing said
 
 
+def test_memories_another_machines_maintenance_archived_are_told_as_archived_not_deleted(tmp_path):
+    """The nightly job's decay and a teammate's `cortex forget` move memories into
+    `mind/archive/`: the sync that brings them says archived, and names no deletion — a
+    night's maintenance read as a mass deletion on every machine, by cortex. One an agent's
+    repeat brings back out of the archive is a note changed, not one added."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, "Ship the reporting dashboard before the quarter closes", type_="goal_short",
+          timestamp="2026-01-05T10:00:00Z")
+    write(a, "The legacy cron host is called atlas-7", timestamp="2026-01-05T10:00:00Z")
+    cx(a, "run")
+    sync(a)
+    sync(b)
+    cron = next(p for p, t in active(b).items() if "atlas-7" in t)
+    cx(b, "forget", cron, "--reason", "the host was retired")
+    assert json.loads(cx(b, "decay", "--now", "2026-06-01T03:00:00Z", "--json").stdout)["changed"] == 1
+    sync(b)
+    done = sync(a, "--json")
+    brought = json.loads(done.stdout)["brought"]
+    assert (brought["added"], brought["archived"], brought["deleted"], brought["deleted_notes"]) == (0, 2, 0, [])
+    assert "brought  notes: 2 archived" in done.stderr and "deleted" not in done.stderr, done.stderr
+    write(b, "Ship the reporting dashboard before the quarter closes", type_="goal_short")
+    cx(b, "run")
+    cx(b, "reinforce")
+    sync(b)
+    brought = json.loads(sync(a, "--json").stdout)["brought"]
+    assert (brought["added"], brought["changed"], brought["deleted"]) == (0, 1, 0)
+
+
 def test_sync_says_which_shared_settings_the_remote_changed_and_who(tmp_path):
     _, (a, b) = make_fleet(tmp_path, 2)
     with open(b / "observer/config.yml", "a", encoding="utf-8") as config:

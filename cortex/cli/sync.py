@@ -78,7 +78,7 @@ def _brought_lines(brought: dict) -> list[str]:
     deleted them, each shared settings file changed, with who changed it."""
     if not brought:
         return []
-    counts = [f"{brought[k]} {k}" for k in ("added", "changed", "deleted") if brought[k]]
+    counts = [f"{brought[k]} {k}" for k in ("added", "changed", "archived", "deleted") if brought.get(k)]
     lines = [f"  brought  notes: {', '.join(counts)}"] if counts else []
     named = brought["deleted_notes"]
     lines += [f"  deleted  {n['path']}" + (f" (by {n['by']})" if n["by"] else "") for n in named[:SHOW_DELETED]]
