@@ -133,11 +133,30 @@ def find_vault(path: str | os.PathLike | None = None) -> Path:
             )
         root = found
     if not is_vault(root):
+        if settings_outside_checkout(root):
+            raise VaultNotFound(*settings_outside_checkout_message(root))
         raise VaultNotFound(
             f"{root} is not a cortex vault (none of {', '.join(VAULT_MARKERS)})",
             f"make it one with `cortex init {root}`, or pass --vault PATH",
         )
     return root
+
+
+def settings_outside_checkout(root: Path) -> bool:
+    """Whether ``root`` is a vault whose sparse checkout leaves out ``observer/`` (git
+    holds its settings, the working tree does not): cortex reads them there. Asked only
+    where no settings file is found, so it costs a process only then."""
+    from cortex import gitcli
+
+    done = gitcli.run(root, "ls-files", "-t", "--", *VAULT_MARKERS)
+    return done is not None and done.ok and any(line.startswith("S ") for line in done.out.splitlines())
+
+
+def settings_outside_checkout_message(root: Path) -> tuple[str, str]:
+    import shlex
+
+    return (f"{root} is a cortex vault, but its sparse checkout leaves out observer/, where cortex reads the "
+            "vault's settings", f"add it to the checkout: `git -C {shlex.quote(str(root))} sparse-checkout add observer`")
 
 
 def load_tag_allow(root: Path) -> frozenset[str] | None:

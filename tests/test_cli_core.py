@@ -100,6 +100,23 @@ def test_init_in_a_sparse_clone_of_a_vault_sets_up_this_machine_and_writes_nothi
     assert again.returncode == 0 and "nothing changed" in again.stderr
 
 
+def test_a_sparse_clone_whose_cone_leaves_out_observer_says_what_to_add_not_to_init_again(vpath, tmp_path):
+    """A sparse checkout of `mind` only: init set the machine up and said nothing wrong,
+    and every command after called the clone no vault, telling the person to run
+    `cortex init` again. Both now say that observer/, where cortex reads the vault's
+    settings, is outside the checkout, and the command that adds it."""
+    clone = tmp_path / "sparse"
+    subprocess.run(["git", "clone", "-q", "--sparse", f"file://{vpath}", str(clone)], check=True, capture_output=True)
+    git(clone, "sparse-checkout", "set", "--cone", "mind")
+    add = f"`git -C {clone} sparse-checkout add observer`"
+    for done in (cortex("init", str(clone)), cortex("init", str(clone)), cortex("--vault", str(clone), "status")):
+        assert done.returncode != 0 and "its sparse checkout leaves out observer/" in done.stderr, done.stderr
+        assert add in done.stderr and "cortex init" not in done.stderr.split("hint:")[-1]
+    git(clone, "sparse-checkout", "add", "observer")
+    assert cortex("--vault", str(clone), "status").returncode == 0
+    assert git(clone, "status", "--porcelain") == ""
+
+
 def test_init_lays_out_a_ready_vault(vpath):
     for rel in ("schemas/observation.schema.json", "schemas/note.schema.json", "observer/taxonomy.yml",
                 "observer/calibration.yml", "observer/config.yml", ".gitignore", ".pre-commit-config.yaml",

@@ -29,11 +29,13 @@ def init(path: Optional[Path] = typer.Argument(
     if not created:
         if not set_up:
             info(f"{vault.root} is already a cortex vault: nothing changed.")
+            _settings_checked_out(vault.root)
             return
         # A `git clone` of a vault: its files came with it, its git config and hooks did not.
         info(f"{vault.root} is already a cortex vault; set up on this machine:")
         for line in set_up:
             info(f"  {line}")
+        _settings_checked_out(vault.root)
         return
     info(f"Initialised cortex vault in {vault.root}")
     for rel in created:
@@ -42,6 +44,18 @@ def init(path: Optional[Path] = typer.Argument(
 
     where = shlex.quote(str(path))
     info(f"Next: `cortex --vault {where} write --type fact --body 'What to remember'`, then `cortex --vault {where} run`.")
+
+
+def _settings_checked_out(root: Path) -> None:
+    """A sparse clone set up with a cone that leaves out observer/ (`sparse-checkout set
+    mind`): every command after would say it is no vault, and tell the person to run init
+    again. Said here, with what to add, and exit 1."""
+    from cortex.layout import is_vault, settings_outside_checkout, settings_outside_checkout_message
+
+    if not is_vault(root) and settings_outside_checkout(root):
+        message, hint = settings_outside_checkout_message(root)
+        info(f"cortex: {message}\n  hint: {hint}")
+        raise typer.Exit(1)
 
 
 def _parse_entity(text: str) -> dict:
