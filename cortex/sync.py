@@ -73,6 +73,12 @@ class RemoteRewritten(SyncError):
     kind = "rewritten"
 
 
+class BranchGone(SyncError):
+    """The remote no longer has the branch this vault synced with (deleted, or renamed:
+    ``main`` → ``trunk``): a push would make it again, beside the team's."""
+    kind = "branch_gone"
+
+
 class Conflict(SyncError):
     kind = "conflict"
 
@@ -293,6 +299,37 @@ def check_not_rewritten(root, last: str | None, tip: str | None, head: str | Non
         f"remote's history instead: `git reset --keep {remote_ref}` (commits only you had are then only in the reflog), "
         f"then `cortex sync`",
     )
+
+
+def check_branch_not_gone(root, remote: str, branch: str, last: str | None) -> None:
+    """A branch this vault synced with (or its git fetched) that the remote no longer has
+    was deleted or renamed. Pushing would make it again, beside the team's branch: this
+    machine's notes would go where no other machine looks, and theirs never come here.
+    A branch never seen there (a first sync) is pushed, which makes it."""
+    if last is None and gitcli.rev(root, f"refs/remotes/{remote}/{branch}") is None:
+        return
+    default = _remote_default_branch(root, remote)
+    if default and default != branch:
+        hint = (f"if the team renamed it to {default}, follow it: `git fetch {remote} {default} && git branch "
+                f"--set-upstream-to {remote}/{default}`, then `cortex sync` (merges {default}, and pushes there)")
+    else:
+        hint = f"see what the remote has: `git ls-remote --heads {remote}`"
+    raise BranchGone(
+        f"{remote} has no branch {branch} any more (deleted or renamed)"
+        + (f"; its default branch is now {default}" if default and default != branch else "")
+        + f". cortex pushes nothing: it would make {branch} again, where no other machine looks",
+        f"{hint}; to make {branch} again on purpose: `git push {remote} HEAD:refs/heads/{branch}`, then `cortex sync`. "
+        "Your notes are committed here meanwhile",
+    )
+
+
+def _remote_default_branch(root, remote: str) -> str | None:
+    """The branch the remote's HEAD names (``git ls-remote --symref``), or None."""
+    res = gitcli.run(root, "ls-remote", "--symref", remote, "HEAD", timeout=gitcli.NETWORK_TIMEOUT)
+    for line in res.out.splitlines() if res is not None and res.ok else ():
+        if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+            return line.removeprefix("ref: refs/heads/").removesuffix("\tHEAD")
+    return None
 
 
 def _removed_held(root, tip: str | None, head: str | None, remote_ref: str) -> list[str]:
@@ -650,6 +687,8 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
             head = gitcli.rev(root, "HEAD")
             tip = fetch(root, report.remote, target)
             record = _record(vault)
+            if tip is None:
+                check_branch_not_gone(root, report.remote, target, record.get(remote_ref))
             if not accept_rewrite:
                 removed = check_not_rewritten(root, record.get(remote_ref), tip, head, remote_ref)
                 if removed and attempt == 1:

@@ -550,6 +550,37 @@ def test_a_push_a_remote_hook_refuses_is_told_with_the_remotes_reason(tmp_path):
     assert git(a, "rev-parse", "HEAD") == head
 
 
+def test_a_branch_the_team_renamed_is_not_made_again_by_a_sync(tmp_path):
+    """The team renames `main` to `trunk` on the remote. A machine that had not heard
+    took the missing branch for a rewrite, and `--accept-rewrite` pushed `main` again:
+    its notes went where no other machine looks, said as "pushed". The sync now says the
+    branch is gone, names the remote's default and pushes nothing, even when asked to
+    accept a rewrite; following the hint takes its notes to trunk."""
+    remote, (a, b) = make_fleet(tmp_path, 2)
+    sync(a)
+    sync(b)
+    sh(a, "git", "push", "-q", "origin", "main:trunk")
+    sh(remote, "git", "symbolic-ref", "HEAD", "refs/heads/trunk")
+    sh(a, "git", "push", "-q", "origin", "--delete", "main")
+    write(b, BODY)
+    cx(b, "run")
+    for extra in ((), ("--accept-rewrite",)):
+        done = sync(b, "--json", *extra, check=False)
+        out = json.loads(done.stdout)
+        assert (done.returncode, out["error"]) == (1, "branch_gone"), done.stdout
+        assert "origin has no branch main any more" in out["message"] and "default branch is now trunk" in out["message"]
+        assert "git branch --set-upstream-to origin/trunk" in out["hint"]
+        assert git(remote, "branch", "--list", "main").strip() == ""  # not made again
+    sh(b, "git", "fetch", "-q", "origin", "trunk")
+    sh(b, "git", "branch", "-q", "--set-upstream-to", "origin/trunk")
+    assert json.loads(sync(b, "--json").stdout)["pushed"]
+    sh(a, "git", "branch", "-q", "-m", "trunk")
+    sh(a, "git", "fetch", "-q", "origin")
+    sh(a, "git", "branch", "-q", "--set-upstream-to", "origin/trunk")
+    sync(a)
+    assert [t for t in active(a).values() if BODY in t]
+
+
 def test_a_force_pushed_remote_stops_the_sync_and_nothing_is_reset(tmp_path):
     remote, (a, b) = make_fleet(tmp_path, 2)
     write(a, BODY)
