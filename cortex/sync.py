@@ -108,7 +108,8 @@ class HeadMoved(SyncError):
 @dataclass
 class SyncReport:
     remote: str = ""
-    branch: str = ""
+    branch: str = ""  # the branch checked out here
+    remote_branch: str = ""  # the remote's branch it syncs with (its upstream's, else the same name)
     before: str | None = None
     after: str | None = None
     integrated: str = "up to date"  # up to date | fast-forward | merge
@@ -131,7 +132,8 @@ class SyncReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "remote": self.remote, "branch": self.branch, "before": self.before, "after": self.after,
+            "remote": self.remote, "branch": self.branch, "remote_branch": self.remote_branch,
+            "before": self.before, "after": self.after,
             "integrated": self.integrated, "settled": self.settled, "pushed": self.pushed,
             "push_attempts": self.push_attempts, "recovered": self.recovered, "warnings": self.warnings,
             "invalid": self.invalid, "rewritten": self.rewritten, "brought": self.brought or brought_nothing(),
@@ -678,7 +680,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
         report.recovered = recover_all(vault, now)
         report.branch = branch_name(root)
         report.remote = choose_remote(root, remote, settings.sync_remote)
-        target = remote_branch(root, report.remote, report.branch)
+        target = report.remote_branch = remote_branch(root, report.remote, report.branch)
         remote_ref = f"{report.remote}/{target}"
         no_upstream = gitcli.config(root, f"branch.{report.branch}.remote") is None
         report.before = gitcli.rev(root, "HEAD")

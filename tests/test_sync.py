@@ -573,7 +573,11 @@ def test_a_branch_the_team_renamed_is_not_made_again_by_a_sync(tmp_path):
         assert git(remote, "branch", "--list", "main").strip() == ""  # not made again
     sh(b, "git", "fetch", "-q", "origin", "trunk")
     sh(b, "git", "branch", "-q", "--set-upstream-to", "origin/trunk")
-    assert json.loads(sync(b, "--json").stdout)["pushed"]
+    out = json.loads(sync(b, "--json").stdout)
+    assert out["pushed"] and (out["branch"], out["remote_branch"]) == ("main", "trunk")
+    write(b, "A second memory made after following the rename")
+    cx(b, "run")
+    assert sync(b).stderr.startswith("cortex sync with origin/trunk: up to date, pushed")  # where it went
     sh(a, "git", "branch", "-q", "-m", "trunk")
     sh(a, "git", "fetch", "-q", "origin")
     sh(a, "git", "branch", "-q", "--set-upstream-to", "origin/trunk")

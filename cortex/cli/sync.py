@@ -13,7 +13,7 @@ from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
 
 def render_sync(report) -> str:
     r = report
-    lines = [f"cortex sync with {r.remote}/{r.branch}: {r.integrated}" + (", pushed" if r.pushed else "")
+    lines = [f"cortex sync with {r.remote}/{r.remote_branch or r.branch}: {r.integrated}" + (", pushed" if r.pushed else "")
              + f" in {r.seconds:.2f}s"]
     if r.recovered:
         lines.append(f"  finished first: interrupted {', '.join(r.recovered)}")
