@@ -303,14 +303,18 @@ def check_not_rewritten(root, last: str | None, tip: str | None, head: str | Non
     )
 
 
-def check_branch_not_gone(root, remote: str, branch: str, last: str | None) -> None:
+def check_branch_not_gone(root, remote: str, branch: str, last: str | None) -> bool:
     """A branch this vault synced with (or its git fetched) that the remote no longer has
     was deleted or renamed. Pushing would make it again, beside the team's branch: this
     machine's notes would go where no other machine looks, and theirs never come here.
-    A branch never seen there (a first sync) is pushed, which makes it."""
+    A branch never seen there (a first sync) is pushed, which makes it; so is every branch
+    of a remote with none at all (a shared repository made again, empty, at its address:
+    True, and the history this vault holds goes back to it)."""
     if last is None and gitcli.rev(root, f"refs/remotes/{remote}/{branch}") is None:
-        return
-    default = _remote_default_branch(root, remote)
+        return False
+    heads, default = _remote_heads(root, remote)
+    if not heads:
+        return True
     if default and default != branch:
         hint = (f"if the team renamed it to {default}, follow it: `git fetch {remote} {default} && git branch "
                 f"--set-upstream-to {remote}/{default}`, then `cortex sync` (merges {default}, and pushes there)")
@@ -325,13 +329,19 @@ def check_branch_not_gone(root, remote: str, branch: str, last: str | None) -> N
     )
 
 
-def _remote_default_branch(root, remote: str) -> str | None:
-    """The branch the remote's HEAD names (``git ls-remote --symref``), or None."""
-    res = gitcli.run(root, "ls-remote", "--symref", remote, "HEAD", timeout=gitcli.NETWORK_TIMEOUT)
-    for line in res.out.splitlines() if res is not None and res.ok else ():
+def _remote_heads(root, remote: str) -> tuple[list[str], str | None]:
+    """(the remote's branches, the one its HEAD names or None), by ``git ls-remote``;
+    ``(["?"], None)`` when git cannot say, so that nothing is pushed on a guess."""
+    res = gitcli.run(root, "ls-remote", "--symref", remote, timeout=gitcli.NETWORK_TIMEOUT)
+    if res is None or not res.ok:
+        return ["?"], None
+    heads, default = [], None
+    for line in res.out.splitlines():
         if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
-            return line.removeprefix("ref: refs/heads/").removesuffix("\tHEAD")
-    return None
+            default = line.removeprefix("ref: refs/heads/").removesuffix("\tHEAD")
+        elif "\trefs/heads/" in line:
+            heads.append(line.split("\trefs/heads/", 1)[1])
+    return heads, default if default in heads else None
 
 
 def _removed_held(root, tip: str | None, head: str | None, remote_ref: str) -> list[str]:
@@ -689,9 +699,11 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
             head = gitcli.rev(root, "HEAD")
             tip = fetch(root, report.remote, target)
             record = _record(vault)
-            if tip is None:
-                check_branch_not_gone(root, report.remote, target, record.get(remote_ref))
-            if not accept_rewrite:
+            emptied = tip is None and check_branch_not_gone(root, report.remote, target, record.get(remote_ref))
+            if emptied and attempt == 1:
+                report.warnings.append(f"{report.remote} has no branch at all (a new, empty repository at its address): "
+                                       "this vault's history is pushed to it")
+            if not accept_rewrite and not emptied:
                 removed = check_not_rewritten(root, record.get(remote_ref), tip, head, remote_ref)
                 if removed and attempt == 1:
                     report.rewritten = removed

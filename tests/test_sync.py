@@ -585,6 +585,21 @@ def test_a_branch_the_team_renamed_is_not_made_again_by_a_sync(tmp_path):
     assert [t for t in active(a).values() if BODY in t]
 
 
+def test_a_shared_repository_made_again_empty_takes_the_vaults_history(tmp_path):
+    """What a missing remote's hint says: make a new empty repository there and `cortex
+    sync` pushes this vault to it. The sync took the empty remote for a rewrite and
+    pushed nothing (exit 1)."""
+    remote, (a,) = make_fleet(tmp_path, 1)
+    write(a, BODY)
+    cx(a, "run")
+    sync(a)
+    shutil.rmtree(remote)
+    sh(tmp_path, "git", "init", "-q", "--bare", str(remote))
+    out = json.loads(sync(a, "--json").stdout)
+    assert out["pushed"] and "a new, empty repository" in out["warnings"][0]
+    assert git(remote, "rev-parse", "main") == git(a, "rev-parse", "HEAD")
+
+
 def test_a_force_pushed_remote_stops_the_sync_and_nothing_is_reset(tmp_path):
     remote, (a, b) = make_fleet(tmp_path, 2)
     write(a, BODY)
