@@ -227,9 +227,11 @@ class Memory:
             raise ToolFailure(str(exc)) from None
 
     def forget(self, ref: str, reason: str) -> dict:
-        """`cortex forget`: archive a memory with the reason; the index follows at once."""
+        """`cortex forget`: archive a memory with the reason; the index follows at once.
+        What was archived is served as `get_note` serves a note: each credential redacted."""
         from cortex.maintenance.forget import forget
         from cortex.noteref import NoteNotFound
+        from cortex.security.secrets import scrub_generated
         from cortex.timefmt import utcnow
 
         try:
@@ -238,7 +240,7 @@ class Memory:
             raise _not_found(exc) from None
         if self.live.ready and not self.live.error:
             self.live.refresh()
-        return done.to_json()
+        return scrub_generated(done.to_json())
 
     def brief(self, since: str = "24h") -> dict:
         """`cortex brief`: what was memorized, reinforced, merged, faded or held since a time."""

@@ -295,14 +295,17 @@ def build_server(memory: Memory):
     @tool(
         "Forget a memory that is wrong or replaced: it moves to mind/archive/ with your reason, in one commit. "
         "Queries leave it out from then on; it stays reachable with archived=true and in git history. "
-        "Only memories (mind/) can be forgotten. To replace one with the right fact, do not forget it: call `observe` "
+        "Only memories (mind/) can be forgotten. The answer names what was archived, where to, and its commit. "
+        + FENCE_NOTE + " To replace one with the right fact, do not forget it: call `observe` "
         "with the new fact and `supersedes` set to this one's id, which archives it when the new one is memorized.",
         reads_only=False)
     def forget(
         id_or_path: Annotated[str, Field(description="The memory's id, or its path from `query` results.")],
         reason: Annotated[str, Field(description="Why, in a sentence: wrong, replaced by the new note, no longer true.")],
     ) -> str:
-        return json.dumps(memory.forget(id_or_path, reason), ensure_ascii=False)
+        done = memory.forget(id_or_path, reason)
+        # fenced like every answer that holds vault text: the title is the memory's own words
+        return fence("cortex: 1 memory forgotten (archived; archived=true still finds it)", [done])
 
     @tool(
         "The vault's state as JSON: buffer backlog, notes per partition and type, quarantine size, pending "

@@ -478,14 +478,16 @@ async def served_to_the_agent(root: Path, errlog) -> list[str]:
             await session.initialize()
             return [await call(session, "query", {"text": "ledger deploy"}),
                     await call(session, "recent", {"within": "100000d"}),
-                    await call(session, "get_note", {"id_or_path": "mind/facts/deploy.md"})]
+                    await call(session, "get_note", {"id_or_path": "mind/facts/deploy.md"}),
+                    await call(session, "forget", {"id_or_path": "mind/facts/deploy.md", "reason": "leaked"})]
 
 
 def test_a_credential_committed_past_the_hooks_reaches_no_agent(tmp_path):
     """A note committed with `--no-verify` holds an AWS key and a GitHub token: `query`,
-    `recent` and `get_note` serve it to the agent with each redacted, as the brief does;
-    the file itself is left as it is, for the person to fix."""
-    from test_search import leaked_note
+    `recent`, `get_note` and `forget` (which names what it archived) serve it to the
+    agent fenced, each credential redacted, as the brief does; the file itself is left as
+    it is, for the person to fix."""
+    from test_search import commit_all, leaked_note
 
     from cortex.vault import Vault
 
@@ -493,6 +495,7 @@ def test_a_credential_committed_past_the_hooks_reaches_no_agent(tmp_path):
     secrets = leaked_note(root)
     note_file = root / "mind/facts/deploy.md"  # a frontmatter key of its own holds one too
     note_file.write_text(note_file.read_text().replace("---\n", f"---\nbot_{secrets[2]}: on\n", 1))
+    commit_all(root, "the key of its own")
     with open(tmp_path / "server.log", "w+") as errlog:
         answers = anyio.run(served_to_the_agent, root, errlog)
     for answer in answers:
@@ -502,7 +505,9 @@ def test_a_credential_committed_past_the_hooks_reaches_no_agent(tmp_path):
     note = unfence(answers[2])[0]
     assert note["body"].startswith("The ledger deploy uses AWS key [REDACTED]")
     assert note["frontmatter"]["tags"] == ["deploy", "[REDACTED]"] and note["frontmatter"]["[REDACTED]"] is True
-    assert all(s in note_file.read_text() for s in secrets[:3])
+    forgotten = unfence(answers[3])[0]
+    assert forgotten["archived_to"] == "mind/archive/facts/deploy.md" and forgotten["reason"] == "leaked"
+    assert all(s in (root / forgotten["archived_to"]).read_text() for s in secrets[:3])
 
 
 async def superseding(root: Path, errlog) -> None:
