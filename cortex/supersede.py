@@ -9,10 +9,17 @@ returns the current memory; the replaced one stays reachable with ``--archived``
 git history. The changes join the run's pending record, so a run killed at any instant
 does it once.
 
+A reference to a memory replaced already (archived with ``superseded_by``, or merged
+into another with ``merged_into``) is followed to the memory that replaced it, which is
+the one queries return now: an agent that read the old note before it was corrected, and
+corrects it again, replaces the current memory rather than leave two that contradict
+each other; the run's report says which note it archived instead.
+
 What is not archived, with a warning in the run's report (the new note is written all
 the same): a reference that names no note at HEAD; permanent data (``vault/``, which a
 person edits or deletes) and a person's own notes elsewhere; a note with a person's
-uncommitted changes; a note archived already (it is out of queries). An id resolves as
+uncommitted changes; a note archived already with nothing that replaced it (faded,
+forgotten: it is out of queries). An id resolves as
 ``cortex forget`` resolves it (``noteref.preferred``): the memory in ``mind/``, never a
 copy a person keeps in a folder of their own with the same id.
 
@@ -25,6 +32,7 @@ all the same (the note may be committed by the time of the run, which decides).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,12 +77,15 @@ def plan(repo: GitRepo, notes: list[PlannedNote], at: str) -> Superseding:
 
         for note in wanted:
             try:
-                old = _named(repo.root, cache, note.supersedes or "")
+                old, replaced = _named(repo.root, cache, note.supersedes or "", repo.file_at_head)
             except _NothingToArchive as why:
                 out.warnings.append(f"{note.path}: supersedes {note.supersedes!r}: {why}; nothing archived")
                 continue
-            if old is None or old in taken:
-                continue  # archived already, or by an earlier note of this run
+            if old in taken:
+                continue  # archived by an earlier note of this run
+            if replaced:
+                out.warnings.append(f"{note.path}: supersedes {replaced}, which {old} had replaced already: "
+                                    f"{old} archived instead")
             if repo.is_dirty(old):
                 out.warnings.append(f"{note.path}: supersedes {old}, which has uncommitted changes; "
                                     "not archived (commit them, then `cortex forget` it)")
@@ -107,20 +118,39 @@ def at_write(root: Path, refs: dict[int, str], cache) -> tuple[list[tuple[int, s
     for a reference that can never archive anything; warnings, for one that names no
     memory at HEAD now — the line is appended, and the run decides against its HEAD).
     ``cache``: the HEAD cache, brought up to date."""
+    from cortex import gitcli
+
+    def at_head(path: str) -> bytes | None:
+        return gitcli.stdout_bytes(root, "cat-file", "blob", f"HEAD:{path}")
+
     refused: list[tuple[int, str]] = []
     warnings: dict[int, str] = {}
     for n, ref in refs.items():
         try:
-            _named(root, cache, ref)
+            current, replaced = _named(root, cache, ref, at_head)
         except _NeverArchived as why:
             refused.append((n, f"supersedes {ref!r}: {why} (or leave supersedes out)"))
+        except _ArchivedAlready as why:
+            warnings[n] = f"supersedes {ref!r}: {why} (the run will archive nothing)"
         except _NothingToArchive:
             warnings[n] = f"supersedes {ref!r}: no memory with that id or path here (the run will archive nothing)"
+        else:
+            if replaced:
+                warnings[n] = (f"supersedes {ref!r}: {replaced} was replaced already by {current}, the memory "
+                               f"queries return now: the run archives {current} instead")
     return refused, warnings
 
 
-def _named(root: Path, cache, ref: str) -> str | None:
-    """The active memory at HEAD that ``ref`` names; None when it is archived already."""
+class _ArchivedAlready(_NothingToArchive):
+    """``ref`` names an archived memory that no other memory replaced (faded, forgotten)."""
+
+
+REPLACED_BY = re.compile(r"^(?:superseded_by|merged_into):[ \t]*[\"']?([0-9A-Za-z][0-9A-Za-z_-]{0,99})[\"']?[ \t\r]*$", re.M)
+
+
+def _named(root: Path, cache, ref: str, read) -> tuple[str, str | None]:
+    """(the active memory at HEAD that ``ref`` names, the archived note ``ref`` named when
+    that memory replaced it already, else None). ``read``: a path's text at HEAD."""
     from cortex.noteref import ID_RE, BadReference, kind_of, note_path, preferred
 
     try:
@@ -135,11 +165,28 @@ def _named(root: Path, cache, ref: str) -> str | None:
             raise _NothingToArchive("no note at HEAD has that id")
     elif not cache.has_path(path):
         raise _NothingToArchive("no such note at HEAD")
-    if _archived(path):
-        return None
+    named, seen = path, {path}
+    while _archived(path):  # replaced already: follow to the memory that replaced it
+        by = _replaced_by(read(path))
+        path = preferred(cache.paths_with_id(by)) if by else None
+        if path is None or path in seen:  # nothing replaced it (faded, forgotten), or a loop of replacements
+            raise _ArchivedAlready(f"{named} is archived already, and no memory replaces it")
+        seen.add(path)
     if not path.startswith("mind/"):
         raise _NeverArchived(f"{path} is {kind_of(path)}, which cortex never archives: edit or delete it yourself")
-    return path
+    return path, (named if path != named else None)
+
+
+def _replaced_by(text: bytes | None) -> str | None:
+    """The id an archived note's frontmatter says replaced it (``superseded_by``, ``merged_into``)."""
+    from cortex.notes import split_frontmatter
+
+    try:
+        parts = split_frontmatter(text.decode("utf-8", "replace")) if text else None
+    except NoteSyntaxError:
+        return None
+    found = REPLACED_BY.search(parts[0]) if parts else None
+    return found.group(1) if found else None
 
 
 def _archived(path: str) -> bool:

@@ -515,3 +515,34 @@ def test_write_says_at_once_when_supersedes_names_no_memory_or_a_record(vault):
                       ((OLD, None), (NEW, project["id"])))
     refused = cortex("--vault", str(vault.root), "write", "-", input=batch + "\n")
     assert refused.returncode == 1 and "stdin line 2: supersedes" in refused.stderr
+
+
+def _memorized(vault, body, supersedes=None):
+    """Run one observation in; (id, path) of the note it made."""
+    append_lines(vault, observation(body=body, type="fact", supersedes=supersedes))
+    (path,) = run_json(vault)["paths"]
+    return next(line.split('"')[1] for line in (vault.root / path).read_text().splitlines() if line.startswith("id:")), path
+
+
+def test_a_correction_of_a_memory_replaced_already_replaces_the_current_one(vault):
+    """A ← B ← C, then an agent that read A before it was corrected corrects it again: the
+    memory queries return now (C) is archived, not nothing, and write and run say so; a
+    correction of a forgotten memory, which nothing replaced, archives nothing and says that."""
+    bodies = [f"The billing deploy window is {day} at 14:00 UTC." for day in ("Monday", "Tuesday", "Wednesday", "Friday")]
+    first, _ = _memorized(vault, bodies[0])
+    current, path = _memorized(vault, bodies[2], supersedes=_memorized(vault, bodies[1], supersedes=first)[0])
+    written = cortex("--vault", str(vault.root), "write", "--type", "fact", "--body", bodies[3], "--supersedes", first)
+    assert written.returncode == 0, written.stderr
+    assert f"was replaced already by {path}" in written.stderr
+    report = run_json(vault)
+    assert report["superseded"] == [path] and any(f"{path} archived instead" in w for w in report["warnings"])
+    query = cortex("--vault", str(vault.root), "query", "billing deploy window", "--json")
+    assert [r["title"] for r in json.loads(query.stdout)["results"]] == [bodies[3]]  # one current memory
+
+    old, _ = _memorized(vault, OLD)
+    assert cortex("--vault", str(vault.root), "forget", old, "--reason", "wrong").returncode == 0
+    written = cortex("--vault", str(vault.root), "write", "--type", "fact", "--body", NEW, "--supersedes", old)
+    assert "is archived already, and no memory replaces it (the run will archive nothing)" in written.stderr
+    report = run_json(vault)
+    assert report["memorized"] == 1 and report["superseded"] == []
+    assert any("is archived already, and no memory replaces it; nothing archived" in w for w in report["warnings"])
