@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterator
 
 from cortex.layout import cache_dir, is_note_path
+from cortex.taxonomy import ARCHIVE
 
 FORMAT = 4  # 4: ``declared``, whether the note carries its source hash
 FILE = "head.sqlite"
@@ -337,11 +338,13 @@ class HeadCache:
             if rank is not None:
                 found.setdefault(hash_hex, []).append((rank, ident, path, blob))
         # Several notes claim one hash (rare: twins before a sync settles them, a copy, a
-        # note pushed to claim another's memory): the note whose words are the observation
-        # is its note, whatever id is older; then lower ranks first, the oldest id of a rank.
+        # note pushed to claim another's memory, a correction that said an archived
+        # memory's words again): the note whose words are the observation is its note,
+        # whatever id is older; then lower ranks first, an active memory before an archived
+        # one (the correction's note takes the repeats), the oldest id of a rank.
         shared = self._as_memorized([c[3] for cands in found.values() if len(cands) > 1 for c in cands])
-        best = {hash_hex: min(cands, key=lambda c: (c[3] not in shared, c[0])) if len(cands) > 1 else cands[0]
-                for hash_hex, cands in found.items()}
+        best = {hash_hex: min(cands, key=lambda c: (c[3] not in shared, c[0], c[2].startswith(f"mind/{ARCHIVE}/")))
+                if len(cands) > 1 else cands[0] for hash_hex, cands in found.items()}
         return {hash_hex: (ident, path) for hash_hex, (_, ident, path, _) in best.items()}
 
     def _as_memorized(self, blobs: list[str]) -> set[str]:

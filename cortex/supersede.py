@@ -9,6 +9,11 @@ returns the current memory; the replaced one stays reachable with ``--archived``
 git history. The changes join the run's pending record, so a run killed at any instant
 does it once.
 
+An observation that says the words of an archived memory and supersedes another is
+memorized as a new note (``plan._repeated``), not counted on the archived one: "it was
+02:00 after all" corrects the memory that had replaced it. Later repeats of those words
+reinforce the new note (the HEAD cache prefers an active memory to an archived one).
+
 A reference to a memory replaced already (archived with ``superseded_by``, or merged
 into another with ``merged_into``) is followed to the memory that replaced it, which is
 the one queries return now: an agent that read the old note before it was corrected, and

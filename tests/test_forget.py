@@ -546,3 +546,21 @@ def test_a_correction_of_a_memory_replaced_already_replaces_the_current_one(vaul
     report = run_json(vault)
     assert report["memorized"] == 1 and report["superseded"] == []
     assert any("is archived already, and no memory replaces it; nothing archived" in w for w in report["warnings"])
+
+
+def test_a_correction_in_the_words_of_the_memory_it_had_replaced_is_memorized(vault):
+    """B replaced A; then an agent learns A was right after all and says A's words again,
+    superseding B. Counted on the archived A, the correction was lost and B stayed the
+    answer: now a new note says A's words, B is archived, and later repeats of those words
+    reinforce the new note, not the archived one."""
+    first, _ = _memorized(vault, OLD)
+    second, second_path = _memorized(vault, NEW, supersedes=first)
+    again, again_path = _memorized(vault, OLD, supersedes=second)
+    assert again != first and (vault.root / again_path).read_text().count(OLD) >= 1
+    assert found(vault) == [again_path]  # the person's 02:00, not the replaced 03:30
+    assert not (vault.root / second_path).exists()
+    append_lines(vault, observation(body=OLD, type="fact"))
+    assert run_json(vault)["reinforced"] == 1
+    done = cortex("--vault", str(vault.root), "reinforce", "--json")
+    assert [(i["path"], i.get("kept_archived")) for i in json.loads(done.stdout)["items"]] == [(again_path, None)]
+    assert git(vault.root, "status", "--porcelain") == ""

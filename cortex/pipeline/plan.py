@@ -21,6 +21,7 @@ from cortex.pipeline.context import Context
 from cortex.pipeline.render import render_parsed
 from cortex.pipeline.route import directory_for
 from cortex.timefmt import format_time
+from cortex.taxonomy import ARCHIVE
 
 PARALLEL_FROM = 1_000  # lines: below this, forking costs more than it saves
 
@@ -176,10 +177,20 @@ def assess(lines: Sequence[Line], buffer_id: str, ctx: Context, view: VaultView,
     return out
 
 
+def _repeated(s: Scored, hit: tuple[str, str] | None) -> tuple[str, str] | None:
+    """The note at HEAD that ``s`` repeats (``hit``: the one its words match), or None.
+    Not an archived one when ``s`` corrects another memory ("it was 02:00 after all", the
+    words of the memory that correction had replaced): counted on the archived note, the
+    correction was lost and the memory it names stayed the answer. A new note says it."""
+    if hit is not None and s.obs.supersedes and hit[1].startswith(f"mind/{ARCHIVE}/"):
+        return None
+    return hit
+
+
 def _render(key: str, s: Scored, hash_hex: str, ctx: Context, view: VaultView, check_note: CheckNote) -> Candidate:
     directory = directory_for(s.obs.type, ctx.taxonomy)
     note_id = ctx.new_id(int(s.obs.timestamp.timestamp() * 1000))
-    if directory in ctx.refused_dirs or view.lookup(hash_hex) is not None:
+    if directory in ctx.refused_dirs or _repeated(s, view.lookup(hash_hex)) is not None:
         # Never written: a repeat of a note the vault has reinforces it; one whose folder
         # is refused is held by settle (unless an earlier line made the note).
         return Candidate(key, s, hash_hex, directory, "", note_id, "", ())
@@ -232,7 +243,7 @@ def settle(parts: list[Assessed], lines: Sequence[Line], buffer_id: str, ctx: Co
     candidates = [c for part in parts for c in part.candidates]
     view.prefetch([c.hash_hex for c in candidates], [c.path for c in candidates if c.path])
     for c in candidates:
-        hit = created_here.get(c.hash_hex) or view.lookup(c.hash_hex)
+        hit = created_here.get(c.hash_hex) or _repeated(c.scored, view.lookup(c.hash_hex))
         if hit is not None:
             note_id, path = hit
             plan.reinforcements.append(Reinforcement(note_id, path, format_time(c.scored.obs.timestamp), c.key))
