@@ -197,8 +197,25 @@ class Memory:
             hits = self.live.ask(question).hits
         except NotReady as exc:
             raise ToolFailure(str(exc)) from None
-        self._ids.update((h.id, h.path) for h in hits if h.id)
+        self._remember_ids(hits)
         return hits
+
+    def _remember_ids(self, hits) -> None:
+        """Keep the paths of ids `get_note` may be asked next, only where a result is the
+        note its id names (``noteref.preferred``: an active memory, a record): a person's
+        copy of a memory carries its id too, and a results list that happened to name the
+        copy must not make `get_note` serve it. Other ids are looked up when asked."""
+        from cortex.noteref import preferred
+        from cortex.taxonomy import ARCHIVE
+
+        named: dict[str, list[str]] = {}
+        for hit in hits:
+            if hit.id:
+                named.setdefault(hit.id, []).append(hit.path)
+        for ident, paths in named.items():
+            best = preferred(paths)
+            if best.startswith(("mind/", "vault/")) and not best.startswith(f"mind/{ARCHIVE}/"):
+                self._ids[ident] = best
 
     def _filters(self, *, types=None, categories=None, partitions=None, tags=None, entities=None, attributions=None,
                  since=None, until=None, archived=False):

@@ -564,3 +564,28 @@ def test_a_correction_in_the_words_of_the_memory_it_had_replaced_is_memorized(va
     done = cortex("--vault", str(vault.root), "reinforce", "--json")
     assert [(i["path"], i.get("kept_archived")) for i in json.loads(done.stdout)["items"]] == [(again_path, None)]
     assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_get_note_by_id_serves_the_memory_whatever_results_listed_a_copy(vault):
+    """A person keeps a copy of a memory (same id) in a folder of their own, with words of
+    their own. A query lists both, or the copy alone: `get_note` by the id still serves the
+    memory, as `cortex show` does, never the copy the last results happened to name."""
+    from cortex.agent_memory import Memory
+
+    memorize(vault, OLD)
+    old = note_of(vault, OLD)
+    (vault.root / "people").mkdir()
+    copy = (vault.root / old["path"]).read_text().replace(OLD, OLD + " My copy, lorem ipsum." + " Words of mine." * 30)
+    (vault.root / "people" / "standup.md").write_text(copy)
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-q", "-m", "a copy of my own")
+    memory = Memory(vault)
+    memory.load()
+    try:
+        listed = [r["path"] for r in memory.query("team standup weekday", min_score=0)]
+        assert listed == [old["path"], "people/standup.md"]  # the memory first, the copy after it
+        assert memory.get_note(old["id"])["path"] == old["path"]
+        assert [r["path"] for r in memory.query("lorem ipsum copy")] == ["people/standup.md"]
+        assert memory.get_note(old["id"])["path"] == old["path"]
+    finally:
+        memory.stop()
