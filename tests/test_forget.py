@@ -589,3 +589,18 @@ def test_get_note_by_id_serves_the_memory_whatever_results_listed_a_copy(vault):
         assert memory.get_note(old["id"])["path"] == old["path"]
     finally:
         memory.stop()
+
+
+def test_a_repeat_reinforces_the_memory_a_person_restored_not_its_forgotten_copy(vault):
+    """`cortex forget`, then the person wants it back: `git checkout HEAD~1 -- <path>` and a
+    commit (the hook gives the restored copy an id of its own; the archived note keeps
+    the old one). The agent's next repeat reinforces the restored, active memory, not the
+    forgotten copy in the archive."""
+    old, path = _memorized(vault, OLD)
+    assert cortex("--vault", str(vault.root), "forget", old, "--reason", "wrong").returncode == 0
+    git(vault.root, "checkout", "HEAD~1", "--", path)
+    git(vault.root, "commit", "-q", "-m", "I want it back")
+    append_lines(vault, observation(body=OLD, type="fact"))
+    assert run_json(vault)["reinforced"] == 1
+    done = cortex("--vault", str(vault.root), "reinforce", "--json")
+    assert [(i["path"], i.get("kept_archived")) for i in json.loads(done.stdout)["items"]] == [(path, None)]
