@@ -311,3 +311,30 @@ def test_jobs_leave_the_search_index_fresh(vault):
 def test_maintain_only_nothing_is_a_usage_error(vault):
     result = cortex("--vault", str(vault.root), "maintain", "--only", "")
     assert result.returncode == 2 and "--only needs at least one job" in result.stderr
+
+
+def test_the_brief_says_which_memories_were_replaced_or_forgotten_since(vault):
+    """A session starts with the brief: a memory memorized this morning and replaced (or
+    forgotten) at noon must not read as one of today's current memories beside the one
+    that replaced it. The brief lists it as replaced, by what, and marks it where it lists
+    what was memorized."""
+    vault.write(observation(body="The billing deploy window is Tuesday at 14:00 UTC.", type="fact"))
+    vault.write(observation(body="The office printer takes A3 paper.", type="fact"))
+    vault.run()
+    old, printer = sorted(p for p in note_paths(vault) if p.startswith("mind/facts/2"))
+    old_id = parse_note((vault.root / old).read_text()).meta["id"]
+    if "Tuesday" not in (vault.root / old).read_text():
+        old, printer = printer, old
+        old_id = parse_note((vault.root / old).read_text()).meta["id"]
+    vault.write(observation(body="The billing deploy window is Thursday at 09:00 UTC.", type="fact", supersedes=old_id))
+    new = vault.run().paths[0]
+    assert cortex("--vault", str(vault.root), "forget", printer, "--reason", "the printer is gone").returncode == 0
+    data = json.loads(cortex("--vault", str(vault.root), "brief", "--json").stdout)
+    corrected = {c["path"]: c for c in data["corrected"]}
+    assert corrected[old]["reason"] == "superseded" and corrected[old]["by"] == new
+    assert corrected[old]["title"].startswith("The billing deploy window is Tuesday")
+    assert corrected[printer]["reason"] == "forgotten" and corrected[printer]["why"] == "the printer is gone"
+    assert {m["path"]: m.get("archived") for m in data["memorized"]} == {old: "superseded", printer: "forgotten", new: None}
+    text = cortex("--vault", str(vault.root), "brief").stdout
+    assert "- replaced or forgotten: 2" in text
+    assert "Tuesday at 14:00 UTC. (owner) — superseded since" in text

@@ -1,7 +1,8 @@
 """``cortex brief``: the digest an agent reads at session start and a person in the morning.
 
 Built from git history (each job's commit carries one body line per note) and from
-state: what was memorized, reinforced, merged, faded or held in quarantine since a time,
+state: what was memorized (marked when archived since), reinforced, merged, faded, replaced
+or forgotten, or held in quarantine since a time,
 the notes people added, edited or removed in their own commits (with who did it), and
 the entities and tags that came up most. ``--write`` commits it as an ``event`` note
 (tagged ``brief``, which ordinary searches leave out).
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
 
 _OBSERVE_LINE = re.compile(r"^(\S+\.md) — (.*) \(([^()]*)\)$")
 _MOVE_LINE = re.compile(r"^(\S+\.md) → (\S+\.md) — (.*) \(([0-9.]+)\)$")
+# A memory archived as wrong or replaced: by a run's correction (`supersedes`), by dedup
+# (a contradicted memory), by `cortex forget` (its reason on the next line).
+_SUPERSEDED_LINE = re.compile(r"^(.+?\.md) → (.+?\.md)(?: \(superseded\)|: superseded by (.+?\.md) \(.*\))$")
+_FORGOTTEN_LINE = re.compile(r"^(.+?\.md) → (.+\.md)$")
 _REINFORCE_LINE = re.compile(r"^(\S+\.md) — (.*) \(\+(\d+)\)( \(back from the archive\))?$")
 TOP_ENTITIES = 8
 JOB_PREFIXES = ("observe:", "reinforce:", "dedup:", "decay:", "brief:")
@@ -74,6 +79,7 @@ def _commits_since(repo: GitRepo, since: datetime):
 def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any]:
     repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
     memorized, reinforced, merged, faded, restored, changed = [], [], [], [], [], []
+    corrected: list[dict[str, Any]] = []
     for commit in _commits_since(repo, since):
         subject, _, body = commit.message.partition("\n")
         lines = [l for l in body.splitlines() if l and not l.startswith("Cortex-")]
@@ -81,6 +87,12 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
             continue  # a merge: what it brought is told by the merged commits themselves
         if not _by_cortex(commit, subject):
             changed += _people_changes(repo.repo, commit)
+        elif subject.startswith("forget:"):
+            moved = next((m for line in lines if (m := _FORGOTTEN_LINE.match(line))), None)
+            why = next((line[len("reason: "):] for line in lines if line.startswith("reason: ")), None)
+            if moved:
+                corrected.append({"path": moved.group(1), "archived_to": moved.group(2), "reason": "forgotten",
+                                  "by": None, "why": why})
         elif subject.startswith("observe:"):
             for line in lines:
                 if (m := _OBSERVE_LINE.match(line)):
@@ -92,7 +104,12 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
                     reinforced.append(item)
                     if m.group(4):
                         restored.append(item)
-        elif subject.startswith("dedup:"):
+        if subject.startswith(("observe:", "dedup:")):  # a correction, in the run or the job that made it
+            for line in lines:
+                if (m := _SUPERSEDED_LINE.match(line)):
+                    corrected.append({"path": m.group(1), "archived_to": m.group(2), "reason": "superseded",
+                                      "by": m.group(3) or _new_in(lines), "why": None})
+        if subject.startswith("dedup:"):
             for line in lines:
                 if (m := _MOVE_LINE.match(line)):
                     merged.append({"path": m.group(1), "into": m.group(2), "title": m.group(3), "cosine": float(m.group(4))})
@@ -126,6 +143,15 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
         note = by_path.get(item["path"])
         item["title"] = note.title if note is not None else item["path"].rsplit("/", 1)[-1][:-3]
     changed = [c for c in changed if not (c["path"] in seen_changes or seen_changes.add(c["path"]))]
+    for item in corrected:  # its title as the archive holds it now
+        note = by_path.get(item["archived_to"])
+        item["title"] = note.title if note is not None else item["archived_to"].rsplit("/", 1)[-1][:-3]
+    # what was memorized and is archived since: a reader of the list must not take it for current
+    since_archived = {c["path"]: c["reason"] for c in corrected}
+    since_archived.update({m["path"]: "merged" for m in merged})
+    since_archived.update({f["path"]: "faded" for f in faded})
+    for item in memorized:
+        item["archived"] = since_archived.get(item["path"])
     for item in memorized + reinforced + merged + changed:
         note = by_path.get(item.get("into") or item["path"]) or by_name.get(item["path"].rsplit("/", 1)[-1])
         if note is not None:
@@ -146,6 +172,7 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
         "restored": restored,
         "merged": merged,
         "faded": faded,
+        "corrected": corrected,
         "quarantined": dict(quarantined),
         "changed": changed,
         "entities": [{"name": n, "count": c} for n, c in entities.most_common(TOP_ENTITIES)],
@@ -153,12 +180,20 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
     })
 
 
+def _new_in(lines: list[str]) -> str | None:
+    """The note a run's commit memorized, which its correction line names no path of: a
+    correction's commit holds the note that corrects and the memory it replaced."""
+    made = [m.group(1) for line in lines if (m := _OBSERVE_LINE.match(line))]
+    return made[0] if len(made) == 1 else None
+
+
 def render_brief(data: dict[str, Any]) -> str:
     r = data["reinforced"]
     out = [f"# Brief {data['since'][:16]} → {data['now'][:16]} (UTC)", ""]
     out.append(f"- memorized: {len(data['memorized'])}")
     for item in data["memorized"][:10]:
-        out.append(f"  - {item['title']} ({item['attribution']})")
+        out.append(f"  - {item['title']} ({item['attribution']})"
+                   + (f" — {item['archived']} since" if item.get("archived") else ""))
     if len(data["memorized"]) > 10:
         out.append(f"  - … and {len(data['memorized']) - 10} more")
     out.append(f"- reinforced: {_n(r['observations'], 'observation')} of known memories; {_n(len(r['applied']), 'note')} updated"
@@ -171,6 +206,14 @@ def render_brief(data: dict[str, Any]) -> str:
     out.append(f"- faded: {len(data['faded'])} memories archived")
     for item in data["faded"][:5]:
         out.append(f"  - {item['title']} ({item['effective_importance']:.2f})")
+    corrected = data.get("corrected", [])
+    out.append(f"- replaced or forgotten: {len(corrected)} memor{'y' if len(corrected) == 1 else 'ies'} archived")
+    for item in corrected[:5]:
+        said = (f"forgotten: {item['why']}" if item["reason"] == "forgotten"
+                else f"replaced by {item['by']}" if item["by"] else "replaced")
+        out.append(f"  - {item['title']} ({said})")
+    if len(corrected) > 5:
+        out.append(f"  - … and {len(corrected) - 5} more")
     q = data["quarantined"]
     out.append(f"- quarantined: {sum(q.values())}" + (f" ({', '.join(f'{k} {v}' for k, v in sorted(q.items()))}) → `cortex quarantine list`" if q else ""))
     changed = data.get("changed", [])
