@@ -202,7 +202,8 @@ class GitRepo:
         ``index.lock``: ``git read-tree -m -u`` on a copy of the index (git refuses to
         overwrite a person's uncommitted change), the index replaced, then HEAD moved by
         compare-and-swap. None when done; else ("changes", git's message) with nothing
-        changed, or ("moved", ...) when HEAD is no longer ``old``. A journal
+        changed, ("failed", git's message) when git failed midway (a full disk) and what
+        it wrote was taken back, or ("moved", ...) when HEAD is no longer ``old``. A journal
         (``.git/cortex-move``) names the move while it runs: killed after git wrote some
         working files, it is finished by ``finish_move``."""
 
@@ -214,11 +215,16 @@ class GitRepo:
             tmp, index = self._scratch_index()
             journal = self.git_dir / MOVE_JOURNAL
             atomic_write(journal, f"{old} {new}\n".encode())
+            moving = self._entries_between(old, new)
+            unborn = [p for p, (before, _) in moving.items() if before is None and not os.path.lexists(self.root / p)]
             done = gitcli.run(self.root, "read-tree", "-m", "-u", old, new, env={"GIT_INDEX_FILE": str(tmp)})
-            if not done.ok:  # git checks every path before it writes one: nothing changed
+            if not done.ok:
                 tmp.unlink(missing_ok=True)
+                # git checks every path before it writes one, so a refusal changed nothing;
+                # a write that failed midway (a full disk) left some files: taken back
+                written = self._take_back(moving, unborn)
                 journal.unlink(missing_ok=True)
-                return ("changes", done.err.strip() or str(done.code))
+                return ("failed" if written else "changes", done.err.strip() or _how_git_stopped(done.code))
             os.replace(tmp, index)  # a kill from here on leaves the index ahead: a rerun moves HEAD
             self._lock.note_ref_update()
             moved = gitcli.run(self.root, "update-ref", "-m", reason, "HEAD", new, old)
@@ -227,6 +233,31 @@ class GitRepo:
                 return ("moved", moved.err.strip())
             record_move(self.git_dir, old, new)
         return None
+
+    def _entries_between(self, old: str, new: str) -> dict[str, tuple[str | None, str | None]]:
+        """{path: (blob in ``old``, blob in ``new``)} of each path the move changes (None: none)."""
+        listed = gitcli.run_bytes(self.root, *gitcli.tree_diff_args(old, new))
+        if listed is None or listed.code != 0:
+            return {}
+        return {path: (None if set(a[1]) == {"0"} else a[1], None if set(b[1]) == {"0"} else b[1])
+                for path, a, b in gitcli.raw_entries(listed.out)}
+
+    def _take_back(self, moving: dict[str, tuple[str | None, str | None]], unborn: list[str]) -> list[str]:
+        """Undo what a ``read-tree -u`` that failed midway wrote (the index copy it wrote
+        is dropped): the files it created where none was are removed, those it changed or
+        deleted get ``old``'s content again from the index (git wrote only files that
+        were as the index has them). The paths taken back."""
+        made = [p for p in unborn if os.path.lexists(self.root / p)]
+        for path in made:
+            (self.root / path).unlink(missing_ok=True)
+        tracked = [p for p, (before, _) in moving.items() if before is not None]
+        working = self._working_blobs(tracked)
+        staged = self._staged_blobs(tracked) if tracked else {}
+        changed = [p for p in tracked if p in working and working[p] != moving[p][0] and staged.get(p) == moving[p][0]]
+        if changed:
+            gitcli.run_bytes(self.root, "checkout-index", "-f", "-z", "--stdin",
+                             input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in changed))
+        return made + changed
 
     def finish_move(self) -> bool:
         """Finish a ``move_tree`` killed midway, named by its journal: while HEAD is still
@@ -690,6 +721,17 @@ def _object_store_race(exc: Exception) -> bool:
     gc` removes an empty fan-out folder between libgit2's mkdir and its rename, `git
     prune --expire=now` a pack file being written. Written again, it succeeds."""
     return isinstance(exc, FileNotFoundError) or "No such file or directory" in str(exc)
+
+
+def _how_git_stopped(code: int) -> str:
+    """git's exit said in words where it said none: killed by a signal (SIGXFSZ: a file
+    size limit), or its exit code."""
+    import signal
+
+    try:
+        return f"git was stopped by {signal.Signals(-code).name}" if code < 0 else f"git exited {code}"
+    except ValueError:
+        return f"git exited {code}"
 
 
 def _retried(write: Callable[[], Any]) -> Any:

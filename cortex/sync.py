@@ -624,6 +624,12 @@ def _move(vault: Vault, old: str, new: str, reason: str) -> None:
             "HEAD kept moving while cortex synced (commits were made meanwhile); nothing was changed",
             "run `cortex sync` again: it merges those commits too",
         )
+    if what == "failed":  # a git error of another kind ("git"), its words in the message
+        raise SyncError(
+            f"git could not write the remote's notes into the working tree ({err.splitlines()[-1]}); "
+            "nothing was changed: the files it had written were taken back",
+            "free some space (or fix the folder's permissions), then `cortex sync` again",
+        )
     files = [line.split("'")[1] for line in err.splitlines() if line.count("'") >= 2]
     raise LocalChanges(
         "your uncommitted changes are in files the remote changed too"

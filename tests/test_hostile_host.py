@@ -117,3 +117,35 @@ def test_a_vault_git_refuses_as_another_users_is_said_not_counted_empty(vault):
         assert done.returncode == 1, (command, done.stdout, done.stderr)
         assert "belongs to another user" in done.stderr and "safe.directory" in done.stderr
         assert "notes        0" not in done.stdout + done.stderr
+
+
+def test_a_sync_whose_checkout_fails_midway_takes_back_what_it_wrote(tmp_path):
+    """A full disk (a file size limit here) met while the remote's notes were written:
+    git wrote some files, then failed. Left behind, they were untracked files that made
+    every later sync refuse ("your uncommitted changes are in files the remote changed
+    too"); now they are taken back, the failure is said, and the next sync brings all."""
+    from sync_helpers import cx, make_fleet
+
+    _, (here, teammate) = make_fleet(tmp_path, 2)
+    notes = teammate / "notes"
+    notes.mkdir()
+    (notes / "a-small.md").write_text("Small note A.\n")
+    (notes / "b-small.md").write_text("Small note B.\n")
+    (notes / "z-big.md").write_text("A long page.\n" + "words of a long page\n" * 2000)
+    git(teammate, "add", "notes")
+    git(teammate, "commit", "-qm", "notes")
+    cx(teammate, "sync")
+    git(here, "fetch", "-q", "origin")
+    head = git(here, "rev-parse", "HEAD")
+
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(here), "sync"], capture_output=True, text=True,
+                          preexec_fn=_with_file_size_limit(24))
+
+    assert done.returncode == 1, done.stderr
+    assert "could not write" in done.stderr and "SIGXFSZ" in done.stderr
+    assert "uncommitted changes" not in done.stderr
+    assert git(here, "rev-parse", "HEAD") == head
+    assert git(here, "status", "--porcelain") == ""
+    assert not [p for p in (here / "notes").rglob("*") if p.is_file()]
+    again = cx(here, "sync")
+    assert "notes: 3 added" in again.stdout + again.stderr
