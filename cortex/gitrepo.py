@@ -216,13 +216,13 @@ class GitRepo:
             journal = self.git_dir / MOVE_JOURNAL
             atomic_write(journal, f"{old} {new}\n".encode())
             moving = self._entries_between(old, new)
-            unborn = [p for p, (before, _) in moving.items() if before is None and not os.path.lexists(self.root / p)]
+            stamps = {p: _stamp(self.root / p) for p in moving}
             done = gitcli.run(self.root, "read-tree", "-m", "-u", old, new, env={"GIT_INDEX_FILE": str(tmp)})
             if not done.ok:
                 tmp.unlink(missing_ok=True)
                 # git checks every path before it writes one, so a refusal changed nothing;
                 # a write that failed midway (a full disk) left some files: taken back
-                written = self._take_back(moving, unborn)
+                written = self._take_back(moving, stamps)
                 journal.unlink(missing_ok=True)
                 return ("failed" if written else "changes", done.err.strip() or _how_git_stopped(done.code))
             os.replace(tmp, index)  # a kill from here on leaves the index ahead: a rerun moves HEAD
@@ -242,22 +242,23 @@ class GitRepo:
         return {path: (None if set(a[1]) == {"0"} else a[1], None if set(b[1]) == {"0"} else b[1])
                 for path, a, b in gitcli.raw_entries(listed.out)}
 
-    def _take_back(self, moving: dict[str, tuple[str | None, str | None]], unborn: list[str]) -> list[str]:
+    def _take_back(self, moving: dict[str, tuple[str | None, str | None]],
+                   stamps: dict[str, tuple[int, int, int] | None]) -> list[str]:
         """Undo what a ``read-tree -u`` that failed midway wrote (the index copy it wrote
-        is dropped): the files it created where none was are removed, those it changed or
-        deleted get ``old``'s content again from the index (git wrote only files that
-        were as the index has them). The paths taken back."""
-        made = [p for p in unborn if os.path.lexists(self.root / p)]
+        is dropped): of the paths the move changes, the files it touched (their stamps
+        differ from before it ran; git replaces a file, never edits it) are removed where
+        ``old`` has none, else given ``old``'s content again from the index, which git
+        checked they matched. A file git did not touch, a person's edit among them, stays.
+        The paths taken back."""
+        touched = [p for p in moving if _stamp(self.root / p) != stamps.get(p)]
+        made = [p for p in touched if moving[p][0] is None and stamps.get(p) is None]
         for path in made:
             (self.root / path).unlink(missing_ok=True)
-        tracked = [p for p, (before, _) in moving.items() if before is not None]
-        working = self._working_blobs(tracked)
-        staged = self._staged_blobs(tracked) if tracked else {}
-        changed = [p for p in tracked if p in working and working[p] != moving[p][0] and staged.get(p) == moving[p][0]]
-        if changed:
+        restored = [p for p in touched if moving[p][0] is not None]
+        if restored:
             gitcli.run_bytes(self.root, "checkout-index", "-f", "-z", "--stdin",
-                             input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in changed))
-        return made + changed
+                             input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in restored))
+        return made + restored
 
     def finish_move(self) -> bool:
         """Finish a ``move_tree`` killed midway, named by its journal: while HEAD is still
@@ -721,6 +722,15 @@ def _object_store_race(exc: Exception) -> bool:
     gc` removes an empty fan-out folder between libgit2's mkdir and its rename, `git
     prune --expire=now` a pack file being written. Written again, it succeeds."""
     return isinstance(exc, FileNotFoundError) or "No such file or directory" in str(exc)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """(inode, mtime, size) of a working file, None where there is none."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _how_git_stopped(code: int) -> str:

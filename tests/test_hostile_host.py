@@ -132,11 +132,14 @@ def test_a_sync_whose_checkout_fails_midway_takes_back_what_it_wrote(tmp_path):
     (notes / "a-small.md").write_text("Small note A.\n")
     (notes / "b-small.md").write_text("Small note B.\n")
     (notes / "z-big.md").write_text("A long page.\n" + "words of a long page\n" * 2000)
-    git(teammate, "add", "notes")
+    with open(teammate / ".gitignore", "a") as fh:  # a tracked file, written before the big note
+        fh.write("scratch/\n")
+    git(teammate, "add", "notes", ".gitignore")
     git(teammate, "commit", "-qm", "notes")
     cx(teammate, "sync")
     git(here, "fetch", "-q", "origin")
     head = git(here, "rev-parse", "HEAD")
+    ignored = (here / ".gitignore").read_text()
 
     done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(here), "sync"], capture_output=True, text=True,
                           preexec_fn=_with_file_size_limit(24))
@@ -145,7 +148,7 @@ def test_a_sync_whose_checkout_fails_midway_takes_back_what_it_wrote(tmp_path):
     assert "could not write" in done.stderr and "SIGXFSZ" in done.stderr
     assert "uncommitted changes" not in done.stderr
     assert git(here, "rev-parse", "HEAD") == head
-    assert git(here, "status", "--porcelain") == ""
+    assert git(here, "status", "--porcelain") == "" and (here / ".gitignore").read_text() == ignored
     assert not [p for p in (here / "notes").rglob("*") if p.is_file()]
     again = cx(here, "sync")
-    assert "notes: 3 added" in again.stdout + again.stderr
+    assert "notes: 3 added" in again.stdout + again.stderr and "scratch/" in (here / ".gitignore").read_text()
