@@ -27,7 +27,7 @@ from cortex.agent_memory import (
     ToolFailure,
     log,
 )
-from cortex.errors import CortexError
+from cortex.errors import CortexError, os_said
 from cortex.timefmt import jsonable
 
 if TYPE_CHECKING:
@@ -188,6 +188,9 @@ def build_server(memory: Memory):
                     raise ToolError(_cut(str(exc))) from None
                 except CortexError as exc:
                     raise ToolError(_cut(exc.message + (f" ({exc.hint})" if exc.hint else ""))) from None
+                except OSError as exc:  # a full disk, a folder not writable: the machine's, not a bug
+                    raise ToolError(_cut(f"{fn.__name__} failed: {os_said(exc)} (this machine's file system, "
+                                         "not the call); call it again once that is fixed")) from None
                 except Exception as exc:
                     import traceback
 

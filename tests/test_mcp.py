@@ -574,3 +574,29 @@ def test_arguments_the_schema_refuses_are_said_plainly(vault, tmp_path):
     """What the tool's schema accepts, in words, not pydantic's report and its URLs."""
     with open(tmp_path / "server.log", "w") as errlog:
         anyio.run(refused_plainly, vault, errlog)
+
+
+async def observe_past_a_file_size_limit(root: Path, errlog) -> None:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    limited = StdioServerParameters(  # the buffer may grow to 8 KiB (16 blocks of 512 bytes), no further
+        command="sh", args=["-c", 'ulimit -f 16 && exec "$0" "$@"', str(VENV_BIN / "cortex"), "--vault", str(root), "mcp"],
+        env=dict(os.environ), cwd=str(root))
+    async with stdio_client(limited, errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            refused = await call(session, "observe", {"type": "fact", "body": FACT}, ok=False)
+            assert "File too large" in refused and "internal error" not in refused, refused
+            assert "call it again" in refused
+
+
+def test_an_observe_the_file_system_refuses_says_so_and_appends_nothing(vault, tmp_path):
+    buffer = vault / "observer" / "observations.jsonl"
+    line = json.dumps({"type": "fact", "body": "Filler " + "f" * 100, "attribution": "agent"}) + "\n"
+    buffer.write_text(line * (8000 // len(line)))
+    before = buffer.read_text()
+    with open(tmp_path / "server.log", "w") as errlog:
+        anyio.run(observe_past_a_file_size_limit, vault, errlog)
+    # the cut-short line is cut back by the next writer, run or status (all or nothing)
+    subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault), "status"], capture_output=True, check=True)
+    assert buffer.read_text() == before
