@@ -521,7 +521,8 @@ def renamed_two_ways(messages: list[str]) -> list[tuple[str, str, str]]:
 
 def archived_under_new_name(old: str, ours: str, theirs: str, texts: tuple[str, str, str]) -> tuple[str, str] | None:
     """(path, text) of a memory a person renamed on one side and someone forgot (or
-    replaced: ``DELIBERATE_ARCHIVE``) on the other — moved to ``mind/archive/`` — or None
+    replaced: ``DELIBERATE_ARCHIVE``) or decay let fade on the other — moved to
+    ``mind/archive/`` — or None
     for any other rename on both sides. Both meant something: the memory stays archived,
     under the name the person gave it (where the forget would have put the renamed note),
     with both sides' changes merged (``merge_note``). ``texts``: the note at ``old`` in
@@ -542,7 +543,9 @@ def archived_under_new_name(old: str, ours: str, theirs: str, texts: tuple[str, 
         reason = _value(dict(_split(merged)[0]).get("archive_reason")) if clean else None
     except _Unmergeable:
         return None
-    if reason not in DELIBERATE_ARCHIVE:
+    # faded too: decay archives the renamed note the next night, as on one machine, so the
+    # nightly job's sync is not stopped for a person by a rename made the same day
+    if reason not in DELIBERATE_ARCHIVE | {"faded"}:
         return None
     return archive_path(renamed), merged
 

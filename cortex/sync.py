@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -448,14 +449,20 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
     if kept_deleted:
         message += "\nDeleted on one side, only counted on the other: kept deleted\n" + "".join(f"  {p}\n" for p in kept_deleted)
     if archived:
-        message += ("\nRenamed by a person on one side, forgotten or replaced on the other: archived under the new name\n"
+        message += ("\nRenamed by a person on one side, archived on the other: archived under the new name\n"
                     + "".join(f"  {ours} / {theirs} → {path}\n" for path, (_, ours, theirs, _) in archived.items()))
     oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=head), pygit2.Oid(hex=tip)])
     settled = [{"kept_deleted": path} for path in kept_deleted]
     for path, (old, ours, theirs, _) in archived.items():
         to, at = (theirs, ours) if ours == archive_path(old) else (ours, theirs)
-        settled.append({"archived_as": path, "from": old, "renamed_to": to, "archived_at": at})
+        settled.append({"archived_as": path, "from": old, "renamed_to": to, "archived_at": at,
+                        "archive_reason": _archive_reason(archived[path][3])})
     return str(oid), settled
+
+
+def _archive_reason(text: bytes) -> str:
+    found = re.search(rb"^archive_reason:\s*[\"']?(\w+)", text, re.M)
+    return found.group(1).decode() if found else ""
 
 
 def _merge_tree(root: Path, head: str, tip: str) -> gitcli.Result:

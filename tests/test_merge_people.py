@@ -216,7 +216,7 @@ def test_a_memory_renamed_by_a_person_and_forgotten_on_the_other_laptop_stays_ar
     assert done.returncode == 0, done.stdout + done.stderr
     settled = json.loads(done.stdout)["settled"]
     assert settled == [{"archived_as": "mind/archive/facts/Staging rebuild.md", "from": rel, "renamed_to": renamed,
-                        "archived_at": archived_to}]
+                        "archived_at": archived_to, "archive_reason": "forgotten"}]
     converge(a, b)
     for m in (a, b):
         assert _files_with_id(m, ident) == ["mind/archive/facts/Staging rebuild.md"]
@@ -226,6 +226,28 @@ def test_a_memory_renamed_by_a_person_and_forgotten_on_the_other_laptop_stays_ar
         fsck(m)
     cx(a, "validate", "--all")
     assert cx(a, "query", "staging database rebuilt", check=False).returncode == 1  # forgotten: not found
+
+
+def test_a_memory_renamed_by_a_person_while_the_nightly_decay_let_it_fade_does_not_stop_the_sync(tmp_path):
+    """A person renames a memory in Obsidian the day the nightly job's decay archives it:
+    git's rename/rename stopped the job's sync for a person every night until one merged
+    by hand. It settles as a forget does: archived under the person's name, as decay
+    would archive the renamed note the next night on one machine."""
+    a, b, rel = shared_memory(tmp_path, BODY)
+    renamed = "mind/facts/Staging rebuild.md"
+    (a / rel).rename(a / renamed)
+    git(a, "add", "-A")
+    sh(a, "git", "commit", "-q", "-m", "vault backup: rename")
+    assert json.loads(cx(b, "decay", "--now", "2031-01-01T03:00:00Z", "--json").stdout)["changed"] == 1
+    sync(a)
+    done = sync(b, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "faded: it stays archived, under the new name" in done.stderr
+    converge(a, b)
+    ident = field((a / "mind/archive/facts/Staging rebuild.md").read_text(), "id")
+    assert _files_with_id(a, ident) == ["mind/archive/facts/Staging rebuild.md"]
+    assert field((a / "mind/archive/facts/Staging rebuild.md").read_text(), "archive_reason") == "faded"
+    cx(a, "validate", "--all")
 
 
 def test_a_memory_moved_out_of_mind_and_forgotten_on_the_other_laptop_is_left_to_a_person_with_what_to_do(tmp_path):

@@ -20,8 +20,8 @@ def render_sync(report) -> str:
     for item in r.settled:
         if "archived_as" in item:
             lines.append(f"  settled  {item['from']} → {item['archived_as']} (renamed {item['renamed_to']} on one side, "
-                         f"archived as {item['archived_at']} on the other, forgotten or replaced: it stays archived, "
-                         "under the new name)")
+                         f"archived as {item['archived_at']} on the other, {item.get('archive_reason') or 'archived'}: it "
+                         "stays archived, under the new name)")
         elif "kept" in item:
             kept = (f"{item['stays_archived']} here: it stays archived" if item.get("stays_archived")
                     else f"reinforced {item['reinforced']}")
