@@ -84,6 +84,7 @@ class Reinforcement:
     path: str
     at: str
     key: str
+    supersedes: str | None = None  # a repeat given as the correction of another memory
 
 
 @dataclass

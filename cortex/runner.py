@@ -85,15 +85,27 @@ def prepare(repo: GitRepo, state: State, plan: Plan, per: str, quarantine_remove
     grouped = group_notes(plan.notes, per)
     reinforced = len(plan.reinforcements) if len(grouped) == 1 else None
     oids = iter(repo.write_blobs([n.text.encode("utf-8") for notes in grouped for n in notes]))
-    superseding = supersede.plan(repo, plan.notes, format_time(now))
+    superseding = supersede.plan(repo, plan.notes, format_time(now), plan.reinforcements)
     report.warnings += superseding.warnings
+
+    def archive(changes: dict[str, str | None], moves: list) -> None:
+        for m in moves:
+            changes.update({m.target: repo.write_blob(m.text.encode("utf-8")), m.old: None})
+
     for notes in grouped:
         changes = {n.path: next(oids) for n in notes}
         moves = [m for m in superseding.moves if m.by in changes]
         message = commit_message(notes, reinforced) + "".join(f"{m.old} → {m.target} (superseded)\n" for m in moves)
-        for m in moves:
-            changes.update({m.target: repo.write_blob(m.text.encode("utf-8")), m.old: None})
+        archive(changes, moves)
         groups.append({"message": message, "changes": changes, "superseded": [m.old for m in moves]})
+    planned = {n.path for n in plan.notes}
+    if by_repeats := [m for m in superseding.moves if m.by not in planned]:  # a repeat's correction: a commit of its own
+        changes: dict[str, str | None] = {}
+        archive(changes, by_repeats)
+        n = len(by_repeats)
+        message = (f"observe: {n} memor{'y' if n == 1 else 'ies'} superseded\n\n"
+                   + "".join(f"{m.old} → {m.target}: superseded by {m.by} (said again)\n" for m in by_repeats))
+        groups.append({"message": message, "changes": changes, "superseded": [m.old for m in by_repeats]})
     return {
         "batch": batch,
         "at": time.time(),

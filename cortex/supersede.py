@@ -13,6 +13,9 @@ An observation that says the words of an archived memory and supersedes another 
 memorized as a new note (``plan._repeated``), not counted on the archived one: "it was
 02:00 after all" corrects the memory that had replaced it. Later repeats of those words
 reinforce the new note (the HEAD cache prefers an active memory to an archived one).
+The words of a current memory said again with ``supersedes`` naming another memory are
+a repeat of the first, and archive the other (``superseded_by`` the first), in a commit
+of the run's own when the run memorizes nothing else.
 
 A reference to a memory replaced already (archived with ``superseded_by``, or merged
 into another with ``merged_into``) is followed to the memory that replaced it, which is
@@ -42,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cortex.model import PlannedNote
+from cortex.model import PlannedNote, Reinforcement
 from cortex.notes import NoteSyntaxError, quote
 from cortex.taxonomy import ARCHIVE
 
@@ -64,10 +67,13 @@ class Superseding:
     warnings: list[str] = field(default_factory=list)
 
 
-def plan(repo: GitRepo, notes: list[PlannedNote], at: str) -> Superseding:
-    """The archive moves that ``notes`` ask for, against HEAD."""
+def plan(repo: GitRepo, notes: list[PlannedNote], at: str, repeats: list[Reinforcement] = ()) -> Superseding:
+    """The archive moves that ``notes`` ask for, against HEAD, and those asked by
+    ``repeats``: the words of a current memory said again as the correction of another
+    ("it is 09:30", superseding the note that says 10:00) archive that other one too."""
     out = Superseding()
     wanted = [n for n in notes if n.supersedes]
+    wanted += [_Repeat(r.path, r.note_id, r.supersedes) for r in repeats if r.supersedes]
     if not wanted:
         return out
     from cortex.headcache import HeadCache
@@ -86,8 +92,8 @@ def plan(repo: GitRepo, notes: list[PlannedNote], at: str) -> Superseding:
             except _NothingToArchive as why:
                 out.warnings.append(f"{note.path}: supersedes {note.supersedes!r}: {why}; nothing archived")
                 continue
-            if old in taken:
-                continue  # archived by an earlier note of this run
+            if old in taken or old == note.path:
+                continue  # archived by an earlier note of this run; or the repeated memory itself
             if replaced:
                 out.warnings.append(f"{note.path}: supersedes {replaced}, which {old} had replaced already: "
                                     f"{old} archived instead")
@@ -106,6 +112,15 @@ def plan(repo: GitRepo, notes: list[PlannedNote], at: str) -> Superseding:
     finally:
         cache.close()
     return out
+
+
+@dataclass(frozen=True)
+class _Repeat:
+    """A repeat that supersedes: the memory it reinforces replaces the one it names."""
+
+    path: str
+    note_id: str
+    supersedes: str | None
 
 
 class _NothingToArchive(Exception):

@@ -604,3 +604,21 @@ def test_a_repeat_reinforces_the_memory_a_person_restored_not_its_forgotten_copy
     assert run_json(vault)["reinforced"] == 1
     done = cortex("--vault", str(vault.root), "reinforce", "--json")
     assert [(i["path"], i.get("kept_archived")) for i in json.loads(done.stdout)["items"]] == [(path, None)]
+
+
+def test_a_repeat_that_supersedes_another_memory_archives_it(vault):
+    """Two current memories contradict; the agent asks, then says the right one's words
+    again, superseding the wrong one. Counted as a repeat, the correction was dropped and
+    the wrong memory stayed an answer: now it is archived (superseded by the memory the
+    repeat reinforces), in a commit of the run's own; a repeat naming itself archives nothing."""
+    right, right_path = _memorized(vault, NEW)
+    wrong, wrong_path = _memorized(vault, OLD)
+    append_lines(vault, observation(body=NEW, type="fact", supersedes=wrong),
+                 observation(body=NEW, type="fact", supersedes=right))
+    report = run_json(vault)
+    assert report["memorized"] == 0 and report["reinforced"] == 2 and report["superseded"] == [wrong_path]
+    assert found(vault) == [right_path]
+    archived = (vault.root / wrong_path.replace("mind/", "mind/archive/", 1)).read_text()
+    assert "archive_reason: superseded" in archived and f'superseded_by: "{right}"' in archived
+    assert f"superseded by {right_path}" in git(vault.root, "log", "-1", "--format=%B")
+    assert git(vault.root, "status", "--porcelain") == ""

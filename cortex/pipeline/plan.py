@@ -246,7 +246,8 @@ def settle(parts: list[Assessed], lines: Sequence[Line], buffer_id: str, ctx: Co
         hit = created_here.get(c.hash_hex) or _repeated(c.scored, view.lookup(c.hash_hex))
         if hit is not None:
             note_id, path = hit
-            plan.reinforcements.append(Reinforcement(note_id, path, format_time(c.scored.obs.timestamp), c.key))
+            plan.reinforcements.append(Reinforcement(note_id, path, format_time(c.scored.obs.timestamp), c.key,
+                                                     c.scored.obs.supersedes))
             continue
         gone = None if ctx.skip_trust else view.deleted(c.hash_hex)
         if gone is not None:
