@@ -1146,3 +1146,20 @@ def test_a_credential_committed_past_the_hooks_is_never_served_by_query(vault):
     # what is indexed is the redacted text: the credential's own words find nothing
     for secret in secrets:
         assert cortex(*v, secret, "--lexical-only", "--paths").stdout == "", secret
+
+
+def test_chinese_and_japanese_notes_are_found_by_their_words(vault):
+    """Chinese and Japanese are written without spaces: a sentence was one term, found by
+    no query but the whole sentence (exit 1, "nothing found", for a memory holding the
+    words). They are indexed by pairs of characters now; a question the notes do not
+    answer still finds nothing."""
+    write_note(vault, "mind/facts/db.md", "数据库服务器每天晚上两点重启", type_="fact")
+    write_note(vault, "mind/facts/tower.md", "東京タワーの見学は毎週金曜日です", type_="fact")
+    write_note(vault, "mind/facts/coffee.md", "The coffee machine is descaled every Friday", type_="fact")
+    commit_all(vault)
+    for question, start in (("数据库", "数据库服务器"), ("服务器重启", "数据库服务器"), ("東京タワー", "東京タワー")):
+        found = cortex("--vault", str(vault), "query", question, "--json")
+        assert found.returncode == 0, (question, found.stderr)
+        assert [r["title"][:len(start)] for r in json.loads(found.stdout)["results"]] == [start]
+    assert cortex("--vault", str(vault), "query", "天气怎么样").returncode == 1
+    assert cortex("--vault", str(vault), "query", "coffee machine descaled").returncode == 0

@@ -11,6 +11,7 @@ import functools
 import heapq
 import importlib
 import math
+import re
 import sys
 import types
 from contextlib import contextmanager
@@ -101,8 +102,9 @@ def analyzer():
     _import_whoosh()
     from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, StopFilter
 
-    # Whoosh's StemmingAnalyzer, with accents folded before the stemmer sees a word.
-    return RegexTokenizer() | LowercaseFilter() | _fold_accents()() | StopFilter() | StemFilter()
+    # Whoosh's StemmingAnalyzer, with accents folded before the stemmer sees a word, and
+    # Chinese and Japanese, written without spaces, cut into pairs of characters.
+    return RegexTokenizer() | LowercaseFilter() | _fold_accents()() | _cjk_pairs()() | StopFilter() | StemFilter()
 
 
 # Letters that are not an ASCII letter plus a mark (NFKD leaves them whole).
@@ -140,9 +142,58 @@ def _fold_accents():
     return FoldAccents
 
 
+# Han ideographs (and their extension A), hiragana and katakana: scripts written without
+# spaces, where a sentence is one "word" to the tokenizer. Hangul is written with spaces.
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def cjk_pairs(text: str) -> list[str]:
+    """``text`` as the terms it is indexed by: itself, or where it holds Chinese or
+    Japanese, its other parts and each run of those characters as overlapping pairs
+    ("数据库" -> "数据", "据库"), the usual unit of search in those scripts; a lone
+    character stays whole."""
+    if text.isascii() or not _CJK_RUN.search(text):
+        return [text]
+    out, at = [], 0
+    for run in _CJK_RUN.finditer(text):
+        if run.start() > at:
+            out.append(text[at:run.start()])
+        chars = run.group()
+        out += [chars] if len(chars) == 1 else [chars[i:i + 2] for i in range(len(chars) - 1)]
+        at = run.end()
+    if at < len(text):
+        out.append(text[at:])
+    return out
+
+
+@functools.cache
+def _cjk_pairs():
+    """A Whoosh filter yielding `cjk_pairs` of each token (published as `_fold_accents` is)."""
+    from whoosh.analysis import Filter
+
+    class CjkPairs(Filter):
+        def __call__(self, tokens):
+            for token in tokens:
+                parts = cjk_pairs(token.text)
+                if len(parts) == 1:
+                    yield token
+                    continue
+                for part in parts:
+                    token.text = part
+                    yield token
+
+    CjkPairs.__module__ = __name__
+    CjkPairs.__qualname__ = "CjkPairs"
+    globals()["CjkPairs"] = CjkPairs
+    return CjkPairs
+
+
 def __getattr__(name: str):
-    if name == "FoldAccents":  # unpickling an index's analyzer, before any query built one
+    # unpickling an index's analyzer, before any query built one
+    if name == "FoldAccents":
         return _fold_accents()
+    if name == "CjkPairs":
+        return _cjk_pairs()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -23,7 +23,8 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 7: a note whose frontmatter does not parse, searched whole.
 # 8: `ts` in milliseconds: notes of one second listed newest first, --since/--until exact;
 #    credentials redacted in what is stored and indexed (a note committed past the hooks).
-# 9: tags and entities composed (NFC): a decomposed `#résumé` (macOS) was the tag `re`.
+# 9: tags and entities composed (NFC): a decomposed `#résumé` (macOS) was the tag `re`;
+#    Chinese and Japanese indexed by pairs of characters (a sentence was one term).
 FORMAT = 9
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
