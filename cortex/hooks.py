@@ -360,8 +360,10 @@ def _portable(paths: list[str], names: Iterable[str]) -> list[Problem]:
     for rel in paths:
         unportable = unportable_part(rel)
         if unportable:
-            problems.append(Problem(rel, 1, f"{unportable[0]!r} {unportable[1]}",
-                                    "rename it (a clone on Windows could not hold it, and would stop there)"))
+            part, why, refused = unportable
+            problems.append(Problem(rel, 1, f"{part!r} {why}",
+                                    "rename it (a clone on Windows could not hold it, and would stop there)",
+                                    "error" if refused else "warning"))
     for rel, others in case_twins(list(names), paths).items():
         problems.append(Problem(rel, 1, f"differs from {', '.join(others)} only in case (on macOS and Windows the two are one file)",
                                 "rename one of them"))

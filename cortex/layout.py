@@ -325,21 +325,25 @@ WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{n}" for n in r
 
 
 # Characters Windows allows in no name, and a name ending in a space or a dot (Windows
-# drops them). Obsidian on macOS and Linux lets a person type `Deploy: how?.md`; Git for
-# Windows then refuses the path ("invalid path"), and a clone there stops at it, its pulls too.
+# drops them). A tool on macOS or Linux lets a person name a file `Deploy: how?.md`; Git
+# for Windows then refuses the path ("invalid path"), and a clone there stops at it, its
+# pulls too. Such names are common in vaults no Windows machine shares, so they are
+# said, never refused: a refused timed commit (Obsidian Git's) would leave the person's
+# work uncommitted without a word they would see.
 WINDOWS_FORBIDDEN = frozenset('<>:"|?*')
 
 
-def unportable_part(rel: str) -> tuple[str, str] | None:
-    """The first part of ``rel`` a clone on Windows cannot hold, and why; or None."""
+def unportable_part(rel: str) -> tuple[str, str, bool] | None:
+    """The first part of ``rel`` a clone on Windows cannot hold, why, and whether that
+    refuses the commit (a reserved name: Windows cannot create the file at all); or None."""
     for part in rel.split("/"):
         if part.split(".", 1)[0].lower() in WINDOWS_RESERVED:
-            return part, "is a name Windows reserves (con, prn, aux, nul, com0–9, lpt0–9)"
+            return part, "is a name Windows reserves (con, prn, aux, nul, com0–9, lpt0–9)", True
         bad = sorted(set(part) & WINDOWS_FORBIDDEN)
         if bad:
-            return part, f"holds {' '.join(bad)}, which Windows allows in no name"
+            return part, f"holds {' '.join(bad)}, which Windows allows in no name", False
         if part.endswith((" ", ".")):
-            return part, "ends with a space or a dot, which Windows drops from a name"
+            return part, "ends with a space or a dot, which Windows drops from a name", False
     return None
 
 
