@@ -263,10 +263,13 @@ def note_bodies(root: Path, active: bool = False) -> set[str]:
     return bodies
 
 
-def soak(root: Path, seconds: float, seed: int = 0, watch: bool = False, remote: bool = False) -> Counts:
+def soak(root: Path, seconds: float, seed: int = 0, watch: bool = False, remote: bool = False,
+         until=None) -> Counts:
     """Run the soak on a fresh vault at ``root``; returns the counts (problems included).
     ``watch``: with ``cortex watch`` running and an agent querying beside the rest.
-    ``remote``: with a second machine sharing a bare remote (beside ``root``)."""
+    ``remote``: with a second machine sharing a bare remote (beside ``root``).
+    ``until``: a test of the counts the soak goes on past ``seconds`` for (up to four times
+    as long), so that a busy machine does as much as a quiet one."""
     init = subprocess.run([str(BIN / "cortex"), "init", str(root)], capture_output=True, text=True)
     assert init.returncode == 0, init.stderr
     other = root.parent / f"{root.name}-teammate"
@@ -297,9 +300,10 @@ def soak(root: Path, seconds: float, seed: int = 0, watch: bool = False, remote:
                     threading.Thread(target=cortex_loop, args=(other, stop, teammate, random.Random(seed + 5), True))]
     for worker in workers:
         worker.start()
-    deadline = time.monotonic() + seconds
+    start = time.monotonic()
     try:
-        while time.monotonic() < deadline:
+        while (time.monotonic() < start + seconds
+               or (until is not None and not until(counts) and time.monotonic() < start + 4 * seconds)):
             person.step(remote)
             time.sleep(person.rnd.uniform(0.1, 0.6))  # a person pauses between commits
     finally:

@@ -18,9 +18,13 @@ def test_a_person_beside_cortex_loses_nothing(tmp_path):
 
 
 def test_with_the_watcher_and_an_agent_querying_the_index_follows_it_all(tmp_path):
-    counts = soak(tmp_path / "vault", seconds=20, seed=5, watch=True)
+    def asked(counts) -> int:
+        return sum(n for what, n in list(counts.cortex.items()) if what.startswith(("cortex query", "cortex status")))
+
+    counts = soak(tmp_path / "vault", seconds=20, seed=5, watch=True,
+                  until=lambda c: asked(c) >= 5 and c.cortex["watcher answers with paths"] >= 5)
     assert counts.problems == []
-    assert sum(n for what, n in counts.cortex.items() if what.startswith(("cortex query", "cortex status"))) >= 5
+    assert asked(counts) >= 5
     assert counts.cortex["watcher answers with paths"] >= 5  # asked through the watcher, not git
 
 
