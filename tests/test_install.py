@@ -95,7 +95,7 @@ BACKEND = """\
 import base64, hashlib, os, zipfile
 
 NAME, VERSION = "cortex_git_memory", "0.1.0"
-FILES = ["cortex/__init__.py", "cortex/distribution.py", "cortex/gitcli.py", "cortex/errors.py"]
+FILES = sorted("cortex/" + name for name in os.listdir("cortex") if name.endswith(".py"))
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
@@ -137,8 +137,8 @@ def test_a_cortex_installed_from_this_machine_only_records_no_line_other_machine
     reach is recorded; else no line, and the comment says why and what to write."""
     proj = tmp_path / "proj"
     (proj / "cortex").mkdir(parents=True)
-    for name in ("__init__.py", "distribution.py", "gitcli.py", "errors.py"):
-        (proj / "cortex" / name).write_bytes((REPO / "cortex" / name).read_bytes())
+    for module in (REPO / "cortex").glob("*.py"):  # the package's top-level modules (what distribution imports)
+        (proj / "cortex" / module.name).write_bytes(module.read_bytes())
     (proj / "_backend.py").write_text(BACKEND)
     (proj / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "_backend"\nbackend-path = ["."]\n')
     git(tmp_path, "init", "-q", str(proj))
