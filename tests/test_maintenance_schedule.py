@@ -132,14 +132,13 @@ def test_cron_prints_crontab_systemd_and_ci(vault):
     assert "schedule:" in out and "cron:" in out
 
 
-def test_cron_lines_survive_a_vault_path_with_spaces_and_percent(tmp_path):
+def test_cron_lines_survive_a_vault_path_with_spaces_and_percent(tmp_path, ready_vault):
     """cron turns an unescaped % into a newline and hands the rest to sh; systemd expands
     % specifiers and splits on spaces unless quoted: each line must give back the path."""
     import shlex
 
-    from cortex.vault import Vault
 
-    root = Vault.init(tmp_path / "My Vault %d")[0].root
+    root = ready_vault(tmp_path / "My Vault %d")
     out = cortex("--vault", str(root), "cron").stdout
     line = next(l for l in out.splitlines() if l.startswith("7 * * * *"))
     command = line.split(None, 5)[5].replace("\\%", "%")  # what cron gives the shell

@@ -263,14 +263,14 @@ def test_cli_start_up_does_not_import_the_sdk():
     assert out.strip() == "[]"
 
 
-def test_the_server_ranks_exactly_like_cortex_query(tmp_path):
+def test_the_server_ranks_exactly_like_cortex_query(tmp_path, ready_vault):
     """The resident index (stored fields kept between queries) changes speed, not results."""
     from test_search import write_note
 
     from cortex.agent_memory import Memory
     from cortex.vault import Vault
 
-    vault, _ = Vault.init(tmp_path / "v")
+    vault = Vault(ready_vault(tmp_path / "v"))
     bodies = [f"Invoices in project {p} are numbered per year from a PostgreSQL sequence, batch {i}."
               for p in ("Ledgerline", "Tidewatch", "Harbor") for i in range(12)]
     for i, body in enumerate(bodies):
@@ -328,15 +328,14 @@ def test_session_start_hook_says_why_a_brief_failed_and_still_prints_the_rest(va
     assert "query" not in proc.stderr  # a query that finds nothing is no failure
 
 
-def test_a_long_lived_index_keeps_rows_another_process_added(tmp_path):
+def test_a_long_lived_index_keeps_rows_another_process_added(tmp_path, ready_vault):
     """The server holds its index for hours while `cortex query` processes update it."""
     from test_search import write_note
 
     from cortex.search.freshness import GitProbe
     from cortex.search.index import SearchIndex
-    from cortex.vault import Vault
 
-    root = Vault.init(tmp_path / "v")[0].root
+    root = ready_vault(tmp_path / "v")
     write_note(root, "mind/facts/a.md", "The staging database is rebuilt nightly.", type_="fact")
     SearchIndex(root).rebuild()
     server = SearchIndex(root).load(vectors=True)  # the MCP server's copy, loaded at start
@@ -349,7 +348,7 @@ def test_a_long_lived_index_keeps_rows_another_process_added(tmp_path):
     assert len(fresh.vectors) == fresh.lexical.doc_count() == 3
 
 
-def test_the_warm_index_is_rebuilt_when_its_directory_is_deleted(tmp_path):
+def test_the_warm_index_is_rebuilt_when_its_directory_is_deleted(tmp_path, ready_vault):
     """A person may remove the index (`rm -rf .git/cortex`) under a running server: the next refresh rebuilds it instead of failing forever."""
     import shutil
 
@@ -358,7 +357,7 @@ def test_the_warm_index_is_rebuilt_when_its_directory_is_deleted(tmp_path):
     from cortex.agent_memory import Memory
     from cortex.vault import Vault
 
-    root = Vault.init(tmp_path / "v")[0].root
+    root = ready_vault(tmp_path / "v")
     write_note(root, "mind/facts/a.md", "The pelican nests on the pier.", type_="fact")
     memory = Memory(Vault.discover(root))
     memory.load()
@@ -380,13 +379,13 @@ def test_a_fenced_record_stays_on_one_line_whatever_its_text():
     assert "<" not in lines[3] and unfence(text) == [{"body": body}]
 
 
-def test_a_damaged_index_under_the_server_is_rebuilt_at_the_next_query(tmp_path):
+def test_a_damaged_index_under_the_server_is_rebuilt_at_the_next_query(tmp_path, ready_vault):
     from test_search import write_note
 
     from cortex.agent_memory import Memory
     from cortex.vault import Vault
 
-    root = Vault.init(tmp_path / "v")[0].root
+    root = ready_vault(tmp_path / "v")
     write_note(root, "mind/facts/a.md", "The pelican nests on the pier.", type_="fact")
     memory = Memory(Vault.discover(root))
     memory.load()
@@ -482,16 +481,15 @@ async def served_to_the_agent(root: Path, errlog) -> list[str]:
                     await call(session, "forget", {"id_or_path": "mind/facts/deploy.md", "reason": "leaked"})]
 
 
-def test_a_credential_committed_past_the_hooks_reaches_no_agent(tmp_path):
+def test_a_credential_committed_past_the_hooks_reaches_no_agent(tmp_path, ready_vault):
     """A note committed with `--no-verify` holds an AWS key and a GitHub token: `query`,
     `recent`, `get_note` and `forget` (which names what it archived) serve it to the
     agent fenced, each credential redacted, as the brief does; the file itself is left as
     it is, for the person to fix."""
     from test_search import commit_all, leaked_note
 
-    from cortex.vault import Vault
 
-    root = Vault.init(tmp_path / "v")[0].root
+    root = ready_vault(tmp_path / "v")
     secrets = leaked_note(root)
     note_file = root / "mind/facts/deploy.md"  # a frontmatter key of its own holds one too
     note_file.write_text(note_file.read_text().replace("---\n", f"---\nbot_{secrets[2]}: on\n", 1))

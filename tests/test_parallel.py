@@ -115,7 +115,7 @@ def test_a_plan_made_on_three_processes_is_the_plan_made_on_one(vault, cores):
     assert len(first) == len(one.notes)
 
 
-def test_a_chunked_run_on_all_cores_commits_what_one_process_commits(tmp_path, cores, monkeypatch):
+def test_a_chunked_run_on_all_cores_commits_what_one_process_commits(tmp_path, cores, monkeypatch, ready_vault):
     """Several chunks, each assessed while the one before is committed: the vault, the
     quarantine and the scrubbed archive come out as from a run on one process."""
     import cortex.cycle
@@ -129,7 +129,7 @@ def test_a_chunked_run_on_all_cores_commits_what_one_process_commits(tmp_path, c
     buffer_lines = mixed_buffer(700)
     outcomes = {}
     for workers in (1, 2):
-        vault, _ = Vault.init(tmp_path / f"vault-{workers}")
+        vault = Vault(ready_vault(tmp_path / f"vault-{workers}"))
         config = vault.root / "observer" / "config.yml"
         config.write_text(config.read_text() + f"\nworkers: {workers}\n")
         git(vault.root, "commit", "-qam", "workers")

@@ -76,9 +76,8 @@ def commit_all(root: Path, message: str = "notes") -> None:
 
 
 @pytest.fixture
-def vault(tmp_path) -> Path:
-    v, _ = Vault.init(tmp_path / "v")
-    return v.root
+def vault(tmp_path, ready_vault) -> Path:
+    return ready_vault(tmp_path / "v")  # as `cortex init` makes it
 
 
 def fresh_index(root: Path) -> SearchIndex:

@@ -148,12 +148,12 @@ def test_in_a_vault_of_a_few_notes_a_partial_match_is_an_answer():
     assert fusion.answers("hybrid", 0.0, [{**partial, "matched": 0.1}], notes=5000)  # --min-score: the caller's floor
 
 
-def test_a_name_a_note_holds_whole_is_an_answer_whatever_the_embedding_says(tmp_path):
+def test_a_name_a_note_holds_whole_is_an_answer_whatever_the_embedding_says(tmp_path, ready_vault):
     """A query of a name or a code ("Ingrid Quist") has no meaning a static embedding can
     place: a note that names it in passing answers it, in a vault large enough for the
     answer gate; one word of the name is not the name, and a longer question about
     something else still finds nothing."""
-    v, _ = Vault.init(tmp_path / "v")
+    v = Vault(ready_vault(tmp_path / "v"))
     for i in range(60):  # past SMALL_VAULT: the gate judges by evidence
         write_note(v.root, f"mind/facts/f{i}.md", f"The harbour ferry {i} leaves the pier at {i % 12 + 6} o'clock.",
                    type_="fact")
@@ -203,13 +203,13 @@ def test_the_note_that_answers_by_its_words_must_also_be_about_the_question():
     assert fusion.answers("hybrid", None, [{**worded, "semantic": 0.6}], notes=5000, meaning_of=lambda i: 0.6)
 
 
-def test_a_question_holding_a_rare_word_no_note_has_needs_a_note_about_it(tmp_path):
+def test_a_question_holding_a_rare_word_no_note_has_needs_a_note_about_it(tmp_path, ready_vault):
     """A rare word the vault has never seen ("sitar") says the question is about something
     the vault does not know: the note sharing its other words ("tune", on guitar tunings,
     cosine ~0.41 with the question) is not an answer. An everyday word no note has
     ("pike") says nothing of the kind: that question still finds the note on lures, and a
     question whose words the vault knows is judged as before (docs/query.md, "Scores")."""
-    v, _ = Vault.init(tmp_path / "v")
+    v = Vault(ready_vault(tmp_path / "v"))
     for i in range(60):  # past SMALL_VAULT: the gate judges by evidence
         write_note(v.root, f"mind/facts/f{i}.md", f"The harbour ferry {i} leaves the pier at {i % 12 + 6} o'clock.",
                    type_="fact")
@@ -246,13 +246,13 @@ def test_a_rare_word_no_note_has_raises_the_meaning_asked():
                           unseen=1)  # a small vault lacks most words: matched alone, as before
 
 
-def test_a_small_vault_returns_a_note_found_by_meaning_alone(tmp_path):
+def test_a_small_vault_returns_a_note_found_by_meaning_alone(tmp_path, ready_vault):
     """In a vault of a few hundred notes a close embedding is rarely chance
     (`fusion.semantic_share`): once the query is answered, a note sharing no word with it
     but close in meaning (cosine over MIN_COSINE: spinners and jigs for pike, asked about
     lures for bass) comes back after the note that answers by its words; its relevance
     stays under the floor, so an explicit `--min-score` and `--lexical-only` leave it out."""
-    v, _ = Vault.init(tmp_path / "v")
+    v = Vault(ready_vault(tmp_path / "v"))
     for i in range(60):
         write_note(v.root, f"mind/facts/f{i}.md", f"The harbour ferry {i} leaves the pier at {i % 12 + 6} o'clock.",
                    type_="fact")
@@ -288,11 +288,11 @@ def test_the_share_of_meaning_in_the_order_falls_with_the_vaults_size():
     assert fusion.fit({"semantic": 0.6}, fusion.order_weights(fusion.SHARE_SMALL)) == pytest.approx(0.18)
 
 
-def test_a_long_note_holding_every_word_of_a_question_answers_it(tmp_path):
+def test_a_long_note_holding_every_word_of_a_question_answers_it(tmp_path, ready_vault):
     """A person's daily note speaks of several things, so its embedding is far from a
     question about one of them (cosine ~0.2, under ANSWER_MEANING); holding every word of
     the question, it is the answer all the same (`fusion.WHOLE`)."""
-    v, _ = Vault.init(tmp_path / "v")
+    v = Vault(ready_vault(tmp_path / "v"))
     for i in range(60):  # past SMALL_VAULT: the gate judges by evidence
         write_note(v.root, f"mind/facts/f{i}.md", f"Shipment {i} of crane parts arrived at quay {i % 9}.", type_="fact")
     daily = v.root / "Daily notes" / "2026-11-26.md"

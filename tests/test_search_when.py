@@ -188,11 +188,11 @@ def test_a_wide_span_is_a_filter_on_the_search_and_ranks_the_same(vault, monkeyp
     assert filtered == scored and scored[0][:2] == ("mind/facts/smoker.md", "a week ago")
 
 
-def test_notes_of_one_second_are_listed_newest_first_and_since_until_are_exact(tmp_path):
+def test_notes_of_one_second_are_listed_newest_first_and_since_until_are_exact(tmp_path, ready_vault):
     """`created` carries milliseconds: notes created within one second are listed newest
     first, and --since/--until cut between them (the index kept whole seconds: the order
     within a second was the index's, and --since 10:00:00.600 dropped a note of .900)."""
-    v, _ = Vault.init(tmp_path / "v")
+    v = Vault(ready_vault(tmp_path / "v"))
     base = datetime(2026, 11, 27, 10, 0, 0, tzinfo=timezone.utc)
     for ms, name in ((900, "alpha"), (100, "bravo"), (500, "charlie"), (1000, "delta")):
         write_note(v.root, f"mind/facts/{name}.md", f"The {name} server hosts a service.", type_="fact",
