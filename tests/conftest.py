@@ -16,6 +16,13 @@ REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 
 
+def pytest_collection_modifyitems(items):
+    """The long-running cases (marked `slow`) first: under xdist the workers take tests
+    from the front of the list, so a case of minutes started last would leave one worker
+    running it alone at the end. Otherwise the order is the files' own."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")

@@ -181,6 +181,7 @@ def _hostile(rng: random.Random, n: int) -> bytes:
 ROUNDS, LINES = 6, 80
 
 
+@pytest.mark.slow
 def test_fuzz_hostile_lines_mixed_with_good_ones(vault):
     rng = random.Random(20261117)
     (vault.root / "observer" / "config.yml").write_text("limits:\n  max_line_bytes: 65536\n")

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO, VENV_BIN, cortex, git
 from cortex.distribution import DIST, REQUIREMENTS
 from cortex.timefmt import parse_time
@@ -129,6 +131,7 @@ def _pip_with(version_below: tuple[int, int]) -> Path | None:
     return None
 
 
+@pytest.mark.slow
 def test_a_cortex_installed_from_this_machine_only_records_no_line_other_machines_cannot_install(tmp_path):
     """Installed with real pip from a wheel, from a clone at a commit never pushed, or from
     a git repository on this machine, `observer/requirements.txt` named this machine's

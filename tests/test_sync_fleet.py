@@ -10,8 +10,11 @@ import signal
 import subprocess
 import time
 
+import pytest
 from fleet import check, final_round, simulate, start, wait
 from sync_helpers import CORTEX, active, cx, fsck, git, head_tree, make_fleet, write
+
+pytestmark = pytest.mark.slow
 
 
 def test_four_machines_at_once_converge_with_nothing_lost_or_doubled(tmp_path):
