@@ -228,8 +228,9 @@ def fix_note(
         if tags is not None and tags != meta["tags"]:
             updates["tags"] = flow_list(tags)
             changes.append("normalised tags")
-    if isinstance(previous, str) and "id" in meta:
-        _counts_kept(meta, previous, updates, adds, changes)
+    committed = _committed_meta(previous)
+    if committed is not None and "id" in meta:
+        _counts_kept(meta, committed, updates, adds, changes)
     removes |= _emptied(meta, properties or {}, updates, changes)
     completed = _completed_date(meta.get("created"))
     if completed:
@@ -240,7 +241,7 @@ def fix_note(
         lacking = [k for k in IDENTITY if meta.get(k) is None or meta[k] == ""]
         if lacking and previous is UNKNOWN:
             return Fixed(text, wants_previous=True)
-        kept = _identity_kept(previous, lacking, taken_ids) if isinstance(previous, str) else {}
+        kept = _identity_kept(previous, committed, lacking, taken_ids)
         fresh.update(kept)
         generated = ("title",) if _clean(title_for(body), redact) else ()
         for key in (*REQUIRED_FIELDS, *generated):
@@ -322,12 +323,22 @@ def _restored(path: str, meta: dict, now: datetime, threshold: float, updates: d
 IDENTITY = ("id", "created", "source_hash")
 
 
-def _identity_kept(previous: str, lacking: list[str], taken_ids: frozenset[str]) -> dict[str, str]:
-    """The committed note's values of the ``lacking`` identity fields, as written there;
-    none when its id is another note's now (a new memory at a path another one left)."""
+def _committed_meta(previous: Any) -> dict | None:
+    """The frontmatter of the committed note (``previous``), read once for what a commit
+    keeps of it; None where there is none or it does not parse."""
+    if not isinstance(previous, str):
+        return None
     try:
-        committed = parse_note(previous).meta
+        return parse_note(previous).meta
     except NoteSyntaxError:
+        return None
+
+
+def _identity_kept(previous: Any, committed: dict | None, lacking: list[str], taken_ids: frozenset[str]) -> dict[str, str]:
+    """The committed note's (``previous``, its frontmatter ``committed``) values of the
+    ``lacking`` identity fields, as written there; none when its id is another note's now
+    (a new memory at a path another one left)."""
+    if committed is None or not lacking:
         return {}
     ident = committed.get("id")
     if not isinstance(ident, str) or not ident or ident in taken_ids:
@@ -343,13 +354,10 @@ def _identity_kept(previous: str, lacking: list[str], taken_ids: frozenset[str])
 COUNTED = ("reinforced", "reinforced_tally", counts.KEY, "last_reinforced", "merged_from")
 
 
-def _counts_kept(meta: dict, previous: str, updates: dict[str, str], adds: dict[str, str], changes: list[str]) -> None:
-    """The counted fields as the committed note has them, where the note has fewer repeats,
-    an earlier `last_reinforced` or fewer folded twins than that."""
-    try:
-        committed = parse_note(previous).meta
-    except NoteSyntaxError:
-        return
+def _counts_kept(meta: dict, committed: dict, updates: dict[str, str], adds: dict[str, str], changes: list[str]) -> None:
+    """The counted fields as the committed note (its frontmatter ``committed``) has them,
+    where the note has fewer repeats, an earlier `last_reinforced` or fewer folded twins
+    than that."""
     back: dict[str, str] = {}
     had, has = committed.get("reinforced"), meta.get("reinforced")
     if _count(had) > _count(has):
@@ -567,7 +575,7 @@ def _add_frontmatter(path: str, text: str, taxonomy: Taxonomy, now: datetime, ne
         return Fixed(text, wants_previous=True)
     newline = "\r\n" if body.split("\n", 1)[0].endswith("\r") else "\n"
     values = _required_values(spec, body, now, new_id)
-    kept = _identity_kept(previous, list(IDENTITY), taken_ids) if isinstance(previous, str) else {}
+    kept = _identity_kept(previous, _committed_meta(previous), list(IDENTITY), taken_ids)
     values.update(kept)
     title = [f"title: {values['title']}"] if _clean(title_for(body), redact) else []
     lines = ["---", *(f"{k}: {values[k]}" for k in REQUIRED_FIELDS), SEPARATOR, *title, "---"]
