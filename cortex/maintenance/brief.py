@@ -140,12 +140,10 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
     tags: Counter[str] = Counter()
     seen_changes: set[str] = set()
     for item in changed:  # newest first: a note edited twice is listed once, as it is now
-        note = by_path.get(item["path"])
-        item["title"] = note.title if note is not None else item["path"].rsplit("/", 1)[-1][:-3]
+        item["title"] = _title_at(by_path, item["path"])
     changed = [c for c in changed if not (c["path"] in seen_changes or seen_changes.add(c["path"]))]
     for item in corrected:  # its title as the archive holds it now
-        note = by_path.get(item["archived_to"])
-        item["title"] = note.title if note is not None else item["archived_to"].rsplit("/", 1)[-1][:-3]
+        item["title"] = _title_at(by_path, item["archived_to"])
     # what was memorized and is archived since: a reader of the list must not take it for current
     since_archived = {c["path"]: c["reason"] for c in corrected}
     since_archived.update({m["path"]: "merged" for m in merged})
@@ -178,6 +176,12 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
         "entities": [{"name": n, "count": c} for n, c in entities.most_common(TOP_ENTITIES)],
         "tags": [{"tag": t, "count": c} for t, c in tags.most_common(TOP_ENTITIES)],
     })
+
+
+def _title_at(by_path: dict, path: str) -> str:
+    """The title of the note at ``path`` in HEAD, else its file name (a note gone since)."""
+    note = by_path.get(path)
+    return note.title if note is not None else path.rsplit("/", 1)[-1][:-3]
 
 
 def _new_in(lines: list[str]) -> str | None:
