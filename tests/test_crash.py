@@ -203,7 +203,7 @@ def test_kill_dash_nine_at_random_moments_is_exactly_once(vault, tmp_path):
             pytest.fail(f"cortex run exited {proc.returncode}: {proc.stderr.read().decode()[-3000:]}")
         proc.stderr.close()
         if rnd.random() < 0.3:  # now and then a clean run, as the next scheduled tick would be
-            run_cli(root, "run", "--json", "--limit", str(rnd.randint(20, 100)), "--commit-per", rnd.choice(("note", "run")))
+            run_cli(root, "run", "--json", "--limit", str(rnd.randint(10, 40)), "--commit-per", rnd.choice(("note", "run")))
             clean += 1
 
     # The next runs complete whatever the kills left, and then there is nothing more to do.
