@@ -104,19 +104,31 @@ class Scanner:
             if verdict is None and views and self._use_classifier and (classify is None or classify[i]):
                 pending.append(i)
         if pending:
-            clf = self.classifier
             # The classifier reads the text with credentials already replaced: a random
             # key looks like an encoded payload to the embedding, and the credential is
             # handled by redaction anyway. Decoded payloads come from the original.
             clf_views = [[classifier_main_view(texts[i], stored[i])] + all_views[i][1:] for i in pending]
-            probs = clf.predict_proba(clf_views)
-            threshold = self.threshold
-            for i, views, p in zip(pending, clf_views, probs):
-                if p >= threshold:
-                    verdicts[i] = Verdict("classifier", round(float(p), 4), "classifier", _excerpt(views[0]))
+            self._classify(pending, clf_views, verdicts)
         # An excerpt lands in the quarantine file: it must not carry a credential.
         verdicts = [v if v is None else _without_secrets(v) for v in verdicts]
         return [ScanResult(text=s, redactions=r, injection=v) for (s, r), v in zip(stored, verdicts)]
+
+    def _classify(self, pending: list[int], clf_views: list[list[str]], verdicts: list[Verdict | None]) -> None:
+        """The learned layer's verdict on each pending text. Most texts speak to no model
+        (``may_hold``) and score 0, below any threshold the weights or a vault give: when
+        no view of the batch may be held, neither numpy nor the model is loaded."""
+        from cortex.security.classifier import cheap_features, may_hold
+
+        flat = [view for views in clf_views for view in views]
+        features = [cheap_features(view) for view in flat]
+        nothing_held = not any(may_hold(view, f) for view, f in zip(flat, features))
+        if nothing_held and (self._threshold is None or self._threshold > 0):  # a threshold of 0 holds every text
+            return
+        probs = self.classifier.predict_proba(clf_views, features)
+        threshold = self.threshold
+        for i, views, p in zip(pending, clf_views, probs):
+            if p >= threshold:
+                verdicts[i] = Verdict("classifier", round(float(p), 4), "classifier", _excerpt(views[0]))
 
 
 def classifier_main_view(text: str, redacted: tuple[str, tuple[str, ...]] | None = None) -> str:

@@ -16,9 +16,10 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 WEIGHTS_PATH = DATA_DIR / "injection_classifier.npz"
@@ -181,10 +182,23 @@ FEATURE_NAMES = (
 ADDRESS_FEATURES = ("role_marker", "ai_reference")
 
 
+_ADDRESS_INDEX = [FEATURE_NAMES.index(n) for n in FEATURE_NAMES if n in ADDRESS_FEATURES or n.startswith("intent_")]
+
+
 def addressed(feats: np.ndarray) -> np.ndarray:
     """Per row of raw cheap features: whether the view may be held by the classifier."""
-    idx = [FEATURE_NAMES.index(n) for n in FEATURE_NAMES if n in ADDRESS_FEATURES or n.startswith("intent_")]
-    return (feats[:, idx] > 0).any(axis=1) if len(feats) else np.zeros(0, bool)
+    import numpy as np
+
+    return (feats[:, _ADDRESS_INDEX] > 0).any(axis=1) if len(feats) else np.zeros(0, bool)
+
+
+def may_hold(view: str, feats: Sequence[float]) -> bool:
+    """Whether the classifier can hold ``view`` at all (``feats``: its cheap features,
+    as ``cheap_features`` gives them): it speaks to a model and the embedding can judge
+    it. Every other view scores 0 whatever its embedding, so most texts need neither
+    numpy nor the model (``score_views``). In plain Python, the test ``addressed`` makes
+    of the float32 row: each address feature is 0, 1 or a third or more."""
+    return any(feats[i] > 0 for i in _ADDRESS_INDEX) and judgeable(view)
 
 
 def cheap_features(view: str) -> list[float]:
@@ -241,6 +255,8 @@ class Weights:
     threshold: float
 
     def save(self, path: Path) -> None:
+        import numpy as np
+
         np.savez(
             path,
             coef=self.coef.astype(np.float32),
@@ -252,6 +268,8 @@ class Weights:
 
     @classmethod
     def load(cls, path: Path) -> "Weights":
+        import numpy as np
+
         with np.load(path) as z:
             return cls(
                 coef=z["coef"].astype(np.float32),
@@ -262,7 +280,7 @@ class Weights:
             )
 
 
-Encoder = Callable[[list[str]], np.ndarray]
+Encoder = Callable[[list[str]], "np.ndarray"]
 
 
 def _default_encoder() -> Encoder:
@@ -280,6 +298,8 @@ def design_matrix(views: Sequence[str], encode: Encoder) -> tuple[np.ndarray, np
     U+200D) look like smuggling. A payload's own words are judged, and a payload in an
     invisible channel is the pattern layer's finding.
     """
+    import numpy as np
+
     emb = np.asarray(encode(list(views)), dtype=np.float32) if views else np.zeros((0, 0), np.float32)
     feats = np.array([cheap_features(v) for v in views], dtype=np.float32).reshape(len(views), len(FEATURE_NAMES))
     return emb, feats
@@ -299,6 +319,8 @@ def judgeable(view: str) -> bool:
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
 
 
@@ -325,24 +347,42 @@ class InjectionClassifier:
             self._encode = _default_encoder()
         return self._encode
 
-    def score_views(self, views: Sequence[str]) -> np.ndarray:
-        """Probability for each view."""
+    def score_views(self, views: Sequence[str], features: Sequence[Sequence[float]] | None = None) -> np.ndarray:
+        """Probability for each view (``features``: their ``cheap_features``, when known).
+        Only the views the classifier may hold (``may_hold``) are embedded: the others
+        score 0, and their rows of the design matrix stay zeros, so each held view's
+        product is taken at its own row of a matrix of the same shape, as when all were
+        embedded (a BLAS kernel may sum a row differently by its position)."""
+        import numpy as np
+
         if not views:
             return np.zeros(0, np.float32)
+        raw = [cheap_features(v) for v in views] if features is None else features
+        held = [k for k, (view, f) in enumerate(zip(views, raw)) if may_hold(view, f)]
+        if not held:
+            return np.zeros(len(views), np.float32)
         w = self.weights
-        emb, feats = design_matrix(views, self._encoder())
+        feats = np.array(raw, dtype=np.float32).reshape(len(views), len(FEATURE_NAMES))
+        some = np.asarray(self._encoder()([views[k] for k in held]), dtype=np.float32)
+        emb = np.zeros((len(views), some.shape[1]), np.float32)
+        emb[held] = some
         x = np.hstack([emb, (feats - w.feat_mean) / w.feat_std])
-        ok = np.array([judgeable(v) for v in views]) & addressed(feats)
+        ok = np.zeros(len(views), bool)
+        ok[held] = True
         return np.where(ok, sigmoid(x @ w.coef + w.bias), 0.0)
 
-    def predict_proba(self, texts_views: Sequence[Sequence[str]]) -> np.ndarray:
+    def predict_proba(self, texts_views: Sequence[Sequence[str]],
+                      features: Sequence[Sequence[float]] | None = None) -> np.ndarray:
         """Highest view probability for each text. ``texts_views[i][0]`` is the main
-        view; later ones are decoded payloads."""
+        view; later ones are decoded payloads. ``features``: the ``cheap_features`` of
+        every view, in that order, when the caller has them."""
+        import numpy as np
+
         flat, owner = [], []
         for i, vs in enumerate(texts_views):
             flat.extend(vs)
             owner.extend([i] * len(vs))
-        probs = self.score_views(flat)
+        probs = self.score_views(flat, features)
         out = np.zeros(len(texts_views), np.float32)
         if flat:
             np.maximum.at(out, np.asarray(owner, dtype=np.int64), probs.astype(np.float32))
