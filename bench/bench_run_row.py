@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import CORTEX, sh  # noqa: E402
+from bench_scale import CORTEX, append_observations, git_own_1000, sh  # noqa: E402
 
 
 def restore(vault: Path, head: str, moved: Path) -> None:
@@ -48,12 +48,7 @@ def restore(vault: Path, head: str, moved: Path) -> None:
 def one_run(vault: Path) -> tuple[float, float, float]:
     """(seconds of `cortex run`, its CPU seconds, seconds of git's own add + commit)."""
     stamp = time.time_ns()
-    lines = [json.dumps({"timestamp": "2026-03-01T12:00:00.000Z", "session_id": "cli", "type": "fact",
-                         "bucket": "explicit", "attribution": "bench", "importance": 0.8,
-                         "body": f"Run {stamp} item {k}: the export job compresses monthly exports in batches of {k}."})
-             for k in range(1000)]
-    with open(vault / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    append_observations(vault, stamp)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     report = json.loads(sh(vault, *CORTEX, "run", "--json").stdout)
@@ -61,13 +56,7 @@ def one_run(vault: Path) -> tuple[float, float, float]:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if report.get("memorized", 0) < 1000:
         raise SystemExit(f"cortex run memorized {report.get('memorized')} of 1,000 lines")
-    for k in range(1000):
-        target = vault / "mind" / "facts" / f"git-{stamp}-{k}.md"
-        target.write_text(f"---\ntype: fact\n---\n\nGit baseline {stamp} {k}.\n", encoding="utf-8")
-    t0 = time.perf_counter()
-    sh(vault, "git", "add", "mind/facts")
-    sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: git's own 1,000")
-    git = time.perf_counter() - t0
+    git = git_own_1000(vault, stamp)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return run, cpu, git
 

@@ -152,6 +152,27 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def append_observations(vault: Path, stamp: int) -> None:
+    """The `cortex run` row's 1,000 new observations, appended to the buffer."""
+    lines = [json.dumps({"timestamp": "2026-03-01T12:00:00.000Z", "session_id": "cli", "type": "fact",
+                         "bucket": "explicit", "attribution": "bench", "importance": 0.8,
+                         "body": f"Run {stamp} item {k}: the export job compresses monthly exports in batches of {k}."})
+             for k in range(1000)]
+    with open(vault / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def git_own_1000(vault: Path, stamp: int) -> float:
+    """Seconds of git's own `git add` + `git commit` of 1,000 new files (written first)."""
+    for k in range(1000):
+        target = vault / "mind" / "facts" / f"git-{stamp}-{k}.md"
+        target.write_text(f"---\ntype: fact\n---\n\nGit baseline {stamp} {k}.\n", encoding="utf-8")
+    t0 = time.perf_counter()
+    sh(vault, "git", "add", "mind/facts")
+    sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: git's own 1,000")
+    return time.perf_counter() - t0
+
+
 def measure(vault: Path, repeat: int) -> dict:
     out: dict[str, float] = {}
     out["python"] = median([timed(vault, PY, "-c", "pass") for _ in range(repeat)])
@@ -197,26 +218,14 @@ def measure(vault: Path, repeat: int) -> dict:
     out["status"] = median([timed(vault, *CORTEX, "status", "--json") for _ in range(repeat)])
     out["maintain_idle"] = median([timed(vault, *CORTEX, "maintain") for _ in range(repeat)])
     # cortex run of 1,000 new observations, then git's own for 1,000 new files
-    buffer = vault / "observer" / "observations.jsonl"
     stamp = time.time_ns()
-    lines = [json.dumps({"timestamp": "2026-03-01T12:00:00.000Z", "session_id": "cli", "type": "fact",
-                         "bucket": "explicit", "attribution": "bench", "importance": 0.8,
-                         "body": f"Run {stamp} item {k}: the export job compresses monthly exports in batches of {k}."})
-             for k in range(1000)]
-    with open(buffer, "a", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    append_observations(vault, stamp)
     t0 = time.perf_counter()
     report = json.loads(sh(vault, *CORTEX, "run", "--json").stdout)
     out["run_1000"] = time.perf_counter() - t0
     if report.get("memorized", 0) < 1000:  # a figure for notes written, not for lines refused
         raise SystemExit(f"cortex run memorized {report.get('memorized')} of 1,000 lines: {json.dumps(report)[:400]}")
-    for k in range(1000):
-        target = vault / "mind" / "facts" / f"git-{stamp}-{k}.md"
-        target.write_text(f"---\ntype: fact\n---\n\nGit baseline {stamp} {k}.\n", encoding="utf-8")
-    t0 = time.perf_counter()
-    sh(vault, "git", "add", "mind/facts")
-    sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: git's own 1,000")
-    out["git_1000"] = time.perf_counter() - t0
+    out["git_1000"] = git_own_1000(vault, stamp)
     out["dedup"] = timed(vault, *CORTEX, "maintain", "--force", "--only", "dedup")
     objects = dict(line.split(": ", 1) for line in sh(vault, "git", "count-objects", "-v").stdout.splitlines())
     out["loose_objects"] = int(objects["count"])
