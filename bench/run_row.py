@@ -9,7 +9,7 @@ make each of its file creations slower (docs/scale.md). `cortex status` runs fir
 the caches follow HEAD as in the bench. Prints each run and the medians, with the CPU
 time (user + system) of `cortex run` and its children.
 
-Run: `.venv/bin/python bench/bench_run_row.py COPY [--repeat 3]`, where COPY is a copy of
+Run: `.venv/bin/python bench/run_row.py COPY [--repeat 3]`, where COPY is a copy of
 a vault `bench_scale.py` cached (`cp -a /tmp/cortex-bench-scale/v10000 /tmp/v10k`); the
 moved files go to COPY's parent folder, `<COPY>.moved/`.
 """
