@@ -139,9 +139,13 @@ def commit_in_progress(git_dir: Path) -> dict | None:
     """The person's ``git commit`` the guard recorded, while its process lives (or, on
     Linux, any git command of a person's that is about to move HEAD here)."""
     mark = _read_json(git_dir / COMMIT_MARK)
-    if mark is None:
-        return _git_at_work(git_dir.parent.resolve()) if git_dir.name == ".git" else None
-    return commit_recorded(git_dir, mark)
+    recorded = None if mark is None else commit_recorded(git_dir, mark)
+    if recorded is not None:
+        return recorded
+    # No commit recorded, or the record of one that ended (the guard's mark stays until
+    # it is read): a person's next `git commit` may be on its way to its guard, so look
+    # for it as when nothing was ever recorded.
+    return _git_at_work(git_dir.parent.resolve()) if git_dir.name == ".git" else None
 
 
 def commit_recorded(git_dir: Path, mark: dict | None = None) -> dict | None:

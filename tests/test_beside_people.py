@@ -163,6 +163,38 @@ def test_a_plain_commit_is_guarded_through_its_editor(person_vault):
     assert index_agrees_with_head(root)
 
 
+def test_a_commit_recorded_earlier_does_not_hide_a_persons_commit_on_its_way(person_vault):
+    """The guard's record of a commit that has ended stays until it is read. A person's
+    next `git commit`, started but not yet at its guard (pre-commit starting, or hooks
+    bypassed), was then unseen: cortex moved HEAD under it and git refused the person's
+    commit ("cannot lock ref 'HEAD'")."""
+    root = person_vault
+    (root / "runbook.md").write_text("# Runbook\n\nRestart the worker twice.\n")
+    git(root, "add", "runbook.md")
+    git(root, "commit", "-qm", "person: runbook")  # through the hooks: the guard records it
+    assert (root / ".git" / "cortex-commit.json").exists()  # and its record outlives it
+    (root / "runbook.md").write_text("# Runbook\n\nRestart the worker three times.\n")
+    git(root, "add", "runbook.md")
+    write_obs(root, "The queue drains in under a minute after a restart.")
+    gate = root.parent / "editor-done"
+    env = {**os.environ, "GIT_EDITOR": editor(20, gate)}
+    person = subprocess.Popen(["git", "commit", "--no-verify"], cwd=root, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(lambda: (root / ".git" / "COMMIT_EDITMSG").exists())
+    head = git(root, "rev-parse", "HEAD")
+
+    busy = cortex(root, "run")
+    assert busy.returncode == 75, busy.stderr
+    assert "git commit" in busy.stderr
+    assert git(root, "rev-parse", "HEAD") == head
+
+    gate.touch()
+    assert person.wait(30) == 0, person.stderr.read()
+    assert "three times" in git(root, "show", "HEAD:runbook.md")
+    assert cortex(root, "run").returncode == 0
+    assert len(facts(root)) == 1
+
+
 def test_unstaged_edits_survive_pre_commit_stash_while_cortex_runs(person_vault):
     """pre-commit stashes unstaged edits while its hooks run; a note cortex wrote in that
     window made its `git apply` fail, and the edit survived only in pre-commit's cache."""
