@@ -44,6 +44,18 @@ def editor(seconds: float, gate: Path) -> str:
             "echo 'person: edit the runbook' > \"$1\"; }; f")
 
 
+def run_waits_for_the_person(root: Path, person: subprocess.Popen, gate: Path) -> None:
+    """`cortex run` while the person's commit waits in its editor: busy (exit 75), HEAD
+    untouched; then the editor closes and the person's commit lands."""
+    head = git(root, "rev-parse", "HEAD")
+    busy = cortex(root, "run")
+    assert busy.returncode == 75, busy.stderr
+    assert "git commit" in busy.stderr
+    assert git(root, "rev-parse", "HEAD") == head
+    gate.touch()
+    assert person.wait(30) == 0, person.stderr.read()
+
+
 def wait_for(predicate, seconds: float = 20.0) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():
@@ -147,15 +159,7 @@ def test_a_plain_commit_is_guarded_through_its_editor(person_vault):
     env = {**os.environ, "GIT_EDITOR": editor(20, gate)}
     person = subprocess.Popen(["git", "commit"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for(lambda: (root / ".git" / "COMMIT_EDITMSG").exists() and (root / ".git" / "cortex-commit.json").exists())
-    head = git(root, "rev-parse", "HEAD")
-
-    busy = cortex(root, "run")
-    assert busy.returncode == 75, busy.stderr
-    assert "git commit" in busy.stderr
-    assert git(root, "rev-parse", "HEAD") == head
-
-    gate.touch()
-    assert person.wait(30) == 0, person.stderr.read()
+    run_waits_for_the_person(root, person, gate)
     assert "twice" in git(root, "show", "HEAD:runbook.md")
     done = cortex(root, "run", "--json")
     assert done.returncode == 0, done.stderr
@@ -181,15 +185,7 @@ def test_a_commit_recorded_earlier_does_not_hide_a_persons_commit_on_its_way(per
     person = subprocess.Popen(["git", "commit", "--no-verify"], cwd=root, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for(lambda: (root / ".git" / "COMMIT_EDITMSG").exists())
-    head = git(root, "rev-parse", "HEAD")
-
-    busy = cortex(root, "run")
-    assert busy.returncode == 75, busy.stderr
-    assert "git commit" in busy.stderr
-    assert git(root, "rev-parse", "HEAD") == head
-
-    gate.touch()
-    assert person.wait(30) == 0, person.stderr.read()
+    run_waits_for_the_person(root, person, gate)
     assert "three times" in git(root, "show", "HEAD:runbook.md")
     assert cortex(root, "run").returncode == 0
     assert len(facts(root)) == 1
