@@ -365,6 +365,14 @@ class HeadCache:
                 f"SELECT path FROM notes WHERE path IN ({','.join('?' * len(part))})", part))
         return found
 
+    def blobs(self, paths: list[str]) -> dict[str, str]:
+        """{path: its blob at HEAD} of those of ``paths`` that are notes at HEAD."""
+        found: dict[str, str] = {}
+        for part in _slices(sorted(set(paths))):
+            found.update(self._connect().execute(
+                f"SELECT path, blob FROM notes WHERE path IN ({','.join('?' * len(part))})", part))
+        return found
+
     def declared_type(self, path: str) -> str | None:
         """The declared type of the note at ``path`` in HEAD ("" for none), None if absent."""
         row = self._connect().execute("SELECT coalesce(type, '') FROM notes WHERE path = ?", (path,)).fetchone()
@@ -470,8 +478,19 @@ def sync(root: Path) -> HeadCache:
 def staged_changes(root: Path) -> dict[str, str | None] | None:
     """Notes staged differently from HEAD: path → staged blob (None: removed); None when
     git cannot say (no HEAD yet, not a repository)."""
-    out = _git(root, "diff-index", "--cached", "-z", "--no-renames", "HEAD", "--")
+    out = staged_diff(root)
     return None if out is None else dict(_raw_changes(out))
+
+
+def staged_diff(root: Path) -> bytes | None:
+    """git's raw diff of its index against HEAD, every path, no renames; None when git
+    cannot say. Each call reads git's whole index (21 MB, ~40 ms at 200,000 notes)."""
+    return _git(root, "diff-index", "--cached", "-z", "--no-renames", "HEAD", "--")
+
+
+def notes_in(raw: bytes) -> dict[str, str | None]:
+    """``staged_changes``'s answer from ``staged_diff``'s output."""
+    return dict(_raw_changes(raw))
 
 
 def _raw_changes(out: bytes) -> Iterator[tuple[str, str | None]]:
