@@ -7,10 +7,14 @@ vault takes minutes): `cortex init`, then notes of all 17 types in cortex's note
 full `cortex index`. Each measurement runs the real CLI (or git) in a subprocess; the
 median of `--repeat` runs, next to `python -c pass` measured in the same run:
 
-- the validate hook (`python -m cortex.hooks validate`) on one staged new note;
+- the validate hook (`python -m cortex.hooks validate`) on one staged new note, and what
+  a commit runs (`check --stage`: the fixer, then the validator);
 - `git commit` of one new note through the installed pre-commit hooks, of one file no
   cortex hook looks at (pre-commit's own work: it diffs the whole working tree several
-  times) and with `--no-verify` (git alone); the hooks' share is the first less the second;
+  times) and with `--no-verify` (git alone); the hooks' share is the first less the second.
+  That share holds pre-commit's `git diff` of the whole working tree after any hook it
+  runs, so the same commit also goes through a hook that does nothing (`true`, on the same
+  files): the commit through cortex's hook less that one is cortex's own;
 - `cortex index` after one new committed note, and with nothing to do;
 - a cold `cortex query`, hybrid and lexical (`--lexical`);
 - `cortex status`; `cortex maintain` with nothing due;
@@ -54,7 +58,7 @@ VERSION = "scale-v2"  # v2: notes filed by month
 PY = sys.executable
 _SCRIPT = Path(PY).parent / "cortex"
 CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "cortex"]
-ONE_NOTE = ("hook", "commit", "commit_cortex", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid",
+ONE_NOTE = ("hook", "hook_check", "commit", "commit_cortex", "commit_own", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid",
             "query_lexical", "index_idle_w", "index_edit_w", "index_one_w", "status_w", "query_hybrid_w",
             "query_lexical_w", "status_one_w", "query_one_w")
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
@@ -148,6 +152,27 @@ def new_note(vault: Path, kind: str = "lesson") -> str:
     return rel
 
 
+# A hook that does nothing, on the files cortex's hook is given: what pre-commit costs for
+# running any hook (its `git diff` of the whole working tree after it), without cortex's.
+NOOP_HOOK = r"""repos:
+  - repo: local
+    hooks:
+      - id: noop
+        name: does nothing
+        entry: 'true'
+        language: system
+        files: \.md$
+        exclude: ^observer/|(^|/)\.
+        require_serial: true
+"""
+
+
+def hooks_config(vault: Path, text: str) -> None:
+    (vault / ".pre-commit-config.yaml").write_text(text, encoding="utf-8")
+    sh(vault, "git", "add", ".pre-commit-config.yaml")
+    sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: hooks")
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -181,14 +206,16 @@ def measure(vault: Path, repeat: int) -> dict:
     sh(vault, "git", "add", rel)
     sh(vault, PY, "-m", "cortex.hooks", "validate", rel)
     sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: warm")
-    hook = []
+    hook, check = [], []
     for _ in range(repeat):
         rel = new_note(vault)
         sh(vault, "git", "add", rel)
         hook.append(timed(vault, PY, "-m", "cortex.hooks", "validate", rel))
+        check.append(timed(vault, PY, "-m", "cortex.hooks", "check", "--stage", rel))
         sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: hook")
-    out["hook"] = median(hook)
-    commit, framework, plain = [], [], []
+    out["hook"], out["hook_check"] = median(hook), median(check)
+    commit, framework, plain, noop = [], [], [], []
+    cortex_hooks = (vault / ".pre-commit-config.yaml").read_text(encoding="utf-8")
     for _ in range(repeat):
         rel = new_note(vault)
         sh(vault, "git", "add", rel)
@@ -200,8 +227,15 @@ def measure(vault: Path, repeat: int) -> dict:
         rel = new_note(vault)
         sh(vault, "git", "add", rel)
         plain.append(timed(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: one note, no hooks"))
+        hooks_config(vault, NOOP_HOOK)
+        rel = new_note(vault)
+        sh(vault, "git", "add", rel)
+        noop.append(timed(vault, "git", "commit", "-q", "-m", "bench: one note, a hook doing nothing"))
+        hooks_config(vault, cortex_hooks)
     out["commit"], out["commit_framework"], out["commit_plain"] = median(commit), median(framework), median(plain)
     out["commit_cortex"] = out["commit"] - out["commit_framework"]
+    out["commit_noop"] = median(noop)
+    out["commit_own"] = out["commit"] - out["commit_noop"]
     sh(vault, *CORTEX, "index")
     index_one, index_idle = [], []
     for _ in range(repeat):
@@ -341,8 +375,12 @@ def main() -> int:
             restore(vault, info["head"])
     rows = [
         ("python -c pass", "python", "s"), ("validate hook, one staged note", "hook", "s"),
+        ("  the commit's hook (check --stage) alone", "hook_check", "s"),
         ("git commit of one note, hooks", "commit", "s"), ("  same, a file no cortex hook reads", "commit_framework", "s"),
-        ("  the cortex hooks' share (difference)", "commit_cortex", "s"), ("git commit of one note, no hooks", "commit_plain", "s"),
+        ("  the cortex hooks' share (difference)", "commit_cortex", "s"),
+        ("  same note, a hook doing nothing", "commit_noop", "s"),
+        ("  cortex's own (hooks less doing nothing)", "commit_own", "s"),
+        ("git commit of one note, no hooks", "commit_plain", "s"),
         ("cortex index after one new note", "index_one", "s"), ("cortex index, nothing to do", "index_idle", "s"),
         ("cold query, hybrid", "query_hybrid", "s"), ("cold query, lexical", "query_lexical", "s"),
         ("cortex status", "status", "s"), ("cortex maintain, nothing due", "maintain_idle", "s"),
