@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Callable
 
 from cortex.search.question import Question
-from cortex.search.session import Answer, Session
+from cortex.search.session import Answer, BuildStopped, Session
 
 FULL_CHECK_EVERY = 30.0  # seconds between `git status` sweeps that catch in-place edits
+STOP_WAIT = 10.0  # seconds `stop` waits for the loader thread: a rebuild gives up within a batch
 
 
 class NotReady(Exception):
@@ -33,13 +34,14 @@ class LiveIndex:
                  interval: float = 1.0) -> None:
         self.root = Path(root)
         self.say = say
-        self.session = Session(root, model=model, say=say)
+        self._stop = threading.Event()
+        self.session = Session(root, model=model, say=say, stopping=self._stop)
         self.index = self.session.index
         self.interval = interval
         self.lock = threading.RLock()  # queries and updates take turns
         self.error: str | None = None  # why the index could not be loaded
         self._ready = threading.Event()
-        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self._signature: tuple | None = None
         self._state_stamp: tuple | None = None
         self._last_full = 0.0
@@ -48,11 +50,19 @@ class LiveIndex:
 
     def start(self) -> "LiveIndex":
         """Load in the background, then watch until `stop()`."""
-        threading.Thread(target=self._load_then_watch, name="cortex-index", daemon=True).start()
+        self._thread = threading.Thread(target=self._load_then_watch, name="cortex-index", daemon=True)
+        self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = STOP_WAIT) -> None:
+        """Stop watching, and wait for the loader thread to end (a rebuild gives up
+        between two batches). A daemon thread still inside native code when the
+        interpreter finalises (the tokenizer, with the GIL released) is unwound by force
+        there, and the process aborts ("FATAL: exception not rethrown", SIGABRT)."""
         self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     @property
     def ready(self) -> bool:
@@ -72,6 +82,8 @@ class LiveIndex:
     def _load_then_watch(self) -> None:
         try:
             self.load()
+        except BuildStopped:
+            self.error = "the server is stopping"
         except Exception as exc:  # reported to every query; the server keeps serving writes
             self.error = f"{type(exc).__name__}: {exc}"
             self.say(f"could not load the search index ({self.error})")

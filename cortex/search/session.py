@@ -18,11 +18,14 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from cortex.search.index import IndexUnavailable, SearchIndex, UpdateReport, damaged_index, stderr_progress
+from cortex.search.index import IndexUnavailable, Progress, SearchIndex, UpdateReport, damaged_index, stderr_progress
 from cortex.search.query import Hit, recent, search
 from cortex.search.question import Question
+
+if TYPE_CHECKING:
+    import threading
 
 
 @dataclass
@@ -39,12 +42,33 @@ def one_blas_thread() -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+class BuildStopped(Exception):
+    """A rebuild given up between two batches because its process is stopping: the index
+    is left without its state file, so the next process to open it builds it again."""
+
+
 class Session:
-    def __init__(self, root: Path | str, *, model: str | None = None, say: Callable[[str], None] = lambda _m: None):
+    def __init__(self, root: Path | str, *, model: str | None = None, say: Callable[[str], None] = lambda _m: None,
+                 stopping: threading.Event | None = None):
         one_blas_thread()  # every process that searches: the CLI, the MCP server, the watcher
         self.root = Path(root)
         self.say = say  # one line for the person: "index updated (...)", "rebuilding ..."
         self.index = SearchIndex(self.root, model=model)
+        self.stopping = stopping  # set by a long-lived process whose rebuild should give up
+
+    def _progress(self) -> Progress:
+        """The rebuild's progress on stderr, raising ``BuildStopped`` between two batches
+        once ``stopping`` is set."""
+        shown = stderr_progress()
+        if self.stopping is None:
+            return shown
+
+        def report(done: int, total: int) -> None:
+            if self.stopping.is_set():
+                raise BuildStopped(f"stopped after {done} of {total} notes")
+            shown(done, total)
+
+        return report
 
     # --- the index's life ----------------------------------------------------------------
 
@@ -55,7 +79,7 @@ class Session:
             self.index.load(vectors=vectors)
         except IndexUnavailable as exc:
             self.say(f"{exc}: rebuilding the search index")
-            report = self.index.rebuild(progress=stderr_progress(), reason=str(exc), force=False)
+            report = self.index.rebuild(progress=self._progress(), reason=str(exc), force=False)
             self.tell_skipped(report)
             return report
         return UpdateReport(notes=self.index.lexical.doc_count())
@@ -75,14 +99,14 @@ class Session:
         if not damaged_index(exc):
             raise exc
         self.say(f"the search index is unreadable ({exc}): rebuilding it")
-        report = self.index.rebuild(progress=stderr_progress(), reason=f"unreadable: {exc}")
+        report = self.index.rebuild(progress=self._progress(), reason=f"unreadable: {exc}")
         self.tell_skipped(report)
         return report
 
     def update(self, probe=None, *, rebuild: bool = False) -> UpdateReport:
         """`cortex index`: rebuild when asked or needed, else apply what changed."""
         if rebuild:
-            report = self.index.rebuild(progress=stderr_progress(), reason="--rebuild")
+            report = self.index.rebuild(progress=self._progress(), reason="--rebuild")
             self.tell_skipped(report)
             return report
         try:
