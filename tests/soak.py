@@ -125,16 +125,21 @@ class Person:
 
     def pull(self) -> None:
         """The person's own `git pull` (a merge, as git's default): it gives way when
-        another git holds the index, and conflicts only where git itself must (a memory the
-        person deleted that the other machine counted meanwhile: git's modify/delete, which
-        no merge driver sees; the person aborts, and `cortex sync` settles it)."""
+        another git holds the index, and conflicts only where git itself must: a memory
+        deleted on one side (the person's `git rm`) that the other changed meanwhile —
+        counted it (git's modify/delete) or archived it (a move into mind/archive/: git's
+        rename/delete, then a modify/delete of the archived file when the move added the
+        archive fields). No merge driver sees a deletion; the person aborts, and `cortex
+        sync` settles it for the deletion. Any other conflict is a problem."""
         done = git(self.root, "pull", "--no-rebase", "--no-edit", "-q", "origin", "main", check=False)
         said = done.stdout + done.stderr
         conflicts = [line for line in said.splitlines() if line.startswith("CONFLICT (")]
         if done.returncode == 0:
             self.counts.person["git pull"] += 1
-        elif conflicts and all(line.startswith("CONFLICT (modify/delete)") for line in conflicts):
-            self.counts.person["git pull stopped at a memory deleted here, counted there (aborted)"] += 1
+        elif conflicts and all(line.startswith(("CONFLICT (modify/delete): mind/", "CONFLICT (rename/delete): mind/"))
+                               for line in conflicts):
+            self.counts.person["git pull stopped at a memory deleted on one side, counted or archived on the other "
+                               "(aborted)"] += 1
             git(self.root, "merge", "--abort", check=False)
         elif "CONFLICT" in said or "fix conflicts" in said:
             self.counts.problems.append(f"the person's git pull conflicted: {said.strip()[-400:]}")

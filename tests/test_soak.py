@@ -3,9 +3,13 @@ maintain` loops (tests/soak.py; `make soak` runs it longer and prints the counts
 
 from __future__ import annotations
 
+import json
+import random
+
 import pytest
 
-from soak import soak
+from soak import Counts, Person, soak
+from sync_helpers import active, converge, cx, make_fleet, notes, sync, write
 
 pytestmark = pytest.mark.slow
 
@@ -33,3 +37,31 @@ def test_two_machines_sharing_a_remote_beside_a_person_converge_and_lose_nothing
     assert counts.problems == []
     assert counts.cortex["teammate: observations"] >= 20  # the other machine's memories reached this one
     assert sum(n for what, n in counts.cortex.items() if what.startswith("cortex sync exit 0")) >= 1
+
+
+def test_a_persons_pull_stopped_where_they_deleted_a_memory_the_other_machine_archived_is_gits_own_conflict(tmp_path):
+    """The person `git rm`s a memory while the other machine's decay archives it (moves it
+    into mind/archive/, adding its archive fields). git's plain pull stops there, as it
+    must: a rename on one side and a deletion on the other, which no merge driver sees.
+    The person aborts and `cortex sync` keeps the memory deleted, archive copy and all."""
+    _, (here, there) = make_fleet(tmp_path, 2)
+    body = "The ledger runs on Postgres 16 in production"
+    write(here, body, timestamp="2024-01-10T10:00:00Z")  # old enough to fade at the next decay
+    cx(here, "run")
+    converge(here, there)
+    (path,) = [p for p in active(here) if p.startswith("mind/facts/")]
+    counts = Counts()
+    person = Person(here, random.Random(0), counts)
+    person.delete_memory()  # the only memory there is
+    assert person.deleted_paths == {path}
+    archived = path.replace("mind/", "mind/archive/", 1)
+    assert [item["archived_to"] for item in json.loads(cx(there, "decay", "--json").stdout)["items"]] == [archived]
+    sync(there)
+    person.pull()
+    assert counts.problems == []
+    assert counts.person["git pull stopped at a memory deleted on one side, counted or archived on the other (aborted)"] == 1
+    assert not (here / ".git" / "MERGE_HEAD").exists()
+    assert {"kept_deleted": archived} in json.loads(sync(here, "--json").stdout)["settled"]
+    converge(here, there)
+    for machine in (here, there):
+        assert not [p for p, text in notes(machine).items() if body in text]
