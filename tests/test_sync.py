@@ -1101,6 +1101,36 @@ def test_a_memory_deleted_on_one_machine_and_archived_on_the_other_stays_deleted
         fsck(machine)
 
 
+def test_a_persons_pull_concluded_where_they_deleted_a_memory_decay_archived_elsewhere_is_settled_by_the_sync(
+        tmp_path):
+    """A person deletes a memory while the other machine's decay archives it. Their plain
+    `git pull` stops (rename/delete: git leaves the archived copy in the tree), and they
+    conclude it the natural way, `git add -A` and commit: the archived copy goes in with
+    that commit, and the next `cortex sync` deletes it."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY, timestamp="2024-01-10T10:00:00Z")  # old enough to fade
+    cx(a, "run")
+    converge(a, b)
+    (path,) = [p for p, t in active(a).items() if BODY in t]
+    archived = path.replace("mind/", "mind/archive/", 1)
+    git(a, "rm", "-q", path)
+    sh(a, "git", "commit", "-q", "-m", "not true")
+    cx(b, "decay")
+    sync(b)
+    pulled = sh(a, "git", "pull", "--no-rebase", "--no-edit", "origin", "main", check=False)
+    assert pulled.returncode == 1
+    assert (f"CONFLICT (rename/delete): {path} renamed to {archived} in " in pulled.stdout
+            and f"CONFLICT (modify/delete): {archived} deleted in HEAD and modified in " in pulled.stdout)
+    git(a, "add", "-A")
+    sh(a, "git", "commit", "-q", "--no-edit")
+    assert (a / archived).exists()
+    assert {"kept_deleted": archived, "deleted": path} in json.loads(sync(a, "--json").stdout)["settled"]
+    converge(a, b)
+    for machine in (a, b):
+        assert not [p for p, t in notes(machine).items() if BODY in t]
+        assert git(machine, "status", "--porcelain") == ""
+
+
 def test_a_persons_merge_stopped_on_a_conflict_is_named_and_the_sync_waits_for_it(tmp_path):
     """The sync blamed "uncommitted changes in files the remote changed too" and advised
     `git stash`, which git refuses with unmerged paths ("needs merge"). It says a merge
