@@ -1162,3 +1162,24 @@ def test_chinese_and_japanese_notes_are_found_by_their_words(vault):
         assert [r["title"][:len(start)] for r in json.loads(found.stdout)["results"]] == [start]
     assert cortex("--vault", str(vault), "query", "天气怎么样").returncode == 1
     assert cortex("--vault", str(vault), "query", "coffee machine descaled").returncode == 0
+
+
+def test_a_single_chinese_or_japanese_character_finds_the_notes_holding_it(vault):
+    """Many Chinese and Japanese words are one character (猫, a cat). Indexed by pairs of
+    characters alone, "我的猫叫小白" held no term "猫": `cortex query 猫` found nothing
+    while "小白" found the note. Each character is a term of the note too; a query of two
+    characters or more is still asked by its pairs, so "猫叫" finds only the note that
+    says it. In a vault past the small-vault rule, so the whole answer gate applies."""
+    cat = write_note(vault, "mind/facts/cat.md", "我的猫叫小白", type_="fact")
+    neko = write_note(vault, "mind/facts/neko.md", "猫が大好きです", type_="fact")
+    write_note(vault, "mind/facts/db.md", "数据库服务器每天晚上两点重启", type_="fact")
+    for i, word in enumerate("harbour crane ledger invoice garden violin kettle bicycle lantern meadow".split()):
+        for j in range(6):
+            write_note(vault, f"mind/facts/{word}{j}.md", f"The {word} list, entry {j}: checked on day {i * 6 + j}",
+                       type_="fact")
+    commit_all(vault)
+    for question, expected in (("猫", {cat, neko}), ("小白", {cat}), ("猫叫", {cat}), ("好", {neko})):
+        found = cortex("--vault", str(vault), "query", question, "--json")
+        assert found.returncode == 0, (question, found.stderr)
+        assert {r["path"] for r in json.loads(found.stdout)["results"]} == expected, question
+    assert cortex("--vault", str(vault), "query", "狗").returncode == 1  # a character no note holds

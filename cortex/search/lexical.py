@@ -103,8 +103,11 @@ def analyzer():
     from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, StopFilter
 
     # Whoosh's StemmingAnalyzer, with accents folded before the stemmer sees a word, and
-    # Chinese and Japanese, written without spaces, cut into pairs of characters.
-    return RegexTokenizer() | LowercaseFilter() | _fold_accents()() | _cjk_pairs()() | StopFilter() | StemFilter()
+    # Chinese and Japanese, written without spaces, cut into pairs of characters (and, as
+    # indexed, single characters too). The stop filter's rule that a term has two
+    # characters at least is `CjkPairs`'s, which keeps a Chinese or Japanese character.
+    return (RegexTokenizer() | LowercaseFilter() | _fold_accents()() | _cjk_pairs()() | StopFilter(minsize=1)
+            | StemFilter())
 
 
 # Letters that are not an ASCII letter plus a mark (NFKD leaves them whole).
@@ -147,11 +150,13 @@ def _fold_accents():
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
-def cjk_pairs(text: str) -> list[str]:
-    """``text`` as the terms it is indexed by: itself, or where it holds Chinese or
+def cjk_pairs(text: str, *, singles: bool = False) -> list[str]:
+    """``text`` as the terms it is searched by: itself, or where it holds Chinese or
     Japanese, its other parts and each run of those characters as overlapping pairs
     ("数据库" -> "数据", "据库"), the usual unit of search in those scripts; a lone
-    character stays whole."""
+    character stays whole. ``singles`` (a note's text as indexed): each character of a
+    run too, so that a word of one character ("猫") finds the notes holding it, while a
+    query of two characters or more is still asked by its pairs."""
     if text.isascii() or not _CJK_RUN.search(text):
         return [text]
     out, at = [], 0
@@ -160,6 +165,8 @@ def cjk_pairs(text: str) -> list[str]:
             out.append(text[at:run.start()])
         chars = run.group()
         out += [chars] if len(chars) == 1 else [chars[i:i + 2] for i in range(len(chars) - 1)]
+        if singles and len(chars) > 1:
+            out += chars
         at = run.end()
     if at < len(text):
         out.append(text[at:])
@@ -168,19 +175,22 @@ def cjk_pairs(text: str) -> list[str]:
 
 @functools.cache
 def _cjk_pairs():
-    """A Whoosh filter yielding `cjk_pairs` of each token (published as `_fold_accents` is)."""
+    """A Whoosh filter yielding `cjk_pairs` of each token, less those of one character
+    other than a Chinese or Japanese one, as Whoosh's stop filter leaves them out
+    (published as `_fold_accents` is)."""
     from whoosh.analysis import Filter
 
     class CjkPairs(Filter):
         def __call__(self, tokens):
             for token in tokens:
-                parts = cjk_pairs(token.text)
-                if len(parts) == 1:
+                parts = cjk_pairs(token.text, singles=token.mode == "index")
+                if len(parts) == 1 and len(parts[0]) > 1:
                     yield token
                     continue
                 for part in parts:
-                    token.text = part
-                    yield token
+                    if len(part) > 1 or _CJK_RUN.match(part):  # a lone letter or digit is no term
+                        token.text = part
+                        yield token
 
     CjkPairs.__module__ = __name__
     CjkPairs.__qualname__ = "CjkPairs"

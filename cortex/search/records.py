@@ -25,7 +25,8 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 #    credentials redacted in what is stored and indexed (a note committed past the hooks).
 # 9: tags and entities composed (NFC): a decomposed `#résumé` (macOS) was the tag `re`;
 #    Chinese and Japanese indexed by pairs of characters (a sentence was one term).
-FORMAT = 9
+# 10: each Chinese and Japanese character indexed too (a one-character query found nothing).
+FORMAT = 10
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
 # The index stores tags and entities as one string each, joined by a character no name
