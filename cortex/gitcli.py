@@ -208,6 +208,40 @@ def ahead_behind(root: Path, ref: str, upstream: str) -> tuple[int, int] | None:
     return int(ahead), int(behind)
 
 
+# Above this many paths, `first_added` reads every addition of the history instead of
+# naming them (a command line of pathspecs has a length limit; one walk reads them all).
+FIRST_ADDED_PATHS = 200
+
+
+def first_added(root: Path, paths: list[str] | None = None) -> dict[str, float]:
+    """{path: author time of the commit that first added it, seconds since the epoch} for
+    ``paths`` (None: every path) that HEAD's history added, paths relative to ``root``.
+    One ``git log`` of the additions, newest first, so each path's last one is its first
+    (merges are not diffed: an addition is seen in the commit that made it; a rename is
+    an addition at its new path). {} where git cannot say (no commit yet, no repository)."""
+    args = ["--literal-pathspecs", "log", "-z", "--relative", "--no-renames", "--diff-filter=A", "--name-only",
+            "--format=%x01%at", "HEAD", "--"]
+    if paths is not None:
+        if not paths:
+            return {}
+        if len(paths) <= FIRST_ADDED_PATHS:
+            args += paths
+    done = run_bytes(root, *args)
+    if done is None or not done.ok:
+        return {}
+    wanted = None if paths is None else set(paths)
+    found: dict[str, float] = {}
+    when = 0.0
+    for item in done.out.split(b"\0"):
+        if item.startswith(b"\x01"):
+            when = float(item[1:] or 0)
+            continue
+        path = item.lstrip(b"\n").decode("utf-8", "surrogateescape")
+        if path and (wanted is None or path in wanted):
+            found[path] = when
+    return found
+
+
 # --- what a failed fetch or push means ---------------------------------------------------
 
 AUTH_SIGNS = ("authentication failed", "permission denied", "could not read username", "could not read password",

@@ -246,6 +246,52 @@ def test_recent_spans_segments_and_skips_deleted_notes(vault):
     assert paths(recent(idx, None, limit=1, now=NOW)) == [newest]
 
 
+def test_a_note_without_created_is_dated_by_its_first_commit_else_its_mtime(vault):
+    """A person's note written in Obsidian often has no `created` (the hook completes one
+    only under vault/ and mind/; a note not committed yet, or committed with --no-verify,
+    has none either). Such a note was dated nowhere: never listed by `--recent`, never
+    found with `--since`. It is dated by the commit that first added it, else (not
+    committed) by the file's modification time, and that date is the one shown. An edit
+    committed later keeps the first commit's date, and a rebuilt index gives the same."""
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    day = timedelta(days=1)
+
+    def listed(*args: str) -> dict[str, str]:
+        found = cortex("--vault", str(vault), "query", *args, "--json")
+        assert found.returncode in (0, 1), found.stderr
+        return {r["path"]: r["created"] for r in json.loads(found.stdout)["results"]}
+
+    def commit(message: str, when: datetime) -> None:
+        stamp = when.isoformat()
+        proc = subprocess.run(["git", "-C", str(vault), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                               "--no-verify", "-m", message], capture_output=True, text=True,
+                              env={**ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+        assert proc.returncode == 0, proc.stderr
+
+    assert listed("--recent", "30d") == {}  # the index is built before the notes come
+    crane = vault / "Harbour crane.md"
+    crane.write_text("Met Rasmus about the crane budget.\n", encoding="utf-8")
+    git(vault, "add", "Harbour crane.md")
+    commit("a daily note", now - 3 * day)
+    os.utime(crane, (crane.stat().st_atime, (now - 10 * day).timestamp()))  # the file's own time says otherwise
+    draft = vault / "Drafts" / "idea.md"
+    draft.parent.mkdir()
+    draft.write_text("---\ntags: [ideas]\n---\nA tide gauge on the pier.\n", encoding="utf-8")
+    os.utime(draft, (draft.stat().st_atime, (now - 5 * day).timestamp()))
+    dated = {"Harbour crane.md": _iso(now - 3 * day), "Drafts/idea.md": _iso(now - 5 * day)}
+
+    assert listed("--recent", "7d") == dated
+    assert listed("--recent", "4d") == {"Harbour crane.md": dated["Harbour crane.md"]}
+    assert listed("tide gauge pier", "--since", _iso(now - 6 * day)) == {"Drafts/idea.md": dated["Drafts/idea.md"]}
+    assert listed("tide gauge pier", "--until", _iso(now - 6 * day)) == {}
+    crane.write_text("Met Rasmus about the crane budget. He wants the hoist rope swapped.\n", encoding="utf-8")
+    git(vault, "add", "Harbour crane.md")
+    commit("an edit", now - day)
+    assert listed("--recent", "7d") == dated
+    assert cortex("--vault", str(vault), "index", "--rebuild").returncode == 0
+    assert listed("--recent", "7d") == dated
+
+
 def test_recent_on_an_empty_vault_finds_nothing(vault, capsys):
     assert recent(fresh_index(vault), None, now=NOW) == []
     assert main(["--vault", str(vault), "query", "--recent", "7d"]) == 1
@@ -1034,10 +1080,13 @@ def test_a_second_hop_follows_the_best_results_entities_to_the_notes_that_name_t
     results = json.loads(done.stdout)["results"]
     assert results[0]["path"] == "Projects/Rollouts.md" and results[0]["via"] is None
     assert {"path": "Projects/Rollouts.md", "entity": "Tide Gauge"} in [r["via"] for r in results]
-    # as text: a person's note has neither type nor date, and its line says only where it is;
-    # its excerpt reads as text: the link as the words it shows
+    # as text: a person's note has no type, and its line says where it is and the date it is
+    # dated by (no `created`, not committed: the file's); its excerpt reads as text: the
+    # link as the words it shows
+    saved = datetime.fromtimestamp((root / "Projects" / "Rollouts.md").stat().st_mtime, timezone.utc)
     done = cortex("--vault", str(root), "query", "what does Marta Okafor own")
-    assert done.returncode == 0 and "\n   Projects/Rollouts.md\n" in done.stdout and "()" not in done.stdout
+    assert done.returncode == 0 and f"\n   Projects/Rollouts.md  ({saved:%Y-%m-%d})\n" in done.stdout
+    assert "()" not in done.stdout
     assert "Marta Okafor owns the gauge rollout this spring." in done.stdout and "[[" not in done.stdout
 
 

@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from cortex import gitcli
 from cortex.fsutil import version
 from cortex.layout import UnreadableNote, cache_dir, link_on_path, misnamed_warning, read_note_bytes, search_dir
 from cortex.search import freshness
 from cortex.search.backend import IndexDamaged, LexicalBackend
-from cortex.search.records import FORMAT, NoteRecord, content_hash, record_from_file
+from cortex.search.records import FORMAT, TS_PER_SECOND, NoteRecord, content_hash, record_from_file
 
 BATCH = 1024
 Progress = Callable[[int, int], None]
@@ -383,8 +384,8 @@ class SearchIndex:
             head = probe.result().head
             taxonomy = self.taxonomy
             skipped = [misnamed_warning(path) for path in misnamed]
-            report = self._build(self._readable(paths, taxonomy, skipped), total=len(paths), progress=progress,
-                                 head=head, dirs=dirs)
+            report = self._build(self._dated_all(self._readable(paths, taxonomy, skipped)), total=len(paths),
+                                 progress=progress, head=head, dirs=dirs)
             report.skipped = skipped
         _drop_working_tree_index(self.root, self.directory)
         report.reason = reason
@@ -395,6 +396,41 @@ class SearchIndex:
         data = read_note_bytes(self.root, path, self.settings.limits.max_note_bytes)
         mtime = os.stat(self.root / path, follow_symlinks=False).st_mtime_ns
         return record_from_file(path, data, taxonomy, mtime_ns=mtime)
+
+    def _dates_kept(self, records: list[NoteRecord], stored: dict[str, dict], moved: dict) -> list[NoteRecord]:
+        """`records` with a date for each note without `created` (`_dated`): the one the
+        index gave it before, at this path or (moved whole) the one it left; for a note
+        new to the index, its first commit's, git asked once for all of them and only
+        of those at HEAD (a note not committed yet has no history to walk); else the
+        file's modification time."""
+        undated = [r for r in records if not r.created_ts]
+        if not undated:
+            return records
+        from dataclasses import replace
+
+        known: dict[str, NoteRecord] = {}
+        for r in undated:
+            before = stored.get(r.path) if r.path in stored else stored.get(moved.get(r.content_hash, ""))
+            if before and before.get("ts"):
+                known[r.path] = replace(r, created=before.get("created", ""), created_ts=before["ts"] / TS_PER_SECOND)
+        new = [r.path for r in undated if r.path not in known]
+        added: dict[str, float] = {}
+        if len(new) > gitcli.FIRST_ADDED_PATHS:
+            added = gitcli.first_added(self.root)  # so many: one walk of every addition
+        elif new:
+            listed = gitcli.stdout_bytes(self.root, "--literal-pathspecs", "ls-tree", "-z", "--name-only", "HEAD",
+                                         "--", *new) or b""
+            added = gitcli.first_added(self.root, [p.decode("utf-8", "surrogateescape") for p in listed.split(b"\0") if p])
+        return [known.get(r.path) or _dated(r, added) for r in records]
+
+    def _dated_all(self, records: Iterable[NoteRecord]) -> Iterator[NoteRecord]:
+        """`records` as a rebuild reads them, each dated (`_dated`): git's additions are
+        read in one walk of the history, when the first note without `created` comes."""
+        added: dict[str, float] | None = None
+        for r in records:
+            if not r.created_ts and added is None:
+                added = gitcli.first_added(self.root)
+            yield _dated(r, added or {})
 
     def _readable(self, paths: Iterable[str], taxonomy, skipped: list[str]) -> Iterator[NoteRecord]:
         for path in paths:
@@ -656,6 +692,7 @@ class SearchIndex:
                 fresh.append(r)
         self.ensure_vectors()
         gone_by_hash = {stored[p].get("hash"): p for p in deletes}
+        fresh, restamped = self._dates_kept(fresh, stored, gone_by_hash), self._dates_kept(restamped, stored, {})
         vectors, to_embed = [], []
         for r in fresh:
             origin = gone_by_hash.get(r.content_hash) if r.path not in stored else None
@@ -679,6 +716,24 @@ class SearchIndex:
         lexical.write(fresh + restamped, deletes)
         report.notes = lexical.doc_count()
         return report
+
+
+def _dated(record: NoteRecord, added: dict[str, float]) -> NoteRecord:
+    """`record`, or for a note without a `created` (none, or none that reads as a time),
+    the same dated by the commit that first added it (`added`: `gitcli.first_added`'s
+    answer), else by the file's modification time; that date is what the index stores,
+    filters on and shows as the note's `created`."""
+    if record.created_ts:
+        return record
+    from dataclasses import replace
+    from datetime import datetime, timezone
+
+    from cortex.timefmt import format_time
+
+    ts = added.get(record.path) or record.mtime_ns / 1e9
+    if not ts:
+        return record
+    return replace(record, created=format_time(datetime.fromtimestamp(ts, timezone.utc)), created_ts=ts)
 
 
 def _batches(items: Iterable, size: int) -> Iterator[list]:

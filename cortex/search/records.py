@@ -26,7 +26,9 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 9: tags and entities composed (NFC): a decomposed `#résumé` (macOS) was the tag `re`;
 #    Chinese and Japanese indexed by pairs of characters (a sentence was one term).
 # 10: each Chinese and Japanese character indexed too (a one-character query found nothing).
-FORMAT = 10
+# 11: a note without `created` dated by its first commit, else its file's time (it had no
+#     date: never listed by --recent nor found with --since).
+FORMAT = 11
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
 # The index stores tags and entities as one string each, joined by a character no name
