@@ -554,6 +554,8 @@ def serve(root: Path, on_ready=None) -> None:
     try:
         watcher.run(listener, on_ready)
     finally:
+        if watcher._query_service is not None:
+            watcher._query_service.close()
         listener.close()
         (state / "sock").unlink(missing_ok=True)
         (state / "pid").unlink(missing_ok=True)

@@ -321,3 +321,18 @@ def test_a_served_query_sees_an_edit_that_kept_size_and_mtime(served):
     assert was_served and (done.returncode, done.stdout.splitlines()) == (0, ["vault/kiosk.md"]), done.stderr
     done, was_served = served_after(root, "Amara", "--lexical-only", "--paths")
     assert was_served and done.returncode == 1, done.stdout
+
+
+def test_the_query_service_ends_its_worker_before_the_watcher_exits(served):
+    """The watcher stops: its query worker finishes what it was doing (here the load of
+    the index) and ends, so no thread is left inside the tokenizer or numpy while the
+    interpreter finalises (a daemon thread unwound by force there aborts the process)."""
+    import threading
+
+    from cortex.search.served import QueryService
+
+    service = QueryService(served, lambda conn, body: None)
+    service.preload()
+    service.close()
+    assert not [t for t in threading.enumerate() if t.name == "cortex-query"]
+    assert service.state == "ready"  # the load queued first was done, not cut off

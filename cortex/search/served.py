@@ -121,6 +121,8 @@ def decode(request: dict):
 
 # -- the daemon's side ---------------------------------------------------------------------
 
+_STOP = object()  # queued by `QueryService.close`: the worker ends
+
 class QueryService:
     """One vault's questions, answered in order by one thread that owns the `Session`."""
 
@@ -158,12 +160,21 @@ class QueryService:
     def status(self) -> dict:
         return {"state": self.state, **self.counts, **({"why": self.why} if self.why else {})}
 
+    def close(self, timeout: float = 10.0) -> None:
+        """End the worker after the question it is answering, and wait for it: a daemon
+        thread still inside native code (the tokenizer, numpy, with the GIL released) when
+        the interpreter finalises is unwound by force there, and the process aborts."""
+        self._queue.put(_STOP)
+        self._thread.join(timeout)
+
     def _declined(self, why: str) -> bytes:
         return json.dumps({"declined": why}).encode()
 
     def _work(self) -> None:
         while True:
             job = self._queue.get()
+            if job is _STOP:
+                return
             if job is None:
                 self._load()
                 continue
