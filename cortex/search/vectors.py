@@ -300,7 +300,9 @@ class Keys:
         self._order: np.ndarray | None = None
         self._starts: np.ndarray | None = None
         if order is not None and len(order[1]) and order[1][-1] == len(data):
-            self._order, self._starts = order
+            # plain views of the mapped arrays: indexing a memmap element goes through its
+            # Python-level __getitem__, 1 µs a step of the binary search
+            self._order, self._starts = (np.asarray(a) for a in order)
             self._n = len(self._order)
         else:
             self._n = data.count(b"\n")
