@@ -5,7 +5,8 @@ Each doc becomes a note record (its text the body; LongMemEval's session date it
 path (filters, fusion, memory priors) in three modes. Prints Recall@5, Recall@10,
 MRR@10 and nDCG@10, overall and per category, plus plain RRF (k=60, top 100 a side) as
 the reference the fusion has to beat, and hybrid with the time a question names ignored
-(what `cortex.search.when` adds: docs/query.md, step 8). Hybrid's main metric is also
+(what `cortex.search.when` adds: docs/query.md, step 8) and without pseudo-relevance
+feedback (what `query.FEEDBACK_SHARE` adds: step 9). Hybrid's main metric is also
 printed per half of the questions, split by a hash of their id: a setting is chosen on
 half A and reported on half B, which it never saw.
 
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _data import lme_date, load  # noqa: E402
 
-from cortex.search import fusion, when  # noqa: E402
+from cortex.search import fusion, query, when  # noqa: E402
 from cortex.search.index import SearchIndex  # noqa: E402
 from cortex.search.query import search  # noqa: E402
 from cortex.search.records import NoteRecord  # noqa: E402
@@ -86,7 +87,11 @@ def run(name: str) -> dict:
             m = metrics([ids[h.path] for h in hits], relevant)
             per_mode[mode].append(m)
             per_cat[(mode, q.get("category") or "-")].append(m)
+        with no_feedback():  # what the feedback adds (docs/query.md, step 9)
+            hits = search(idx, q["question"], limit=10, mode="hybrid", now=now)
+        per_mode[NO_FEEDBACK].append(metrics([ids[h.path] for h in hits], relevant))
         per_half[half(q["qid"])].append(per_mode["hybrid"][-1])
+        per_half[half(q["qid"]) + NO_FEEDBACK].append(per_mode[NO_FEEDBACK][-1])
         if when.span(q["question"], (now or datetime.now(timezone.utc)).timestamp()) is not None:
             with no_time_in_questions():  # what the time in the question adds (docs/query.md, step 8)
                 hits = search(idx, q["question"], limit=10, mode="hybrid", now=now)
@@ -105,6 +110,7 @@ def run(name: str) -> dict:
 
 
 NO_TIME = "hybrid, time in questions ignored"
+NO_FEEDBACK = "hybrid, no feedback"
 
 
 def parse_with_time_option(parser, argv: list[str]):
@@ -120,6 +126,18 @@ def parse_with_time_option(parser, argv: list[str]):
 
 def _names_no_time(text: str, now_ts: float) -> None:
     return None
+
+
+@contextmanager
+def no_feedback():
+    """Queries ranked without pseudo-relevance feedback: the figures of before
+    docs/query.md's step 9, for comparison."""
+    share = query.FEEDBACK_SHARE
+    query.FEEDBACK_SHARE = 0.0
+    try:
+        yield
+    finally:
+        query.FEEDBACK_SHARE = share
 
 
 @contextmanager
@@ -139,7 +157,7 @@ def table(res: dict) -> str:
     out = [f"\n### {NAMES[res['name']]}: {res['docs']} docs, {res['queries']} queries "
            f"(index built in {res['build_s']:.1f}s)\n",
            "| mode | " + " | ".join(keys) + " | ms/query |", "|---|" + "---|" * (len(keys) + 1)]
-    for mode in ("lexical", "semantic", "hybrid", NO_TIME, "plain RRF"):
+    for mode in ("lexical", "semantic", "hybrid", NO_TIME, NO_FEEDBACK, "plain RRF"):
         row = res["modes"].get(mode)
         if row is None:
             continue
@@ -160,7 +178,9 @@ def table(res: dict) -> str:
             f"hybrid >= best single mode on {sum(hyb[k] >= best_single[k] - 1e-9 for k in keys)}/4 metrics, "
             f"strictly better on {sum(hyb[k] > best_single[k] + 1e-9 for k in keys)}/4",
             f"hybrid {metric} by half: all {hyb[metric]:.3f}, "
-            + ", ".join(f"{h} {row[metric]:.3f}" for h, row in res["halves"].items())
+            + ", ".join(f"{h} {res['halves'][h][metric]:.3f}" for h in "AB")
+            + f"; {NO_FEEDBACK}: all {res['modes'][NO_FEEDBACK][metric]:.3f}, "
+            + ", ".join(f"{h} {res['halves'][h + NO_FEEDBACK][metric]:.3f}" for h in "AB")
             + " (A: where settings are chosen; B: held out)"]
     return "\n".join(out)
 

@@ -310,3 +310,53 @@ def test_a_long_note_holding_every_word_of_a_question_answers_it(tmp_path, ready
     done = cortex(v.root, question, "--paths")
     assert done.returncode == 0 and done.stdout.splitlines()[0] == "Daily notes/2026-11-26.md"
     assert cortex(v.root, "what did Rasmus want painted", "--paths").returncode == 1  # a word it lacks
+
+
+def test_feedback_brings_up_a_note_on_the_best_results_topic_and_answers_no_nonsense(tmp_path, ready_vault,
+                                                                                        monkeypatch):
+    """Pseudo-relevance feedback (`query.FEEDBACK_SHARE`, docs/query.md step 9): the best
+    results of "what should I plant in the garden" are about tomatoes, so the note on
+    basil beside the tomatoes, which shares only "garden" with the question and ranked
+    under notes on the garden's gate and hose, comes up among them. Feedback reorders an
+    answer and never makes one: nonsense still finds nothing (exit 1). In a small vault,
+    whose order already weighs meaning more, it is left out."""
+    from cortex.search import fusion, query
+    from cortex.search.index import SearchIndex
+    from cortex.search.query import search
+
+    v = Vault(ready_vault(tmp_path / "v"))
+    for i in range(60):
+        write_note(v.root, f"mind/facts/f{i}.md", f"The harbour ferry {i} leaves the pier at {i % 12 + 6} o'clock.",
+                   type_="fact")
+    for i, body in enumerate(["Plant the tomatoes in the garden beds in May, once the frost is over.",
+                              "The tomato seedlings go out to the vegetable garden after the last frost; plant them deep.",
+                              "Plant courgettes and tomatoes in the sunny corner of the garden, water them daily."]):
+        write_note(v.root, f"mind/facts/tomatoes{i}.md", body, type_="fact")
+    write_note(v.root, "mind/facts/basil.md", "Basil and marigolds beside the tomatoes keep aphids off the vegetables "
+               "in a garden.", type_="fact")
+    for i, body in enumerate(["The garden party for the neighbours is on Saturday at noon, with a band.",
+                              "Someone stole the garden gnome from the front porch last night.",
+                              "The garden hose leaks at the tap by the back door.",
+                              "The garden gate squeaks again and needs oil.",
+                              "The folding garden chairs are stacked in the shed."]):
+        write_note(v.root, f"mind/facts/garden{i}.md", body, type_="fact")
+    commit_all(v.root)
+    idx = SearchIndex(v.root)
+    idx.rebuild()
+    question = "what should I plant in the garden"
+    assert all("feedback" not in h.why for h in search(idx, question))  # a small vault: the order trusts meaning
+    # ranked as a vault past fusion.SHARE_LARGE notes is, whose order is the relevance
+    monkeypatch.setattr(fusion, "SHARE_SMALL", 10)
+    monkeypatch.setattr(fusion, "SHARE_LARGE", 20)
+    with_feedback = search(idx, question, limit=4)
+    monkeypatch.setattr(query, "FEEDBACK_SHARE", 0.0)
+    first_pass = search(idx, question, limit=4)
+    monkeypatch.setattr(query, "FEEDBACK_SHARE", 0.1)
+    tomatoes = {f"mind/facts/tomatoes{i}.md" for i in range(3)}
+    assert {h.path for h in first_pass[:3]} == {h.path for h in with_feedback[:3]} == tomatoes
+    assert "mind/facts/basil.md" not in {h.path for h in first_pass}  # under notes on the garden's hose and gate
+    assert with_feedback[3].path == "mind/facts/basil.md"
+    basil = with_feedback[3].why
+    assert basil["feedback"] > basil["semantic"]  # the moved query is closer to it than the question was
+    assert search(idx, "zzzqqq") == [] and search(idx, "qwpxmv trzlk") == []
+    assert search(idx, "zzzqqq", min_score=0)  # the noise is there: the gate, decided first, refuses it
