@@ -365,8 +365,13 @@ def _counts_kept(meta: dict, committed: dict, updates: dict[str, str], adds: dic
         merged = counts.parse_merged(committed.get(counts.KEY))
         if merged and counts.parse_merged(meta.get(counts.KEY)) != merged:
             back[counts.KEY] = counts.render_merged(merged)
-        if isinstance(committed.get("reinforced_tally"), str):
-            back["reinforced_tally"] = quote(committed["reinforced_tally"])
+        tally = committed.get("reinforced_tally")
+        # a random token of hex digits, written plain: YAML reads one of digits alone as a
+        # number, and it goes back plain, to read as the committed note's does
+        if isinstance(tally, str):
+            back["reinforced_tally"] = quote(tally)
+        elif isinstance(tally, int) and not isinstance(tally, bool):
+            back["reinforced_tally"] = str(tally)
     last = committed.get("last_reinforced")
     if last not in (None, "") and _is_later(last, meta.get("last_reinforced")):
         back["last_reinforced"] = format_time(parse_time(last))

@@ -488,3 +488,18 @@ def test_inline_tags_as_obsidian_counts_them():
     body = ("Review #Review and #a/b, not `#code` nor http://x/#frag nor #2024 nor x#y\n"
             "# Heading #h\n```\n#fenced\n```\nafter #ops-night\n")
     assert inline_tags(body) == ["review", "a/b", "ops-night"]
+
+
+def test_a_count_saved_over_keeps_a_tally_of_digits_alone():
+    """`cortex reinforce` writes a random tally of hex digits, plain; one of digits alone
+    (one in forty) reads as a number in YAML, and a copy saved from before the count
+    must get it back all the same."""
+    body = "The staging database is rebuilt every night at 02:00."
+    first = fix("mind/facts/x.md", f"---\nid: {fixed_id(1)}\ntype: fact\n---\n\n{body}\n")
+    head, fence, rest = first.rpartition("---\n")
+    counted = head.replace("type: fact\n", "type: fact\nreinforced: 1\nreinforced_tally: 12345678\n"
+                                           "last_reinforced: 2026-03-01T12:00:00.000Z\n") + fence + rest
+    out = fix_note("mind/facts/x.md", first, DEFAULT_TAXONOMY, now=NOW, previous=counted)
+    meta = parse_note(out.text).meta
+    assert meta["reinforced"] == 1 and meta["reinforced_tally"] == parse_note(counted).meta["reinforced_tally"]
+    assert "kept reinforced, reinforced_tally, last_reinforced as cortex last committed them" in out.changes[0]
