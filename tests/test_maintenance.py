@@ -703,3 +703,27 @@ def test_second_maintain_makes_no_commit(vault):
     assert git(vault.root, "status", "--porcelain") == ""
     assert vault.note_validator() and all(
         not vault.note_validator().check(p, (vault.root / p).read_text()) for p in note_paths(vault))
+
+
+def test_a_persons_note_in_mind_from_before_cortex_is_never_archived_by_decay(tmp_path):
+    """A folder of the person's that happens to be called `mind/`, committed before `cortex
+    init`: a note there with a `type:` of its own but no id never went through the hook, so it
+    is no memory yet. The first nightly maintain must not move it into the archive (dedup
+    already leaves such a note alone); once a commit completes it, it is a memory like any."""
+    from conftest import cortex
+
+    root = tmp_path / "notes"
+    (root / "mind" / "Ideas").mkdir(parents=True)
+    old = "mind/Ideas/editor.md"
+    (root / old).write_text("---\ntype: opinion\ncreated: 2016-05-05\n---\nVim is better than emacs\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=P", "-c", "user.email=p@x", "commit", "-q", "-m", "my old notes")
+    assert cortex("init", str(root)).returncode == 0
+
+    done = cortex("--vault", str(root), "maintain", "--force", "--only", "decay", "--json")
+    assert done.returncode == 0, done.stderr
+    decay = next(j for j in json.loads(done.stdout)["ran"] if j["job"] == "decay")
+    assert decay["changed"] == 0
+    assert (root / old).read_text() == "---\ntype: opinion\ncreated: 2016-05-05\n---\nVim is better than emacs\n"
+    assert git(root, "ls-files", "mind/archive") == ""

@@ -2,7 +2,8 @@
 
 Effective importance = importance − rate × months since ``last_reinforced`` (else
 ``created``), floored at 0 (``cortex.importance``). Only the mind partition decays, only types
-with a rate above 0, never a locked note; nothing is deleted. A reinforcement still
+with a rate above 0, never a locked note nor one without an id (a person's note from before
+cortex, never completed by a commit: no memory yet); nothing is deleted. A reinforcement still
 waiting in the map counts as the latest reinforcement, so a memory is never archived
 while its reinforcement is on the way. A memory a person brought back from the archive
 with git (``git revert`` of the commit that archived it: ``cortex.maintenance.restored``)
@@ -40,6 +41,8 @@ def plan_decay(snapshot: Snapshot, taxonomy: Taxonomy, now: datetime, threshold:
     fading, locked = [], []
     for note in snapshot:
         if note.partition != "mind" or note.archived or note.broken or note.type is None:
+            continue
+        if not note.id:  # never completed by a commit or a run (a person's note from before cortex): no memory yet
             continue
         spec = taxonomy.get(note.type)
         if spec is None or spec.partition != "mind" or not spec.decay:
