@@ -87,6 +87,9 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
         lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
         reason = lines[-1] if lines else f"exit {done.returncode}"  # the error, not pre-commit's traceback
         problems.append(f"`pre-commit install` failed: {reason}; fix it, then `cortex hook install`")
+        # No hook of pre-commit's runs the guard then, and the folder may be a person's own,
+        # tracked (`core.hooksPath .githooks`, which pre-commit refuses): write nothing there.
+        return said, problems
     _install_guard(hook_path.parent, said, problems)
     return said, problems
 

@@ -902,6 +902,26 @@ def test_init_where_pre_commit_cannot_make_its_cache_exits_1_saying_why(tmp_path
     assert refused.returncode == 1 and "not in the taxonomy" in refused.output
 
 
+def test_init_where_hooks_live_in_a_folder_of_the_persons_writes_nothing_into_it(tmp_path, hook_env):
+    """A repository whose own hooks live in a tracked folder (`core.hooksPath .githooks`):
+    pre-commit refuses to install there, and `cortex init` says so (exit 1). It also wrote
+    its commit guard, `.githooks/pre-commit.legacy` naming this machine's python, into
+    the person's folder, where their next `git add -A` committed it for everyone. Without
+    pre-commit's hook nothing would run the guard: nothing is written there."""
+    root = tmp_path / "notes"
+    (root / ".githooks").mkdir(parents=True)
+    own = root / ".githooks" / "pre-commit"
+    own.write_text("#!/bin/sh\necho my own hook\n")
+    own.chmod(0o755)
+    run = lambda *args: subprocess.run(args, cwd=root, env=hook_env, capture_output=True, text=True)  # noqa: E731
+    run("git", "init", "-q", "-b", "main")
+    run("git", "config", "core.hooksPath", ".githooks")
+    done = run(str(VENV_BIN / "cortex"), "init", str(root))
+    assert done.returncode == 1 and "core.hooksPath" in done.stderr, done.stderr
+    assert sorted(p.name for p in (root / ".githooks").iterdir()) == ["pre-commit"]
+    assert own.read_text() == "#!/bin/sh\necho my own hook\n"
+
+
 def test_hook_install_repoints_the_merge_driver_too(repo):
     """After cortex moved to a new virtualenv, `cortex hook install` repointed the hooks but
     left the notes' merge driver naming the removed python: a plain `git pull` conflicted."""
