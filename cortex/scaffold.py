@@ -65,6 +65,8 @@ def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
         created.append(".git")
     keeps = {f"{s.partition}/{s.folder}/.gitkeep": f"{s.partition}/{s.folder}" for s in DEFAULT_TYPES}
     absent = _absent(root, {**{rel: rel for rel, _ in (*FILES, *GENERATED)}, **keeps, ".gitignore": None, ".gitattributes": None})
+    if "observer/config.yml" in absent:  # a new vault, made on a folder that may be years old
+        _say_own_notes_in_partitions(root)
     for rel, source in FILES:
         target = root / rel
         if rel in absent and source.exists():
@@ -99,6 +101,32 @@ def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
     if set_up is not None:
         set_up += done
     return created + uncommitted
+
+
+def _say_own_notes_in_partitions(root: Path) -> None:
+    """Warn when folders of the person's own are called `vault/` or `mind/`: there a note
+    with frontmatter is a memory, which their next commit of it completes or refuses
+    (docs/hooks.md), so they can move what should stay theirs first. Nothing is touched."""
+    import os
+    import sys
+
+    from cortex.layout import is_note_path
+
+    found = []
+    for partition in ("mind", "vault"):
+        for folder, dirs, files in os.walk(root / partition):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            rel = Path(folder).relative_to(root).as_posix()
+            found += [f"{rel}/{name}" for name in sorted(files) if is_note_path(f"{rel}/{name}")]
+    if not found:
+        return
+    named = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    sys.stderr.write(
+        f"cortex: warning: mind/ and vault/ already hold {len(found)} notes of yours ({named}): cortex keeps its "
+        "memories there, so your next commit of each note there with frontmatter completes it as a memory (adds "
+        "id, type, created, …) or refuses it (a `type:` cortex does not know, such as `type: book`), and "
+        "nightly maintenance may archive it; a note there without frontmatter stays yours. To keep them as your "
+        "own notes, move them out of mind/ and vault/ before you commit (docs/hooks.md)\n")
 
 
 def _absent(root: Path, probes: dict[str, str | None]) -> set[str]:

@@ -144,6 +144,29 @@ def test_init_keeps_an_existing_repository_and_gitignore(tmp_path):
     assert " M .gitignore" in git(repo, "status", "--porcelain")
 
 
+def test_init_on_a_folder_whose_own_mind_and_vault_hold_notes_says_what_commits_will_do(tmp_path):
+    """A years-old vault with folders of its own called `vault/` and `mind/`: there every
+    note with frontmatter is a memory, which the person's next commit completes (adds id,
+    type, …) or refuses (a `type: book`), holding back that whole commit. `cortex init`
+    said nothing of it; it now names those notes and what to do, and touches none."""
+    root = tmp_path / "notes"
+    notes = {"vault/Books/Dune.md": "---\ntype: book\n---\nDune is a novel\n",
+             "mind/facts/ocean.md": "---\nsource: atlas\n---\nThe Pacific is the largest ocean\n",
+             "Inbox/idea.md": "an idea of mine\n"}
+    for rel, text in notes.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    done = cortex("init", str(root))
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "already hold" in line]
+    assert len(said) == 1, done.stderr
+    assert "2 notes" in said[0] and "vault/Books/Dune.md" in said[0] and "mind/facts/ocean.md" in said[0]
+    assert "Inbox/idea.md" not in said[0] and "move them out of mind/ and vault/" in said[0]
+    assert {rel: (root / rel).read_text() for rel in notes} == notes
+    again = cortex("init", str(root))  # a vault now: nothing new to say
+    assert again.returncode == 0 and "already hold" not in again.stderr
+
+
 def test_init_gives_an_existing_vault_the_gitignore_lines_it_lacks(vpath):
     """A vault made before `.merge_file_*` (git's temporary files of a merge) was a rule:
     `cortex init` run in it again adds the line, in a commit of its own."""
