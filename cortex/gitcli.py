@@ -216,10 +216,13 @@ FIRST_ADDED_PATHS = 200
 def first_added(root: Path, paths: list[str] | None = None) -> dict[str, float]:
     """{path: author time of the commit that first added it, seconds since the epoch} for
     ``paths`` (None: every path) that HEAD's history added, paths relative to ``root``.
-    One ``git log`` of the additions, newest first, so each path's last one is its first
-    (merges are not diffed: an addition is seen in the commit that made it; a rename is
-    an addition at its new path). {} where git cannot say (no commit yet, no repository)."""
-    args = ["--literal-pathspecs", "log", "-z", "--relative", "--no-renames", "--diff-filter=A", "--name-only",
+    A note renamed since keeps the time its first name was added: one ``git log`` of the
+    additions and renames (``-M``: a move, edited or not, is one renamed path, not a path
+    deleted and another added), read oldest first, each rename carrying the time of the
+    path it left. Merges are not diffed: a change is seen in the commit that made it.
+    With ``paths`` named, only renames among them are seen (name the path a note left
+    too). {} where git cannot say (no commit yet, no repository)."""
+    args = ["--literal-pathspecs", "log", "-z", "--relative", "-M", "--diff-filter=AR", "--name-status",
             "--format=%x01%at", "HEAD", "--"]
     if paths is not None:
         if not paths:
@@ -229,17 +232,33 @@ def first_added(root: Path, paths: list[str] | None = None) -> dict[str, float]:
     done = run_bytes(root, *args)
     if done is None or not done.ok:
         return {}
-    wanted = None if paths is None else set(paths)
     found: dict[str, float] = {}
+    for when, left, path in reversed(list(_additions(done.out))):
+        if left is None:
+            found.setdefault(path, when)  # a path added again later keeps its first time
+        else:
+            found[path] = found.get(left, when)
+    wanted = None if paths is None else set(paths)
+    return found if wanted is None else {p: t for p, t in found.items() if p in wanted}
+
+
+def _additions(out: bytes) -> Iterator[tuple[float, str | None, str]]:
+    """(author time, path left or None, path added) of ``first_added``'s log, newest first."""
+    items = iter(out.split(b"\0"))
     when = 0.0
-    for item in done.out.split(b"\0"):
+    for item in items:
         if item.startswith(b"\x01"):
             when = float(item[1:] or 0)
             continue
-        path = item.lstrip(b"\n").decode("utf-8", "surrogateescape")
-        if path and (wanted is None or path in wanted):
-            found[path] = when
-    return found
+        status = item.lstrip(b"\n")[:1]
+        if status not in (b"A", b"R"):
+            continue
+        left = _path(next(items, b"")) if status == b"R" else None
+        yield when, left, _path(next(items, b""))
+
+
+def _path(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
 
 
 # --- what a failed fetch or push means ---------------------------------------------------

@@ -246,6 +246,22 @@ def test_recent_spans_segments_and_skips_deleted_notes(vault):
     assert paths(recent(idx, None, limit=1, now=NOW)) == [newest]
 
 
+def _listed(vault: Path, *args: str) -> dict[str, str]:
+    """{path: created} of `cortex query ARGS --json`, as a user reads it."""
+    found = cortex("--vault", str(vault), "query", *args, "--json")
+    assert found.returncode in (0, 1), found.stderr
+    return {r["path"]: r["created"] for r in json.loads(found.stdout)["results"]}
+
+
+def _commit_at(vault: Path, message: str, when: datetime) -> None:
+    """`git commit` of what is staged, authored and committed at `when`."""
+    stamp = when.isoformat()
+    proc = subprocess.run(["git", "-C", str(vault), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                           "--no-verify", "-m", message], capture_output=True, text=True,
+                          env={**ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_a_note_without_created_is_dated_by_its_first_commit_else_its_mtime(vault):
     """A person's note written in Obsidian often has no `created` (the hook completes one
     only under vault/ and mind/; a note not committed yet, or committed with --no-verify,
@@ -257,16 +273,10 @@ def test_a_note_without_created_is_dated_by_its_first_commit_else_its_mtime(vaul
     day = timedelta(days=1)
 
     def listed(*args: str) -> dict[str, str]:
-        found = cortex("--vault", str(vault), "query", *args, "--json")
-        assert found.returncode in (0, 1), found.stderr
-        return {r["path"]: r["created"] for r in json.loads(found.stdout)["results"]}
+        return _listed(vault, *args)
 
     def commit(message: str, when: datetime) -> None:
-        stamp = when.isoformat()
-        proc = subprocess.run(["git", "-C", str(vault), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                               "--no-verify", "-m", message], capture_output=True, text=True,
-                              env={**ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
-        assert proc.returncode == 0, proc.stderr
+        _commit_at(vault, message, when)
 
     assert listed("--recent", "30d") == {}  # the index is built before the notes come
     crane = vault / "Harbour crane.md"
@@ -290,6 +300,38 @@ def test_a_note_without_created_is_dated_by_its_first_commit_else_its_mtime(vaul
     assert listed("--recent", "7d") == dated
     assert cortex("--vault", str(vault), "index", "--rebuild").returncode == 0
     assert listed("--recent", "7d") == dated
+
+
+def test_a_renamed_note_without_created_keeps_the_date_it_was_first_added(vault):
+    """A daily note moved from inbox/ to journal/ is the same note: it is dated by the
+    commit that first added it under its first name, not by the move, whether the index
+    sees the move as it happens (the note edited as it moved: not the same text) or is
+    rebuilt from the history."""
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    day = timedelta(days=1)
+    (vault / "inbox").mkdir()
+    (vault / "inbox" / "tides.md").write_text("Spring tides flooded the slipway twice this week.\n", encoding="utf-8")
+    (vault / "inbox" / "crane.md").write_text("Met Rasmus about the crane budget and the hoist rope.\n"
+                                              "He wants a quote from two suppliers by Friday.\n", encoding="utf-8")
+    git(vault, "add", "inbox")
+    _commit_at(vault, "two daily notes", now - 20 * day)
+    first = _iso(now - 20 * day)
+    assert _listed(vault, "--recent", "30d") == {"inbox/tides.md": first, "inbox/crane.md": first}
+
+    (vault / "journal").mkdir()
+    git(vault, "mv", "inbox/tides.md", "journal/tides.md")
+    git(vault, "mv", "inbox/crane.md", "journal/crane.md")
+    with (vault / "journal" / "crane.md").open("a", encoding="utf-8") as f:
+        f.write("Quote came in.\n")
+    git(vault, "add", "journal")
+    _commit_at(vault, "filed in the journal", now - 2 * day)
+    moved = {"journal/tides.md": first, "journal/crane.md": first}
+    assert _listed(vault, "--recent", "30d") == moved
+    assert _listed(vault, "--recent", "7d") == {}
+
+    assert cortex("--vault", str(vault), "index", "--rebuild").returncode == 0
+    assert _listed(vault, "--recent", "30d") == moved
+    assert _listed(vault, "slipway tides", "--since", _iso(now - 7 * day)) == {}
 
 
 def test_recent_on_an_empty_vault_finds_nothing(vault, capsys):

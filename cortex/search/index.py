@@ -397,12 +397,14 @@ class SearchIndex:
         mtime = os.stat(self.root / path, follow_symlinks=False).st_mtime_ns
         return record_from_file(path, data, taxonomy, mtime_ns=mtime)
 
-    def _dates_kept(self, records: list[NoteRecord], stored: dict[str, dict], moved: dict) -> list[NoteRecord]:
+    def _dates_kept(self, records: list[NoteRecord], stored: dict[str, dict], moved: dict,
+                    left: list[str] | None = None) -> list[NoteRecord]:
         """`records` with a date for each note without `created` (`_dated`): the one the
         index gave it before, at this path or (moved whole) the one it left; for a note
         new to the index, its first commit's, git asked once for all of them and only
-        of those at HEAD (a note not committed yet has no history to walk); else the
-        file's modification time."""
+        of those at HEAD (a note not committed yet has no history to walk), and of the
+        paths notes `left` (a note moved and edited is a rename of one of them); else
+        the file's modification time."""
         undated = [r for r in records if not r.created_ts]
         if not undated:
             return records
@@ -420,7 +422,8 @@ class SearchIndex:
         elif new:
             listed = gitcli.stdout_bytes(self.root, "--literal-pathspecs", "ls-tree", "-z", "--name-only", "HEAD",
                                          "--", *new) or b""
-            added = gitcli.first_added(self.root, [p.decode("utf-8", "surrogateescape") for p in listed.split(b"\0") if p])
+            committed = [p.decode("utf-8", "surrogateescape") for p in listed.split(b"\0") if p]
+            added = gitcli.first_added(self.root, committed + (left or []) if committed else [])
         return [known.get(r.path) or _dated(r, added) for r in records]
 
     def _dated_all(self, records: Iterable[NoteRecord]) -> Iterator[NoteRecord]:
@@ -692,7 +695,7 @@ class SearchIndex:
                 fresh.append(r)
         self.ensure_vectors()
         gone_by_hash = {stored[p].get("hash"): p for p in deletes}
-        fresh, restamped = self._dates_kept(fresh, stored, gone_by_hash), self._dates_kept(restamped, stored, {})
+        fresh, restamped = self._dates_kept(fresh, stored, gone_by_hash, deletes), self._dates_kept(restamped, stored, {})
         vectors, to_embed = [], []
         for r in fresh:
             origin = gone_by_hash.get(r.content_hash) if r.path not in stored else None

@@ -28,7 +28,8 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 10: each Chinese and Japanese character indexed too (a one-character query found nothing).
 # 11: a note without `created` dated by its first commit, else its file's time (it had no
 #     date: never listed by --recent nor found with --since).
-FORMAT = 11
+# 12: such a note renamed since dated by its first name's first commit (it had the rename's).
+FORMAT = 12
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
 # The index stores tags and entities as one string each, joined by a character no name
