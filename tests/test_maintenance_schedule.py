@@ -49,6 +49,21 @@ def test_maintain_runs_only_what_is_due_and_catches_up_after_a_missed_week(vault
     assert vault.status()["jobs"]["decay"]["next_run"] == rows["decay"]["next_run"]
 
 
+def test_a_run_while_the_clock_was_ahead_does_not_stop_maintenance_once_it_is_right(vault):
+    """A machine whose clock was years ahead for one nightly run (a VM resumed with a
+    wrong clock, set right by NTP later): every job's next run was counted from that
+    future run, and `cortex maintain` ran nothing until then."""
+    ahead = cortex("--vault", str(vault.root), "maintain", "--now", "2031-01-01T03:30:00Z")
+    assert ahead.returncode == 0, ahead.stderr
+    listing = json.loads(cortex("--vault", str(vault.root), "maintain", "--list", "--json").stdout)
+    assert all(row["due"] and row["next_run"] == "now" for row in listing), listing
+    right = cortex("--vault", str(vault.root), "maintain", "--json")
+    assert right.returncode == 0, right.stderr
+    assert [r["job"] for r in json.loads(right.stdout)["ran"]] == ["reinforce", "decay", "dedup", "graph", "index"]
+    again = json.loads(cortex("--vault", str(vault.root), "maintain", "--json").stdout)
+    assert again["ran"] == []  # recorded at the right time now: due again on its schedule
+
+
 def test_only_and_force(vault):
     run_due(vault, now=T0)
     report = run_due(vault, now=T0 + timedelta(minutes=5), force=True, only=["graph", "decay"])

@@ -59,14 +59,19 @@ class MaintainReport:
 
 
 def next_run(job_state: dict[str, Any] | None, when, now: datetime) -> datetime | None:
-    """When the job is next due (None: it never ran, so it is due now)."""
+    """When the job is next due (None: it never ran, or ran "later" than now, so it is due now).
+
+    A last run after ``now`` means the clock went back (a machine that ran once with its
+    clock years ahead, then was set right): counted from that run, the job would wait
+    for a date that has not come, and the vault would go unmaintained until then."""
     last = (job_state or {}).get("last_run")
     if not last:
         return None
     try:
-        return when.next_after(parse_time(last))
+        ran = parse_time(last)
     except ValueError:
         return None
+    return None if ran > now else when.next_after(ran)
 
 
 def is_due(job_state: dict[str, Any] | None, when, now: datetime) -> bool:
