@@ -64,6 +64,43 @@ def test_a_run_while_the_clock_was_ahead_does_not_stop_maintenance_once_it_is_ri
     assert again["ran"] == []  # recorded at the right time now: due again on its schedule
 
 
+def _has_open(pid: int, path) -> bool:
+    """Whether process ``pid`` has ``path`` open (Linux): a cortex waiting for the vault's lock."""
+    fds = f"/proc/{pid}/fd"
+    try:
+        return any(os.readlink(f"{fds}/{fd}") == os.path.realpath(path) for fd in os.listdir(fds))
+    except OSError:  # gone, or an fd closed while looked at
+        return False
+
+
+def test_a_maintain_that_waited_for_another_does_not_run_its_jobs_again(vault):
+    """A slow night: the next cron's `cortex maintain` starts while the last one still holds
+    the vault. Once it gets the vault, the jobs the other one ran are no longer due: done
+    again, a large vault's dedup took as long a second time."""
+    from cortex.maintenance.settings import load_maintenance
+    from cortex.timefmt import format_time
+
+    now = T0 + timedelta(days=1)
+    settings = load_maintenance(vault)
+    with vault.lock():  # the maintain still running
+        second = subprocess.Popen([str(VENV_BIN / "cortex"), "--vault", str(vault.root), "maintain", "--json",
+                                   "--now", format_time(now)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(600):
+            if _has_open(second.pid, vault.lock_path) or second.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert second.poll() is None, second.stderr.read()
+        state = vault.load_state()  # ... records every job it ran, as it does under the lock
+        for job, schedule in settings.when.items():
+            state.jobs[job] = {"last_run": format_time(now), "next_run": format_time(schedule.next_after(now)),
+                               "schedule": str(schedule)}
+        vault.save_state(state)
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    report = json.loads(out)
+    assert report["ran"] == [] and set(report["not_due"]) == {"reinforce", "decay", "dedup", "graph", "index"}
+
+
 def test_only_and_force(vault):
     run_due(vault, now=T0)
     report = run_due(vault, now=T0 + timedelta(minutes=5), force=True, only=["graph", "decay"])

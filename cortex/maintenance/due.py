@@ -80,14 +80,21 @@ def is_due(job_state: dict[str, Any] | None, when, now: datetime) -> bool:
 
 
 def run_job(vault: Vault, name: str, *, now: datetime | None = None, dry_run: bool = False,
-            settings: MaintenanceSettings | None = None, refresh_index: bool = True) -> JobResult:
-    """Run one job under the vault lock and record it; refresh the search index after a commit."""
+            settings: MaintenanceSettings | None = None, refresh_index: bool = True,
+            if_due: bool = False) -> JobResult | None:
+    """Run one job under the vault lock and record it; refresh the search index after a commit.
+
+    ``if_due``: only while the job is still due once the lock is held (None otherwise): a
+    `cortex maintain` that waited for another one's run of the same job must not do it
+    over (a second dedup of a large vault is as long as the first)."""
     if name not in JOBS:
         raise CortexError(f"unknown maintenance job {name!r}", f"use one of {', '.join(JOBS)}")
     now = now or utcnow()
     settings = settings or load_maintenance(vault)
     started = time.monotonic()
     with vault.lock():
+        if if_due and not is_due(vault.load_state().jobs.get(name), settings.when[name], now):
+            return None
         ctx = JobContext(vault, now, settings)
         try:
             result = ctx.replanned(lambda: _runner(name)(ctx, dry_run=dry_run))
@@ -146,11 +153,15 @@ def run_due(vault: Vault, *, now: datetime | None = None, force: bool = False, o
             report.not_due[name] = format_time(next_run(job_state, settings.when[name], now))
             continue
         try:
-            result = run_job(vault, name, now=now, settings=settings, refresh_index=False)
+            result = run_job(vault, name, now=now, settings=settings, refresh_index=False,
+                             if_due=not force and not (name == "index" and changed_notes))
         except CortexError as exc:
             report.errors[name] = exc.message + (f" ({exc.hint})" if exc.hint else "")
             if isinstance(exc, LockBusy):
                 report.busy.append(name)
+            continue
+        if result is None:  # another maintain ran it while this one waited for the lock
+            report.not_due[name] = format_time(next_run(vault.load_state().jobs.get(name), settings.when[name], now))
             continue
         changed_notes = changed_notes or bool(result.commit)
         report.results.append(result)
