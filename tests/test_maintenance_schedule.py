@@ -201,6 +201,28 @@ def test_cron_lines_survive_a_vault_path_with_spaces_and_percent(tmp_path, ready
     assert words[1:] == ["--vault", str(root), "maintain"]
 
 
+def test_the_systemd_unit_maintains_when_the_run_before_it_fails(vault, tmp_path):
+    """systemd runs a oneshot unit's ExecStart lines in turn and stops at the first that
+    fails, unless it is marked `-`. A laptop that syncs around each run fails its run while
+    its remote is out of reach: the unit's maintain must run all the same, as cron's does."""
+    import shlex
+
+    git(vault.root, "remote", "add", "origin", str(tmp_path / "unmounted" / "notes.git"))
+    git(vault.root, "config", "cortex.syncOnRun", "true")
+    out = cortex("--vault", str(vault.root), "cron").stdout
+    unit = out.split("[Service]", 1)[1].split("\n\n", 1)[0]
+    codes = []
+    for line in (l for l in unit.splitlines() if l.startswith("ExecStart=")):
+        command = line.removeprefix("ExecStart=")
+        failure_ignored = command.startswith("-")
+        words = shlex.split(command.removeprefix("-").replace("%%", "%"))
+        codes.append(subprocess.run(words, stdin=subprocess.DEVNULL, capture_output=True).returncode)
+        if codes[-1] != 0 and not failure_ignored:
+            break  # systemd: the unit failed, the lines after it do not run
+    assert codes[0] != 0 and len(codes) == 2 and codes[1] == 0, codes
+    assert vault.load_state().jobs["decay"]["last_run"]
+
+
 def test_brief_reports_the_day(vault):
     vault.write(observation(body="Maya will finish the DATEV export before the end of March.", type="commitment",
                             entities=[{"name": "Maya Okafor", "type": "person"}]))

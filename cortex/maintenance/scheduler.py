@@ -112,7 +112,9 @@ Description=cortex: process the buffer, then run due maintenance jobs
 
 [Service]
 Type=oneshot
-ExecStart={s_exe} --vault {s_v} run
+# `-`: maintain runs even when run could not (the vault busy, or offline with sync on run),
+# as the crontab's lines do; systemd runs the next ExecStart only after a success
+ExecStart=-{s_exe} --vault {s_v} run
 ExecStart={s_exe} --vault {s_v} maintain
 
 # --- ~/.config/systemd/user/cortex-maintain.timer -------------------------------------
