@@ -36,6 +36,28 @@ def test_same_observation_on_two_machines_the_same_day_is_one_note_reinforced(tm
     cx(a, "validate", "--all")
 
 
+def test_the_days_brief_written_on_two_machines_does_not_stop_the_sync(tmp_path):
+    """`cortex brief --write` scheduled nightly on two machines: each commits
+    vault/events/<day>-brief.md of what it saw. The second sync stopped for a person (an
+    add/add conflict in a digest either machine can make again), and every sync after."""
+    from cortex.mergedriver import merge_note
+
+    _, (a, b) = make_fleet(tmp_path, 2)
+    for m, body in ((a, BODY), (b, "The cranes at pier seven are inspected on Tuesdays")):
+        write(m, body)
+        cx(m, "run")
+        cx(m, "brief", "--write", "--now", "2026-03-02T23:00:00Z")
+    written = [(m / "vault/events/2026-03-02-brief.md").read_text() for m in (a, b)]
+    sync(a)
+    assert sync(b, check=False).returncode == 0
+    converge(a, b)
+    briefs = [p for p in git(a, "ls-files", "vault/events").split() if p.endswith("-brief.md")]
+    assert briefs == ["vault/events/2026-03-02-brief.md"]
+    assert "<<<<<<<" not in (a / briefs[0]).read_text()
+    assert (a / briefs[0]).read_text() == (b / briefs[0]).read_text() in written
+    assert merge_note("", *written) == merge_note("", *reversed(written))  # the same one kept on either side
+
+
 def _folded_on_several_machines(tmp_path, n, order, repeats=False):
     """``n`` machines memorize one observation the same day (the last one's note reaches
     the remote first), every other machine folds that note into its own before hearing of
