@@ -162,10 +162,11 @@ def merge_note(base: str, ours: str, theirs: str) -> tuple[str, bool]:
         return theirs, True
     if base == theirs:
         return ours, True
-    if _is_brief(ours) and _is_brief(theirs):
+    if not base.strip() and _is_brief(ours) and _is_brief(theirs):
         # A digest each machine wrote of what it saw (`cortex brief --write` scheduled on
         # two of them), remade from the history at will: one is kept, the same one on
         # either side, so the syncs converge instead of stopping for a person every night.
+        # Only when both added it: a brief a person edited since is merged as any note.
         return max(ours, theirs, key=lambda text: (len(text), text)), True
     try:
         if not base.strip():

@@ -56,6 +56,10 @@ def test_the_days_brief_written_on_two_machines_does_not_stop_the_sync(tmp_path)
     assert "<<<<<<<" not in (a / briefs[0]).read_text()
     assert (a / briefs[0]).read_text() == (b / briefs[0]).read_text() in written
     assert merge_note("", *written) == merge_note("", *reversed(written))  # the same one kept on either side
+    # a brief a person wrote into since it was shared is merged as any note: never dropped for the longer one
+    edited = written[0].rstrip("\n") + "\n\nAsk Maya whether the cranes passed.\n"
+    merged, clean = merge_note(written[0], edited, written[1] + "\n" * 400)
+    assert not clean or "Ask Maya whether the cranes passed." in merged
 
 
 def _folded_on_several_machines(tmp_path, n, order, repeats=False):
