@@ -145,7 +145,7 @@ def read_note(vault: "Vault", ref: str, known: dict[str, str] | None = None) -> 
     """(the note's fields: path, id, type, title, frontmatter, body; its text as
     written) for `ref`. Read bounded and never through a link (`layout.read_note_bytes`)."""
     from cortex.layout import UnreadableNote, read_note_bytes
-    from cortex.notes import NoteSyntaxError, parse_note
+    from cortex.notes import NoteSyntaxError, parse_note, title_of
 
     rel = resolve(vault.root, ref, known)
     try:
@@ -163,6 +163,6 @@ def read_note(vault: "Vault", ref: str, known: dict[str, str] | None = None) -> 
         meta, body = dict(note.meta), note.body
     except NoteSyntaxError as exc:
         meta, body = {"frontmatter_error": f"line {exc.line}: {exc}"}, text
-    record = {"path": rel, "id": meta.get("id", ""), "type": meta.get("type", ""), "title": meta.get("title", ""),
+    record = {"path": rel, "id": meta.get("id", ""), "type": meta.get("type", ""), "title": title_of(rel, meta),
               "frontmatter": meta, "body": body.strip("\n")}
     return record, text

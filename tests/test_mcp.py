@@ -417,6 +417,36 @@ def test_a_client_that_closes_stdin_after_its_requests_gets_every_answer(vault):
     assert sorted(json.loads(b)["body"] for b in buffered) == [f"Dock {k} opens at {k + 5}:00 on Saturdays." for k in range(4)]
 
 
+def test_get_note_titles_a_persons_note_as_query_and_show_do(vault):
+    """A person's note without a `title` (Obsidian's `Inbox/My idea.md`) is named by its
+    file name: `get_note` gives it the title `query` gives it, and `cortex show --json`."""
+    from conftest import git
+
+    note = vault / "Inbox" / "My idea.md"
+    note.parent.mkdir()
+    note.write_text("---\ntags: [idea]\n---\nA greenhouse heated by compost.\n", encoding="utf-8")
+    git(vault, "add", "Inbox")
+    git(vault, "commit", "-qm", "an idea")
+
+    def request(ident, method, params):
+        return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+    lines = [request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "script", "version": "1"}}),
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             request(2, "tools/call", {"name": "get_note", "arguments": {"id_or_path": "Inbox/My idea.md"}}),
+             request(3, "tools/call", {"name": "query", "arguments": {"text": "greenhouse compost"}})]
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault), "mcp"], capture_output=True, text=True,
+                          input="".join(json.dumps(m) + "\n" for m in lines), timeout=120)
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a["result"] for a in map(json.loads, done.stdout.splitlines())}
+    answers = {k: answers[k]["content"][0]["text"] for k in (2, 3)}
+    (got,) = unfence(answers[2])
+    found = [r for r in unfence(answers[3]) if r["path"] == "Inbox/My idea.md"]
+    shown = json.loads(cortex("--vault", str(vault), "show", "Inbox/My idea.md", "--json", check=True).stdout)
+    assert got["title"] == found[0]["title"] == shown["title"] == "My idea"
+
+
 def test_lines_the_sdk_drops_are_answered_with_json_rpc_errors_and_never_waited_for(vault):
     """Lines the SDK drops without a word (text that is no JSON, a batch, no "jsonrpc",
     a fractional id, params that are no object) get JSON-RPC's error answer, so a client

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from cortex.counts import Count, parse_merged
 from cortex.fsutil import atomic_write
 from cortex.layout import MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition, misnamed_warning, unprintable_name
-from cortex.notes import NoteSyntaxError, inline_tags, note_tags, parse_note, source_hash, split_frontmatter
+from cortex.notes import NoteSyntaxError, inline_tags, note_tags, parse_note, source_hash, split_frontmatter, title_of
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
 
@@ -267,8 +267,8 @@ def _info(path: str, blob: str, d: dict[str, Any]) -> NoteInfo:
     return NoteInfo(
         path=path, blob=blob, id=d["id"], type=d["type"], created=d["created"], importance=d["importance"],
         last_reinforced=d["last_reinforced"], reinforced=d["reinforced"], locked=d["locked"],
-        # Obsidian names a note without a title by its file name: a person's note is named so too.
-        title=d["title"] if d.get("titled") or in_partition(path) else path.rsplit("/", 1)[-1][:-3],
+        # named as query and get_note name it; a memory without a title, by its first line
+        title=title_of(path, {"title": d["title"] if d.get("titled") else ""}) or d["title"],
         attribution=d["attribution"], entities=tuple((n, t) for n, t in d["entities"]), tags=tuple(d["tags"]),
         links=tuple(d["links"]), merged_from=tuple(d["merged_from"]), merged_into=d["merged_into"],
         source_hash=d["source_hash"], body=d["body"], broken=d["broken"],

@@ -12,7 +12,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from cortex.notes import WIKILINK_RE, inline_tags, note_tags
+from cortex.notes import WIKILINK_RE, inline_tags, note_tags, title_of
 from cortex.taxonomy import ARCHIVE, Taxonomy
 
 # The on-disk layout of the search index (`layout.search_dir`); an index of another format is rebuilt.
@@ -152,9 +152,7 @@ def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Ta
     spec = taxonomy.get(note_type)
     category = str(meta.get("category") or (spec.category if spec else ""))
     created = meta.get("created")
-    title = str(meta.get("title") or "").strip()
-    if not title and not partition:  # a person's note: Obsidian names it by its file name
-        title = path.rsplit("/", 1)[-1][:-3]
+    title = title_of(path, meta)
     # What the index stores is what query and recent serve, and what it indexes is what a
     # query finds: a credential committed past the hooks (`--no-verify`, or before cortex
     # was installed) is redacted here, once, as the brief redacts what it shows.
