@@ -235,6 +235,25 @@ def test_a_committed_note_over_the_vaults_limit_is_never_read_whole(vault):
         assert result.returncode == 0, (argv, result.stderr)
 
 
+def test_a_note_skipped_by_a_rebuild_is_warned_of_on_a_line_of_its_own(vault):
+    """The rebuild's progress counts toward the notes found; one over the note limit is
+    never read, so the count stopped short of its total and left its line open: the
+    warning naming the note was glued to it ("indexed 2/3 notescortex: warning: ...").
+    The progress line is ended when the build is, whatever it read."""
+    (vault.root / "observer" / "config.yml").write_text("limits:\n  max_note_bytes: 200000\n")
+    (vault.root / "Export.md").write_text("quayside ledger row\n" * 20_000, encoding="utf-8")
+    (vault.root / "Daily.md").write_text("Inspected the quay cranes today.\n", encoding="utf-8")
+    assert _commit_all(vault.root, "export", verify=False).returncode == 0
+
+    index = cortex("index", "--rebuild", cwd=vault.root)
+    assert index.returncode == 0, index.stderr
+    lines = index.stderr.splitlines()  # "\r" too: each state of the progress line is a line
+    assert any(line.startswith("indexed ") for line in lines), index.stderr
+    warned = [line for line in lines if "skipped Export.md" in line]
+    assert len(warned) == 1 and warned[0].startswith("cortex: warning: skipped Export.md: "), index.stderr
+    assert lines[-1].startswith("search index rebuilt: "), index.stderr
+
+
 def test_hook_fix_replaces_a_note_whole_and_keeps_its_mode(vault):
     rel = "mind/facts/short.md"
     path = vault.root / rel

@@ -357,6 +357,10 @@ class SearchIndex:
                 done += len(batch)
                 if progress:
                     progress(done, total or done)
+        if progress and total and done != total:
+            # notes skipped (a link, over the note limit) or gone since the listing: the count
+            # ends at what was indexed, so the progress line is ended before any warning
+            progress(done, done)
         matrix = np.concatenate(chunks) if chunks else np.zeros((0, embedder.dim), dtype=np.float32)
         # model2vec's distillation ends in PCA: leading dimensions carry the most variance
         head_dims = embedder.dim * 3 // 8 if embedder.config.get("apply_pca") else 0
@@ -751,7 +755,8 @@ def _batches(items: Iterable, size: int) -> Iterator[list]:
 
 
 def stderr_progress(label: str = "indexed") -> Progress:
-    """A progress callback that prints at most twice a second, and only for long builds."""
+    """A progress callback that prints at most twice a second, on one line rewritten in
+    place and ended when `done` reaches `total` (a build's last report always does)."""
     last = [time.monotonic()]
 
     def report(done: int, total: int) -> None:
