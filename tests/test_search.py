@@ -334,6 +334,36 @@ def test_a_renamed_note_without_created_keeps_the_date_it_was_first_added(vault)
     assert _listed(vault, "slipway tides", "--since", _iso(now - 7 * day)) == {}
 
 
+def test_a_persons_note_is_dated_by_its_own_created_whatever_its_case(vault):
+    """A years-old Obsidian vault committed today: its templates wrote `Created:` or
+    `created_at:`, which were not read, so every such note was dated by that first commit
+    and `--recent 7d` listed them all. A person's note (outside vault/ and mind/) without
+    `created` is dated by either; `date:` is not read (a template's `date` is as often a
+    meeting's, a book's or a deadline's), so that note keeps its commit's date."""
+    def listed(*args: str) -> dict[str, str]:
+        found = cortex("--vault", str(vault), "query", "sourdough", *args, "--json", "--limit", "20")
+        assert found.returncode in (0, 1), found.stderr
+        return {r["path"]: r["created"] for r in json.loads(found.stdout)["results"]}
+
+    notes = {"Journal/capital.md": "Created: 2019-11-11\n", "Journal/snake.md": "created_at: 2019-11-12T08:00:00Z\n",
+             "Journal/upper.md": "CREATED: '2019-11-13'\n", "Journal/meeting.md": "date: 2019-11-14\n"}
+    (vault / "Journal").mkdir()
+    for rel, key in notes.items():
+        (vault / rel).write_text(f"---\n{key}tags: [bread]\n---\nsourdough starter notes\n", encoding="utf-8")
+    git(vault, "add", "Journal")
+    stamp = "2021-06-01T00:00:00+00:00"
+    proc = subprocess.run(["git", "-C", str(vault), "commit", "-q", "--no-verify", "-m", "my old vault"],
+                          capture_output=True, text=True,
+                          env={**ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    assert proc.returncode == 0, proc.stderr
+
+    assert listed("--until", "2020-01-01") == {"Journal/capital.md": "2019-11-11T00:00:00.000Z",
+                                               "Journal/snake.md": "2019-11-12T08:00:00.000Z",
+                                               "Journal/upper.md": "2019-11-13"}
+    assert listed("--since", "2021-01-01") == {"Journal/meeting.md": "2021-06-01T00:00:00.000Z"}
+    assert (vault / "Journal/capital.md").read_text(encoding="utf-8").startswith("---\nCreated: 2019-11-11\n")
+
+
 def test_recent_on_an_empty_vault_finds_nothing(vault, capsys):
     assert recent(fresh_index(vault), None, now=NOW) == []
     assert main(["--vault", str(vault), "query", "--recent", "7d"]) == 1

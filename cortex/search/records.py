@@ -29,7 +29,8 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 11: a note without `created` dated by its first commit, else its file's time (it had no
 #     date: never listed by --recent nor found with --since).
 # 12: such a note renamed since dated by its first name's first commit (it had the rename's).
-FORMAT = 12
+# 13: a person's note dated by its own `Created:` or `created_at:` (read as its commit's date).
+FORMAT = 13
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
 # The index stores tags and entities as one string each, joined by a character no name
@@ -138,6 +139,20 @@ def _names(values: Any, key: str | None = None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+# How Obsidian templates name a note's creation, in any case. Read only for a person's
+# note (outside vault/ and mind/): there, every memory has cortex's own `created`. Not
+# `date`: a template's `date` is as often a meeting's, a book's or a deadline's.
+_CREATED_KEYS = frozenset({"created", "created_at"})
+
+
+def _created(meta: Mapping[str, Any], partition: str) -> Any:
+    """The note's `created`; for a person's note without one, its `Created:` or
+    `created_at:` (the first such key), else None."""
+    if meta.get("created") not in (None, "") or partition:
+        return meta.get("created")
+    return next((v for k, v in meta.items() if str(k).strip().lower() in _CREATED_KEYS and v not in (None, "")), None)
+
+
 def where(path: str, taxonomy: Taxonomy) -> tuple[str, bool, list]:
     """(partition, archived, types of the folder) from a vault-relative path."""
     parts = path.split("/")
@@ -151,7 +166,7 @@ def record_from_note(path: str, meta: Mapping[str, Any], body: str, taxonomy: Ta
     note_type = str(meta.get("type") or (folder_types[0].name if len(folder_types) == 1 else ""))
     spec = taxonomy.get(note_type)
     category = str(meta.get("category") or (spec.category if spec else ""))
-    created = meta.get("created")
+    created = _created(meta, partition)
     title = title_of(path, meta)
     # What the index stores is what query and recent serve, and what it indexes is what a
     # query finds: a credential committed past the hooks (`--no-verify`, or before cortex
