@@ -230,7 +230,7 @@ def fix_note(
             changes.append("normalised tags")
     committed = _committed_meta(previous)
     if committed is not None and "id" in meta:
-        _counts_kept(meta, committed, updates, adds, changes)
+        _counts_kept(meta, committed, previous, updates, adds, changes)
     removes |= _emptied(meta, properties or {}, updates, changes)
     completed = _completed_date(meta.get("created"))
     if completed:
@@ -343,9 +343,14 @@ def _identity_kept(previous: Any, committed: dict | None, lacking: list[str], ta
     ident = committed.get("id")
     if not isinstance(ident, str) or not ident or ident in taken_ids:
         return {}
-    lines = (split_frontmatter(previous) or ("",))[0].splitlines()
-    raw = {m.group(1): line[m.end():].strip() for line in lines if (m := _KEY_RE.match(line))}
+    raw = _written(previous)
     return {k: raw[k] for k in lacking if raw.get(k) and committed.get(k) not in (None, "")}
+
+
+def _written(previous: str) -> dict[str, str]:
+    """Each top-level key of the committed note's frontmatter and its value as written."""
+    lines = (split_frontmatter(previous) or ("",))[0].splitlines()
+    return {m.group(1): line[m.end():].strip() for line in lines if (m := _KEY_RE.match(line))}
 
 
 # What cortex's jobs count on a memory (a repeat, a twin folded in). A person's commit never
@@ -354,10 +359,11 @@ def _identity_kept(previous: Any, committed: dict | None, lacking: list[str], ta
 COUNTED = ("reinforced", "reinforced_tally", counts.KEY, "last_reinforced", "merged_from")
 
 
-def _counts_kept(meta: dict, committed: dict, updates: dict[str, str], adds: dict[str, str], changes: list[str]) -> None:
-    """The counted fields as the committed note (its frontmatter ``committed``) has them,
-    where the note has fewer repeats, an earlier `last_reinforced` or fewer folded twins
-    than that."""
+def _counts_kept(meta: dict, committed: dict, previous: str, updates: dict[str, str], adds: dict[str, str],
+                 changes: list[str]) -> None:
+    """The counted fields as the committed note (``previous``, its frontmatter
+    ``committed``) has them, where the note has fewer repeats, an earlier
+    `last_reinforced` or fewer folded twins than that."""
     back: dict[str, str] = {}
     had, has = committed.get("reinforced"), meta.get("reinforced")
     if _count(had) > _count(has):
@@ -366,12 +372,12 @@ def _counts_kept(meta: dict, committed: dict, updates: dict[str, str], adds: dic
         if merged and counts.parse_merged(meta.get(counts.KEY)) != merged:
             back[counts.KEY] = counts.render_merged(merged)
         tally = committed.get("reinforced_tally")
-        # a random token of hex digits, written plain: YAML reads one of digits alone as a
-        # number, and it goes back plain, to read as the committed note's does
+        # a token of hex digits, which an older cortex wrote plain: YAML reads one of
+        # digits alone as a number (`00001111` as 585), so it goes back as written, quoted
         if isinstance(tally, str):
             back["reinforced_tally"] = quote(tally)
-        elif isinstance(tally, int) and not isinstance(tally, bool):
-            back["reinforced_tally"] = str(tally)
+        elif isinstance(tally, (int, float)) and not isinstance(tally, bool):
+            back["reinforced_tally"] = quote(_written(previous)["reinforced_tally"].strip("\"'"))
     last = committed.get("last_reinforced")
     if last not in (None, "") and _is_later(last, meta.get("last_reinforced")):
         back["last_reinforced"] = format_time(parse_time(last))

@@ -258,12 +258,14 @@ def _edited(text: str) -> bool:
 
 
 def _tally(a: dict, b: dict) -> str:
-    """The tally of a merged count: the same two tallies always give the same one, so two
-    machines merging the same two counts write the same bytes (git keeps one: right)."""
+    """The tally of a merged count, quoted (hex digits alone would read as a number): the
+    same two tallies always give the same one, so two machines merging the same two counts
+    write the same bytes (git keeps one: right). Each is taken as the text written, quoted
+    or not (an older cortex wrote it plain)."""
     import hashlib
 
     pair = sorted(_value(x.get("reinforced_tally")) or "" for x in (a, b))
-    return hashlib.sha256("+".join(pair).encode()).hexdigest()[:8]
+    return quote(hashlib.sha256("+".join(pair).encode()).hexdigest()[:8])
 
 
 def _alive(base: dict, side: dict, base_body: str, side_body: str) -> bool:

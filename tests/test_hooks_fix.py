@@ -491,15 +491,17 @@ def test_inline_tags_as_obsidian_counts_them():
 
 
 def test_a_count_saved_over_keeps_a_tally_of_digits_alone():
-    """`cortex reinforce` writes a random tally of hex digits, plain; one of digits alone
-    (one in forty) reads as a number in YAML, and a copy saved from before the count
-    must get it back all the same."""
+    """An older cortex wrote the random tally of hex digits plain; one of digits alone
+    (one in forty) reads as a number in YAML (`00001111` as the octal 585), and a copy
+    saved from before the count gets it back as the token it is, quoted."""
     body = "The staging database is rebuilt every night at 02:00."
     first = fix("mind/facts/x.md", f"---\nid: {fixed_id(1)}\ntype: fact\n---\n\n{body}\n")
     head, fence, rest = first.rpartition("---\n")
-    counted = head.replace("type: fact\n", "type: fact\nreinforced: 1\nreinforced_tally: 12345678\n"
+    counted = head.replace("type: fact\n", "type: fact\nreinforced: 1\nreinforced_tally: 00001111\n"
                                            "last_reinforced: 2026-03-01T12:00:00.000Z\n") + fence + rest
+    assert parse_note(counted).meta["reinforced_tally"] == 585
     out = fix_note("mind/facts/x.md", first, DEFAULT_TAXONOMY, now=NOW, previous=counted)
     meta = parse_note(out.text).meta
-    assert meta["reinforced"] == 1 and meta["reinforced_tally"] == parse_note(counted).meta["reinforced_tally"]
+    assert meta["reinforced"] == 1 and meta["reinforced_tally"] == "00001111"
+    assert 'reinforced_tally: "00001111"\n' in out.text
     assert "kept reinforced, reinforced_tally, last_reinforced as cortex last committed them" in out.changes[0]

@@ -47,6 +47,25 @@ def test_reinforcement_map_is_applied_then_cleared(vault):
     assert commit_count(vault) == before
 
 
+def test_a_tally_of_digits_alone_is_written_as_a_string(vault, monkeypatch):
+    """The tally is a random token of hex digits; one of digits alone (one in forty) read
+    as a number (`00001111` even as an octal 585) where a person's tools and YAML expect
+    the token: it is written quoted, and every reader sees the string."""
+    import secrets
+
+    import yaml
+
+    from cortex.notes import split_frontmatter
+
+    path = make_note(vault, "fact", "The staging database is rebuilt every night at 02:00.")
+    reinforce_by_run(vault, "The staging database is rebuilt every night at 02:00.", "2026-02-01T10:00:00.000Z")
+    monkeypatch.setattr(secrets, "token_hex", lambda n: "00001111")
+    run_job(vault, "reinforce", now=when("2026-02-04T00:00:00Z"))
+    text = (vault.root / path).read_text(encoding="utf-8")
+    assert meta(vault, path)["reinforced_tally"] == "00001111"
+    assert yaml.safe_load(split_frontmatter(text)[0])["reinforced_tally"] == "00001111"
+
+
 def test_reinforcing_an_archived_memory_brings_it_back(vault):
     path = make_note(vault, "goal_short", "Close all open security alerts in the dotfiles repo.", importance=0.5)
     run_job(vault, "decay", now=T0 + 3 * MONTH)

@@ -6,6 +6,7 @@ clones of a bare remote."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -120,6 +121,32 @@ def test_a_memory_a_person_moved_into_their_own_folder_merges_as_in_mind(tmp_pat
     text = (b / moved).read_text()
     assert "<<<<<<<" not in text and field(text, "reinforced") == "2"
     assert git(b, "status", "--porcelain") == ""
+    cx(b, "validate", "--all")
+
+
+@pytest.mark.parametrize("how", ["sync", "merge"])
+def test_a_merged_tally_of_digits_alone_reads_as_a_string(tmp_path, how):
+    """Both laptops count a repeat: the merge writes a tally of its own from the two, a
+    hash's first hex digits, digits alone here. Written quoted, it reads as the token,
+    not a number; and a tally an older cortex wrote plain (read as a number) counts as
+    the same string as its quoted form, so every machine merges the pair alike."""
+    import yaml
+
+    from cortex.notes import parse_note, split_frontmatter
+
+    a, b, rel = shared_memory(tmp_path, BODY)
+    for machine, at, tally in ((a, "2026-12-01T10:00:00Z", '"001fbeef"'), (b, "2026-12-02T10:00:00Z", "12345678")):
+        _reinforce(machine, BODY, at)
+        text = re.sub(r"(?m)^reinforced_tally: .*$", f"reinforced_tally: {tally}", (machine / rel).read_text())
+        person_commit(machine, rel, text, "vault backup: tally")
+    sync(a)
+    done = pull(b, how)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (b / rel).read_text()
+    assert field(text, "reinforced") == "2"
+    # sha256("001fbeef+12345678")[:8], the pair taken as strings, whichever way each was written
+    assert parse_note(text).meta["reinforced_tally"] == "79004717"
+    assert yaml.safe_load(split_frontmatter(text)[0])["reinforced_tally"] == "79004717"
     cx(b, "validate", "--all")
 
 

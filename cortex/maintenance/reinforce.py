@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from cortex.maintenance.base import JobContext, JobResult, later, unarchive_path
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
-from cortex.notes import set_fields
+from cortex.notes import quote, set_fields
 from cortex.taxonomy import ARCHIVE_FIELDS, DELIBERATE_ARCHIVE
 
 JOB = "reinforce"
@@ -114,9 +114,10 @@ def _kept_as(note: NoteInfo) -> str:
 def render(text: str, item: Reinforcement) -> str:
     # A fresh tally per application: two machines applying "+1" to one note would
     # otherwise write the same bytes, and git keeps one of two identical changes (the
-    # count would stay 1 where it is 2); distinct, the merge driver adds them up.
+    # count would stay 1 where it is 2); distinct, the merge driver adds them up. Quoted:
+    # a token of digits alone would read as a number.
     updates: dict[str, str | None] = {"last_reinforced": item.new_last, "reinforced": str(item.new_count),
-                                      "reinforced_tally": secrets.token_hex(4)}
+                                      "reinforced_tally": quote(secrets.token_hex(4))}
     if item.restore:
         updates.update(dict.fromkeys(ARCHIVE_FIELDS))
     return set_fields(text, updates, after="last_reinforced")
