@@ -25,7 +25,8 @@ The merge driver (``cortex.mergedriver``) sees one path at a time. Two things it
   note whose words are not its hash's observation takes no twin in;
 - a memory a person deleted on one machine and memorized anew on another before it heard
   (``memorized_anew``): the new note goes, whoever merged (``cortex sync`` or a person's
-  plain ``git pull``);
+  plain ``git pull``); so does the archived copy a person's pull leaves of a memory they
+  deleted and the other side archived (a rename/delete they concluded with ``git add -A``);
 - a memory a person deleted on one side and cortex only counted on the other, brought
   back by a person's merge or rebase that no hook saw conclude (``git rebase --continue``
   runs none; ``cortex.keepdeleted.concluded``): it goes again.
@@ -285,8 +286,8 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
                 items.append({"kept_edited": twin, "deleted": path})
                 continue
             changes[twin] = None
-            items.append({"kept_deleted": twin, "deleted": path})
-            lines.append(f"{twin} deleted (the memory deleted as {path} on the other side, memorized anew before it heard)")
+            items.append(_twin_deleted(twin, path, snapshot.by_path()[twin]))
+            lines.append(f"{twin} deleted ({_twin_why(items[-1])})")
     from cortex import gitcli
     from cortex.keepdeleted import concluded
 
@@ -307,6 +308,22 @@ def _settle(ctx: JobContext) -> list[dict[str, Any]]:
     state.extra["sync"]["apart_told"] = sorted(told)
     vault.save_state(state)
     return items
+
+
+def _twin_deleted(twin: str, path: str, note: NoteInfo) -> dict[str, Any]:
+    """The settle's item for ``twin``, a copy of the memory a person deleted as ``path``:
+    one memorized anew on the other side, or that memory archived there (decay moved it
+    into ``mind/archive/``, a rename/delete git left for the person's pull to conclude)."""
+    item: dict[str, Any] = {"kept_deleted": twin, "deleted": path}
+    if note.archived:
+        item["archived"] = note.archive_reason or "archived"
+    return item
+
+
+def _twin_why(item: dict[str, Any]) -> str:
+    if "archived" in item:
+        return f"the archived copy of {item['deleted']}, which a person deleted; archived on the other side: {item['archived']}"
+    return f"the memory deleted as {item['deleted']} on the other side, memorized anew before it heard"
 
 
 def _last_change(root: Path, path: str) -> str:

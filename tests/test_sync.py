@@ -1127,12 +1127,10 @@ def test_a_memory_deleted_on_one_machine_and_archived_on_the_other_stays_deleted
         fsck(machine)
 
 
-def test_a_persons_pull_concluded_where_they_deleted_a_memory_decay_archived_elsewhere_is_settled_by_the_sync(
-        tmp_path):
-    """A person deletes a memory while the other machine's decay archives it. Their plain
-    `git pull` stops (rename/delete: git leaves the archived copy in the tree), and they
-    conclude it the natural way, `git add -A` and commit: the archived copy goes in with
-    that commit, and the next `cortex sync` deletes it."""
+def _pull_concluded_over_a_decay(tmp_path):
+    """A person deletes a memory on a while b's decay archives it; a's plain `git pull`
+    stops (rename/delete: git leaves the archived copy in the tree), and they conclude it
+    the natural way, `git add -A` and commit. (a, b, the deleted path, the archived copy.)"""
     _, (a, b) = make_fleet(tmp_path, 2)
     write(a, BODY, timestamp="2024-01-10T10:00:00Z")  # old enough to fade
     cx(a, "run")
@@ -1149,12 +1147,35 @@ def test_a_persons_pull_concluded_where_they_deleted_a_memory_decay_archived_els
             and f"CONFLICT (modify/delete): {archived} deleted in HEAD and modified in " in pulled.stdout)
     git(a, "add", "-A")
     sh(a, "git", "commit", "-q", "--no-edit")
+    return a, b, path, archived
+
+
+def test_a_persons_pull_concluded_where_they_deleted_a_memory_decay_archived_elsewhere_is_settled_by_the_sync(
+        tmp_path):
+    """The archived copy goes in with the commit that concludes the pull, and the next
+    `cortex sync` deletes it."""
+    a, b, path, archived = _pull_concluded_over_a_decay(tmp_path)
     assert (a / archived).exists()
-    assert {"kept_deleted": archived, "deleted": path} in json.loads(sync(a, "--json").stdout)["settled"]
+    assert {"kept_deleted": archived, "deleted": path, "archived": "faded"} in json.loads(sync(a, "--json").stdout)["settled"]
     converge(a, b)
     for machine in (a, b):
         assert not [p for p, t in notes(machine).items() if BODY in t]
         assert git(machine, "status", "--porcelain") == ""
+
+
+def test_the_sync_says_it_removed_the_archived_copy_of_a_memory_a_person_deleted(tmp_path):
+    """The sync's report and its commit say what happened: the memory the person deleted
+    had been archived on the other machine, and its archived copy goes; nothing was
+    memorized anew."""
+    a, _, path, archived = _pull_concluded_over_a_decay(tmp_path)
+    done = sync(a)
+    report = done.stdout + done.stderr
+    assert (f"settled  {archived} removed, the archived copy of {path}: a person deleted that memory "
+            "(archived on the other side: faded)") in report
+    assert "memorized anew" not in report
+    message = git(a, "log", "-1", "--format=%B", "--grep=^settle:")
+    assert f"{archived} deleted (the archived copy of {path}, which a person deleted; archived on the other side: faded)" in message
+    assert "memorized anew" not in message
 
 
 def test_a_persons_merge_stopped_on_a_conflict_is_named_and_the_sync_waits_for_it(tmp_path):

@@ -38,6 +38,9 @@ def render_sync(report) -> str:
         elif "kept_edited" in item:
             lines.append(f"  kept  {item['kept_edited']} (the memory deleted as {item['deleted']} on the other side, "
                          "memorized anew here and edited by a person since: theirs to delete)")
+        elif "archived" in item:  # the deleted memory's copy the other side had archived
+            lines.append(f"  settled  {item['kept_deleted']} removed, the archived copy of {item['deleted']}: a person "
+                         f"deleted that memory (archived on the other side: {item['archived']})")
         elif "deleted" in item:
             lines.append(f"  settled  {item['kept_deleted']} stays deleted (the memory deleted as {item['deleted']}, "
                          "memorized anew before the deletion was heard of)")
