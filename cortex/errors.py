@@ -3,6 +3,11 @@ message and hint and exits 1. Anything else is a bug: exit 3 with a report file.
 
 from __future__ import annotations
 
+# Why a buffer line is held in the quarantine (with the line). Here, not in `cortex.model`
+# with the records that carry it: every command's CLI reads it, and the model's dataclasses
+# cost ~10 ms to create.
+HELD_REASONS = ("parse", "schema", "injection", "untrusted", "unsafe_path", "deleted")
+
 
 class CortexError(Exception):
     """A problem the person can fix; ``hint`` says how."""

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-
-HELD_REASONS = ("parse", "schema", "injection", "untrusted", "unsafe_path", "deleted")  # quarantined, with the line
+from cortex.errors import HELD_REASONS
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,18 @@ sys.stderr.write("\n@@MODULES@@" + json.dumps({"code": code, "modules": sorted(s
 
 
 def probe(argv: list[str], cwd) -> tuple[int, set[str], str]:
+    code, modules, out = probe_modules(argv, cwd)
+    return code, {m.split(".")[0] for m in modules}, out
+
+
+def probe_modules(argv: list[str], cwd) -> tuple[int, set[str], str]:
+    """(exit code, every module imported, stdout) of the CLI run with ``argv``."""
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(argv)], cwd=cwd, capture_output=True, text=True, timeout=60
     )
     assert "@@MODULES@@" in proc.stderr, proc.stderr
     result = json.loads(proc.stderr.rsplit("@@MODULES@@", 1)[1])
-    return result["code"] or 0, {m.split(".")[0] for m in result["modules"]}, proc.stdout
+    return result["code"] or 0, set(result["modules"]), proc.stdout
 
 
 def heavy_in(modules: set[str]) -> list[str]:
@@ -128,3 +134,17 @@ def test_a_listing_of_recent_notes_imports_no_numerics(vault):
     code, modules, out = probe(argv, vault.root)
     assert code == 0 and out.strip().endswith(".md")
     assert "numpy" not in modules
+
+
+def test_a_query_imports_only_what_it_searches_with(vault):
+    """A cold hybrid `cortex query`: not the records of `cortex run` (`cortex.model`, whose
+    dataclasses every command's CLI paid ~10 ms to create)."""
+    vault.write({"type": "fact", "body": "The staging database restarts on Sundays.", "session_id": "cli",
+                 "timestamp": "2026-11-27T06:00:00.000Z", "bucket": "explicit", "attribution": "maya"})
+    vault.run()
+    argv = ["--vault", str(vault.root), "query", "staging database", "--paths"]
+    probe_modules(argv, vault.root)  # the first query builds the index
+    code, modules, out = probe_modules(argv, vault.root)
+    assert code == 0 and out.strip().endswith(".md")
+    assert "numpy" in modules and "whoosh.index" in modules  # it really searched, both ways
+    assert "cortex.model" not in modules

@@ -10,7 +10,7 @@ from typing import List, Optional, TYPE_CHECKING
 import typer
 
 from cortex.cli.app import JSON_HELP, app, emit_json, emit_jsonl, info, open_vault
-from cortex.model import HELD_REASONS
+from cortex.errors import HELD_REASONS
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
