@@ -630,7 +630,7 @@ class GitRepo:
             known = self._entries_at(before, [path for path, _, _ in writes] + [path for path, _ in removals])
             theirs = {path: Before(oid is not None, self.repo[oid].data if oid and mode != LINK else None)
                       for path, (mode, oid) in known.items()
-                      if oid is not None or os.path.lexists(self.root / path)}
+                      if oid is not None or os.path.lexists(os.path.join(self.root, path))}
             kept = _write_files(writes, theirs)
             for path, target in removals:
                 why = _remove_file(target, theirs[path])

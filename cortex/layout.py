@@ -237,21 +237,22 @@ def link_on_path(root: Path, rel: str, safe: set[str] | None = None) -> str | No
     Parts that do not exist yet are safe (they will be created as folders). ``safe``:
     the parts already found safe by earlier calls (and added to), so that many notes in a
     few folders look at each folder once."""
-    here, done = root, ""
+    done = ""
     for part in rel.split("/"):
         if part.lower() == ".git":
             return f"{rel} lies inside .git/"
-        here, done = here / part, f"{done}/{part}" if done else part
+        done = f"{done}/{part}" if done else part
         if safe is not None:
             if done in safe:
                 continue
             safe.add(done)  # taken back below when it is a link
+        # A plain string join: a run's 1,000 notes made 4,000 Paths here (~25 ms of a run)
+        here = os.path.join(root, done)
         try:
             if os.path.islink(here):
                 if safe is not None:
                     safe.discard(done)
-                where = here.relative_to(root).as_posix()
-                return f"{where} is a symbolic link (to {os.readlink(here)}): cortex reads and writes nothing through a link"
+                return f"{done} is a symbolic link (to {os.readlink(here)}): cortex reads and writes nothing through a link"
         except OSError:
             return None
     return None
