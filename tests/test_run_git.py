@@ -420,13 +420,19 @@ def test_pack_ids_are_gits_ids_and_a_kill_before_the_index_leaves_no_pack(tmp_pa
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     objects = tmp_path / ".git" / "objects"
     blobs = [f"note {i}\n".encode() * (i % 5 + 1) for i in range(150)] + [b"", b"note 1\n" * 2]
+    # around the size up to which a note is deflated with a small window, and far past it
+    blobs += [os.urandom(n // 2).hex().encode() for n in (packing.SMALL_BLOB, packing.SMALL_BLOB + 2, 1 << 20)]
     ids = packing.write_pack(objects, blobs)
     theirs = subprocess.run(["git", "hash-object", "--stdin"], input=blobs[3], capture_output=True, check=True)
     assert ids[3] == theirs.stdout.decode().strip()
-    assert ids[-1] == ids[1]  # the same bytes twice: one object, the same id
-    for i in (0, 3, 150, 151):
+    assert ids[151] == ids[1]  # the same bytes twice: one object, the same id
+    for i in (0, 3, 150, 151, 152, 153, 154):
         shown = subprocess.run(["git", "-C", str(tmp_path), "cat-file", "blob", ids[i]], capture_output=True, check=True)
         assert shown.stdout == blobs[i]
+    import pygit2
+
+    repo = pygit2.Repository(str(tmp_path))  # libgit2 reads them too (a recovery does)
+    assert [repo[ids[i]].data for i in (3, 152, 153, 154)] == [blobs[i] for i in (3, 152, 153, 154)]
 
     real_replace = os.replace
 
