@@ -117,13 +117,13 @@ class Scanner:
         """The learned layer's verdict on each pending text. Most texts speak to no model
         (``may_hold``) and score 0, below any threshold the weights or a vault give: when
         no view of the batch may be held, neither numpy nor the model is loaded."""
-        from cortex.security.classifier import cheap_features, may_hold
+        from cortex.security.classifier import cheap_features, may_hold_view
 
         flat = [view for views in clf_views for view in views]
-        features = [cheap_features(view) for view in flat]
-        nothing_held = not any(may_hold(view, f) for view, f in zip(flat, features))
+        nothing_held = not any(may_hold_view(view) for view in flat)
         if nothing_held and (self._threshold is None or self._threshold > 0):  # a threshold of 0 holds every text
             return
+        features = [cheap_features(view) for view in flat]
         probs = self.classifier.predict_proba(clf_views, features)
         threshold = self.threshold
         for i, views, p in zip(pending, clf_views, probs):

@@ -36,6 +36,7 @@ _IMPERATIVES = frozenset(
 _YOU = frozenset("you your yours yourself you're you'll you've".split())
 _I = frozenset("i me my mine myself i'm i've i'd i'll we our us".split())
 _AI = frozenset("ai assistant chatgpt gpt llm openai chatbot bot model dan".split())
+_AI_ONLY = _AI - _YOU - _I  # the words cheap_features counts as AI words (the others count first)
 _META = frozenset(
     """instruction instructions prompt prompts rules guideline guidelines policy policies
     character persona mode unethical illegal uncensored limitation limitations respond
@@ -201,6 +202,34 @@ def may_hold(view: str, feats: Sequence[float]) -> bool:
     return any(feats[i] > 0 for i in _ADDRESS_INDEX) and judgeable(view)
 
 
+def may_hold_view(view: str) -> bool:
+    """``may_hold(view, cheap_features(view))``, from the address features alone: most
+    views speak to no model, and the other features are most of ``cheap_features``'s
+    ~50 µs a view, computed for nothing then (a run scans every line's body)."""
+    if _ROLE.search(view) is None:  # role_marker
+        low = view.lower()
+        ai = sum(1 for w in _WORDS.findall(low) if w in _AI_ONLY)
+        if _ai_reference(low, ai) <= 0 and not any(_intents(low)):  # ai_reference, intent_*
+            return False
+    return judgeable(view)
+
+
+def _ai_reference(low: str, ai: int) -> int:
+    """AI words addressed, of the ``ai`` found in ``low``: one more for "language
+    model", less those merely mentioned (``_AI_MENTION``)."""
+    if "language model" in low:
+        ai += 1
+    if ai:
+        ai -= sum(1 for m in _AI_MENTION.finditer(low) for w in _WORDS.findall(m.group(0)) if w in _AI)
+    return ai
+
+
+def _intents(low: str):
+    """Each intent's feature of ``low``, in ``_INTENT``'s order (its words first: most
+    views hold none, and a substring test is a tenth of a regex search)."""
+    return (1.0 if any(w in low for w in _INTENT_NEEDS[name]) and rx.search(low) else 0.0 for name, rx in _INTENT.items())
+
+
 def cheap_features(view: str) -> list[float]:
     """Hand features of one view, each roughly in [0, 1]."""
     n = max(len(view), 1)
@@ -217,10 +246,7 @@ def cheap_features(view: str) -> list[float]:
             ai += 1
         elif w in _META or w.startswith(_META_STEMS):
             meta += 1
-    if "language model" in low:
-        ai += 1
-    if ai:
-        ai -= sum(1 for m in _AI_MENTION.finditer(low) for w in _WORDS.findall(m.group(0)) if w in _AI)
+    ai = _ai_reference(low, ai)
     starts = _SENTENCE_START.findall(low)
     imperative = sum(1 for w in starts if w in _IMPERATIVES) / max(len(starts), 1)
     upper = len(_UPPER.findall(view))
@@ -242,7 +268,7 @@ def cheap_features(view: str) -> list[float]:
         min(view.count("\n") / 10, 1.0),
         min((view.count("[") + view.count("{")) / n * 50, 1.0),
         1.0 if view.rstrip().endswith("?") else 0.0,
-        *(1.0 if any(w in low for w in _INTENT_NEEDS[name]) and rx.search(low) else 0.0 for name, rx in _INTENT.items()),
+        *_intents(low),
     ]
 
 
