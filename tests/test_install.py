@@ -151,9 +151,12 @@ def test_a_cortex_installed_from_this_machine_only_records_no_line_other_machine
     git(proj, "update-ref", "refs/remotes/origin/main", "HEAD")  # as after a push
     pushed = git(proj, "rev-parse", "HEAD").strip()
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # no pip of its own (bootstrapping one is most of this test's time): this pip installs
+    # into it, run by the venv's python (`--python`), as pip installed there would
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
-    pip = [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--force-reinstall", "--disable-pip-version-check"]
+    into = [sys.executable, "-m", "pip", "--python", str(py)]
+    pip = [*into, "install", "-q", "--no-deps", "--no-index", "--force-reinstall", "--disable-pip-version-check"]
 
     def recorded(source: str, cwd=tmp_path):
         subprocess.run([*pip, source], check=True, cwd=cwd, capture_output=True)
@@ -168,7 +171,7 @@ def test_a_cortex_installed_from_this_machine_only_records_no_line_other_machine
 
     # a wheel built here, installed from its file
     dist = tmp_path / "dist"
-    subprocess.run([str(py), "-m", "pip", "wheel", "-q", "--no-deps", "--no-index", "-w", str(dist), str(proj)],
+    subprocess.run([*into, "wheel", "-q", "--no-deps", "--no-index", "-w", str(dist), str(proj)],
                    check=True, capture_output=True)
     wheel = next(dist.glob("*.whl"))
     spec, problem, candidate, text, warning = recorded(str(wheel))
@@ -189,10 +192,10 @@ def test_a_cortex_installed_from_this_machine_only_records_no_line_other_machine
     old = _pip_with((24, 2))
     if old is not None:  # pip 23 installs the line as written (it refused `git+file:///…`)
         (tmp_path / "req.txt").write_text(candidate + "\n")
-        venv23 = tmp_path / "venv23"
-        subprocess.run([str(old), "-m", "venv", str(venv23)], check=True)
-        done = subprocess.run([str(venv23 / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                               "-r", str(tmp_path / "req.txt")], capture_output=True, text=True)
+        # that python's own pip, installing into a folder (no venv to bootstrap a pip into)
+        done = subprocess.run([str(old), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--disable-pip-version-check",
+                               "--target", str(tmp_path / "site23"), "-r", str(tmp_path / "req.txt")],
+                              capture_output=True, text=True, env={**os.environ, "PIP_USER": "0"})
         assert done.returncode == 0, done.stderr
 
 
