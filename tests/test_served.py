@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -20,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from cortex.layout import search_dir
-from tests.conftest import cortex, git, observation
-from tests.test_watch import daemon, watched  # noqa: F401  (a fixture)
+from tests.conftest import _isolate, cortex, git, observation
+from tests.test_watch import daemon
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watcher is Linux's")
 
@@ -57,15 +58,40 @@ def ready(root: Path, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
-@pytest.fixture
-def served(watched):  # noqa: F811
-    root = watched
-    with open(root / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(observation(body=body, session_id="cli")) + "\n" for body in FACTS)
-    assert cortex("--vault", str(root), "run").returncode == 0
-    assert cortex("--vault", str(root), "index").returncode == 0
-    ready(root)
+@pytest.fixture(scope="module")
+def indexed_template(tmp_path_factory, vault_template) -> Path:
+    """A vault with FACTS memorized and its index built, made once per test process and
+    copied for each test (`cortex run` and `cortex index` give every test the same
+    notes and index: most of a test's set-up)."""
+    with pytest.MonkeyPatch.context() as mp:
+        _isolate(mp, tmp_path_factory.mktemp("served-home"))
+        root = tmp_path_factory.mktemp("served-template") / "vault"
+        shutil.copytree(vault_template, root, symlinks=True)
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "vault", "--no-verify", check=False)
+        with open(root / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(observation(body=body, session_id="cli")) + "\n" for body in FACTS)
+        assert cortex("--vault", str(root), "run").returncode == 0
+        assert cortex("--vault", str(root), "index").returncode == 0
     return root
+
+
+@pytest.fixture
+def served(tmp_path, indexed_template):
+    """A copy of the indexed vault with its watcher started and its index loaded there."""
+    root = tmp_path / "vault"
+    shutil.copytree(indexed_template, root, symlinks=True)  # times kept: the index's folder stamps still match
+    git(root, "update-index", "-q", "--refresh", check=False)
+    done = cortex("--vault", str(root), "watch", "--background")
+    assert done.returncode == 0, done.stderr
+    ready(root)
+    yield root
+    pid = root / ".git" / "cortex-watch" / "pid"
+    if pid.exists():
+        try:
+            os.kill(int(pid.read_text()), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
 
 
 CASES = (("who services the harbour cranes", "--json"), ("pier calibration", "--lexical-only", "--json"),
