@@ -84,12 +84,11 @@ class Vault:
 
 
 @pytest.fixture(params=["terminal", "gui"])
-def vault(request, tmp_path) -> Vault:
+def vault(request, tmp_path, ready_vault) -> Vault:
     home = tmp_path / "home"
     home.mkdir()
     cli_env = _env(home, f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    root = tmp_path / "notes"
-    subprocess.run([CORTEX, "init", str(root)], env=cli_env, check=True, capture_output=True)
+    root = ready_vault(tmp_path / "notes")  # as `cortex init` makes it
     for key, value in (("user.name", "Ada Person"), ("user.email", "ada@example.com")):
         subprocess.run(["git", "config", key, value], cwd=root, check=True)
     git_env = cli_env if request.param == "terminal" else _env(home, _minimal_path())
