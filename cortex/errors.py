@@ -10,9 +10,13 @@ HELD_REASONS = ("parse", "schema", "injection", "untrusted", "unsafe_path", "del
 
 
 class CortexError(Exception):
-    """A problem the person can fix; ``hint`` says how."""
+    """A problem the person can fix; ``hint`` says how. ``kind`` and ``paths`` are its
+    ``error`` and ``paths`` in the failure every command's ``--json`` prints (README,
+    "Exit codes"; ``cortex sync``'s own kinds: docs/sync.md)."""
 
     exit_code = 1
+    kind = "vault"  # a problem of this vault, or of what was asked of it: the message says which
+    paths: tuple = ()  # the files it concerns (a sync's conflict names them)
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
@@ -24,11 +28,14 @@ class CortexError(Exception):
 
 
 class VaultNotFound(CortexError):
+    kind = "no_vault"
     exit_code = 2  # the same in every command, `cortex query` (1 = nothing found) included
 
 
 class InvalidObservation(CortexError):
     """An observation refused by ``cortex write`` (the caller decides what to do)."""
+
+    kind = "invalid"
 
 
 class BatchRefused(InvalidObservation):
@@ -49,15 +56,25 @@ class BatchRefused(InvalidObservation):
 
 
 class UsageError(CortexError):
+    kind = "usage"
     exit_code = 2  # a wrong argument: what to pass instead is in the hint
 
 
 class LockBusy(CortexError):
+    kind = "busy"
     exit_code = 75  # EX_TEMPFAIL: try again later
 
 
 class ConfigError(CortexError):
     pass
+
+
+class Bug(CortexError):
+    """Never raised: an unexpected error (a bug, exit 3), said the way the others are
+    (its report's path in the hint), so ``--json`` prints it in their shape."""
+
+    kind = "bug"
+    exit_code = 3
 
 
 def os_said(exc: OSError) -> str:

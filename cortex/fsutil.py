@@ -22,7 +22,7 @@ class NotRegularFile(CortexError):
     data. A person made it so: the message says what it is and how to put it right."""
 
     def __init__(self, path: Path, kind: str) -> None:
-        self.path, self.kind = path, kind
+        self.path, self.what = path, kind  # not `kind`: that is the failure's, in `--json`
         super().__init__(f"{path} is {kind}, not a file: cortex reads and writes only regular files",
                          "remove it (cortex makes the file again when it needs one), or put the file itself there")
 

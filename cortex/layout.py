@@ -308,7 +308,7 @@ def read_note_bytes(root: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> by
     try:
         fd = open_regular(root / rel)  # a link swapped in since, a named pipe: refused, never waited on
     except NotRegularFile as exc:
-        raise UnreadableNote(f"{rel} is {exc.kind}, not a file: cortex reads only regular files", link=True) from None
+        raise UnreadableNote(f"{rel} is {exc.what}, not a file: cortex reads only regular files", link=True) from None
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fd).st_size
         data = fh.read(max_bytes + 1)

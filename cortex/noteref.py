@@ -32,6 +32,7 @@ class NoteNotFound(BadReference):
     every command that looks a name up (`quarantine show`, `graph neighbors`). The hint
     names the CLI's commands; the MCP server says its own tools instead."""
 
+    kind = "not_found"  # the name given is no note's
     exit_code = 1
 
     def __init__(self, message: str) -> None:

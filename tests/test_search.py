@@ -931,7 +931,8 @@ def test_large_vector_store_prefilters_and_agrees_with_exact(tmp_path):
 def test_query_finds_the_vault_as_vault_discover_does(vault, tmp_path, monkeypatch):
     import importlib
 
-    from cortex.cli.search import _Failed, _vault_root
+    from cortex.cli.search import _vault_root
+    from cortex.errors import VaultNotFound
 
     shared = importlib.import_module("cortex.cli.app")  # the module, not the Typer app
     (vault / "mind" / "facts").mkdir(parents=True, exist_ok=True)
@@ -945,7 +946,7 @@ def test_query_finds_the_vault_as_vault_discover_does(vault, tmp_path, monkeypat
     monkeypatch.setitem(shared._options, "vault", vault / "mind" / "..")
     assert _vault_root() == Vault.discover(vault / "mind" / "..").root
     monkeypatch.setitem(shared._options, "vault", tmp_path / "missing")
-    with pytest.raises(_Failed):
+    with pytest.raises(VaultNotFound):  # said by the command: exit 2, as in every command
         _vault_root()
 
 

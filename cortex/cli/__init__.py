@@ -19,13 +19,33 @@ from cortex.cli import memory  # noqa: E402,F401
 from cortex.cli import watch  # noqa: E402,F401
 
 
+def _json_aware(typer_app) -> None:
+    """Every command and group a JSON-aware one: a failure of a command asked for
+    ``--json`` is printed as JSON by the one error handler below, not by each command."""
+    from typer.core import TyperCommand
+
+    from cortex.cli.app import JsonAware, JsonAwareGroup
+
+    for command in typer_app.registered_commands:
+        if command.cls in (None, TyperCommand):  # typer's default: no command asks for another
+            command.cls = JsonAware
+    for group in typer_app.registered_groups:
+        if not any(isinstance(cls, type) for cls in (group.cls, group.typer_instance.info.cls)):  # typer's default
+            group.cls = JsonAwareGroup
+        _json_aware(group.typer_instance)
+
+
+_json_aware(app)
+
+
 def main(argv: list[str] | None = None) -> int:
-    from cortex.cli.app import ReaderLeft
+    from cortex.cli.app import ReaderLeft, _options
     from cortex.cli.terminal import guard_terminals
     from cortex.errors import CortexError
 
     _standard_streams()
     guard_terminals()
+    _options.update(json=None, emitted=False)  # of this call: tests call main() again in one process
     try:
         # standalone mode: click reports usage errors itself (exit 2) and exits.
         from cortex.cli.app import hoist_vault
@@ -36,10 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except CortexError as exc:
-        sys.stderr.write(f"cortex: {exc.message}\n")
-        if exc.hint:
-            sys.stderr.write(f"  hint: {exc.hint}\n")
-        return exc.exit_code
+        return _failed(exc)
     except ReaderLeft:
         # what was printed is what the reader wanted; the rest, flushed at exit, goes nowhere
         import os
@@ -54,15 +71,29 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # the file system said no: a path to fix, not a bug
         from cortex.errors import os_said
 
-        sys.stderr.write(f"cortex: {os_said(exc)}\n")
-        return 1
+        return _failed(CortexError(os_said(exc)))
     except UnicodeError as exc:
-        sys.stderr.write(f"cortex: not UTF-8 text ({exc}); cortex reads and writes UTF-8 only\n")
-        return 1
+        return _failed(CortexError(f"not UTF-8 text ({exc}); cortex reads and writes UTF-8 only"))
     except Exception:  # a bug: keep the evidence
+        from cortex.cli.app import emit_failure
+        from cortex.errors import Bug
+
         path = _bug_report()
         sys.stderr.write(f"cortex: unexpected error (a bug). Details written to {path}\n")
+        emit_failure(Bug("unexpected error (a bug)", f"details written to {path}"))
         return 3
+
+
+def _failed(exc) -> int:
+    """Say a known problem: what and how to fix it on stderr, its document on stdout
+    when the command was asked for JSON; its exit code."""
+    from cortex.cli.app import emit_failure
+
+    sys.stderr.write(f"cortex: {exc.message}\n")
+    if exc.hint:
+        sys.stderr.write(f"  hint: {exc.hint}\n")
+    emit_failure(exc)
+    return exc.exit_code
 
 
 def _standard_streams() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 
 class EndOfInput(Exception):
@@ -37,6 +37,29 @@ class _Commands(TyperGroup):
             raise ReaderLeft() from exc
 
 
+JSON_FLAGS = ("--json", "--jsonl")
+
+
+class _AsksJson:
+    """Records whether the command was asked for ``--json`` (or ``--jsonl``): a failure is
+    then printed on stdout too (``emit_failure``), so a script has a document to parse
+    whatever happened. Every command and group is one (``cortex.cli``); a group's
+    subcommand records its own flags after the group."""
+
+    def invoke(self, ctx):
+        _options["json"] = next((flag for param in self.params for flag in JSON_FLAGS
+                                 if flag in param.opts and ctx.params.get(param.name)), None)
+        return super().invoke(ctx)
+
+
+class JsonAware(_AsksJson, TyperCommand):
+    pass
+
+
+class JsonAwareGroup(_AsksJson, TyperGroup):
+    pass  # `cortex graph --json`: a group's own callback takes flags too
+
+
 app = typer.Typer(
     name="cortex",
     cls=_Commands,
@@ -48,7 +71,9 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-_options: dict[str, Any] = {"vault": None}
+# The global options, and of this command's output: "json", the JSON flag it was given
+# (None: none), and "emitted", whether a JSON document is on stdout already.
+_options: dict[str, Any] = {"vault": None, "json": None, "emitted": False}
 
 JSON_HELP = "Print machine-readable JSON on stdout."
 
@@ -116,6 +141,23 @@ def _json_value(value: Any) -> Any:
 
 def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=_json_value) + "\n")
+    _options["emitted"] = True
+
+
+def emit_failure(exc) -> None:
+    """A failure (a ``CortexError``) as the document of a command asked for JSON, in the
+    one shape of every command (README, "Exit codes"): ``--jsonl`` one line of it. A
+    command that printed its document already (the refused lines of ``write``,
+    ``graph neighbors``' empty list) keeps it: stdout holds one."""
+    flag = _options.get("json")
+    if flag is None or _options.get("emitted"):
+        return
+    failure = {"ok": False, "error": exc.kind, "message": exc.message, "hint": exc.hint,
+               "paths": list(exc.paths), "exit_code": exc.exit_code}
+    if flag == "--jsonl":
+        emit_jsonl([failure])
+    else:
+        emit_json(failure)
 
 
 def emit_jsonl(objs) -> None:

@@ -288,10 +288,12 @@ def brief(
     vault = open_vault()
     clock = _now(now)
     data = make_brief(vault, since=clock - window, now=clock)
+    # written before it is printed: a write that fails (the vault busy) prints no brief,
+    # which a script would take for one written, only the failure
+    path = write_brief(vault, data, clock) if write else None
     if json_:
         emit_json(data)
     else:
         print(render_brief(data), end="")
     if write:
-        path = write_brief(vault, data, clock)
         info(f"cortex brief: {'written to ' + path if path else 'unchanged'}")

@@ -15,8 +15,8 @@ from typing import List, NoReturn, Optional
 
 import typer
 
-from cortex.cli.app import app, emit_json, emit_jsonl, info
-from cortex.errors import CortexError, os_said
+from cortex.cli.app import app, emit_failure, emit_json, emit_jsonl, info
+from cortex.errors import CortexError, UsageError, os_said
 
 MODEL_ENV = "CORTEX_SEARCH_MODEL"
 MODEL_HELP = f"A model2vec model folder to embed with (default: ${MODEL_ENV}, else the shipped model)."
@@ -56,28 +56,26 @@ def _vault_root():
     from cortex.cli.app import _options
     from cortex.layout import find_vault
 
-    try:
-        return find_vault(_options.get("vault")).resolve()
-    except CortexError as exc:
-        raise _Failed(str(exc)) from None
+    return find_vault(_options.get("vault")).resolve()
 
 
 def _search_errors(exc: Exception) -> NoReturn:
-    """Turn what a search command can meet into exit 2 with one line; re-raise the rest."""
-    if isinstance(exc, _Failed):
-        info(f"cortex: {exc}")
-        raise typer.Exit(2) from None
-    if isinstance(exc, CortexError):  # a broken taxonomy.yml, a busy vault: an error, not "nothing found"
-        info(f"cortex: {exc}")
-        raise typer.Exit(exc.exit_code if exc.exit_code != 1 else 2) from None
-    if isinstance(exc, OSError):  # a full disk, a read-only checkout: an error, never "nothing found"
-        info(f"cortex: {os_said(exc)}")
-        raise typer.Exit(2) from None
+    """Turn what a search command can meet into exit 2 with one line (and, with --json,
+    the failure's document: `emit_failure`); re-raise the rest."""
     embed = sys.modules.get("cortex.embed")  # loaded if a model was: only then can it fail
-    if embed is not None and isinstance(exc, embed.ModelError):
-        info(f"cortex: {exc}")
-        raise typer.Exit(2) from None
-    raise exc
+    if isinstance(exc, _Failed):
+        exc = UsageError(str(exc))
+    elif isinstance(exc, OSError):  # a full disk, a read-only checkout: an error, never "nothing found"
+        exc = CortexError(os_said(exc))
+    elif embed is not None and isinstance(exc, embed.ModelError):
+        exc = CortexError(str(exc))
+    elif not isinstance(exc, CortexError):
+        raise exc
+    if exc.exit_code == 1:  # a broken taxonomy.yml: an error, not "nothing found"
+        exc.exit_code = 2
+    info(f"cortex: {exc}")
+    emit_failure(exc)
+    raise typer.Exit(exc.exit_code) from None
 
 
 @app.command()

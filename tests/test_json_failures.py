@@ -1,0 +1,97 @@
+"""`--json` on a failure: stdout is still one JSON document a script can parse, in the
+shape `cortex sync --json` documents (README, "Exit codes"), stderr and the exit code
+as without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import append_lines, cortex, git, observation
+
+FAILURE_KEYS = {"ok", "error", "message", "hint", "paths", "exit_code"}
+
+
+@pytest.fixture
+def busy_vault(vault):
+    """A vault with one memory and one pending repeat of it, whose lock another cortex
+    holds (a waiting command gives up after 0.3 s)."""
+    config = vault.root / "observer" / "config.yml"
+    config.write_text(config.read_text() + "\nlock_timeout: 0.3\n")
+    git(vault.root, "commit", "-qam", "shorter lock wait")
+    append_lines(vault, json.dumps(observation()))
+    assert cortex("--vault", str(vault.root), "run").returncode == 0
+    append_lines(vault, json.dumps(observation()))
+    with vault.lock():
+        yield vault
+
+
+def note_path(root: Path) -> str:
+    return next(str(p.relative_to(root)) for p in (root / "mind").rglob("*.md"))
+
+
+def assert_busy_failure(done) -> dict:
+    assert done.returncode == 75, done.stdout + done.stderr
+    assert done.stderr.startswith("cortex: the vault is busy")  # stderr as without --json
+    out = json.loads(done.stdout)  # one document, nothing before or after it
+    assert set(out) == FAILURE_KEYS
+    assert out["ok"] is False and out["error"] == "busy" and out["exit_code"] == 75
+    assert out["message"].startswith("the vault is busy") and "lock_timeout" in out["hint"]
+    return out
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--json"],
+    ["reinforce", "--json"],
+    ["graph", "--json"],
+    ["forget", "NOTE", "--reason", "wrong", "--json"],
+])
+def test_a_busy_vault_prints_the_failure_as_json(busy_vault, command):
+    root = busy_vault.root
+    args = [note_path(root) if a == "NOTE" else a for a in command]
+    assert_busy_failure(cortex("--vault", str(root), *args))
+
+
+def test_a_brief_written_to_a_busy_vault_prints_the_failure_not_the_brief(busy_vault):
+    """The brief's document and exit 75 read as a brief written: a script sees the failure."""
+    done = cortex("--vault", str(busy_vault.root), "brief", "--write", "--json")
+    assert_busy_failure(done)
+
+
+def test_the_same_failure_without_json_prints_nothing_on_stdout(busy_vault):
+    done = cortex("--vault", str(busy_vault.root), "run")
+    assert done.returncode == 75 and done.stdout == ""
+
+
+@pytest.mark.parametrize("command", [["status", "--json"], ["query", "staging", "--json"], ["graph", "--json"]])
+def test_no_vault_prints_the_failure_as_json(tmp_path, command):
+    """`query` says its errors itself (exit 2, never 1: nothing found) in the same shape."""
+    done = cortex("--vault", str(tmp_path / "nowhere"), *command)
+    assert done.returncode == 2
+    out = json.loads(done.stdout)
+    assert out["ok"] is False and out["error"] == "no_vault" and out["exit_code"] == 2
+
+
+def test_jsonl_prints_the_failure_as_one_line(tmp_path):
+    done = cortex("--vault", str(tmp_path / "nowhere"), "quarantine", "list", "--jsonl")
+    assert done.returncode == 2
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["error"] == "no_vault"
+
+
+def test_a_bug_prints_the_failure_as_json_with_the_report(tmp_path):
+    script = ("import sys, typer\nfrom cortex.cli import _json_aware, app, main\n"
+              "@app.command('trip')\ndef trip(json_: bool = typer.Option(False, '--json')):\n"
+              "    raise RuntimeError('a bug')\n"
+              "_json_aware(app)\nsys.exit(main(['trip', '--json']))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert done.returncode == 3, done.stderr
+    out = json.loads(done.stdout)
+    assert out["error"] == "bug" and out["exit_code"] == 3
+    assert Path(out["hint"].removeprefix("details written to ")).read_text().count("RuntimeError: a bug") == 1
