@@ -3,9 +3,11 @@ temp dir, so no test can read or touch the real home directory."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +110,23 @@ def append_lines(vault, *lines) -> None:
 
 def git(root, *args, check=True) -> str:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=check).stdout
+
+
+@contextlib.contextmanager
+def watching(root: Path):
+    """`cortex watch --background` started on ``root``, killed at the end (a test that
+    failed may have left it running)."""
+    done = cortex("--vault", str(root), "watch", "--background")
+    assert done.returncode == 0, done.stderr
+    try:
+        yield root
+    finally:
+        pid = root / ".git" / "cortex-watch" / "pid"
+        if pid.exists():
+            try:
+                os.kill(int(pid.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
 
 
 def cortex(*args, cwd=None, input=None, env=None, check=False):

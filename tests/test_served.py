@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cortex.layout import search_dir
-from tests.conftest import _isolate, cortex, git, observation
+from tests.conftest import _isolate, cortex, git, observation, watching
 from tests.test_watch import daemon
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watcher is Linux's")
@@ -82,16 +82,9 @@ def served(tmp_path, indexed_template):
     root = tmp_path / "vault"
     shutil.copytree(indexed_template, root, symlinks=True)  # times kept: the index's folder stamps still match
     git(root, "update-index", "-q", "--refresh", check=False)
-    done = cortex("--vault", str(root), "watch", "--background")
-    assert done.returncode == 0, done.stderr
-    ready(root)
-    yield root
-    pid = root / ".git" / "cortex-watch" / "pid"
-    if pid.exists():
-        try:
-            os.kill(int(pid.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
+    with watching(root):
+        ready(root)
+        yield root
 
 
 CASES = (("who services the harbour cranes", "--json"), ("pier calibration", "--lexical-only", "--json"),

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cortex.layout import search_dir
-from tests.conftest import cortex, git
+from tests.conftest import cortex, git, watching
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 
@@ -66,15 +66,8 @@ def watched(vault):
     root = vault.root
     git(root, "add", "-A")
     git(root, "commit", "-qm", "vault", "--no-verify", check=False)
-    done = cortex("--vault", str(root), "watch", "--background")
-    assert done.returncode == 0, done.stderr
-    yield root
-    pid = root / ".git" / "cortex-watch" / "pid"
-    if pid.exists():
-        try:
-            os.kill(int(pid.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
+    with watching(root):
+        yield root
 
 
 def test_journal_answers_since_a_change_and_everything_before_what_it_keeps():
