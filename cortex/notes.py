@@ -68,7 +68,6 @@ def make_title(body: str) -> str:
     return head.rstrip() + "…"
 
 
-
 def title_of(path: str, meta: Mapping[str, Any]) -> str:
     """A note's title wherever one is shown (query, recent, `get_note`, `cortex show`, the
     graph and the brief): its `title`, else, for a person's note outside vault/ and mind/,
@@ -79,6 +78,7 @@ def title_of(path: str, meta: Mapping[str, Any]) -> str:
     if title or in_partition(path):
         return title
     return path.rsplit("/", 1)[-1][:-3]
+
 
 NOTE_NAME_RE = re.compile(r"^(\d{4}-\d{2})-\d{2}-[0-9a-f]{8}(?:-\d+)?\.md$")  # note_filename's (group 1: the month)
 

@@ -147,14 +147,13 @@ def run_due(vault: Vault, *, now: datetime | None = None, force: bool = False, o
     for name in chosen:
         state = vault.load_state()
         job_state = state.jobs.get(name)
-        # the index is due whenever a job before it changed notes
-        due = force or is_due(job_state, settings.when[name], now) or (name == "index" and changed_notes)
-        if not due:
+        # run whatever its schedule says: forced, or the index after a job before it changed notes
+        required = force or (name == "index" and changed_notes)
+        if not required and not is_due(job_state, settings.when[name], now):
             report.not_due[name] = format_time(next_run(job_state, settings.when[name], now))
             continue
         try:
-            result = run_job(vault, name, now=now, settings=settings, refresh_index=False,
-                             if_due=not force and not (name == "index" and changed_notes))
+            result = run_job(vault, name, now=now, settings=settings, refresh_index=False, if_due=not required)
         except CortexError as exc:
             report.errors[name] = exc.message + (f" ({exc.hint})" if exc.hint else "")
             if isinstance(exc, LockBusy):

@@ -268,7 +268,7 @@ def _info(path: str, blob: str, d: dict[str, Any]) -> NoteInfo:
         path=path, blob=blob, id=d["id"], type=d["type"], created=d["created"], importance=d["importance"],
         last_reinforced=d["last_reinforced"], reinforced=d["reinforced"], locked=d["locked"],
         # named as query and get_note name it; a memory without a title, by its first line
-        title=title_of(path, {"title": d["title"] if d.get("titled") else ""}) or d["title"],
+        title=d["title"] if d.get("titled") else title_of(path, {}) or d["title"],
         attribution=d["attribution"], entities=tuple((n, t) for n, t in d["entities"]), tags=tuple(d["tags"]),
         links=tuple(d["links"]), merged_from=tuple(d["merged_from"]), merged_into=d["merged_into"],
         source_hash=d["source_hash"], body=d["body"], broken=d["broken"],
