@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from cortex.fsutil import Before, atomic_write
-from cortex.gitlock import caller_env
+from cortex.gitlock import caller_env, git_dir_of
 from cortex.keepdeleted import merging
 from cortex.layout import (
     UnreadableNote, case_twins, in_partition, is_markdown, is_note_path, is_other_repository, link_on_path,
@@ -622,10 +622,43 @@ def fix(
         elif result.refused:  # the validator, which runs next, says what to change
             report.problems.append(Problem(rel, 1, f"not completed: {result.refused}", "complete the note by hand", "warning"))
     if stage and report.changed and _may_stage():
-        if _git_output(vault.root, "add", "--", *report.changed) is not None:
+        if _stage(vault.root, list(report.changed)):
             report.staged = list(report.changed)
         vault.index_written()
     return report
+
+
+STAGE_WAIT = 5.0  # seconds a completion waits for git's index lock held by another git
+
+
+def _stage(root: Path, paths: list[str]) -> bool:
+    """`git add` the completions; False when git refused. A vault whose
+    ``.pre-commit-config.yaml`` predates ``require_serial`` (cortex init never rewrites
+    that tracked file) has pre-commit run this hook in parallel batches, one per core,
+    whose adds, and whatever git the other batch runs, take git's index lock at the same
+    moment: the one that found it taken left its completions unstaged and the commit
+    refused. So a refused add is tried again while an index lock is held, for a while."""
+    import time
+
+    deadline = time.monotonic() + STAGE_WAIT
+    tried = 0
+    while _git_output(root, "add", "--", *paths) is None:
+        tried += 1
+        # Again at once (the lock may be gone already), then only while a lock is held.
+        if (tried > 1 and not _index_locked(root)) or time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _index_locked(root: Path) -> bool:
+    """Whether another git holds the lock of the index this commit stages into (git
+    commit -a's hooks stage into ``index.lock`` itself, whose lock is ``index.lock.lock``)."""
+    try:
+        index = Path(root, os.environ.get("GIT_INDEX_FILE") or git_dir_of(root) / "index")
+    except (OSError, UnicodeDecodeError):  # an unreadable `.git` file: git said why already
+        return False
+    return index.with_name(index.name + ".lock").exists()
 
 
 def _counted_changed(vault: HookVault, texts: dict[str, str]) -> set[str]:

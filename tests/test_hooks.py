@@ -374,6 +374,31 @@ def test_a_commit_of_many_notes_is_checked_in_one_process_with_one_total(repo):
     assert [line for line in done.output.splitlines() if line.startswith("cortex:")] == [
         "cortex: 12 problems in 12 notes; nothing was committed"]
 
+def test_a_completion_waits_for_the_index_lock_another_batch_holds(repo):
+    """A vault made before `require_serial` keeps its config (cortex init never rewrites
+    it), so pre-commit runs the hook in parallel batches whose git commands take the index
+    lock at once: a batch that found it taken left its completions unstaged and the
+    person's commit refused ("fixed — review it, `git add` it"). Here another batch's git
+    holds the lock while the hook stages."""
+    import threading
+
+    repo.write("mind/facts/vpn.md", "---\ntype: fact\n---\nThe VPN drops every night at 02:00.\n")
+    repo.git("add", "-A")
+    lock = repo.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    release = threading.Timer(0.5, lock.unlink)
+    release.start()
+    try:
+        done = subprocess.run([sys.executable, "-m", "cortex.hooks", "check", "--stage", "mind/facts/vpn.md"],
+                              cwd=repo.root, env=repo.env, capture_output=True, text=True, check=False)
+    finally:
+        release.join()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "completed (added id" in done.stdout + done.stderr
+    staged = repo.git("show", ":mind/facts/vpn.md").stdout
+    assert staged == (repo.root / "mind/facts/vpn.md").read_text() and "source_hash:" in staged
+
+
 def test_edited_body_keeps_its_source_hash_and_commits_first_time(repo):
     repo.write("mind/facts/a.md", note())
     assert repo.commit().returncode == 0
