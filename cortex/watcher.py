@@ -521,6 +521,9 @@ def serve(root: Path, on_ready=None) -> None:
     if not sys.platform.startswith("linux"):
         raise CortexError("cortex watch uses Linux's inotify",
                           "on macOS and Windows git brings its own watcher: `git config core.fsmonitor true`")
+    from cortex.search.served import build
+
+    build()  # which cortex answers here, taken now: an upgrade in place while it runs must not pass for it
     state = state_dir(root)
     git_dir = state.parent
     state.mkdir(mode=0o700, exist_ok=True)  # the socket names the vault's changed files: the owner's alone

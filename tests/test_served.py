@@ -211,6 +211,39 @@ def test_what_the_watcher_cannot_answer_the_same_way_the_query_answers_itself(se
     assert was_served and done.returncode == 0
 
 
+def test_a_watcher_started_before_an_upgrade_in_place_declines(tmp_path, indexed_template, monkeypatch):
+    """`pip install --upgrade` into the same virtualenv (or a `git pull` of the checkout)
+    keeps cortex's version and folder: a watcher started before it went on answering the
+    new `cortex query` with the code it had loaded (an older one found no Chinese words:
+    "nothing found", exit 1, for a vault holding them). Its answers are declined now."""
+    import cortex as package
+
+    site = tmp_path / "site"
+
+    def link_or_copy(src, dst):
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(Path(package.__file__).parent, site / "cortex", copy_function=link_or_copy,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    root = tmp_path / "vault"
+    shutil.copytree(indexed_template, root, symlinks=True)
+    git(root, "update-index", "-q", "--refresh", check=False)
+    with watching(root):
+        ready(root)
+        before, was_served = served_after(root, "who services the harbour cranes", "--paths")
+        assert was_served and before.returncode == 0
+        upgraded = site / "cortex" / "search" / "query.py"  # written anew, as pip and git write a file
+        shutil.copy2(upgraded, upgraded.with_suffix(".new"))
+        os.replace(upgraded.with_suffix(".new"), upgraded)
+        done, was_served = served_after(root, "who services the harbour cranes", "--paths")
+        assert not was_served, "the watcher answered with the code from before the upgrade"
+        assert done.returncode == 0 and done.stdout == before.stdout  # answered by the query itself
+
+
 def test_a_taxonomy_edited_while_the_watcher_runs_is_read_again(served):
     """A type added to taxonomy.yml filters served queries at once: the daemon's index
     lives for days, its taxonomy must not."""

@@ -33,6 +33,7 @@ queued to one worker thread that owns the session.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -80,12 +81,41 @@ def _request(root: Path, request: dict, expected: str) -> dict | None:
     return reply if isinstance(reply, dict) and expected in reply else None
 
 
+@functools.cache
 def build() -> str:
-    """Which cortex this is: its version and where its code lives. A watcher started by
-    another install (upgraded since, another checkout) declines: its answer could differ."""
+    """Which cortex this process runs: its version, where its code lives and which files
+    are there, taken once, at the first call (the watcher makes it as it starts). A
+    watcher started by another install, or by this one before an upgrade, declines: its
+    answer could differ. An upgrade in place (``pip install --upgrade`` into the same
+    virtualenv, a ``git pull`` of the checkout) keeps the version and the folder, so the
+    files count: each one an upgrade writes is a new file (a new inode), read from the
+    folders' listings without a stat."""
     import cortex
 
-    return f"{cortex.__version__} {os.path.dirname(os.path.abspath(cortex.__file__))}"
+    where = os.path.dirname(os.path.abspath(cortex.__file__))
+    return f"{cortex.__version__} {where} {_files_stamp(where)}"
+
+
+def _files_stamp(top: str) -> str:
+    """A digest of the names and inodes of the files under ``top`` (not the bytecode
+    Python caches beside them, which it writes as it pleases)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    folders = [top]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in sorted(entries, key=lambda e: e.name):
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != "__pycache__":
+                            folders.append(entry.path)
+                    else:
+                        digest.update(f"{entry.path}\0{entry.inode()}\n".encode("utf-8", "surrogateescape"))
+        except OSError:
+            digest.update(f"{folder}\0?\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:16]
 
 
 def encode(question, model: str | None) -> dict:
