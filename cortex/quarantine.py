@@ -85,6 +85,24 @@ def _counted(target: dict[str, Any], key: str) -> bool:
     return isinstance(last, int) and pos[1] <= last
 
 
+def _held_hash(obj: dict[str, Any]) -> str:
+    """The ``source_hash`` of the memory an entry holds a repeat of. An older cortex held
+    each repeat as an entry of its own, without it: worked out from its line's body as
+    the run works it out, so the repeats after an upgrade are counted on that entry
+    rather than starting one more."""
+    if obj.get("source_hash"):
+        return str(obj["source_hash"])
+    try:
+        body = json.loads(str(obj.get("line", ""))).get("body")
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(body, str):
+        return ""
+    from cortex.notes import source_hash
+
+    return source_hash(body)
+
+
 def _count_on(target: dict[str, Any], record: dict[str, Any], live: Collection[str]) -> None:
     target["count"] = _count(target) + 1
     target["last_seen"] = record.get("at", "")
@@ -166,8 +184,8 @@ class Quarantine:
         seen = {str(obj.get("key", "")) for obj in existing}
         held: dict[tuple[str, str], dict[str, Any]] = {}
         for obj in existing:
-            if obj.get("reason") in COUNTED_REASONS and obj.get("source_hash"):
-                held.setdefault((str(obj["reason"]), str(obj["source_hash"])), obj)
+            if obj.get("reason") in COUNTED_REASONS and (hash_hex := _held_hash(obj)):
+                held.setdefault((str(obj["reason"]), hash_hex), obj)
         fresh: list[dict[str, Any]] = []
         repeats = 0
         for record in records:
@@ -182,6 +200,7 @@ class Quarantine:
                 if same[0] in COUNTED_REASONS and same[1]:
                     held[same] = record  # this run's later repeats are counted on it
             elif not _counted(target, record["key"]):
+                target.setdefault("source_hash", same[1])  # an older cortex's entry: said from now on
                 _count_on(target, record, live)
                 repeats += 1
         if repeats:  # entries changed in place: the file is written anew, whole

@@ -419,6 +419,28 @@ def test_an_agent_repeating_a_deleted_memory_grows_a_count_not_the_quarantine(va
     assert cleared.returncode == 0 and "purged 1 entry" in cleared.stderr, cleared.stderr
 
 
+def test_repeats_are_counted_on_an_entry_an_older_cortex_held(vault):
+    """A cortex from before the count held each repeat of a deleted memory as an entry of
+    its own, without the memory's source_hash: after the upgrade the next repeat started
+    one entry more beside them, where it is counted on the one held already."""
+    memorize(vault, OLD)
+    _person_deletes(vault, note_of(vault, OLD)["path"])
+    append_lines(vault, observation(body=OLD, type="fact", timestamp="2026-02-10T09:00:00.000Z"))
+    assert cortex("--vault", str(vault.root), "run").returncode == 0
+    path = vault.root / "observer" / "quarantine.jsonl"
+    [entry] = [json.loads(line) for line in path.read_text().splitlines()]
+    del entry["source_hash"]  # as the older cortex wrote it
+    path.write_text(json.dumps(entry) + "\n")
+
+    append_lines(vault, observation(body=OLD, type="fact", timestamp="2026-02-11T09:00:00.000Z"))
+    done = cortex("--vault", str(vault.root), "run")
+    assert done.returncode == 0 and "counted on the entry held for it" in done.stdout + done.stderr
+    lines = path.read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["count"] == 2
+    listed = cortex("--vault", str(vault.root), "quarantine", "list")
+    assert "held 2 times" in listed.stdout
+
+
 def test_a_repeat_read_again_after_a_crash_is_counted_once(vault, monkeypatch):
     """The quarantine is written before the run's decision: a run killed there reads its
     lines again. A repeat counted on an entry is not counted a second time, even when the
