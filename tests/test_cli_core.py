@@ -44,6 +44,22 @@ def test_init_is_idempotent_and_says_so(vpath):
     assert git(vpath, "status", "--porcelain") == ""
 
 
+def test_init_run_again_on_an_older_vault_says_what_it_added(vpath):
+    """Run again to bring a vault an older cortex made up to date, init said "Initialised
+    cortex vault … created .gitignore, created .gitattributes", though it had only added
+    its new lines to the vault's own files, then told the person to write a first note."""
+    for rel in (".gitignore", ".gitattributes"):
+        (vpath / rel).write_text("# an older cortex's lines\n")
+    git(vpath, "commit", "-qam", "an older cortex's files", "--no-verify")
+    done = cortex("init", str(vpath))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[:3] == [f"{vpath} is already a cortex vault; brought up to date:",
+                                            "  added cortex's lines to .gitignore",
+                                            "  added cortex's lines to .gitattributes"]
+    assert "Initialised" not in done.stderr and "Next:" not in done.stderr
+    assert (vpath / ".gitignore").read_text().startswith("# an older cortex's lines\n")
+
+
 def test_init_makes_the_vault_named_by_vault_never_the_current_directory(tmp_path):
     """`cortex --vault X init` made the current directory a vault (the repository a person
     stood in: its hooks and git config changed) and ignored X."""

@@ -16,14 +16,21 @@ if TYPE_CHECKING:
     from cortex.vault import Vault
 
 
+# Files `cortex init` adds its lines to when a person (or an older cortex) made them.
+EDITED = (".gitignore", ".gitattributes", ".pre-commit-config.yaml")
+
+
 @app.command()
 def init(path: Optional[Path] = typer.Argument(
         None, help="Directory to make a vault (created if missing; default: --vault, else the current one).")) -> None:
     """Make PATH a ready vault: git repo, folders, schemas, config, hooks. Safe to re-run."""
     from cortex.cli.app import _options
+    from cortex.layout import is_vault
     from cortex.vault import Vault
 
     path = path or _options["vault"] or Path(".")  # `cortex --vault X init` makes X, never the current directory
+    # A vault made by an older cortex gets the lines it lacks added to files it has.
+    was_vault, had = is_vault(path), {rel for rel in EDITED if (path / rel).is_file()}
     set_up: list[str] = []
     vault, created = Vault.init(path, set_up)
     if not created:
@@ -37,9 +44,12 @@ def init(path: Optional[Path] = typer.Argument(
             info(f"  {line}")
         _settings_checked_out(vault.root)
         return
-    info(f"Initialised cortex vault in {vault.root}")
+    info(f"{vault.root} is already a cortex vault; brought up to date:" if was_vault
+         else f"Initialised cortex vault in {vault.root}")
     for rel in created:
-        info(f"  created {rel}")
+        info(f"  added cortex's lines to {rel}" if rel in had else f"  created {rel}")
+    if was_vault:
+        return
     import shlex
 
     where = shlex.quote(str(path))
