@@ -190,3 +190,24 @@ def warning(source: Source) -> str | None:
     return (f"warning: {REQUIREMENTS} names no cortex, so the nightly workflow and other machines cannot install "
             f"this one: {source.problem}. {source.todo[0].upper()}{source.todo[1:]} in {REQUIREMENTS}{example} and "
             f"commit it, or set {SPEC_ENV} before `cortex init`")
+
+
+WORKFLOW = ".github/workflows/cortex-nightly.yml"
+# The install step of the nightly workflow the first cortex wrote: a bare name on PyPI
+# that is another project's, run nightly with write access to the vault.
+_BY_NAME = re.compile(r"^\s*(?:-\s+)?run:\s*pip3?\s+install\s+(?:-U\s+|--upgrade\s+)*cortex-memory\s*$", re.M)
+
+
+def workflow_warning(root: Path) -> str | None:
+    """What to say of a nightly workflow an older cortex wrote that installs cortex by the
+    name ``cortex-memory`` (None when it does not): ``cortex init`` writes the workflow
+    only where there is none, so an upgrade left that one in place."""
+    try:
+        text = (Path(root) / WORKFLOW).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if not _BY_NAME.search(text):
+        return None
+    return (f"warning: {WORKFLOW}, written by an older cortex, installs `cortex-memory` from PyPI, an unrelated "
+            f"project, and runs it every night with write access to this vault: delete the file and run "
+            f"`cortex init`, which writes and commits the current one (it installs what {REQUIREMENTS} names)")

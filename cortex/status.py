@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any, NamedTuple, TYPE_CHECKING
 
 from cortex import buffer
+from cortex.distribution import workflow_warning
 from cortex.fsutil import open_regular
 from cortex.layout import PARTITIONS
 
@@ -253,6 +254,7 @@ def vault_status(vault: Vault) -> dict[str, Any]:
         "index": index_status(vault.root, index_state),
         "sync": sync_status(vault.root, state),
         "watch": _watch_status(vault.root),
+        "warnings": [w for w in (workflow_warning(vault.root),) if w],
     }
 
 

@@ -531,3 +531,27 @@ def test_a_note_cannot_drive_the_terminal_it_is_shown_on(vpath):
     assert "retro\\u202etxt" in shown and "Retro \\u001b]0;owned\\u0007 notes" in shown, shown
     piped = json.loads(cortex("brief", "--json", cwd=vpath).stdout)
     assert [(c["path"], c["title"]) for c in piped["changed"]] == [(name, "Retro \x1b]0;owned\x07 notes")]
+
+
+def test_an_older_vaults_workflow_installing_another_project_is_said(vpath):
+    """The first cortex's nightly workflow ran `pip install cortex-memory`, an unrelated
+    PyPI project, with write access to the vault. cortex init writes the workflow only
+    where there is none, so an upgrade left it in place, and nothing said so."""
+    workflow = vpath / ".github" / "workflows" / "cortex-nightly.yml"
+    text = workflow.read_text()
+    start, end = text.index("      - name: Install cortex"), text.index("      - name: Join the vault")
+    workflow.write_text(text[:start] + "      - name: Install cortex\n        run: pip install cortex-memory\n" + text[end:])
+    git(vpath, "commit", "-qam", "the first cortex's workflow", "--no-verify")
+    said = "installs `cortex-memory` from PyPI, an unrelated project"
+    init = cortex("init", str(vpath))
+    assert init.returncode == 0 and said in init.stderr
+    status = cortex("--vault", str(vpath), "status", "--json")
+    assert [w for w in json.loads(status.stdout)["warnings"] if said in w]
+    assert said in cortex("--vault", str(vpath), "status").stdout
+
+    git(vpath, "rm", "-q", str(workflow))
+    git(vpath, "commit", "-qm", "as the warning says", "--no-verify")
+    again = cortex("init", str(vpath))
+    assert again.returncode == 0 and said not in again.stderr
+    assert "pip install -r observer/requirements.txt" in git(vpath, "show", "HEAD:.github/workflows/cortex-nightly.yml")
+    assert json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)["warnings"] == []

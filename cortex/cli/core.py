@@ -33,6 +33,7 @@ def init(path: Optional[Path] = typer.Argument(
     was_vault, had = is_vault(path), {rel for rel in EDITED if (path / rel).is_file()}
     set_up: list[str] = []
     vault, created = Vault.init(path, set_up)
+    _say_workflow(vault.root)
     if not created:
         if not set_up:
             info(f"{vault.root} is already a cortex vault: nothing changed.")
@@ -54,6 +55,14 @@ def init(path: Optional[Path] = typer.Argument(
 
     where = shlex.quote(str(path))
     info(f"Next: `cortex --vault {where} write --type fact --body 'What to remember'`, then `cortex --vault {where} run`.")
+
+
+def _say_workflow(root: Path) -> None:
+    from cortex.distribution import workflow_warning
+
+    said = workflow_warning(root)
+    if said:
+        info(f"cortex: {said}")
 
 
 def _settings_checked_out(root: Path) -> None:
@@ -334,6 +343,8 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
                              else "not running (`cortex watch --background` for large vaults, Linux)"))
     if s["run_in_progress"]:
         print("note: a run was interrupted; the next `cortex run` completes it")
+    for warning in s.get("warnings", []):
+        print(warning)
     op = s.get("git_operation")
     if op:
         waits = "; cortex commits nothing until it is over" if op["commits_wait"] else ""
