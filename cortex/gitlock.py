@@ -50,6 +50,7 @@ GUARD_LOCK = "cortex-guard.lock"
 COMMIT_MARK = "cortex-commit.json"
 GUARD_MARK = "cortex: guard"  # in the hook script, so install can recognise its own
 GUARD_WAIT = 30.0  # how long a person's commit waits for a cortex commit in flight
+REF_UPDATE_WINDOW = 60.0  # seconds from noting a ref update to taking the ref's lock, at most
 
 
 # --- processes ------------------------------------------------------------------------
@@ -240,6 +241,8 @@ class IndexLock:
         ref lock a kill leaves in that instant can be told apart from a person's."""
         record = _read_json(self.owner) or {}
         record["ref_at"] = time.time()
+        lock = _branch_lock(self.git_dir)  # the one lock that update takes
+        record["ref_lock"] = None if lock is None else str(lock)
         _write_json(self.owner, record)
 
     def release(self) -> None:
@@ -261,16 +264,25 @@ class IndexLock:
                 self.removed.append(".git/index.lock")
         except FileNotFoundError:
             pass
-        if record.get("ref_at"):
-            for lock in (self.git_dir / "refs" / "heads").rglob("*.lock"):
-                try:
-                    if lock.stat().st_mtime >= record["ref_at"] - 1:
-                        lock.unlink()
-                        self.removed.append(str(lock.relative_to(self.git_dir.parent)))
-                except FileNotFoundError:
-                    pass
+        lock = Path(record["ref_lock"]) if record.get("ref_lock") else _branch_lock(self.git_dir)  # older records
+        if record.get("ref_at") and lock is not None:
+            self._clear_ref_lock(lock, record["ref_at"])
         (self.git_dir / f"{OWN_LOCK_PREFIX}{record.get('pid')}").unlink(missing_ok=True)
         self.owner.unlink(missing_ok=True)
+
+    def _clear_ref_lock(self, lock: Path, ref_at: float) -> None:
+        """The branch's lock, when the killed process can have made it: made from the
+        moment it noted the update to a minute later (the update follows within
+        moments). Another branch's lock, or one made later, is a person's git at work
+        (a commit in another worktree) or left by their crash: never ours to remove."""
+        try:
+            made = lock.stat().st_mtime
+            if ref_at - 1 <= made <= ref_at + REF_UPDATE_WINDOW:
+                lock.unlink()
+                top = self.git_dir.parent  # the vault: `.git/refs/heads/main.lock`
+                self.removed.append(str(lock.relative_to(top) if lock.is_relative_to(top) else lock))
+        except FileNotFoundError:
+            pass
 
 
 # --- an index a person's git read before cortex's move and wrote after it ---------------
@@ -470,15 +482,30 @@ def head_oid(root: Path) -> str | None:
         head = (git_dir / "HEAD").read_text().strip()
         if not head.startswith("ref: "):
             return head if len(head) in (40, 64) else None
-        ref = head[len("ref: "):]
-        common = git_dir / "commondir"
-        refs = (git_dir / common.read_text().strip()).resolve() if common.exists() else git_dir
+        ref, refs = head[len("ref: "):], _refs_dir(git_dir)
         try:
             oid = (refs / ref).read_text().strip()
         except FileNotFoundError:
             with open(refs / "packed-refs", encoding="utf-8") as fh:
                 oid = next((line.split()[0] for line in fh if line.rstrip("\n").endswith(" " + ref)), "")
         return oid if len(oid) in (40, 64) else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _refs_dir(git_dir: Path) -> Path:
+    """Where the branches of the worktree whose git directory is ``git_dir`` live."""
+    common = git_dir / "commondir"
+    return (git_dir / common.read_text().strip()).resolve() if common.exists() else git_dir
+
+
+def _branch_lock(git_dir: Path) -> Path | None:
+    """The lock git and libgit2 take to move the branch HEAD names: in the common git
+    directory (a linked worktree's branches live in the main repository's); None on a
+    detached HEAD or where git's files do not say."""
+    try:
+        head = (git_dir / "HEAD").read_text().strip()
+        return _refs_dir(git_dir) / f"{head[len('ref: '):]}.lock" if head.startswith("ref: ") else None
     except (OSError, UnicodeDecodeError):
         return None
 

@@ -307,6 +307,54 @@ def test_a_lock_cortex_did_not_take_is_never_removed(vault, lock):
     assert len(note_bodies(root)) == 1
 
 
+def killed_in_ref_update(git_dir: Path, seconds_ago: float) -> float:
+    """What a run killed inside its ref update leaves in the worktree whose git directory
+    is ``git_dir``: ``index.lock`` and its owner record (a dead pid); when it noted the
+    update."""
+    (git_dir / "index.lock").write_text("")
+    ref_at = time.time() - seconds_ago
+    record = {"pid": dead_pid(), "start": None, "ino": os.stat(git_dir / "index.lock").st_ino, "ref_at": ref_at}
+    (git_dir / "cortex-lock.json").write_text(json.dumps(record))
+    return ref_at
+
+
+def test_a_killed_run_leaves_another_branchs_lock_made_since_alone(vault):
+    """Its own branch's lock goes; a lock of another branch a person's git took after
+    the kill (a commit in a second worktree, or their git's crash) is theirs."""
+    root = vault.root
+    branch = git(root, "symbolic-ref", "--short", "HEAD").strip()
+    git(root, "branch", "feature")
+    vault.buffer_path.write_text(json.dumps(observation(random.Random(9), 1, "The export job signs its files.")) + "\n")
+    ref_at = killed_in_ref_update(root / ".git", seconds_ago=120)
+    own = root / ".git" / "refs" / "heads" / f"{branch}.lock"
+    own.write_text("")
+    os.utime(own, (ref_at, ref_at))
+    persons = root / ".git" / "refs" / "heads" / "feature.lock"
+    persons.write_text("")
+
+    proc = run_cli(root, "run", "--json", check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["memorized"] == 1
+    assert not own.exists() and persons.exists()
+
+
+def test_a_run_killed_in_a_linked_worktree_does_not_wedge_the_next_one(vault, tmp_path):
+    """The worktree's own git directory holds the record; its branch's lock is in the
+    main repository's."""
+    second = tmp_path / "second"
+    git(vault.root, "worktree", "add", "-q", "-b", "second", str(second))
+    git_dir = Path(git(second, "rev-parse", "--absolute-git-dir").strip())
+    (second / "observer" / "observations.jsonl").write_text(
+        json.dumps(observation(random.Random(10), 1, "The export job retries twice.")) + "\n")
+    killed_in_ref_update(git_dir, seconds_ago=5)
+    lock = vault.root / ".git" / "refs" / "heads" / "second.lock"
+    lock.write_text("")
+
+    proc = run_cli(second, "run", "--json", check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["memorized"] == 1
+    assert not lock.exists() and not (git_dir / "index.lock").exists()
+
 # --- a batch appended all or nothing, across a kill ---------------------------------------
 
 BATCH = 4_000  # about 6 MB: the kernel appends it in pieces a SIGKILL falls between
