@@ -23,7 +23,7 @@ from cortex import gitcli
 from cortex.errors import CortexError, LockBusy
 from cortex.fsutil import NEW, Before, still_ours as _still_ours
 from cortex.gitlock import IndexLock, record_move
-from cortex.layout import link_on_path
+from cortex.layout import link_on_path, require_git_link
 
 MOVE_JOURNAL = "cortex-move"  # in .git: the move `move_tree` is making, "<old> <new>"
 
@@ -58,6 +58,7 @@ class GitRepo:
         except pygit2.GitError as exc:
             if "not owned by current user" in str(exc):
                 raise gitcli.not_owned(root) from None
+            require_git_link(root)
             raise CortexError(f"{root} is not a git repository", f"run `cortex init {root}`") from None
         if self.repo.workdir is None:
             raise CortexError(f"{root} is a bare repository", "cortex needs a working tree")

@@ -132,6 +132,7 @@ def find_vault(path: str | os.PathLike | None = None) -> Path:
                 "pass --vault PATH, set CORTEX_VAULT, or create one with `cortex init PATH`",
             )
         root = found
+    require_git_link(root)
     if not is_vault(root):
         if settings_outside_checkout(root):
             raise VaultNotFound(*settings_outside_checkout_message(root))
@@ -141,6 +142,32 @@ def find_vault(path: str | os.PathLike | None = None) -> Path:
         )
     return root
 
+
+def require_git_link(root: Path) -> None:
+    """Refuse a ``.git`` file (a linked worktree's, a submodule's) whose ``gitdir:`` names
+    a git directory that is gone: the repository moved, or the worktree was removed or
+    pruned. git then says "not a git repository", which cortex took for a vault without
+    git (0 notes), for an empty `git config` value, or for a folder `cortex init` should
+    make a repository (init said the same) — and its caches went into the missing folder."""
+    dot = root / ".git"
+    if not dot.is_file():
+        return
+    try:
+        text = dot.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return  # git says what is wrong with it
+    if not text.startswith("gitdir:"):
+        return
+    target = root / text[len("gitdir:"):].strip()
+    if (target / "HEAD").is_file():
+        return
+    from cortex.errors import CortexError
+
+    raise CortexError(
+        f"{dot} points to {target}, which is not there (its repository moved, or this worktree was removed "
+        "or pruned): git reads no repository here",
+        f"if the repository moved, run `git worktree repair {root}` in it; if the worktree was pruned, "
+        "add it again (`git worktree add`) or clone the vault anew; nothing was changed")
 
 def settings_outside_checkout(root: Path) -> bool:
     """Whether ``root`` is a vault whose sparse checkout leaves out ``observer/`` (git

@@ -731,3 +731,27 @@ def test_an_operation_in_a_linked_worktree_is_told_from_that_worktrees_own_git_d
     git(second, *abort)
     assert git(second, "rev-parse", "HEAD").strip() == before
     assert linked.run(now=NOW).memorized == 1
+
+
+def test_a_worktree_whose_repository_is_gone_says_so_and_touches_nothing(vault, tmp_path):
+    """A linked worktree whose `.git` file names a git directory that is gone (pruned, or
+    the repository moved): each command says so and how to mend it, where `cortex run`
+    blamed an empty `git config` value, `cortex status` counted 0 notes with exit 0,
+    maintain and `cortex init` told the person to run `cortex init`, and a query made the
+    missing folder again for its index."""
+    vault.write(observation(body="The first memory lands on main."))
+    vault.run(now=NOW)
+    second = tmp_path / "second"
+    git(vault.root, "worktree", "add", "-q", "-b", "second", str(second))
+    (second / "observer" / "observations.jsonl").write_text(
+        json.dumps(observation(body="Written in the linked checkout.")) + "\n")
+    admin = vault.root / ".git" / "worktrees" / "second"
+    subprocess.run(["rm", "-rf", str(admin)], check=True)
+
+    for args in (["run"], ["status"], ["maintain"], ["query", "memory"], ["init", str(second)]):
+        proc = cortex(*args, cwd=second)
+        assert proc.returncode in (1, 2), (args, proc.stderr)  # query: 2 for any error
+        assert f"{second / '.git'} points to {admin}, which is not there" in proc.stderr, (args, proc.stderr)
+        assert "git worktree repair" in proc.stderr and "cortex init" not in proc.stderr
+    assert not admin.exists()
+    assert (second / "observer" / "observations.jsonl").read_text().count("linked checkout") == 1
