@@ -27,6 +27,17 @@ class CortexError(Exception):
         return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
 
 
+class RepositoryDamaged(CortexError):
+    """git cannot read an object the vault's history holds (removed, or corrupted on
+    disk): no cortex command can mend that, so each says what is wrong and stops."""
+
+    def __init__(self, oid: str) -> None:
+        super().__init__(
+            f"the repository is damaged: git cannot read object {oid} (missing or corrupt; `git fsck` lists "
+            "every damaged object)",
+            "bring the object back from another clone of the vault (`git fetch` from it, or copy its "
+            ".git/objects), or clone the vault anew and move your uncommitted files over; nothing was changed")
+
 class VaultNotFound(CortexError):
     kind = "no_vault"
     exit_code = 2  # the same in every command, `cortex query` (1 = nothing found) included

@@ -27,6 +27,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
+from cortex.errors import RepositoryDamaged
 from cortex.layout import cache_dir, is_note_path
 from cortex.taxonomy import ARCHIVE
 
@@ -115,7 +116,7 @@ def read_blobs(root: Path, oids: list[str], max_bytes: int | None = None) -> dic
         eol = out.index(b"\n", pos)
         header = out[pos:eol].split()
         if len(header) < 3:  # "<oid> missing"
-            raise OSError(f"git cannot read blob {oid}")
+            raise RepositoryDamaged(oid)
         size = int(header[2])
         blobs[oid] = out[eol + 1: eol + 1 + size]
         pos = eol + 1 + size + 1
@@ -134,7 +135,7 @@ def blob_sizes(root: Path, oids: list[str]) -> dict[str, int]:
             sizes[oid] = int(size)
     missing = set(oids) - set(sizes)
     if missing:
-        raise OSError(f"git cannot read blob {min(missing)}")
+        raise RepositoryDamaged(min(missing))
     return sizes
 
 

@@ -273,6 +273,7 @@ class Vault:
         deleted (warnings). Hints: when the cache cannot say, the run decides."""
         import sqlite3
 
+        from cortex.errors import RepositoryDamaged
         from cortex.headcache import HeadCache
         from cortex.supersede import at_write
 
@@ -280,7 +281,7 @@ class Vault:
         try:
             cache.sync()
             return (*at_write(self.root, refs, cache), self._deleted_by_people(bodies, cache))
-        except (OSError, ValueError, sqlite3.Error):
+        except (OSError, ValueError, sqlite3.Error, RepositoryDamaged):  # the line waits in the buffer all the same
             return [], {}, []
         finally:
             cache.close()

@@ -755,3 +755,30 @@ def test_a_worktree_whose_repository_is_gone_says_so_and_touches_nothing(vault, 
         assert "git worktree repair" in proc.stderr and "cortex init" not in proc.stderr
     assert not admin.exists()
     assert (second / "observer" / "observations.jsonl").read_text().count("linked checkout") == 1
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_an_object_missing_from_the_repository_is_said_so_not_reported_as_a_bug(vault, damage):
+    """A blob of a memory at HEAD gone from .git/objects, or its file overwritten (`git
+    fsck`: missing blob, unable to unpack): every
+    command that reads it says the repository is damaged and how to mend it (exit 1),
+    where maintain, `brief --write` and forget wrote a bug report (exit 3) and run and
+    status said only "git cannot read blob"; an agent's observation still waits."""
+    vault.write(observation(body="The first memory lands on main."))
+    vault.run(now=NOW)
+    (rel,) = notes(vault)
+    blob = git(vault.root, "rev-parse", f"HEAD:{rel}").strip()
+    loose = vault.root / ".git" / "objects" / blob[:2] / blob[2:]
+    loose.unlink()
+    if damage == "corrupt":
+        loose.write_bytes(b"\x00 not what zlib wrote \x00")
+    subprocess.run(["rm", "-rf", str(vault.root / ".git" / "cortex")], check=True)
+
+    assert cortex("write", "--type", "fact", "--body", "Said while the repository is damaged.",
+                  cwd=vault.root).returncode == 0
+    for args in (["run"], ["status"], ["maintain", "--force"], ["brief", "--write"], ["forget", rel, "--reason", "x"]):
+        proc = cortex(*args, cwd=vault.root)
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert f"the repository is damaged: git cannot read object {blob}" in proc.stderr, (args, proc.stderr)
+        assert "git fetch" in proc.stderr and "a bug" not in proc.stderr
+    assert "Said while the repository is damaged." in vault.buffer_path.read_text()

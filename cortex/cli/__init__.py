@@ -74,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         return _failed(CortexError(os_said(exc)))
     except UnicodeError as exc:
         return _failed(CortexError(f"not UTF-8 text ({exc}); cortex reads and writes UTF-8 only"))
-    except Exception:  # a bug: keep the evidence
+    except Exception as exc:  # a bug: keep the evidence
+        damaged = _repository_damage(exc)
+        if damaged is not None:
+            return _failed(damaged)
         from cortex.cli.app import emit_failure
         from cortex.errors import Bug
 
@@ -83,6 +86,28 @@ def main(argv: list[str] | None = None) -> int:
         emit_failure(Bug("unexpected error (a bug)", f"details written to {path}"))
         return 3
 
+
+def _repository_damage(exc: Exception):
+    """pygit2's failure to read an object git cannot read either: the repository is
+    damaged (an object removed or corrupted on disk), which is no bug of cortex's."""
+    import re
+
+    pygit2 = sys.modules.get("pygit2")
+    found = re.search(r"\b[0-9a-f]{40}(?:[0-9a-f]{24})?\b", str(exc))
+    if pygit2 is None or not isinstance(exc, pygit2.GitError) or found is None:
+        return None
+    from cortex import gitcli
+    from cortex.cli.app import _options
+    from cortex.errors import CortexError, RepositoryDamaged
+    from cortex.layout import find_vault
+
+    try:
+        # the whole object read: a corrupt one is there by name (`cat-file -e` finds it)
+        done = gitcli.run_bytes(find_vault(_options.get("vault")), "cat-file", "-p", found.group())
+        readable = done is not None and done.ok
+    except CortexError:
+        return None
+    return None if readable else RepositoryDamaged(found.group())
 
 def _failed(exc) -> int:
     """Say a known problem: what and how to fix it on stderr, its document on stdout
