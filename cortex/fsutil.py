@@ -94,6 +94,11 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, unless_changed: 
         os.fchmod(fd, mode)  # exactly: a rewritten note keeps its mode whatever the umask
         write_all(fd, data)
         os.fsync(fd)
+    except BaseException:
+        # a full disk: the half-written copy would stay (a new name at each attempt)
+        # holding the space a person frees, hidden beside the file
+        tmp.unlink(missing_ok=True)
+        raise
     finally:
         os.close(fd)
     if unless_changed is not None and not still_ours(path, unless_changed, data):

@@ -240,13 +240,16 @@ def search_dir(root: Path) -> Path:
 def write_cache(path: Path, obj: Any) -> None:
     """Replace a derived JSON cache whole, without fsync: lost or unwritable (a read-only
     checkout), it is simply worked out again next time."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(obj, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):  # unwritable, or not JSON (a YAML date)
-        pass
+    except (OSError, TypeError, ValueError):  # unwritable (a full disk: no half copy kept), or not JSON (a YAML date)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 # --- what cortex may read and write -----------------------------------------------------

@@ -152,3 +152,21 @@ def test_a_sync_whose_checkout_fails_midway_takes_back_what_it_wrote(tmp_path):
     assert not [p for p in (here / "notes").rglob("*") if p.is_file()]
     again = cx(here, "sync")
     assert "notes: 3 added" in again.stdout + again.stderr and "scratch/" in (here / ".gitignore").read_text()
+
+
+def test_a_cache_write_refused_by_the_file_system_leaves_no_half_copy(vault):
+    """A full disk (here, a file size limit) refuses a cache's replacement: its temp file,
+    named after the process, went nowhere, and one more stayed at each attempt, holding
+    the space a person then freed."""
+    append_lines(vault, *(observation(body=f"The cache TTL of service {i} is {i} minutes.") for i in range(6)))
+    vault.run()
+    for name in ("maintain", "search", "taxonomy.json"):
+        subprocess.run(["rm", "-rf", str(vault.root / ".git" / "cortex" / name)], check=True)
+
+    for _ in range(2):
+        done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault.root), "maintain", "--force"],
+                              capture_output=True, text=True, preexec_fn=_with_file_size_limit(1))
+        assert done.returncode == 1 and "File too large" in done.stderr, done.stderr
+
+    left = [str(p.relative_to(vault.root)) for p in (vault.root / ".git" / "cortex").rglob(".*.tmp")]
+    assert left == []
