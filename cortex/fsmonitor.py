@@ -62,6 +62,8 @@ def exchange(line: bytes, where: str | None = None, timeout: float = TIMEOUT) ->
     """Send one question line to the watcher and return its reply's body, the length
     prefix checked; None when no watcher answers in ``timeout`` or the reply is cut short.
     Asked from the working tree git runs the hook in, or of the git directory ``where``."""
+    if stopped(os.path.join(where or git_dir(), os.path.dirname(SOCKET))):
+        return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
     folder = -1
@@ -87,6 +89,19 @@ def exchange(line: bytes, where: str | None = None, timeout: float = TIMEOUT) ->
         return None
     return body
 
+
+def stopped(state: str) -> bool:
+    """Whether the watcher whose folder is ``state`` is stopped (Ctrl-Z on a `cortex watch`
+    in a terminal, SIGSTOP): the kernel still takes the connection, but no answer comes
+    until it is continued, and every query waited out its whole timeout (two minutes)."""
+    try:
+        with open(os.path.join(state, "pid"), "rb") as fh:
+            pid = int(fh.read())
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except (OSError, ValueError):  # none running, or no /proc: asked as ever
+        return False
+    return stat[stat.rindex(b")") + 2:][:1] in (b"T", b"t")
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] != "2":

@@ -633,6 +633,7 @@ def stop(root: Path, timeout: float = 10.0) -> int | None:
         return None
     try:
         os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGCONT)  # a watcher stopped by Ctrl-Z gets the TERM only once continued
     except ProcessLookupError:
         pass
     deadline = time.monotonic() + timeout

@@ -305,6 +305,26 @@ def test_a_killed_watcher_leaves_queries_answered_alone(served):
     assert done.returncode == 0 and comparable(done.stdout) == expected
 
 
+def test_a_watcher_stopped_by_ctrl_z_leaves_queries_answered_alone_at_once(served):
+    """A `cortex watch` in a terminal stopped with Ctrl-Z still has its socket: each query
+    waited out the whole wait for an answer (two minutes) before it answered alone. The
+    subprocess's own limit below is far under that, and far over a query's time."""
+    import subprocess
+
+    from tests.conftest import VENV_BIN
+
+    root = served
+    expected = comparable(query(root, "who services the harbour cranes", "--json").stdout)
+    pid = int((root / ".git" / "cortex-watch" / "pid").read_text())
+    os.kill(pid, signal.SIGSTOP)
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(root), "query", "who services the harbour cranes",
+                           "--json"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and comparable(done.stdout) == expected
+    said = cortex("--vault", str(root), "watch", "--status").stderr
+    assert "stopped (Ctrl-Z, SIGSTOP)" in said and f"kill -CONT {pid}" in said
+    assert cortex("--vault", str(root), "watch", "--stop").returncode == 0  # a stopped watcher ends too
+    assert cortex("--vault", str(root), "watch", "--status").stderr.startswith("not watching")
+
 def cut_short(path: Path) -> None:
     """The file truncated in place, as a disk tool or a full disk leaves it (cortex's own
     writes replace a file whole: what a process has mapped stays as it was)."""

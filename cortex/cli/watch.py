@@ -35,6 +35,7 @@ def watch(
     until Ctrl-C; `--background` for a login script or a systemd user unit. Exit 0, or
     1 with what to do."""
     from cortex import watcher
+    from cortex.fsmonitor import stopped
 
     if sum((background, stop, status)) > 1:
         raise typer.BadParameter("give one of --background, --stop, --status")
@@ -53,6 +54,9 @@ def watch(
                  f"{served.get('declined', 0)} left to the query itself")
             if daemon.get("blind"):
                 info(f"  every answer is 'everything': {daemon['blind']}")
+            if not view["daemon"] and stopped(str(watcher.state_dir(root))):
+                info(f"  stopped (Ctrl-Z, SIGSTOP): it answers nothing until continued, and queries answer alone "
+                     f"meanwhile — `kill -CONT {view['pid']}` (`fg` in its terminal), or `cortex watch --stop`")
         else:
             info(f"not watching {root}: cortex's checks stat every note (`cortex watch --background` to start)")
         raise typer.Exit(0)
