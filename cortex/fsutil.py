@@ -39,6 +39,15 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def folder_in_the_way(exc: OSError) -> NotRegularFile | None:
+    """A folder where cortex reads or replaces a file (a cache in .git/cortex/ made a
+    folder), said as `open_regular` says it, with what to do: "Is a directory: PATH"
+    alone told the person nothing (and named the temp file, when a replace met it)."""
+    where = [name for name in (exc.filename2, exc.filename) if name and os.path.isdir(name)]
+    if not isinstance(exc, IsADirectoryError) or not where:
+        return None
+    return NotRegularFile(Path(os.fsdecode(where[0])), "a folder")
+
 def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
     """``os.open`` for a file of the vault a person could replace: never blocks (a named
     pipe opened for reading waits for a writer for ever) and refuses anything but a

@@ -170,3 +170,30 @@ def test_a_cache_write_refused_by_the_file_system_leaves_no_half_copy(vault):
 
     left = [str(p.relative_to(vault.root)) for p in (vault.root / ".git" / "cortex").rglob(".*.tmp")]
     assert left == []
+
+
+def test_a_folder_where_a_cache_file_was_is_named_with_what_to_do(vault):
+    """`.git/cortex/head.sqlite` or a search index file made a folder: the command names
+    it and says to remove it, where it said only "Is a directory" (of a temp file, for
+    the index); once removed, the next run memorizes what waited."""
+    append_lines(vault, observation(body="The staging database is rebuilt every night at 02:00."))
+    cortex_dir = vault.root / ".git" / "cortex"
+    (cortex_dir / "head.sqlite").unlink(missing_ok=True)
+    (cortex_dir / "head.sqlite").mkdir(parents=True)
+    cli = [str(VENV_BIN / "cortex"), "--vault", str(vault.root)]
+
+    done = subprocess.run([*cli, "run"], capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert f"{cortex_dir / 'head.sqlite'} is a folder, not a file" in done.stderr and "hint: remove it" in done.stderr
+
+    (cortex_dir / "head.sqlite").rmdir()
+    assert subprocess.run([*cli, "run"], capture_output=True, text=True).returncode == 0
+    assert subprocess.run([*cli, "index"], capture_output=True, text=True).returncode == 0
+    order = next((cortex_dir / "search").glob("*.order.npy"))
+    order.unlink()
+    order.mkdir()
+    append_lines(vault, observation(body="The staging database keeps seven days of backups."))
+    assert subprocess.run([*cli, "run"], capture_output=True, text=True).returncode == 0  # the query updates the index
+    done = subprocess.run([*cli, "query", "staging database"], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert f"{order} is a folder, not a file" in done.stderr and "hint: remove it" in done.stderr

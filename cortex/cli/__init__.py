@@ -70,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except OSError as exc:  # the file system said no: a path to fix, not a bug
         from cortex.errors import os_said
+        from cortex.fsutil import folder_in_the_way
 
-        return _failed(CortexError(os_said(exc)))
+        return _failed(folder_in_the_way(exc) or CortexError(os_said(exc)))
     except UnicodeError as exc:
         return _failed(CortexError(f"not UTF-8 text ({exc}); cortex reads and writes UTF-8 only"))
     except Exception as exc:  # a bug: keep the evidence

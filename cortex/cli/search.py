@@ -66,7 +66,9 @@ def _search_errors(exc: Exception) -> NoReturn:
     if isinstance(exc, _Failed):
         exc = UsageError(str(exc))
     elif isinstance(exc, OSError):  # a full disk, a read-only checkout: an error, never "nothing found"
-        exc = CortexError(os_said(exc))
+        from cortex.fsutil import folder_in_the_way
+
+        exc = folder_in_the_way(exc) or CortexError(os_said(exc))
     elif embed is not None and isinstance(exc, embed.ModelError):
         exc = CortexError(str(exc))
     elif not isinstance(exc, CortexError):
