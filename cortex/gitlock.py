@@ -196,9 +196,9 @@ class IndexLock:
                 return
             if time.monotonic() >= deadline:
                 raise LockBusy(
-                    f"git is busy: {why}",
+                    f"git is busy: {why}{self._held_since()}",
                     "nothing was changed; cortex tries again at its next run (exit 75). "
-                    "cortex never removes a lock it did not take",
+                    "cortex never removes a lock it did not take" + self._if_left(),
                 )
             time.sleep(0.05)
 
@@ -230,11 +230,27 @@ class IndexLock:
                     _write_json(self.owner, {**me, "ino": ino})
             except FileExistsError:
                 self.owner.unlink(missing_ok=True)
-                return f"{self.path} exists (another git command holds the index)"
+                return f"{self.path} exists (a git command holds the index, or one that crashed left it)"
             finally:
                 own.unlink(missing_ok=True)
             self.ino = ino
             return None
+
+    def _held_since(self) -> str:
+        try:
+            age = time.time() - os.stat(self.path).st_mtime
+        except FileNotFoundError:
+            return ""
+        return f", made {_duration(age)} ago"
+
+    def _if_left(self) -> str:
+        """A lock no process holds any more (a git, an editor or a GUI client that
+        crashed) stays for ever: every later run would stop on it, said as "busy"."""
+        if not self.path.exists():
+            return ""
+        return (f". If no git command is running in the vault (a commit whose message editor is open, a GUI "
+                f"client), a git that crashed left it: remove it, as git itself says (`rm {self.path}`)")
+
 
     def note_ref_update(self) -> None:
         """Recorded before cortex moves a ref (libgit2 takes the ref's own lock), so a
@@ -492,6 +508,13 @@ def head_oid(root: Path) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
 
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as a person reads an age: 40 s, 12 min, 3 h, 2 days."""
+    for size, unit in ((86400, " days"), (3600, " h"), (60, " min")):
+        if seconds >= 2 * size or (size == 60 and seconds >= size):
+            return f"{seconds // size:.0f}{unit}"
+    return f"{max(seconds, 0):.0f} s"
 
 def _refs_dir(git_dir: Path) -> Path:
     """Where the branches of the worktree whose git directory is ``git_dir`` live."""

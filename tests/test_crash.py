@@ -307,6 +307,23 @@ def test_a_lock_cortex_did_not_take_is_never_removed(vault, lock):
     assert len(note_bodies(root)) == 1
 
 
+def test_an_index_lock_a_crashed_git_left_is_said_with_its_age_and_how_to_remove_it(vault):
+    """Left by a person's crashed git or editor, it stays for ever: "busy, try again"
+    alone had every later run stop on it. cortex still leaves it where it is."""
+    root = vault.root
+    vault.buffer_path.write_text(json.dumps(observation(random.Random(11), 1, "The export job runs hourly.")) + "\n")
+    lock = root / ".git" / "index.lock"
+    lock.write_text("")
+    three_hours_ago = time.time() - 3 * 3600 - 60
+    os.utime(lock, (three_hours_ago, three_hours_ago))
+    (root / "observer" / "config.yml").write_text(
+        (root / "observer" / "config.yml").read_text() + "\nlock_timeout: 0.3\n")
+
+    proc = run_cli(root, "run", check=False)
+    assert proc.returncode == 75, proc.stderr
+    assert "made 3 h ago" in proc.stderr and "a git that crashed left it" in proc.stderr
+    assert f"`rm {lock}`" in proc.stderr and lock.exists()
+
 def killed_in_ref_update(git_dir: Path, seconds_ago: float) -> float:
     """What a run killed inside its ref update leaves in the worktree whose git directory
     is ``git_dir``: ``index.lock`` and its owner record (a dead pid); when it noted the
