@@ -196,9 +196,9 @@ class IndexLock:
                 return
             if time.monotonic() >= deadline:
                 raise LockBusy(
-                    f"git is busy: {why}{self._held_since()}",
+                    f"git is busy: {why}{held_since(self.path)}",
                     "nothing was changed; cortex tries again at its next run (exit 75). "
-                    "cortex never removes a lock it did not take" + self._if_left(),
+                    "cortex never removes a lock it did not take" + if_left(self.path),
                 )
             time.sleep(0.05)
 
@@ -236,28 +236,12 @@ class IndexLock:
             self.ino = ino
             return None
 
-    def _held_since(self) -> str:
-        try:
-            age = time.time() - os.stat(self.path).st_mtime
-        except FileNotFoundError:
-            return ""
-        return f", made {_duration(age)} ago"
-
-    def _if_left(self) -> str:
-        """A lock no process holds any more (a git, an editor or a GUI client that
-        crashed) stays for ever: every later run would stop on it, said as "busy"."""
-        if not self.path.exists():
-            return ""
-        return (f". If no git command is running in the vault (a commit whose message editor is open, a GUI "
-                f"client), a git that crashed left it: remove it, as git itself says (`rm {self.path}`)")
-
-
     def note_ref_update(self) -> None:
         """Recorded before cortex moves a ref (libgit2 takes the ref's own lock), so a
         ref lock a kill leaves in that instant can be told apart from a person's."""
         record = _read_json(self.owner) or {}
         record["ref_at"] = time.time()
-        lock = _branch_lock(self.git_dir)  # the one lock that update takes
+        lock = branch_lock(self.git_dir)  # the one lock that update takes
         record["ref_lock"] = None if lock is None else str(lock)
         _write_json(self.owner, record)
 
@@ -280,7 +264,7 @@ class IndexLock:
                 self.removed.append(".git/index.lock")
         except FileNotFoundError:
             pass
-        lock = Path(record["ref_lock"]) if record.get("ref_lock") else _branch_lock(self.git_dir)  # older records
+        lock = Path(record["ref_lock"]) if record.get("ref_lock") else branch_lock(self.git_dir)  # older records
         if record.get("ref_at") and lock is not None:
             self._clear_ref_lock(lock, record["ref_at"])
         (self.git_dir / f"{OWN_LOCK_PREFIX}{record.get('pid')}").unlink(missing_ok=True)
@@ -509,6 +493,34 @@ def head_oid(root: Path) -> str | None:
         return None
 
 
+def held_since(lock: Path) -> str:
+    """", made 3 h ago" of a lock file that is there."""
+    try:
+        age = time.time() - os.stat(lock).st_mtime
+    except FileNotFoundError:
+        return ""
+    return f", made {_duration(age)} ago"
+
+
+def if_left(lock: Path) -> str:
+    """How to remove a lock no process holds any more (a git, an editor or a GUI client
+    that crashed), which stays for ever: every later run would stop on it as "busy"."""
+    if not lock.exists():
+        return ""
+    return (". If no git command is running in the vault (a commit whose message editor is open, a GUI client), "
+            f"a git that crashed left it: remove it, as git itself says (`rm {lock}`)")
+
+
+def branch_lock(git_dir: Path) -> Path | None:
+    """The lock git and libgit2 take to move the branch HEAD names: in the common git
+    directory (a linked worktree's branches live in the main repository's); None on a
+    detached HEAD or where git's files do not say."""
+    try:
+        head = (git_dir / "HEAD").read_text().strip()
+        return _refs_dir(git_dir) / f"{head[len('ref: '):]}.lock" if head.startswith("ref: ") else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
 def _duration(seconds: float) -> str:
     """``seconds`` as a person reads an age: 40 s, 12 min, 3 h, 2 days."""
     for size, unit in ((86400, " days"), (3600, " h"), (60, " min")):
@@ -520,17 +532,6 @@ def _refs_dir(git_dir: Path) -> Path:
     """Where the branches of the worktree whose git directory is ``git_dir`` live."""
     common = git_dir / "commondir"
     return (git_dir / common.read_text().strip()).resolve() if common.exists() else git_dir
-
-
-def _branch_lock(git_dir: Path) -> Path | None:
-    """The lock git and libgit2 take to move the branch HEAD names: in the common git
-    directory (a linked worktree's branches live in the main repository's); None on a
-    detached HEAD or where git's files do not say."""
-    try:
-        head = (git_dir / "HEAD").read_text().strip()
-        return _refs_dir(git_dir) / f"{head[len('ref: '):]}.lock" if head.startswith("ref: ") else None
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def _git_ancestor() -> int | None:

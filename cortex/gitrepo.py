@@ -22,7 +22,7 @@ import pygit2
 from cortex import gitcli
 from cortex.errors import CortexError, LockBusy
 from cortex.fsutil import NEW, Before, still_ours as _still_ours
-from cortex.gitlock import IndexLock, record_move
+from cortex.gitlock import IndexLock, branch_lock, held_since, if_left, record_move
 from cortex.layout import link_on_path, require_git_link
 
 MOVE_JOURNAL = "cortex-move"  # in .git: the move `move_tree` is making, "<old> <new>"
@@ -506,9 +506,11 @@ class GitRepo:
                     record_move(self.git_dir, str(parents[0]) if parents else None, str(oid))
                     return str(oid)
                 if time.monotonic() >= deadline:
-                    raise LockBusy("git is busy: the branch stayed locked or kept moving while cortex committed",
+                    lock = branch_lock(self.git_dir)
+                    raise LockBusy("git is busy: the branch stayed locked or kept moving while cortex committed"
+                                   + (f" ({lock} is there{held_since(lock)})" if lock and lock.exists() else ""),
                                    "nothing was committed; cortex tries again at its next run (exit 75). "
-                                   "cortex never removes a lock it did not take")
+                                   "cortex never removes a lock it did not take" + (if_left(lock) if lock else ""))
                 time.sleep(0.05)
 
     def _apply(self, base: pygit2.Tree | None, nested: dict) -> pygit2.Oid:

@@ -307,12 +307,14 @@ def test_a_lock_cortex_did_not_take_is_never_removed(vault, lock):
     assert len(note_bodies(root)) == 1
 
 
-def test_an_index_lock_a_crashed_git_left_is_said_with_its_age_and_how_to_remove_it(vault):
+@pytest.mark.parametrize("name", ["index.lock", "branch"])
+def test_a_lock_a_crashed_git_left_is_said_with_its_age_and_how_to_remove_it(vault, name):
     """Left by a person's crashed git or editor, it stays for ever: "busy, try again"
     alone had every later run stop on it. cortex still leaves it where it is."""
     root = vault.root
     vault.buffer_path.write_text(json.dumps(observation(random.Random(11), 1, "The export job runs hourly.")) + "\n")
-    lock = root / ".git" / "index.lock"
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    lock = root / ".git" / (name if name == "index.lock" else f"{branch}.lock")
     lock.write_text("")
     three_hours_ago = time.time() - 3 * 3600 - 60
     os.utime(lock, (three_hours_ago, three_hours_ago))
