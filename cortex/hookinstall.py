@@ -106,6 +106,7 @@ def _hook_path(root: Path) -> Path:
 
 CONFIG = ".pre-commit-config.yaml"
 ACCEPTED = "cortex.preCommitConfig"  # git config: the blob of the config accepted here
+SETTINGS = "observer/config.yml"  # tracked on every branch of the vault cortex set up
 _CHECK_BEGIN = "# cortex: accepted config, begin"
 _CHECK_END = "# cortex: accepted config, end\n"
 _TEMPLATED = "# end templated\n"  # pre-commit's hook script: its own settings end here
@@ -123,6 +124,10 @@ if [ -f {CONFIG} ]; then
         echo "cortex: {CONFIG} is not the one accepted on this machine (a pull or an edit changed it), and the hooks it names run as commands at every commit: the commit is refused, nothing ran. Review it (\\`git log -p -- {CONFIG}\\`$cortex_diff); if you trust what it runs, accept it with \\`cortex hook install\\`, then commit again" 1>&2
         exit 1
     fi
+elif [ -z "$(git ls-files -- {CONFIG} {SETTINGS})" ]; then
+    # a branch from before `cortex init` (none of the vault's files): nothing of cortex's
+    # to check, and pre-commit would refuse every commit of the person's for want of its config
+    ARGS+=(--skip-on-missing-config)
 fi
 {_CHECK_END}"""
 

@@ -1147,3 +1147,31 @@ def test_a_vault_set_up_by_an_older_cortex_accepts_its_config_at_the_next_instal
     assert "is not the one accepted on this machine" in again.stderr and "cortex hook install" in again.stderr
     repo.write("mind/facts/note.md", note())
     assert repo.commit().returncode == 1 and not repo.committed("mind/facts/note.md")
+
+
+def test_a_branch_from_before_cortex_init_commits_and_a_deleted_config_is_still_refused(tmp_path, hook_env):
+    """An Obsidian vault's branch made before `cortex init` holds none of cortex's files:
+    pre-commit refused every commit of the person's there for want of its config. A
+    vault branch whose config was deleted is still refused: its notes go unchecked else."""
+    env = {**hook_env, "GIT_AUTHOR_NAME": "P", "GIT_AUTHOR_EMAIL": "p@example.com",
+           "GIT_COMMITTER_NAME": "P", "GIT_COMMITTER_EMAIL": "p@example.com"}
+    root = tmp_path / "notes"
+    r = Repo(root, env)
+    root.mkdir()
+    r.git("init", "-q", "-b", "main")
+    r.write("old.md", "# Old notes\n")
+    r.commit("before cortex")
+    r.git("branch", "pre-cortex")
+    subprocess.run([str(VENV_BIN / "cortex"), "init", str(root)], env=env, check=True, capture_output=True)
+
+    r.git("switch", "-q", "pre-cortex")
+    r.write("old.md", "# Old notes\n\nAn edit on the old branch.\n")
+    done = r.commit("edit on the old branch")
+    assert done.returncode == 0, done.output
+    assert "An edit on the old branch" in r.git("show", "HEAD:old.md").stdout
+
+    r.git("switch", "-q", "main")
+    r.git("rm", "-q", ".pre-commit-config.yaml")
+    r.write("vault/decisions/db.md", "---\ntype: decision\n---\nUse Postgres.\n")
+    head = r.head()
+    assert r.commit("config gone").returncode != 0 and r.head() == head
