@@ -136,6 +136,15 @@ def find_vault(path: str | os.PathLike | None = None) -> Path:
     if not is_vault(root):
         if settings_outside_checkout(root):
             raise VaultNotFound(*settings_outside_checkout_message(root))
+        elsewhere = vault_branches(root)
+        if elsewhere:
+            import shlex
+
+            raise VaultNotFound(
+                f"{root} is a cortex vault, but the branch checked out holds none of its files (they are on "
+                f"{', '.join(elsewhere)}): nothing was changed, and observations are not taken here",
+                f"switch back to it (`git -C {shlex.quote(str(root))} switch {shlex.quote(elsewhere[0])}`); "
+                "`cortex init` would add cortex's files to this branch too")
         raise VaultNotFound(
             f"{root} is not a cortex vault (none of {', '.join(VAULT_MARKERS)})",
             f"make it one with `cortex init {root}`, or pass --vault PATH",
@@ -168,6 +177,23 @@ def require_git_link(root: Path) -> None:
         "or pruned): git reads no repository here",
         f"if the repository moved, run `git worktree repair {root}` in it; if the worktree was pruned, "
         "add it again (`git worktree add`) or clone the vault anew; nothing was changed")
+
+def vault_branches(root: Path) -> list[str]:
+    """The local branches whose tree holds the vault's settings, when the one checked out
+    does not (a branch made before `cortex init`): asked only where no vault is found."""
+    if not os.path.lexists(root / ".git"):
+        return []
+    from cortex import gitcli
+
+    listed = gitcli.run(root, "for-each-ref", "--format=%(refname:short)", "refs/heads")
+    if listed is None or not listed.ok or not listed.out.split():
+        return []
+    branches = listed.out.split()
+    asked = "".join(f"{b}:{VAULT_MARKERS[0]}\n" for b in branches)
+    found = gitcli.run(root, "cat-file", "--batch-check=%(objecttype)", input=asked)
+    if found is None or not found.ok:
+        return []
+    return [b for b, kind in zip(branches, found.out.splitlines()) if kind == "blob"]
 
 def settings_outside_checkout(root: Path) -> bool:
     """Whether ``root`` is a vault whose sparse checkout leaves out ``observer/`` (git

@@ -555,3 +555,24 @@ def test_an_older_vaults_workflow_installing_another_project_is_said(vpath):
     assert again.returncode == 0 and said not in again.stderr
     assert "pip install -r observer/requirements.txt" in git(vpath, "show", "HEAD:.github/workflows/cortex-nightly.yml")
     assert json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)["warnings"] == []
+
+
+def test_a_branch_without_cortexs_files_names_the_vaults_branch_not_cortex_init(tmp_path):
+    """Switched to a branch made before `cortex init`: every command told the person to
+    `cortex init` it, which would add cortex's files to that branch too."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "old.md").write_text("# Old notes\n")
+    git(root, "add", "old.md")
+    git(root, "-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-qm", "before cortex")
+    git(root, "branch", "pre-cortex")
+    assert cortex("init", str(root)).returncode == 0
+    git(root, "switch", "-q", "pre-cortex")
+
+    for args in (["status"], ["write", "--type", "fact", "--body", "Said on the old branch."], ["run"]):
+        done = cortex("--vault", str(root), *args)
+        assert done.returncode == 2, done.stderr
+        assert "the branch checked out holds none of its files (they are on main)" in done.stderr
+        assert f"git -C {root} switch main" in done.stderr and "make it one" not in done.stderr
+    assert not (root / "observer" / "observations.jsonl").exists()
