@@ -178,6 +178,7 @@ def require_git_link(root: Path) -> None:
         f"if the repository moved, run `git worktree repair {root}` in it; if the worktree was pruned, "
         "add it again (`git worktree add`) or clone the vault anew; nothing was changed")
 
+
 def vault_branches(root: Path) -> list[str]:
     """The local branches whose tree holds the vault's settings, when the one checked out
     does not (a branch made before `cortex init`): asked only where no vault is found."""
@@ -194,6 +195,7 @@ def vault_branches(root: Path) -> list[str]:
     if found is None or not found.ok:
         return []
     return [b for b, kind in zip(branches, found.out.splitlines()) if kind == "blob"]
+
 
 def settings_outside_checkout(root: Path) -> bool:
     """Whether ``root`` is a vault whose sparse checkout leaves out ``observer/`` (git
