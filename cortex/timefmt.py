@@ -35,7 +35,10 @@ def parse_time(value: object) -> datetime:
         raise ValueError(f"not a timestamp: {value!r}")
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+    try:
+        return dt.astimezone(timezone.utc)
+    except OverflowError:  # 9999-12-31 at -14:00 is year 10000 in UTC: every caller handles ValueError
+        raise ValueError(f"not a timestamp the calendar can hold in UTC: {value!r}") from None
 
 
 def format_time(dt: datetime) -> str:

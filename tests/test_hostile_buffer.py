@@ -67,6 +67,16 @@ def test_a_line_that_blocked_the_buffer_is_quarantined_and_the_next_is_memorized
     assert again["read"] == 0
 
 
+@pytest.mark.parametrize("timestamp", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"])
+def test_a_timestamp_past_the_calendar_in_utc_is_quarantined_and_the_next_is_memorized(vault, timestamp):
+    append_lines(vault, json.dumps(observation(timestamp=timestamp)), observation(body="The ledger runs on Postgres 16"))
+    report = run_cli(vault)
+    assert report["memorized"] == 1 and report["quarantined"] == {"schema": 1}
+    (entry,) = vault.quarantine.entries()
+    assert "not a valid ISO-8601 time" in entry.detail
+    assert run_cli(vault)["read"] == 0
+
+
 def test_invalid_utf8_is_named_with_its_byte(vault):
     with open(vault.buffer_path, "ab") as fh:
         fh.write(b'{"type": "fact", "body": "caf\xe9"}\n')
