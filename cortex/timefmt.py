@@ -42,7 +42,10 @@ def parse_time(value: object) -> datetime:
 
 
 def format_time(dt: datetime) -> str:
-    dt = dt.astimezone(timezone.utc)
+    try:
+        dt = dt.astimezone(timezone.utc)
+    except OverflowError:  # a person's `created: 9999-12-31T23:59:59-14:00`: year 10000 in UTC
+        return dt.isoformat()
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 

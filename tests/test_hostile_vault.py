@@ -463,6 +463,23 @@ def test_notes_the_hook_refuses_but_a_commit_brought_stop_no_command(vault):
     assert git(vault.root, "status", "--porcelain") == ""
 
 
+def test_a_date_past_the_calendar_in_utc_is_a_persons_date_not_a_crash(vault):
+    """`9999-12-31T23:59:59-14:00` is year 10000 in UTC: YAML reads it, Python cannot move it
+    to UTC. The hook crashed on it, and show, validate, query and maintain exited 3."""
+    edge = "9999-12-31T23:59:59-14:00"
+    (vault.root / "People").mkdir()
+    (vault.root / "People/Maya.md").write_text(f"---\ncreated: {edge}\n---\nMaya runs the ledger.\n", encoding="utf-8")
+    (vault.root / "mind/facts/ledger.md").write_text(
+        f"---\ntype: fact\ncreated: {edge}\nstatus: {edge}\n---\nThe ledger runs on Postgres.\n", encoding="utf-8")
+    done = _commit_all(vault.root)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    shown = cortex("show", "People/Maya.md", "--json", cwd=vault.root)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["frontmatter"]["created"] == "9999-12-31T23:59:59-14:00"
+    for argv in (("validate", "--all"), ("query", "ledger Postgres", "--json"), ("maintain", "--force"), ("brief",)):
+        result = cortex(*argv, cwd=vault.root)
+        assert result.returncode == 0, (argv, result.returncode, result.stderr)
+
+
 def test_a_file_name_with_a_line_break_or_tab_is_refused_and_never_breaks_the_index(vault):
     """The search index lists notes one path per line: a name with a line break once made
     its vector store unreadable, and every query crashed."""

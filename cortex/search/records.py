@@ -112,7 +112,10 @@ def _iso(value: Any) -> str:
     if isinstance(value, (datetime, date)):
         from cortex.timefmt import format_time, parse_time
 
-        return format_time(parse_time(value))
+        try:
+            return format_time(parse_time(value))
+        except ValueError:  # 9999-12-31T23:59:59-14:00 is past the calendar in UTC: kept as written
+            return value.isoformat()
     return str(value)
 
 
