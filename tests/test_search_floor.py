@@ -64,6 +64,18 @@ def test_min_score_0_returns_the_noise_hit(vault):
     assert wrong.returncode == 2 and "0.0<=x<=1.0" in wrong.stderr
 
 
+def test_a_query_in_latin1_is_a_usage_error_not_a_crash(vault):
+    """`cortex query "$(cat notes-latin1.txt)"`: the byte 0xE9 reaches Python as U+DCE9,
+    which the tokenizer refused with a traceback (exit 3)."""
+    latin1 = "caf\udce9 database"  # passed to the child as the bytes b"caf\xe9 database"
+    done = cortex(vault, latin1)
+    assert done.returncode == 2 and "TEXT: the byte 0xE9 at character 4 is not UTF-8" in done.stderr, done.stderr
+    as_json = cortex(vault, latin1, "--json")
+    assert as_json.returncode == 2 and json.loads(as_json.stdout)["error"] == "usage"
+    tagged = cortex(vault, "database", "--tag", "caf\udce9")
+    assert tagged.returncode == 2 and "--tag: the byte 0xE9 at character 4" in tagged.stderr, tagged.stderr
+
+
 def test_an_unrelated_question_sharing_one_word_finds_nothing(vault, capsys):
     # "production" is in one note; the question's other words are in none
     assert main(["--vault", str(vault), "query", "what is the production budget of the sequel film", "--paths"]) == 1

@@ -119,6 +119,20 @@ def _when(text: Optional[str], option: str) -> Optional[float]:
         raise _Failed(f"{option} {exc}") from None
 
 
+def _all_text(arguments: dict) -> None:
+    """A byte that is not UTF-8 in an argument (Latin-1 text a script passes) reaches
+    Python as a lone surrogate (U+DC80-U+DCFF, os.fsdecode), which neither the tokenizer
+    nor the JSON output takes: said, where it was a crash."""
+    import re
+
+    for option, values in arguments.items():
+        for value in [values] if isinstance(values, str) else values:
+            bad = re.search("[\udc80-\udcff]", value)
+            if bad:
+                byte = ord(bad.group()) - 0xDC00
+                raise _Failed(f"{option}: the byte 0x{byte:02X} at character {bad.start() + 1} is not UTF-8; pass the text as UTF-8")
+
+
 @app.command()
 def query(
     text: Optional[str] = typer.Argument(None, help="What to look for (optional with --recent, or with a filter to list its notes)."),
@@ -158,6 +172,8 @@ def query(
         if not (text and text.strip()) and recent is None and not listing:
             raise _Failed("give TEXT to search for, --recent DURATION (e.g. --recent 7d), "
                           "or a filter (--tag, --type, --entity, ...) to list its notes newest first")
+        _all_text({"TEXT": text or "", "--type": type_, "--category": category, "--partition": partition,
+                   "--tag": tag, "--entity": entity, "--attribution": attribution})
         mode = "lexical" if lexical_only else "semantic" if semantic_only else "hybrid"
         since_ts = _when(since, "--since")
         if recent is not None:
