@@ -746,3 +746,18 @@ def test_a_persons_note_in_mind_from_before_cortex_is_never_archived_by_decay(tm
     assert decay["changed"] == 0
     assert (root / old).read_text() == "---\ntype: opinion\ncreated: 2016-05-05\n---\nVim is better than emacs\n"
     assert git(root, "ls-files", "mind/archive") == ""
+
+
+def test_a_title_cut_inside_an_emoji_stops_no_maintenance(vault):
+    """A JavaScript tool that cuts a title at 80 UTF-16 units and writes it with
+    JSON.stringify leaves half an emoji, "\\ud83e", which YAML refuses. The snapshot's fast
+    reader took it through JSON as a lone surrogate and then could not save its cache:
+    `cortex maintain` and `cortex brief` failed for the whole vault."""
+    from conftest import cortex
+    from maint_helpers import commit_files
+
+    make_note(vault, "fact", "The ledger runs on Postgres 16")
+    commit_files(vault, {"vault/projects/trip.md": '---\ntype: project\ntitle: "Trip \\ud83e"\n---\nA plugin\'s export.\n'})
+    for argv in (("maintain", "--force", "--json"), ("brief",)):
+        done = cortex("--vault", str(vault.root), *argv)
+        assert done.returncode == 0, (argv, done.stderr)

@@ -124,6 +124,7 @@ _ENTITY_RE = re.compile(r"  - \{name: (\"(?:[^\"\\]|\\.)*\"|[^,{}\"]+), type: (\
 _ITEM_RE = re.compile(r"\s*(\"(?:[^\"\\]|\\.)*\"|[^,\[\]\"]*?)\s*(?:,|$)")
 _PLAIN_RE = re.compile(r"[A-Za-z0-9_.:+@-][^#{}\[\],&*!|>'%`\"]*")
 _NUMBER_RE = re.compile(r"-?\d+(\.\d+)?")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 _WANTED = frozenset({"id", "type", "created", "importance", "last_reinforced", "reinforced", "maintainer", "locked",
@@ -138,7 +139,10 @@ class _Unusual(Exception):
 
 def _scalar(text: str) -> Any:
     if text.startswith('"'):
-        return json.loads(text)
+        value = json.loads(text)
+        if "\\u" in text and _SURROGATE.search(value):
+            raise _Unusual(text)  # "\ud800": JSON takes half a character, YAML refuses the note
+        return value
     if not _PLAIN_RE.fullmatch(text) or text.endswith(" ") or " #" in text or text.endswith(":") or ": " in text:
         raise _Unusual(text)
     if _NUMBER_RE.fullmatch(text):
