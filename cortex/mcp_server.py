@@ -393,7 +393,20 @@ def refusal(item) -> bytes | None:
         return _error(None, -32600, "invalid request: an id is a whole number or a string")
     if not isinstance(item.get("params", {}), dict):
         return _error(reply_to, -32602, "invalid params: params must be a JSON object") if "id" in item else None
+    if "id" in item and _half_character(item):
+        return _error(reply_to, -32700, "parse error: a \\ud800-\\udfff escape without its other half is no "
+                                        "character; send text as UTF-8 or as a complete surrogate pair")
     return None
+
+
+def _half_character(item: dict) -> bool:
+    """A string holding a lone surrogate (`"\\ud800"`): Python's JSON reads it, the SDK's
+    refuses the whole line without an answer."""
+    try:
+        json.dumps(item, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _error(ident, code: int, message: str) -> bytes:

@@ -472,6 +472,25 @@ def test_lines_the_sdk_drops_are_answered_with_json_rpc_errors_and_never_waited_
     assert len(batch) == 1 and "one JSON-RPC message per line" in batch[0]["error"]["message"]
 
 
+def test_a_request_with_half_a_character_is_answered_not_dropped(vault):
+    """`"\\ud800"` (a surrogate escape without its pair, as a client that cuts strings by
+    UTF-16 units sends) is JSON to Python but not to the SDK, which dropped the request
+    without an answer: its client waited for ever, and the server 600 s at stdin's end."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "script", "version": "1"}}}
+    half = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "query", "arguments": {"text": "dock \ud83e"}}}
+    whole = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "query", "arguments": {"text": "dock \ud83e\udd84"}}}
+    text = "".join(json.dumps(m) + "\n" for m in [init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                                  half, whole])
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault), "mcp"], capture_output=True, text=True,
+                          input=text, timeout=120)  # hung: 600 s
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert set(answers) == {0, 5, 6}
+    assert answers[5]["error"]["code"] == -32700 and "without its other half" in answers[5]["error"]["message"]
+    assert "result" in answers[6]  # a whole pair is one character: searched as usual
+
+
 async def oversized_arguments(root: Path, errlog) -> None:
     import time
 
