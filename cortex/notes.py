@@ -332,7 +332,30 @@ def parse_note(text: str, *, max_frontmatter: int = MAX_FRONTMATTER_CHARS) -> No
         meta = {}
     if not isinstance(meta, dict):
         raise NoteSyntaxError("frontmatter must be a mapping of `key: value` lines", 2)
+    if _too_deep(fm, meta):
+        raise NoteSyntaxError(f"frontmatter nests lists or mappings deeper than {MAX_DEPTH} levels", 2)
     return Note(meta, body, fm, body_line, _key_lines(fm))
+
+
+MAX_DEPTH = 32  # as config.Limits.max_depth for a buffer line; a note needs 3
+
+
+def _too_deep(frontmatter: str, meta: dict) -> bool:
+    """Nesting past ``MAX_DEPTH`` (`tags: [[[[…]]]]`), which YAML's C reader builds and every
+    recursive walker after it (the validator's, JSON's) overflows the stack on. Walked,
+    without recursion, only where the text has enough indicators to nest that deep."""
+    if sum(frontmatter.count(c) for c in "[{:-?") <= MAX_DEPTH:
+        return False
+    stack = [(meta, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+    return False
 
 
 _DATE_RE = re.compile(r"(?<![\d-])(\d{4})-(\d\d?)-(\d\d?)(?![\d-])")

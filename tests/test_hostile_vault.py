@@ -480,6 +480,24 @@ def test_a_date_past_the_calendar_in_utc_is_a_persons_date_not_a_crash(vault):
         assert result.returncode == 0, (argv, result.returncode, result.stderr)
 
 
+def test_frontmatter_nested_hundreds_deep_is_refused_not_a_crash(vault):
+    """YAML's C reader builds `tags: [[[[…]]]]` 500 deep (it stops at 1,000); the
+    validator's walk then overflowed the stack: the hook stopped the person's commit with
+    a RecursionError, and `validate --all` exited 3."""
+    rel = "vault/projects/deep.md"
+    (vault.root / rel).write_text("---\ntype: project\ntags: " + "[" * 500 + "]" * 500 + "\n---\nDeep.\n",
+                                  encoding="utf-8")
+    done = _commit_all(vault.root)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "RecursionError" not in said and "deeper than 32 levels" in said, said
+    assert _commit_all(vault.root, "deep", verify=False).returncode == 0
+    validate = cortex("validate", "--all", cwd=vault.root)
+    assert validate.returncode == 1 and f"{rel}:2: frontmatter nests" in validate.stdout + validate.stderr
+    for argv in (("query", "staging database", "--json"), ("maintain", "--force"), ("show", rel, "--json")):
+        result = cortex(*argv, cwd=vault.root)
+        assert result.returncode in (0, 1), (argv, result.stderr)
+
+
 def test_a_file_name_with_a_line_break_or_tab_is_refused_and_never_breaks_the_index(vault):
     """The search index lists notes one path per line: a name with a line break once made
     its vector store unreadable, and every query crashed."""
