@@ -7,6 +7,7 @@ falls back to the defaults (as scoring does for a missing file).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,7 +159,13 @@ def load_settings(path: Path) -> Settings:
     data = _read_yaml(path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping")
-    trust_data = data.get("trust") or {}
+    try:
+        trust_data = _mapping(data, "trust", "e.g. `trust: {default: full}`")
+        commit = _mapping(data, "commit", "e.g. `commit: {per: run}`")
+        security = _mapping(data, "security", "e.g. `security: {classifier: true}`")
+        sync = _mapping(data, "sync", "e.g. `sync: {remote: origin, on_run: true}`")
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
     default = trust_data.get("default", "full")
     policies = trust_data.get("policies") or {}
     for who, policy in [("default", default), *policies.items()]:
@@ -172,17 +179,12 @@ def load_settings(path: Path) -> Settings:
         trusted_sessions=frozenset(map(str, trust_data.get("trusted_sessions") or ())),
         policies=tuple((str(k), str(v)) for k, v in policies.items()),
     )
-    commit = data.get("commit") or {}
-    security = data.get("security") or {}
-    sync = data.get("sync") or {}
-    if not isinstance(sync, dict):
-        raise ConfigError(f"{path}: `sync:` must be a mapping", "e.g. `sync: {remote: origin, on_run: true}`")
     commit_per = commit.get("per", "run")
     if commit_per not in ("note", "session", "run"):
         raise ConfigError(f"{path}: commit.per must be note, session or run")
     try:
         return Settings(
-            threshold=float(data.get("threshold", 0.5)),
+            threshold=_bounded(data.get("threshold", 0.5), "threshold", 0.0, 1.0),
             trust=trust,
             author_name=str(commit.get("author_name", "cortex")),
             author_email=str(commit.get("author_email", "cortex@localhost")),
@@ -192,7 +194,7 @@ def load_settings(path: Path) -> Settings:
             use_classifier=bool(security.get("classifier", True)),
             strict_notes=bool(security.get("strict_notes", False)),
             run_pre_commit=bool(commit.get("run_pre_commit", False)),
-            lock_timeout=float(data.get("lock_timeout", 10.0)),
+            lock_timeout=_bounded(data.get("lock_timeout", 10.0), "lock_timeout", 0.0, math.inf),
             workers=_workers(data.get("workers")),
             embedding_model=data.get("embedding_model"),
             limits=Limits.from_config(data.get("limits")),
@@ -205,6 +207,25 @@ def load_settings(path: Path) -> Settings:
         raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _mapping(data: dict, key: str, example: str) -> dict:
+    """A section of the file (``commit:``, ``trust:``): a mapping, or absent."""
+    value = data.get(key) or {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"`{key}:` must be a mapping, not {value!r}", example)
+    return value
+
+
+def _bounded(value: Any, key: str, low: float, high: float) -> float:
+    """A number of the file from low to high: `threshold: .nan` memorized every line,
+    `threshold: 1e999` (or 5, for 0.5) sent every line to skipped.jsonl, and
+    `lock_timeout: .inf` waited for ever, each without a word."""
+    number = float(value)
+    if not (low <= number <= high and math.isfinite(number)):
+        raise ConfigError(f"{key} is {value!r}: use a number from {low:g} to {high:g}" if math.isfinite(high)
+                          else f"{key} is {value!r}: use a number of seconds, 0 or more")
+    return number
 
 
 def vault_scanner(root: Path, extra_patterns, **options):

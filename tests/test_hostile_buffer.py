@@ -104,6 +104,24 @@ def test_a_bad_limit_in_the_config_is_a_message(vault):
     assert result.returncode == 1 and "limits: max_line_bytes must be a positive whole number" in result.stderr
 
 
+@pytest.mark.parametrize("setting, said", [
+    ("commit: 5", "`commit:` must be a mapping, not 5"),
+    ("trust: full", "`trust:` must be a mapping, not 'full'"),
+    ("threshold: .nan", "threshold is nan: use a number from 0 to 1"),
+    ("threshold: 5", "threshold is 5: use a number from 0 to 1"),
+    ("lock_timeout: .inf", "lock_timeout is inf: use a number of seconds"),
+])
+def test_a_setting_of_the_wrong_shape_stops_the_run_with_a_message_and_loses_no_line(vault, setting, said):
+    """`commit: 5` crashed the run (exit 3); `threshold: .nan` memorized every line and
+    `threshold: 5` (for 0.5) sent every line to skipped.jsonl, without a word."""
+    append_lines(vault, observation())
+    config = vault.root / "observer" / "config.yml"
+    config.write_text(config.read_text() + setting + "\n")
+    result = cortex("run", cwd=vault.root)
+    assert result.returncode == 1 and f"observer/config.yml: {said}" in result.stderr, result.stderr
+    assert vault.buffer_path.read_text().count("\n") == 1  # still there for the run after the fix
+
+
 @pytest.mark.parametrize(
     "line, needle",
     [
