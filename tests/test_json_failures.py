@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import append_lines, cortex, git, observation
+from conftest import VENV_BIN, append_lines, cortex, git, observation
 
 FAILURE_KEYS = {"ok", "error", "message", "hint", "paths", "exit_code"}
 
@@ -95,3 +95,42 @@ def test_a_bug_prints_the_failure_as_json_with_the_report(tmp_path):
     out = json.loads(done.stdout)
     assert out["error"] == "bug" and out["exit_code"] == 3
     assert Path(out["hint"].removeprefix("details written to ")).read_text().count("RuntimeError: a bug") == 1
+
+
+@pytest.fixture
+def memorized(vault):
+    append_lines(vault, json.dumps(observation()))
+    assert cortex("--vault", str(vault.root), "run").returncode == 0
+    return vault
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command, code", [
+    (["query", "staging", "--json"], 2),
+    (["query", "staging", "--paths"], 2),
+    (["index", "--json"], 2),
+    (["status", "--json"], 1),
+])
+def test_a_stdout_that_cannot_be_written_is_an_error_said_once(memorized, command, code):
+    """`cortex query --json > answer.json` on a full disk: the query found its note, so
+    exit 1 ("nothing found") misleads; it is an error (2), said on stderr without a
+    traceback — the failure's own JSON cannot be written there either."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(memorized.root), *command],
+                              stdout=full, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == code
+    assert done.stderr.endswith("cortex: No space left on device\n")
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+
+
+def test_a_failure_whose_reader_left_keeps_its_exit_code(tmp_path):
+    """A failed query whose reader closed the pipe first exits as the failure (2), not 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone: cortex's first write meets a broken pipe
+    try:
+        done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(tmp_path / "nowhere"), "query", "x", "--json"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr and "Traceback" not in done.stderr

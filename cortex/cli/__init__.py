@@ -39,31 +39,27 @@ _json_aware(app)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cortex.cli.app import ReaderLeft, _options
+    from cortex.cli.app import ReaderLeft, _options, hoist_vault
     from cortex.cli.terminal import guard_terminals
     from cortex.errors import CortexError
 
     _standard_streams()
     guard_terminals()
     _options.update(json=None, emitted=False)  # of this call: tests call main() again in one process
+    args = hoist_vault(sys.argv[1:] if argv is None else list(argv))
     try:
         # standalone mode: click reports usage errors itself (exit 2) and exits.
-        from cortex.cli.app import hoist_vault
-
-        args = hoist_vault(sys.argv[1:] if argv is None else list(argv))
         _narrowed(args)(args=args, prog_name="cortex")
         return 0
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except CortexError as exc:
-        return _failed(exc)
+        return _failed(exc, args)
     except ReaderLeft:
         # what was printed is what the reader wanted; the rest, flushed at exit, goes nowhere
-        import os
+        from cortex.cli.app import stdout_gone
 
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
+        stdout_gone()
         return 0
     except KeyboardInterrupt:
         sys.stderr.write("cortex: interrupted\n")
@@ -72,13 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         from cortex.errors import os_said
         from cortex.fsutil import folder_in_the_way
 
-        return _failed(folder_in_the_way(exc) or CortexError(os_said(exc)))
+        return _failed(folder_in_the_way(exc) or CortexError(os_said(exc)), args)
     except UnicodeError as exc:
-        return _failed(CortexError(f"not UTF-8 text ({exc}); cortex reads and writes UTF-8 only"))
+        return _failed(CortexError(f"not UTF-8 text ({exc}); cortex reads and writes UTF-8 only"), args)
     except Exception as exc:  # a bug: keep the evidence
         damaged = _repository_damage(exc)
         if damaged is not None:
-            return _failed(damaged)
+            return _failed(damaged, args)
         from cortex.cli.app import emit_failure
         from cortex.errors import Bug
 
@@ -110,11 +106,18 @@ def _repository_damage(exc: Exception):
         return None
     return None if readable else RepositoryDamaged(found.group())
 
-def _failed(exc) -> int:
+
+# Commands whose exit 1 means "nothing found": any error of theirs exits 2 (README, "Exit codes").
+ERRORS_EXIT_2 = ("query", "index")
+
+
+def _failed(exc, args: list[str]) -> int:
     """Say a known problem: what and how to fix it on stderr, its document on stdout
     when the command was asked for JSON; its exit code."""
     from cortex.cli.app import emit_failure
 
+    if exc.exit_code == 1 and _command_name(args) in ERRORS_EXIT_2:
+        exc.exit_code = 2  # met after the command's own handler (writing its output): never "nothing found"
     sys.stderr.write(f"cortex: {exc.message}\n")
     if exc.hint:
         sys.stderr.write(f"  hint: {exc.hint}\n")
@@ -148,14 +151,9 @@ def _narrowed(args: list[str]):
     ``--version`` and an unknown name get the whole app, so lists and messages stay whole."""
     import copy
 
-    from cortex.cli.app import VAULT_FLAGS
-
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        i += 2 if args[i] in VAULT_FLAGS else 1
-    if i >= len(args):
+    name = _command_name(args)
+    if name is None:
         return app
-    name = args[i]
     commands = [c for c in app.registered_commands
                 if (c.name or c.callback.__name__.lower().replace("_", "-")) == name]
     groups = [g for g in app.registered_groups if g.name == name]
@@ -164,6 +162,16 @@ def _narrowed(args: list[str]):
     narrow = copy.copy(app)
     narrow.registered_commands, narrow.registered_groups = commands, groups
     return narrow
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The command ``args`` run (their first word after the global options), if any."""
+    from cortex.cli.app import VAULT_FLAGS
+
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in VAULT_FLAGS else 1
+    return args[i] if i < len(args) else None
 
 
 def _bug_report() -> str:

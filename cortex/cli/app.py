@@ -154,10 +154,24 @@ def emit_failure(exc) -> None:
         return
     failure = {"ok": False, "error": exc.kind, "message": exc.message, "hint": exc.hint,
                "paths": list(exc.paths), "exit_code": exc.exit_code}
-    if flag == "--jsonl":
-        emit_jsonl([failure])
-    else:
-        emit_json(failure)
+    try:
+        if flag == "--jsonl":
+            emit_jsonl([failure])
+        else:
+            emit_json(failure)
+        sys.stdout.flush()
+    except OSError:  # stdout is what failed (a full disk, a reader gone): stderr has said it
+        stdout_gone()
+
+
+def stdout_gone() -> None:
+    """stdout pointed at /dev/null: what is left in its buffer, flushed at exit, would fail
+    again there (Python then prints its own traceback and exits 120)."""
+    import os
+
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
 
 
 def emit_jsonl(objs) -> None:
