@@ -4,9 +4,12 @@ loses nothing: what it did not memorize stays in the buffer for the next run."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
+
+import pytest
 
 from conftest import VENV_BIN, append_lines, git, observation
 
@@ -197,3 +200,19 @@ def test_a_folder_where_a_cache_file_was_is_named_with_what_to_do(vault):
     done = subprocess.run([*cli, "query", "staging database"], capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert f"{order} is a folder, not a file" in done.stderr and "hint: remove it" in done.stderr
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_json_is_utf8_whatever_the_locale_encodes(vault, encoding):
+    """A script in a Latin-1 locale (or with PYTHONIOENCODING set) reads `--json` as UTF-8,
+    as JSON must be: the query found the note, where it failed on its first "ü" (ascii:
+    exit 1, "nothing found") or printed Latin-1 bytes no JSON reader takes."""
+    append_lines(vault, observation(body="The deploy to Zürich runs every Friday — from the release branch."))
+    vault.run()
+
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault.root), "query", "deploy Zürich", "--json"],
+                          capture_output=True, env={**os.environ, "PYTHONIOENCODING": encoding})
+
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout.decode("utf-8"))
+    assert answer["results"][0]["title"].startswith("The deploy to Zürich runs every Friday — ")

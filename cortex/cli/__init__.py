@@ -130,7 +130,8 @@ def _standard_streams() -> None:
     /dev/null for this process. Python leaves ``sys.stderr`` None there: the first status
     line raised, after the work was done — `cortex write` appended its observation and
     exited 1, and the agent's retry doubled it — and a file cortex opened next could take
-    the free descriptor, where a child's output would land."""
+    the free descriptor, where a child's output would land. Each stream is UTF-8, whatever
+    the locale or ``PYTHONIOENCODING`` says."""
     import os
 
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
@@ -141,8 +142,25 @@ def _standard_streams() -> None:
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
-        if getattr(sys, name) is None:
+        stream = getattr(sys, name)
+        if stream is None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))
+        elif not _utf8(stream):
+            # cortex reads and writes UTF-8 only: a --json document in the locale's Latin-1
+            # (or PYTHONIOENCODING=ascii) was no JSON a reader could take, or failed mid-way
+            stream.reconfigure(encoding="utf-8")
+
+
+def _utf8(stream) -> bool:
+    """Whether ``stream`` is UTF-8 already, or cannot be made so (a test's ``StringIO``)."""
+    import codecs
+
+    if not hasattr(stream, "reconfigure"):
+        return True
+    try:
+        return codecs.lookup(stream.encoding).name == "utf-8"
+    except LookupError:
+        return False
 
 
 def _narrowed(args: list[str]):
