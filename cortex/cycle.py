@@ -20,8 +20,8 @@ from cortex.model import Plan, RunReport
 from cortex.pipeline.plan import make_plan, plan_later
 from cortex.notes import REDACTED
 from cortex.quarantine import Entry
-from cortex.security.secrets import scrub_json_line
-from cortex.runner import apply, finish
+from cortex.recovery import author, finish_archives, raw_archive, recover
+from cortex.runner import apply
 from cortex.state import State
 from cortex.timefmt import utcnow
 
@@ -30,38 +30,7 @@ if TYPE_CHECKING:
 
 CHUNK_LINES = 5_000  # lines planned and committed at a time (memory stays flat)
 CHUNK_BYTES = 16 << 20  # ... and bytes, so that long lines cannot make a chunk large
-RETIRED_QUIET = 86_400.0  # where the OS cannot tell whether a rotated buffer is open
 UNFINISHED_QUIET = 60.0  # ... whether the writer of an unfinished line still has it open
-
-
-def _author(vault: Vault) -> tuple[str, str]:
-    return (vault.settings.author_name, vault.settings.author_email)
-
-
-def recover(vault: Vault, repo: GitRepo, state: State, report: RunReport, now: datetime) -> None:
-    """Finish what a killed run decided, and notice a rotation it did not record."""
-    for tmp in vault.state_path.parent.glob(".*.tmp"):
-        tmp.unlink(missing_ok=True)  # a half-written replacement a kill left (we hold the lock)
-    if not vault.state_path.exists():
-        vault.save_state(state)  # fix the buffer id before any line is keyed by it
-    if state.pending is not None:
-        report.recovered = True
-        finish(repo, state, vault.save_state, vault.quarantine, _author(vault), now, report, recovering=True)
-    raw = _raw_archive(vault, state.buffer_id)
-    rotated = raw.exists() or (vault.archive_dir / f"observations-{state.buffer_id}.jsonl").exists()
-    if rotated:  # rotated, then killed before the state said so
-        if raw.exists():
-            state.retired[state.buffer_id] = state.offset
-        state.new_buffer()
-        vault.save_state(state)
-    _finish_archives(vault, state)  # a kill between the rotation and the scrub
-    if not rotated and buffer.unread_from(vault.buffer_path, state.offset, state.last_line) != state.offset:
-        report.warnings.append(
-            f"the buffer no longer holds the lines processed up to byte {state.offset}: it was replaced or "
-            "truncated (by hand, or logrotate's copytruncate) since the last run; reading it from the start"
-        )
-        state.new_buffer()
-        vault.save_state(state)
 
 
 def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | None = None, limit: int | None = None) -> RunReport:
@@ -74,7 +43,7 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
         state = vault.load_state()
         if not dry_run:
             repo.require_branch()
-            recover(vault, repo, state, report, now)
+            recover(vault, state, report, now, repo)
         index = HashIndex(repo).load()
         if dry_run:
             start = buffer.unread_from(vault.buffer_path, state.offset, state.last_line)
@@ -88,17 +57,17 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
             # before the rotation come first, in the order they were written.
             left = limit
             for old_id in list(state.retired):
-                left = _consume(vault, repo, state, index, _raw_archive(vault, old_id), old_id,
+                left = _consume(vault, repo, state, index, raw_archive(vault, old_id), old_id,
                                 commit_per, now, report, left)
             _end_abandoned_line(vault, state, report)
             _consume(vault, repo, state, index, vault.buffer_path, state.buffer_id, commit_per, now, report, left)
-            raw = _raw_archive(vault, state.buffer_id)
+            raw = raw_archive(vault, state.buffer_id)
             if buffer.rotate_if_consumed(vault.buffer_path, state.offset, raw):
                 state.retired[state.buffer_id] = state.offset
                 state.new_buffer()
                 vault.save_state(state)
                 report.rotated = True
-            _finish_archives(vault, state)
+            finish_archives(vault, state)
             _note_unfinished_line(vault, state)
             if report.commits:
                 pack_if_due(vault.root, configured_gc_auto(repo.repo))
@@ -132,11 +101,6 @@ def _note_unfinished_line(vault: Vault, state: State) -> None:
 def _unfinished(vault: Vault, state: State) -> dict | None:
     tail = buffer.unfinished_tail(vault.buffer_path)
     return {**tail, "buffer_id": state.buffer_id} if tail else None
-
-
-def _raw_archive(vault: Vault, buffer_id: str):
-    """Where a consumed buffer is moved, under the writers' lock, before its scrub."""
-    return vault.archive_dir / f".observations-{buffer_id}.jsonl.raw"
 
 
 def _consume(vault: Vault, repo: GitRepo, state: State, index: HashIndex, path, buffer_id: str, commit_per: str,
@@ -189,24 +153,6 @@ def _plan_ahead(vault: Vault, index: HashIndex, start: int, now: datetime, left:
     return planned
 
 
-def _finish_archives(vault: Vault, state: State) -> None:
-    """Turn every rotated buffer still raw into its kept, scrubbed archive — once every
-    line in it was read and no writer can append to it any more."""
-    if not vault.archive_dir.is_dir():
-        return
-    for tmp in vault.archive_dir.glob(".*.tmp"):
-        tmp.unlink(missing_ok=True)  # a scrub a kill interrupted: done again from the raw file
-    for raw in sorted(vault.archive_dir.glob(".observations-*.jsonl.raw")):
-        old_id = raw.name.removeprefix(".observations-").removesuffix(".jsonl.raw")
-        if old_id in state.retired:
-            if buffer.size(raw) > state.retired[old_id] or buffer.held_open(raw, RETIRED_QUIET):
-                continue  # lines still coming through an old handle: read at the next run
-        kept = raw.with_name(raw.name[1:].removesuffix(".raw"))
-        buffer.archive_scrubbed(raw, kept, scrub_json_line, vault.settings.limits.max_line_bytes)
-        if state.retired.pop(old_id, None) is not None:
-            vault.save_state(state)
-
-
 def _apply(vault: Vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
     apply(
         plan,
@@ -215,7 +161,7 @@ def _apply(vault: Vault, repo: GitRepo, state: State, plan: Plan, per: str, now:
         save=vault.save_state,
         quarantine=vault.quarantine,
         skipped=vault.skipped,
-        author=_author(vault),
+        author=author(vault),
         per=per,
         now=now,
         report=report,
@@ -280,7 +226,7 @@ def promote(vault: Vault, entry: Entry, *, force: bool, now: datetime | None = N
         repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
         repo.require_branch()
         state = vault.load_state()
-        recover(vault, repo, state, report, now)
+        recover(vault, state, report, now, repo)
         index = HashIndex(repo).load()
         raw = _without_redacted_tags(entry.line).encode("utf-8")
         buffer_id, _, offset = entry.key.rpartition(":")

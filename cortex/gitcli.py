@@ -21,6 +21,7 @@ from cortex.errors import ConfigError, CortexError
 
 # git never stops to ask for a password: a sync in cron or CI fails with a message instead.
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"}
+MOVE_JOURNAL = "cortex-move"  # in .git: the move `GitRepo.move_tree` is making, "<old> <new>"
 NETWORK_TIMEOUT = 300.0  # seconds a fetch or push may take before it counts as unreachable
 
 

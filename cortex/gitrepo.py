@@ -25,7 +25,7 @@ from cortex.fsutil import NEW, Before, still_ours as _still_ours
 from cortex.gitlock import IndexLock, branch_lock, held_since, if_left, record_move
 from cortex.layout import link_on_path, require_git_link
 
-MOVE_JOURNAL = "cortex-move"  # in .git: the move `move_tree` is making, "<old> <new>"
+MOVE_JOURNAL = gitcli.MOVE_JOURNAL
 
 BLOB = pygit2.enums.FileMode.BLOB
 TREE = pygit2.enums.FileMode.TREE

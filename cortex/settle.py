@@ -45,12 +45,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TYPE_CHECKING
 
-from cortex import counts
-from cortex.maintenance.base import JobContext, fold_into, unarchive_path
+from cortex import counts, gitcli
 from cortex.maintenance.snapshot import NoteInfo, Snapshot
 from cortex.taxonomy import DELIBERATE_ARCHIVE
 
 if TYPE_CHECKING:
+    from cortex.maintenance.base import JobContext
     from cortex.vault import Vault
 
 JOB = "sync"
@@ -223,11 +223,24 @@ def memorized_anew(root: Path, head: str, tip: str) -> dict[str, str]:
 
 def settle(vault: Vault, now: datetime) -> list[dict[str, Any]]:
     """Apply what HEAD needs settling (since the last settle); the items done."""
+    if _settled(vault):
+        return []  # nearly always: no repository to open (pygit2's import) for nothing to do
+    from cortex.maintenance.base import JobContext
+
     ctx = JobContext(vault, now)
     return ctx.replanned(lambda: _settle(ctx))
 
 
+def _settled(vault: Vault) -> bool:
+    """HEAD is settled already (or unborn): asked of git, not pygit2. ``_settle`` asks
+    again with the repository open, so a commit landing in between is seen there."""
+    head = gitcli.rev(vault.root, "HEAD")
+    return head is None or vault.load_state().extra.get(JOB, {}).get("settled") == head
+
+
 def _settle(ctx: JobContext) -> list[dict[str, Any]]:
+    from cortex.maintenance.base import fold_into, unarchive_path
+
     vault = ctx.vault
     head = ctx.repo.head_oid()
     state = vault.load_state()

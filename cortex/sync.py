@@ -208,29 +208,32 @@ def clone_vault(url: str, target: Path, branch: str | None = None):
     return vault, created, current
 
 
-def recover_all(vault: Vault, now: datetime) -> list[str]:
+def recover_all(vault: Vault, now: datetime, git_dir: Path) -> list[str]:
     """Finish a killed sync's move of the working tree, then a killed ``cortex run``,
     maintenance job or settle step: their records name commits by the first-parent
-    history a merge extends."""
-    from cortex.cycle import recover
-    from cortex.gitrepo import GitRepo
-    from cortex.maintenance.base import JobContext
-    from cortex.maintenance.reinforce import _finish
+    history a merge extends. The repository is opened (pygit2 imported) only for what
+    a killed one left, nearly never: pygit2's import was two fifths of a sync with
+    nothing to do."""
     from cortex.model import RunReport
+    from cortex.recovery import recover
 
     done = []
-    repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
-    if repo.finish_move():  # a sync killed while git wrote the working files
-        done.append("sync")
+    if (git_dir / gitcli.MOVE_JOURNAL).exists():
+        from cortex.gitrepo import GitRepo
+
+        if GitRepo(vault.root, lock_wait=vault.settings.lock_timeout).finish_move():  # a sync killed while git wrote the working files
+            done.append("sync")
     state = vault.load_state()
     report = RunReport()
-    recover(vault, repo, state, report, now)
+    recover(vault, state, report, now)
     if report.recovered:
         done.append("run")
-    ctx = JobContext(vault, now)
     for job, record in list(state.jobs.items()):  # every job's journal: maintenance, settle, forget
         if isinstance(record, dict) and record.get("pending"):
-            ctx.recover(job, _finish if job == "reinforce" else None)
+            from cortex.maintenance.base import JobContext
+            from cortex.maintenance.reinforce import _finish
+
+            JobContext(vault, now).recover(job, _finish if job == "reinforce" else None)
             done.append(job)
     return done
 
@@ -699,8 +702,9 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
         # Before the recovery, which commits too: a person's merge, rebase, cherry-pick ...
         # ends first (a merge stopped on a conflict made git refuse the working tree's move:
         # "you need to resolve your current index first", told as uncommitted changes)
-        require_committable(gitcli.git_dir(root), merge=False, then="`cortex sync`")
-        report.recovered = recover_all(vault, now)
+        git_dir = gitcli.git_dir(root)
+        require_committable(git_dir, merge=False, then="`cortex sync`")
+        report.recovered = recover_all(vault, now, git_dir)
         report.branch = branch_name(root)
         report.remote = choose_remote(root, remote, settings.sync_remote)
         target = report.remote_branch = remote_branch(root, report.remote, report.branch)

@@ -148,3 +148,23 @@ def test_a_query_imports_only_what_it_searches_with(vault):
     assert code == 0 and out.strip().endswith(".md")
     assert "numpy" in modules and "whoosh.index" in modules  # it really searched, both ways
     assert "cortex.model" not in modules
+
+
+def test_a_sync_with_nothing_to_do_imports_no_git_library(vault, tmp_path):
+    """`cortex sync` with nothing to fetch, settle, recover or push (what a schedule runs
+    most often) asks git itself: pygit2's import was two fifths of it. The first sync,
+    which pushes and settles, still opens the repository."""
+    vault.write({"type": "fact", "body": "The staging database restarts on Sundays.", "session_id": "cli",
+                 "timestamp": "2026-11-27T06:00:00.000Z", "bucket": "explicit", "attribution": "maya"})
+    vault.run()
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    subprocess.run(["git", "remote", "add", "origin", str(remote)], cwd=vault.root, check=True)
+    argv = ["--vault", str(vault.root), "sync", "--json"]
+    code, modules, out = probe(argv, vault.root)
+    assert code == 0 and json.loads(out)["pushed"] and "pygit2" in modules
+    code, modules, out = probe(argv, vault.root)
+    report = json.loads(out)
+    assert code == 0 and report["integrated"] == "up to date" and not report["pushed"]
+    assert (report["ahead"], report["behind"]) == (0, 0)
+    assert heavy_in(modules) == []

@@ -7,7 +7,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -887,6 +889,43 @@ def test_a_sync_killed_while_git_wrote_the_working_files_is_finished_by_the_next
     assert (a / shared).read_text() == person  # the person's edit, untouched
     assert git(a, "status", "--porcelain", "--untracked-files=no").split() == ["M", shared]
     assert not (a / ".git" / "cortex-move").exists()
+
+
+KILLED_BEFORE_ITS_COMMIT = r"""
+import os, signal, sys
+import cortex.runner
+from cortex.cli import main
+
+decided = cortex.runner.finish
+
+def finish(*args, recovering=False, **kwargs):
+    if not recovering:  # the run's plan and blobs are recorded: SIGKILL before its commit
+        os.kill(os.getpid(), signal.SIGKILL)
+    return decided(*args, recovering=recovering, **kwargs)
+
+cortex.runner.finish = finish
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_run_killed_before_its_commit_is_finished_by_the_next_sync(tmp_path):
+    """`cortex sync` finishes what a killed `cortex run` decided before it merges (the
+    repository is opened for it then, not on every sync): the note is committed once,
+    the buffer's line counted as read, and the commit pushed."""
+    _, (a,) = make_fleet(tmp_path, 1)
+    sync(a)
+    write(a, "The staging database is rebuilt nightly at 02:00.")
+    killed = subprocess.run([sys.executable, "-c", KILLED_BEFORE_ITS_COMMIT, "--vault", str(a), "run"],
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert notes(a) == {}
+    report = json.loads(cx(a, "sync", "--json").stdout)
+    assert report["recovered"] == ["run"] and report["pushed"]
+    texts = list(notes(a).values())
+    assert len(texts) == 1 and texts[0].rstrip().endswith("The staging database is rebuilt nightly at 02:00.")
+    assert git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
+    assert json.loads(cx(a, "run", "--json").stdout)["read"] == 0  # the line was read, once
+    assert json.loads(cx(a, "sync", "--json").stdout)["recovered"] == []
 
 
 def test_a_commit_made_while_the_sync_moves_head_is_merged_too(tmp_path, monkeypatch):
