@@ -11,7 +11,6 @@ from collections import Counter
 from typing import Any, NamedTuple, TYPE_CHECKING
 
 from cortex import buffer
-from cortex.distribution import workflow_warning
 from cortex.fsutil import open_regular
 from cortex.layout import PARTITIONS
 
@@ -254,7 +253,7 @@ def vault_status(vault: Vault) -> dict[str, Any]:
         "index": index_status(vault.root, index_state),
         "sync": sync_status(vault.root, state),
         "watch": _watch_status(vault.root),
-        "warnings": [w for w in (workflow_warning(vault.root),) if w],
+        "warnings": _warnings(vault.root),
     }
 
 
@@ -274,3 +273,10 @@ def _watch_status(root) -> dict[str, Any]:
 
     pid = running(root)
     return {"running": bool(pid), "pid": pid if pid and pid > 0 else None}
+
+
+def _warnings(root) -> list[str]:
+    """What a person should change in the vault (a nightly workflow an older cortex wrote)."""
+    from cortex.distribution import workflow_warning
+
+    return [w for w in (workflow_warning(root),) if w]
