@@ -328,6 +328,36 @@ def test_session_start_hook_says_why_a_brief_failed_and_still_prints_the_rest(va
     assert "query" not in proc.stderr  # a query that finds nothing is no failure
 
 
+def test_session_start_hook_says_why_the_vault_could_not_be_read(vault, tmp_path):
+    """Every failed `cortex status` was once "no cortex vault here (set CORTEX_VAULT)": a
+    check that ran out of time, or a git refusing a vault another user owns, sent the
+    person looking for a setting that was right."""
+    import shutil
+
+    env = {**os.environ, "CORTEX_VAULT": str(vault)}
+    owned = tmp_path / "theirs"
+    shutil.copytree(str(vault), owned, symlinks=True)
+    for path in [owned, *owned.rglob("*")]:
+        os.lchown(path, 65534, 65534)  # the tests run as root: a vault of another user
+    proc = subprocess.run(["sh", str(HOOK)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**env, "CORTEX_VAULT": str(owned)})
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert "dubious ownership" in proc.stderr and "safe.directory" in proc.stderr
+    assert "set CORTEX_VAULT" not in proc.stderr
+
+    slow = tmp_path / "slow-cortex"  # a cortex that takes longer than the hook allows
+    slow.write_text(f'#!/bin/sh\nsleep 5\nexec {shutil.which("cortex")} "$@"\n')
+    slow.chmod(0o755)
+    proc = subprocess.run(["sh", str(HOOK)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**env, "CORTEX_BIN": str(slow), "CORTEX_HOOK_TIMEOUT": "1"})
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert "`cortex status` took longer than 1s (CORTEX_HOOK_TIMEOUT)" in proc.stderr
+
+    proc = subprocess.run(["sh", str(HOOK)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**env, "CORTEX_VAULT": str(tmp_path)})
+    assert "is not a cortex vault" in proc.stderr and "no memory loaded" in proc.stderr
+
+
 def test_a_long_lived_index_keeps_rows_another_process_added(tmp_path, ready_vault):
     """The server holds its index for hours while `cortex query` processes update it."""
     from test_search import write_note

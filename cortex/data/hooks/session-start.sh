@@ -43,8 +43,19 @@ run() {
     fi
 }
 
-if ! run status >/dev/null 2>&1; then
-    note "no cortex vault here (set CORTEX_VAULT): no memory loaded"
+# Whether there is a vault to read, and if not, why: cortex's own first line of explanation
+# (not a vault, a git that refuses the folder, a damaged repository) or the time limit.
+why=$(run status 2>&1 >/dev/null)
+status=$?
+if [ "$status" -ne 0 ]; then
+    if [ "$status" -eq 124 ]; then
+        note "\`cortex status\` took longer than ${TIMEOUT}s (CORTEX_HOOK_TIMEOUT): no memory loaded"
+    else
+        first=$(printf '%s\n' "$why" | grep -m1 -v '^[[:space:]]*$')
+        note "${first:-\`cortex status\` failed (exit $status)}: no memory loaded"
+        hint=$(printf '%s\n' "$why" | grep -m1 '^[[:space:]]*hint:')
+        [ -n "$hint" ] && note "$(printf '%s' "$hint" | sed 's/^[[:space:]]*//')"
+    fi
     exit 0
 fi
 
