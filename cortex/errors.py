@@ -43,6 +43,13 @@ class VaultNotFound(CortexError):
     exit_code = 2  # the same in every command, `cortex query` (1 = nothing found) included
 
 
+class NotFound(CortexError):
+    """A name that names nothing here (a note, a quarantine entry): exit 1, as "nothing
+    found" is in every command that looks a name up."""
+
+    kind = "not_found"
+
+
 class InvalidObservation(CortexError):
     """An observation refused by ``cortex write`` (the caller decides what to do)."""
 

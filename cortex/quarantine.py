@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator
 
-from cortex.errors import CortexError
+from cortex.errors import CortexError, NotFound
 from cortex.fsutil import append_locked, atomic_write, read_regular
 from cortex.timefmt import parse_time
 
@@ -214,7 +214,7 @@ class Quarantine:
     def find(self, ident: str) -> Entry:
         matches = [e for e in self.entries() if ident in (e.key, e.short_id) or e.short_id.endswith(ident)]
         if not matches:
-            raise CortexError(f"no quarantine entry {ident!r}", "list them with `cortex quarantine list`")
+            raise NotFound(f"no quarantine entry {ident!r}", "list them with `cortex quarantine list`")
         if len(matches) > 1:
             raise CortexError(f"{ident!r} matches {len(matches)} entries", "give the full id from `cortex quarantine list`")
         return matches[0]

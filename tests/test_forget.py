@@ -80,6 +80,9 @@ def test_a_name_that_names_nothing_exits_1_in_every_command(vault, argv):
     if argv[0] in ("show", "forget"):
         assert "no note " in done.stderr and "`cortex query --recent 7d`" in done.stderr
         assert "`recent`" not in done.stderr  # no such command
+    if argv[0] != "graph":  # `graph neighbors --json` prints its empty list
+        failure = json.loads(cortex("--vault", str(vault.root), *argv, "--json").stdout)
+        assert (failure["error"], failure["exit_code"]) == ("not_found", 1)  # `quarantine show` said "vault"
 
 
 def test_forget_leaves_a_persons_edit_and_permanent_data_alone(vault):
