@@ -559,6 +559,10 @@ def test_validate_all_finds_what_no_verify_let_in(repo):
                           (["observer/config.yml"], "not a note under vault/ or mind/")):
         done = subprocess.run([*named, *args], env=repo.env, capture_output=True, text=True, cwd=repo.root)
         assert done.returncode == 2 and message in done.stderr
+        done = subprocess.run([*named, *args, "--json"], env=repo.env, capture_output=True, text=True, cwd=repo.root)
+        failure = json.loads(done.stdout)  # a script's document, as every command prints one: stdout was empty
+        assert done.returncode == failure["exit_code"] == 2 and failure["error"] == "usage"
+        assert message in failure["message"] and message in done.stderr
 
 
 def test_validate_all_checks_the_notes_not_committed_yet_but_not_ignored_ones(repo):

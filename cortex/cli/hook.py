@@ -147,16 +147,16 @@ def validate_command(
     from cortex.cli.app import open_vault
     from cortex.hooks import validate
 
+    from cortex.errors import UsageError
+
     root = open_vault().root
     missing = [f for f in files or [] if not _resolve(root, f).exists()]
     if missing:  # named on purpose (unlike the hook's staged paths, which may be deletions)
-        info(f"cortex: no such file: {', '.join(missing)}")
-        raise typer.Exit(2)
+        raise UsageError(f"no such file: {', '.join(missing)}")
     outside = [f for f in files or [] if not _is_note(root, f)]
     if outside:
-        info(f"cortex: not a note under vault/ or mind/, nor a markdown note elsewhere: {', '.join(outside)} "
-             "(only notes are validated; observer/ and dot folders hold none)")
-        raise typer.Exit(2)
+        raise UsageError(f"not a note under vault/ or mind/, nor a markdown note elsewhere: {', '.join(outside)} "
+                         "(only notes are validated; observer/ and dot folders hold none)")
     named = [str(_resolve(root, f)) for f in files or []]
     report = validate(named, root=root, all_notes=all_ or not files)
     code = _finish(report, "validate", json_, hook=False)
