@@ -121,12 +121,22 @@ def test_sync_json_failures_have_one_documented_shape(tmp_path):
 def test_run_sync_offline_says_the_sync_failure_once(tmp_path):
     """The sync before the run fails: the run still commits, the failure is said once (the
     sync after the run would only say it again), and its exit code is the run's."""
-    _, (a,) = make_fleet(tmp_path, 1)
+    remote, (a,) = make_fleet(tmp_path, 1)
     git(a, "remote", "set-url", "origin", "http://127.0.0.1:9/vault.git")  # nothing listens there
     write(a, TRUE)
     done = cx(a, "run", "--sync", check=False)
     assert done.returncode == 75 and done.stderr.count("cortex: sync:") == 1, done.stderr
     assert any(TRUE in t for t in active(a).values())
+    write(a, "The invoices are archived every Friday")
+    done = cx(a, "run", "--sync", "--json", check=False)  # a script told the run's notes from the sync's failure
+    report = json.loads(done.stdout)
+    assert done.returncode == report["sync"]["exit_code"] == 75 and report["memorized"] == 1
+    assert report["sync"]["ok"] is False and report["sync"]["error"] == "unreachable"
+    assert set(report["sync"]) == {"ok", "error", "message", "hint", "paths", "exit_code"}
+    git(a, "remote", "set-url", "origin", str(remote))
+    write(a, "The printers are serviced in March")
+    report = json.loads(cx(a, "run", "--sync", "--json").stdout)
+    assert report["sync"] == {"ok": True, "integrated": "up to date", "pushed": True, "exit_code": 0}
 
 
 def test_sync_says_what_the_remote_brought_deleted_notes_named_with_who_deleted_them(tmp_path):

@@ -260,10 +260,13 @@ def run(
     vault = open_vault()
     sync = (vault.sync_on_run if sync is None else sync) and not dry_run
     # the remote's notes first: their hashes dedup this run's lines
-    code = _sync_around(vault, push=False) if sync else 0
+    synced = _sync_around(vault, push=False) if sync else None
     report = vault.run(dry_run=dry_run, commit_per=commit_per, limit=limit)
-    if sync and not code:  # a sync that failed before the run is said once, not tried again after it
-        code = _sync_around(vault, push=None)
+    if sync and synced["ok"]:  # a sync that failed before the run is said once, not tried again after it
+        before, synced = synced, _sync_around(vault, push=None)
+        if synced["ok"] and synced["integrated"] == "up to date":
+            synced["integrated"] = before["integrated"]  # what the run's first sync brought
+    code = synced["exit_code"] if synced else 0
     if dry_run:
         plan = report.plan
         # The same report as a real run, with what it would do under `plan`.
@@ -273,7 +276,7 @@ def run(
             "rejections": [{"key": k, "reason": w.reason, "detail": w.detail} for k, _, w in plan.rejections],
         }
         if json_:
-            emit_json({**report.to_json(), "plan": planned})
+            emit_json({**report.to_json(), "plan": planned})  # a dry run syncs nothing
         else:
             for n in planned["notes"]:
                 print(f"new        {n['path']}  {n['title']}")
@@ -282,15 +285,17 @@ def run(
             for r in planned["rejections"]:
                 print(f"{r['reason']:<10} {r['key']}  {r['detail']}")
     elif json_:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), **({"sync": synced} if synced else {})})
     info(render_report(report))
     if code:
         raise typer.Exit(code)
 
 
-def _sync_around(vault: Vault, *, push) -> int:
+def _sync_around(vault: Vault, *, push) -> dict:
     """A sync around `cortex run`: a failure is said, never fatal to the run (the notes are
-    committed here and go out next time); its exit code is the run's when the run did well."""
+    committed here and go out next time); its exit code is the run's when the run did well.
+    What came of it is the `sync` of `run --sync --json`: a failure in the shape of every
+    command's (README, "Exit codes"), so a script can tell a run whose push failed."""
     from cortex.errors import CortexError
     from cortex.sync import sync
 
@@ -298,11 +303,12 @@ def _sync_around(vault: Vault, *, push) -> int:
         report = sync(vault, push_changes=push)
     except CortexError as exc:
         info(f"cortex: sync: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""))
-        return exc.exit_code
+        return {"ok": False, "error": exc.kind, "message": exc.message, "hint": exc.hint,
+                "paths": list(exc.paths), "exit_code": exc.exit_code}
     if report.integrated != "up to date" or report.pushed or report.settled:
         info(f"sync: {report.integrated}" + (", pushed" if report.pushed else "")
              + (f", {len(report.settled)} settled" if report.settled else ""))
-    return 0
+    return {"ok": True, "integrated": report.integrated, "pushed": bool(report.pushed), "exit_code": 0}
 
 
 @app.command()
