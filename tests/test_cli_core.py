@@ -286,6 +286,18 @@ def test_run_json_report_shape_and_stderr_summary(vpath):
     assert "memorized        1" in result.stderr and "cortex quarantine list" in result.stderr
 
 
+def test_a_run_with_nothing_to_do_says_so_in_one_line(vpath):
+    """The scheduled run every five minutes appends what it says to observer/cron.log: five
+    lines of zeros each time (1,440 lines a day) for a buffer that was empty."""
+    append_lines(type("V", (), {"buffer_path": vpath / "observer/observations.jsonl"}), observation())
+    assert "memorized        1" in cortex("--vault", str(vpath), "run").stderr
+    idle = cortex("--vault", str(vpath), "run")
+    assert idle.returncode == 0 and idle.stdout == ""
+    assert re.fullmatch(r"cortex run: nothing to do, the buffer is empty \(\d+\.\d\ds\)\n", idle.stderr), idle.stderr
+    report = json.loads(cortex("--vault", str(vpath), "run", "--json").stdout)  # scripts still get every field
+    assert (report["read"], report["memorized"], report["commits"]) == (0, 0, 0) and "quarantined" in report
+
+
 def test_run_dry_run_prints_the_plan(vpath):
     append_lines(type("V", (), {"buffer_path": vpath / "observer/observations.jsonl"}), observation())
     result = cortex("--vault", str(vpath), "run", "--dry-run")

@@ -217,7 +217,12 @@ def _repeats(report) -> str:
 
 
 def render_report(report) -> str:
+    """What a run did, for people. A run with nothing to do says so in one line: the
+    scheduled `cortex run` every few minutes appends it to observer/cron.log."""
     q = report.quarantined_total
+    if not (report.read or report.commits or report.recovered or report.recovered_notes or report.warnings
+            or report.rotated or report.dry_run):
+        return f"cortex run: nothing to do, the buffer is empty ({report.seconds:.2f}s)"
     lines = [
         f"cortex run: {_plural(report.read, 'line')} read in {report.seconds:.2f}s" + (" (dry run: nothing written)" if report.dry_run else ""),
         f"  memorized        {report.memorized}" + (f"  ({_plural(report.commits, 'commit')}{_recovered(report)})"
