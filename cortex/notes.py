@@ -267,11 +267,13 @@ def split_frontmatter(text: str) -> tuple[str, str, int] | None:
     """``(frontmatter, body, body_line)`` or None when the file has no frontmatter."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+    # A fence may carry trailing spaces (an editor's, or a paste): YAML's document markers
+    # and Obsidian take `--- ` as `---`, so a person's block is not mistaken for body text.
+    if not text.startswith("---") or text.partition("\n")[0].rstrip(" \t\r") != "---":
         return None
     lines = text.splitlines(keepends=True)
     for i in range(1, len(lines)):
-        if lines[i].rstrip("\r\n") in ("---", "..."):
+        if lines[i].rstrip(" \t\r\n") in ("---", "..."):
             fm = "".join(lines[1:i])
             body = "".join(lines[i + 1 :])
             return fm, body, i + 2

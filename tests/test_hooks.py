@@ -308,6 +308,19 @@ def test_obsidian_note_is_completed_within_the_first_commit(repo):
 
 
 
+def test_a_fence_with_trailing_spaces_is_the_persons_frontmatter_not_body_text(repo):
+    """`--- ` (an editor's trailing space) was no fence: the commit wrapped the person's block
+    in a second frontmatter and made the whole note, fences and all, its title."""
+    path = repo.write("mind/facts/ports.md", "--- \ntype: fact\ntitle: Ports\n---  \nThe API listens on port 8443.\n")
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    fixed = path.read_text()
+    note = parse_note(fixed)
+    assert note.meta["title"] == "Ports" and note.meta["type"] == "fact" and "id" in note.meta
+    assert note.body.strip() == "The API listens on port 8443." and fixed.count("type: fact") == 1
+    assert repo.git("status", "--porcelain").stdout == ""
+
+
 def test_a_date_property_is_completed_to_a_time_within_the_first_commit(repo):
     """Obsidian's Date property writes `created: 2026-03-01` (a YAML date): the fixer
     completes it to midnight UTC, as it completes the rest of the note."""
