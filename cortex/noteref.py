@@ -157,7 +157,10 @@ def read_note(vault: "Vault", ref: str, known: dict[str, str] | None = None) -> 
         raise BadReference(str(exc)) from None
     except FileNotFoundError:
         raise NoteNotFound(f"no note at {rel} (moved or archived, maybe)") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:  # said as the hook and validate say it
+        raise BadReference(f"{rel} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                           "save it as UTF-8: cortex reads and writes UTF-8 only") from None
+    except OSError as exc:
         raise BadReference(f"cannot read {rel}: {exc}") from None
     try:
         note = parse_note(text)

@@ -85,6 +85,16 @@ def test_a_name_that_names_nothing_exits_1_in_every_command(vault, argv):
         assert (failure["error"], failure["exit_code"]) == ("not_found", 1)  # `quarantine show` said "vault"
 
 
+def test_show_names_the_byte_of_a_note_that_is_not_utf8(vault):
+    """A note saved in Latin-1 by an editor: said as the hook says it, not as Python's codec does."""
+    (vault.root / "mind/facts/latin.md").write_bytes(b"---\ntype: fact\ntitle: Caf\xe9\n---\nThe caf\xe9 opens at eight.\n")
+    for extra in ((), ("--json",)):
+        done = cortex("--vault", str(vault.root), "show", "mind/facts/latin.md", *extra)
+        assert done.returncode == 2
+        assert "mind/facts/latin.md is not UTF-8 text (invalid continuation byte at byte 25)" in done.stderr
+        assert "save it as UTF-8" in done.stderr and "codec" not in done.stderr
+
+
 def test_forget_leaves_a_persons_edit_and_permanent_data_alone(vault):
     memorize(vault, OLD)
     old = note_of(vault, OLD)
