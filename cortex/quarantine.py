@@ -148,7 +148,10 @@ class Quarantine:
     def _records(self) -> Iterator[dict[str, Any]]:
         if not self.path.exists():
             return
-        for raw in read_regular(self.path).decode("utf-8").splitlines():
+        # Records end at "\n" only: str.splitlines() also breaks at U+2028, U+0085 and
+        # other separators JSON keeps raw in a string, and the halves of an entry holding
+        # one parsed as torn lines, so the entry vanished from every listing.
+        for raw in read_regular(self.path).decode("utf-8").split("\n"):
             if raw.strip():
                 try:
                     yield json.loads(raw)
