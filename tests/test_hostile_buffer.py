@@ -77,6 +77,21 @@ def test_a_timestamp_past_the_calendar_in_utc_is_quarantined_and_the_next_is_mem
     assert run_cli(vault)["read"] == 0
 
 
+def test_a_byte_order_mark_opening_a_line_is_no_reason_to_hold_it(vault):
+    """PowerShell and Notepad open UTF-8 with a byte-order mark: the first observation of a
+    file of theirs, appended to the buffer or piped to `cortex write -`, was held as
+    malformed JSON."""
+    bom = "\ufeff"
+    with open(vault.buffer_path, "ab") as fh:
+        fh.write((bom + json.dumps(observation(body="The wiki moved to Confluence in May")) + "\n").encode())
+    assert run_cli(vault)["memorized"] == 1 and not vault.quarantine.entries()
+    piped = cortex("write", "-", cwd=vault.root,
+                   input=bom + json.dumps({"type": "fact", "body": "Backups are kept for ninety days"}) + "\n")
+    assert piped.returncode == 0, piped.stderr
+    report = run_cli(vault)
+    assert report["memorized"] == 1 and report["quarantined"] == {}
+
+
 def test_invalid_utf8_is_named_with_its_byte(vault):
     with open(vault.buffer_path, "ab") as fh:
         fh.write(b'{"type": "fact", "body": "caf\xe9"}\n')

@@ -100,6 +100,10 @@ def parse_line(raw: bytes, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any] | 
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Rejection("parse", f"not UTF-8 at byte {exc.start}")
+    # A byte-order mark opens what Windows tools write as UTF-8 (PowerShell's pipes and
+    # Out-File, Notepad), and a file of them appended to the buffer puts it at a line's
+    # start: a mark of the encoding, never JSON, so it is no reason to hold the line.
+    text = text.removeprefix("\ufeff")
     try:
         obj = loads(text, limits)
     except json.JSONDecodeError as exc:
