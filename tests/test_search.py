@@ -1286,6 +1286,25 @@ def test_chinese_and_japanese_notes_are_found_by_their_words(vault):
     assert cortex("--vault", str(vault), "query", "coffee machine descaled").returncode == 0
 
 
+def test_a_korean_word_is_found_with_the_particle_or_ending_joined_to_it(vault):
+    """Korean is written with spaces, but a particle joins the word it follows: a note that
+    says "데이터베이스를" (the database, as an object) held no term "데이터베이스", and a
+    folded Hangul syllable was its letters (jamo), so `cortex query 데이터베이스` found nothing."""
+    write_note(vault, "mind/facts/db.md", "우리는 지난주에 데이터베이스를 PostgreSQL로 바꿨다", type_="fact")
+    write_note(vault, "mind/facts/meeting.md", "회의는 매주 월요일 아침에 있습니다", type_="fact")
+    write_note(vault, "mind/facts/coffee.md", "The coffee machine is descaled every Friday", type_="fact")
+    commit_all(vault)
+    for question, path in (("데이터베이스", "mind/facts/db.md"), ("PostgreSQL", "mind/facts/db.md"),
+                           ("데이터베이스를 바꿨다", "mind/facts/db.md"), ("월요일 회의", "mind/facts/meeting.md")):
+        found = cortex("--vault", str(vault), "query", question, "--json")
+        assert found.returncode == 0, (question, found.stderr)
+        results = json.loads(found.stdout)["results"]
+        assert results[0]["path"] == path and results[0]["why"]["lexical"] > 0, question
+        # (the other Korean note may follow, by meaning alone in so small a vault: the model
+        # reads any Hangul as a handful of its letters, so every two Korean texts are close)
+    assert cortex("--vault", str(vault), "query", "고양이").returncode == 1  # a word no note holds
+
+
 def test_a_single_chinese_or_japanese_character_finds_the_notes_holding_it(vault):
     """Many Chinese and Japanese words are one character (猫, a cat). Indexed by pairs of
     characters alone, "我的猫叫小白" held no term "猫": `cortex query 猫` found nothing

@@ -121,7 +121,10 @@ def fold_accents(text: str) -> str:
     import unicodedata
 
     decomposed = unicodedata.normalize("NFKD", text.translate(_WHOLE_LETTERS))
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    # NFKD takes a Hangul syllable apart into its letters (jamo), which are no marks:
+    # put back together, so a Korean word stays the syllables it is searched by.
+    return unicodedata.normalize("NFC", bare) if any("\u1100" <= ch <= "\u11ff" for ch in bare) else bare
 
 
 @functools.cache
@@ -146,13 +149,16 @@ def _fold_accents():
 
 
 # Han ideographs (and their extension A), hiragana and katakana: scripts written without
-# spaces, where a sentence is one "word" to the tokenizer. Hangul is written with spaces.
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# spaces, where a sentence is one "word" to the tokenizer. And Hangul syllables: Korean is
+# written with spaces, but a particle or an ending joins the word it follows
+# ("데이터베이스를", the database as an object), so the word alone found no note; as pairs,
+# "데이터베이스" is found in every form of it.
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff]+")
 
 
 def cjk_pairs(text: str, *, singles: bool = False) -> list[str]:
-    """``text`` as the terms it is searched by: itself, or where it holds Chinese or
-    Japanese, its other parts and each run of those characters as overlapping pairs
+    """``text`` as the terms it is searched by: itself, or where it holds Chinese,
+    Japanese or Korean, its other parts and each run of those characters as overlapping pairs
     ("数据库" -> "数据", "据库"), the usual unit of search in those scripts; a lone
     character stays whole. ``singles`` (a note's text as indexed): each character of a
     run too, so that a word of one character ("猫") finds the notes holding it, while a

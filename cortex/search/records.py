@@ -30,7 +30,9 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 #     date: never listed by --recent nor found with --since).
 # 12: such a note renamed since dated by its first name's first commit (it had the rename's).
 # 13: a person's note dated by its own `Created:` or `created_at:` (read as its commit's date).
-FORMAT = 13
+# 14: Korean (Hangul syllables) indexed by pairs too (a word with a particle joined was
+#     another term).
+FORMAT = 14
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
 # The index stores tags and entities as one string each, joined by a character no name
