@@ -133,6 +133,7 @@ def find_vault(path: str | os.PathLike | None = None) -> Path:
             )
         root = found
     require_git_link(root)
+    require_own_git_dir(root)
     if not is_vault(root):
         if settings_outside_checkout(root):
             raise VaultNotFound(*settings_outside_checkout_message(root))
@@ -177,6 +178,30 @@ def require_git_link(root: Path) -> None:
         "or pruned): git reads no repository here",
         f"if the repository moved, run `git worktree repair {root}` in it; if the worktree was pruned, "
         "add it again (`git worktree add`) or clone the vault anew; nothing was changed")
+
+
+def require_own_git_dir(root: Path) -> None:
+    """Refuse a folder the environment makes the work tree of another git directory
+    (``GIT_DIR`` and ``GIT_WORK_TREE`` set by a wrapper or a dotfiles-style alias): git
+    then reads and commits there, while cortex made and used the folder's own ``.git``,
+    two repositories that never met: the person's `git log` showed none of cortex's
+    commits. A ``GIT_DIR`` of another folder's repository (cortex called from its hook)
+    is no such case: cortex leaves it to that repository (``gitlock.caller_env``)."""
+    named, tree = os.environ.get("GIT_DIR"), os.environ.get("GIT_WORK_TREE")
+    if not named or not tree or os.path.realpath(tree) != os.path.realpath(root):
+        return
+    from cortex.gitlock import git_dir_of
+
+    own = git_dir_of(root)
+    if os.path.realpath(named) == os.path.realpath(own):
+        return
+    from cortex.errors import UsageError
+
+    raise UsageError(
+        f"GIT_DIR and GIT_WORK_TREE make {root} the work tree of {named}, but cortex keeps a vault in the "
+        f"folder's own git directory ({own}): git and cortex would each commit to a repository of their own",
+        "keep the vault in a repository of its own (`git clone` that one into a folder) and run cortex there "
+        "without them (`env -u GIT_DIR -u GIT_WORK_TREE cortex …`); nothing was changed")
 
 
 def vault_branches(root: Path) -> list[str]:

@@ -56,8 +56,10 @@ def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
     given, receives what was set up in this clone's own git (hooks, merge driver,
     ``cortex.python``: never committed, so missing from a `git clone` of a vault)."""
     from cortex.gitrepo import init_repository
+    from cortex.layout import require_own_git_dir
 
     root = vault.root
+    require_own_git_dir(root)
     root.mkdir(parents=True, exist_ok=True)
     created: list[str] = []
     if not (root / ".git").exists():

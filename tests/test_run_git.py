@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 
@@ -755,6 +756,29 @@ def test_a_worktree_whose_repository_is_gone_says_so_and_touches_nothing(vault, 
         assert "git worktree repair" in proc.stderr and "cortex init" not in proc.stderr
     assert not admin.exists()
     assert (second / "observer" / "observations.jsonl").read_text().count("linked checkout") == 1
+
+
+def test_a_folder_git_is_told_belongs_to_another_git_directory_is_refused(vault, tmp_path):
+    """A wrapper or dotfiles-style alias sets GIT_DIR to a bare repository and GIT_WORK_TREE
+    to the folder: `cortex init` made the folder's own `.git` beside it, and from then on
+    cortex committed there while the person's git read and committed the other one, two
+    histories that never met. Another repository's GIT_DIR alone (cortex called from its
+    hook) still reaches the vault named."""
+    bare, folder = tmp_path / "notes.git", tmp_path / "notes"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    folder.mkdir()
+    wrapped = {**os.environ, "GIT_DIR": str(bare), "GIT_WORK_TREE": str(folder)}
+    made = cortex("init", str(folder), env=wrapped)
+    assert made.returncode == 2 and "each commit to a repository of their own" in made.stderr, made.stderr
+    assert not (folder / ".git").exists() and list(folder.iterdir()) == []
+
+    for args in (["status"], ["run"], ["write", "--type", "fact", "--body", "The printer is on floor 3"]):
+        proc = cortex(*args, cwd=vault.root, env={**os.environ, "GIT_DIR": str(bare), "GIT_WORK_TREE": str(vault.root)})
+        assert proc.returncode == 2 and f"the work tree of {bare}" in proc.stderr, (args, proc.stderr)
+    assert not (vault.root / "observer" / "observations.jsonl").exists() or \
+        "floor 3" not in (vault.root / "observer" / "observations.jsonl").read_text()
+    hooked = cortex("--vault", str(vault.root), "status", cwd=tmp_path, env={**os.environ, "GIT_DIR": str(bare)})
+    assert hooked.returncode == 0, hooked.stderr
 
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])
