@@ -241,7 +241,7 @@ def _search(index, text: str, *, filters: Filters, limit: int, mode: str, now: d
     # cosine more, and a note only the embedding finds, close enough, is returned too.
     order = fusion.order_weights(total) if mode == "hybrid" and weights == fusion.DEFAULT_WEIGHTS else weights
     trusting = order.semantic > weights.semantic
-    admit = fusion.MIN_COSINE if trusting and min_score is None else None
+    admit = fusion.MIN_COSINE if trusting and min_score is None and model_reads(index, text) else None
     while True:
         docs: dict[str, dict] = {}
         lex_hits: list[tuple[str, float]] = []
@@ -374,6 +374,27 @@ def _feedback(index, query_vec, ranked: list, limit: int) -> list:
         out.append((keep * score + FEEDBACK_SHARE * cosine, path, why))
     out.sort(key=lambda item: -item[0])
     return out
+
+
+def model_reads(index, text: str) -> bool:
+    """Whether the embedding model knows a word of the question as a word of its own
+    (`Embedder.has_word`), a question word such as "what" aside. One it reads only as
+    letters — Korean, whose every text the model takes for the same few jamo (a cosine of
+    0.96 between any two), or a run of names and codes — has no meaning it can place, so
+    no note is returned for its meaning alone (step 5 of docs/query.md)."""
+    words = [w for w in "".join(ch if ch.isalpha() else " " for ch in text).lower().split()
+             if len(w) > 1 and w not in QUESTION_WORDS]
+    if not words:
+        return False
+    index.ensure_vectors()
+    return any(index.embedder.has_word(word) for word in words)
+
+
+# Words of a question's form, which the model knows whatever the question is about.
+QUESTION_WORDS = frozenset(
+    "a an the what which who whom whose when where why how is are was were be been do does did can could "
+    "would should will shall may might must have has had i me my we our you your it its of in on at to for "
+    "from with about and or not no tell show me any some there this that these those".split())
 
 
 def rare_unseen(index, words: Sequence[str]) -> int:
