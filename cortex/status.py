@@ -269,10 +269,13 @@ def _git_operation(root) -> dict[str, Any] | None:
 
 def _watch_status(root) -> dict[str, Any]:
     """Whether `cortex watch` runs for this vault (its lock is held exactly while it does)."""
-    from cortex.watcher import running
+    from cortex.watcher import daemon_status, other_cortex, running
 
     pid = running(root)
-    return {"running": bool(pid), "pid": pid if pid and pid > 0 else None}
+    view = {"running": bool(pid), "pid": pid if pid and pid > 0 else None}
+    if pid:
+        view["other_cortex"] = other_cortex(daemon_status(root))
+    return view
 
 
 def _warnings(root) -> list[str]:

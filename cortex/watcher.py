@@ -320,7 +320,9 @@ class Watcher:
         return body + b"".join(p + b"\0" for p in paths)
 
     def status(self) -> dict:
-        return {"pid": os.getpid(), "instance": self.instance, "folders": len(self.paths),
+        from cortex.search.served import build
+
+        return {"pid": os.getpid(), "instance": self.instance, "build": build(), "folders": len(self.paths),
                 "changes": self.journal.seq, "everything_since": self.journal.floor,
                 "overflows": self.overflows, "blind": self.blind or None, "answered": dict(self.answered),
                 "queries": self._query_service.status() if self._query_service else {"state": "idle"}}
@@ -623,6 +625,20 @@ def daemon_status(root: Path) -> dict | None:
     """What the running watcher says of itself (folders watched, changes, overflows)."""
     body = _question(root, b"status\n")
     return json.loads(body) if body else None
+
+
+def other_cortex(daemon: dict | None) -> str | None:
+    """What to say when the running watcher is another cortex than this one (another
+    install, or this one before an upgrade): it leaves every query to itself
+    (`served.build`), so a person saw queries as slow as without it and no reason."""
+    if not daemon:
+        return None
+    from cortex.search.served import build
+
+    if daemon.get("build") == build():  # a watcher that does not say is older than this cortex
+        return None
+    return ("it runs another cortex than this one (another install, or this one before an upgrade), so every "
+            "query answers alone: restart it (`cortex watch --stop`, then `cortex watch --background`)")
 
 
 def stop(root: Path, timeout: float = 10.0) -> int | None:

@@ -236,12 +236,19 @@ def test_a_watcher_started_before_an_upgrade_in_place_declines(tmp_path, indexed
         ready(root)
         before, was_served = served_after(root, "who services the harbour cranes", "--paths")
         assert was_served and before.returncode == 0
+        assert "another cortex" not in cortex("--vault", str(root), "watch", "--status").stderr
+        assert json.loads(cortex("--vault", str(root), "status", "--json").stdout)["watch"]["other_cortex"] is None
         upgraded = site / "cortex" / "search" / "query.py"  # written anew, as pip and git write a file
         shutil.copy2(upgraded, upgraded.with_suffix(".new"))
         os.replace(upgraded.with_suffix(".new"), upgraded)
         done, was_served = served_after(root, "who services the harbour cranes", "--paths")
         assert not was_served, "the watcher answered with the code from before the upgrade"
         assert done.returncode == 0 and done.stdout == before.stdout  # answered by the query itself
+        # and the person is told why queries are slow again, and what to do (it was silent)
+        said = cortex("--vault", str(root), "watch", "--status")
+        assert "runs another cortex than this one" in said.stderr and "cortex watch --stop" in said.stderr
+        assert "runs another cortex than this one" in cortex("--vault", str(root), "status").stdout
+        assert json.loads(cortex("--vault", str(root), "status", "--json").stdout)["watch"]["other_cortex"]
 
 
 def test_a_taxonomy_edited_while_the_watcher_runs_is_read_again(served):

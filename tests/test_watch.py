@@ -263,7 +263,7 @@ def test_one_watcher_per_vault_and_a_clear_word_when_none_runs(watched):
     started = cortex("--vault", str(root), "watch", "--background")
     assert started.returncode == 0 and "already watching" in started.stderr
     status = json.loads(cortex("--vault", str(root), "status", "--json").stdout)
-    assert status["watch"] == {"running": True, "pid": daemon(root)["pid"]}
+    assert status["watch"] == {"running": True, "pid": daemon(root)["pid"], "other_cortex": None}
     assert cortex("--vault", str(root), "watch", "--stop").returncode == 0
     assert json.loads(cortex("--vault", str(root), "status", "--json").stdout)["watch"]["running"] is False
     done = cortex("--vault", str(root), "watch", "--status")

@@ -352,6 +352,8 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     watch = s.get("watch") or {}
     print("watch        " + (f"running (pid {watch['pid']}): checks stat only the changed notes" if watch.get("running")
                              else "not running (`cortex watch --background` for large vaults, Linux)"))
+    if watch.get("other_cortex"):
+        print(f"  but {watch['other_cortex']}")
     if s["run_in_progress"]:
         print("note: a run was interrupted; the next `cortex run` completes it")
     for warning in s.get("warnings", []):

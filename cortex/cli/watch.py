@@ -11,9 +11,9 @@ def watch_status(root) -> dict:
     from cortex import watcher
 
     pid = watcher.running(root)
-    return {"running": bool(pid), "pid": pid if pid and pid > 0 else None,
-            "daemon": watcher.daemon_status(root) if pid else None,
-            "log": str(watcher.state_dir(root) / "log")}
+    daemon = watcher.daemon_status(root) if pid else None
+    return {"running": bool(pid), "pid": pid if pid and pid > 0 else None, "daemon": daemon,
+            "other_cortex": watcher.other_cortex(daemon), "log": str(watcher.state_dir(root) / "log")}
 
 
 @app.command("watch")
@@ -54,6 +54,8 @@ def watch(
                  f"{served.get('declined', 0)} left to the query itself")
             if daemon.get("blind"):
                 info(f"  every answer is 'everything': {daemon['blind']}")
+            if view["other_cortex"]:
+                info(f"  {view['other_cortex']}")
             if not view["daemon"] and stopped(str(watcher.state_dir(root))):
                 info(f"  stopped (Ctrl-Z, SIGSTOP): it answers nothing until continued, and queries answer alone "
                      f"meanwhile — `kill -CONT {view['pid']}` (`fg` in its terminal), or `cortex watch --stop`")
