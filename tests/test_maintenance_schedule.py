@@ -64,6 +64,20 @@ def test_a_run_while_the_clock_was_ahead_does_not_stop_maintenance_once_it_is_ri
     assert again["ran"] == []  # recorded at the right time now: due again on its schedule
 
 
+def test_maintain_with_nothing_due_says_so_in_one_line(vault):
+    """The hourly cron call appends what maintain says to observer/cron.log: six lines of
+    "not due" most hours, for ever. Nothing due is one line, with the soonest job."""
+    first = cortex("--vault", str(vault.root), "maintain")
+    assert first.returncode == 0 and "5 jobs ran" in first.stderr, first.stderr
+    idle = cortex("--vault", str(vault.root), "maintain")
+    assert idle.returncode == 0 and idle.stdout == ""
+    listing = json.loads(cortex("--vault", str(vault.root), "maintain", "--list", "--json").stdout)
+    soonest = min(listing, key=lambda row: row["next_run"])
+    assert idle.stderr == f"cortex maintain: nothing due (next: {soonest['job']} at {soonest['next_run']})\n"
+    report = json.loads(cortex("--vault", str(vault.root), "maintain", "--json").stdout)
+    assert report["ran"] == [] and set(report["not_due"]) == {"reinforce", "decay", "dedup", "graph", "index"}
+
+
 def _has_open(pid: int, path) -> bool:
     """Whether process ``pid`` has ``path`` open (Linux): a cortex waiting for the vault's lock."""
     fds = f"/proc/{pid}/fd"

@@ -231,6 +231,10 @@ def maintain(
     report = run_due(vault, now=clock, force=force, only=jobs)
     if json_:
         emit_json(report.to_json())
+    if not (report.results or report.errors):  # the hourly cron call, most hours: one line in cron.log
+        soonest = min(report.not_due.items(), key=lambda item: item[1], default=None)
+        info("cortex maintain: nothing due" + (f" (next: {soonest[0]} at {soonest[1]})" if soonest else ""))
+        return
     for r in report.results:
         commit = f", commit {r.commit[:10]}" if r.commit else ""
         info(f"  {r.job:<10} changed {r.changed}{commit} ({r.seconds:.2f}s)")
