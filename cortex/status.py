@@ -279,7 +279,22 @@ def _watch_status(root) -> dict[str, Any]:
 
 
 def _warnings(root) -> list[str]:
-    """What a person should change in the vault (a nightly workflow an older cortex wrote)."""
+    """What a person should know of the vault or change in it (a nightly workflow an older
+    cortex wrote; commits signed by the person's git, but not by cortex)."""
     from cortex.distribution import workflow_warning
 
-    return [w for w in (workflow_warning(root),) if w]
+    return [w for w in (workflow_warning(root), signing_warning(root)) if w]
+
+
+def signing_warning(root) -> str | None:
+    """What to say where the person's git signs every commit (``commit.gpgSign``): cortex
+    writes its commits with pygit2, which signs none, so a history the person keeps
+    signed gains unsigned commits (`cortex run`'s, maintenance's, sync's merges) and a
+    remote that requires signatures refuses them. Said, not silently done."""
+    from cortex import gitcli
+
+    if not gitcli.config_bool(root, "commit.gpgSign"):
+        return None
+    return ("warning: commit.gpgSign is set, but cortex's own commits (`cortex run`, maintenance, `cortex sync`'s "
+            "merges) are not signed: a remote that requires signed commits refuses them, and `git log "
+            "--show-signature` shows them unsigned. Keep such a vault on a branch or remote that accepts them")

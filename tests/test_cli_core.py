@@ -569,6 +569,19 @@ def test_an_older_vaults_workflow_installing_another_project_is_said(vpath):
     assert json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)["warnings"] == []
 
 
+def test_a_person_who_signs_every_commit_is_told_cortexs_are_not_signed(vpath):
+    """`commit.gpgSign` set (a team whose remote requires signed commits): cortex writes
+    its commits with pygit2, unsigned, and nothing said so until the push was refused."""
+    said = "commit.gpgSign is set, but cortex's own commits"
+    assert json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)["warnings"] == []
+    git(vpath, "config", "commit.gpgSign", "true")
+    assert said in cortex("--vault", str(vpath), "status").stdout
+    assert [w for w in json.loads(cortex("--vault", str(vpath), "status", "--json").stdout)["warnings"] if said in w]
+    assert said in cortex("init", str(vpath)).stderr
+    git(vpath, "config", "commit.gpgSign", "false")
+    assert said not in cortex("--vault", str(vpath), "status").stdout
+
+
 def test_a_branch_without_cortexs_files_names_the_vaults_branch_not_cortex_init(tmp_path):
     """Switched to a branch made before `cortex init`: every command told the person to
     `cortex init` it, which would add cortex's files to that branch too."""

@@ -33,7 +33,7 @@ def init(path: Optional[Path] = typer.Argument(
     was_vault, had = is_vault(path), {rel for rel in EDITED if (path / rel).is_file()}
     set_up: list[str] = []
     vault, created = Vault.init(path, set_up)
-    _say_workflow(vault.root)
+    _say_warnings(vault.root)
     if not created:
         if not set_up:
             info(f"{vault.root} is already a cortex vault: nothing changed.")
@@ -57,12 +57,13 @@ def init(path: Optional[Path] = typer.Argument(
     info(f"Next: `cortex --vault {where} write --type fact --body 'What to remember'`, then `cortex --vault {where} run`.")
 
 
-def _say_workflow(root: Path) -> None:
+def _say_warnings(root: Path) -> None:
     from cortex.distribution import workflow_warning
+    from cortex.status import signing_warning
 
-    said = workflow_warning(root)
-    if said:
-        info(f"cortex: {said}")
+    for said in (workflow_warning(root), signing_warning(root)):
+        if said:
+            info(f"cortex: {said}")
 
 
 def _settings_checked_out(root: Path) -> None:
