@@ -77,8 +77,10 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
                         "PRE_COMMIT_HOME to a folder this account can write, where commits run too (a shell profile, "
                         "the service's environment), then `cortex hook install`")
         return said, problems
-    done = subprocess.run([exe, "install"], cwd=root, capture_output=True, text=True, check=False,
-                          env=gitcli.environment(root))
+    env = _past_hooks_path(root, git, problems)
+    if env is None:
+        return said, problems
+    done = subprocess.run([exe, "install"], cwd=root, capture_output=True, text=True, check=False, env=env)
     if done.returncode == 0:
         said.append("pre-commit hook installed (.git/hooks/pre-commit)")
         _say_when_gone(hook_path)
@@ -92,6 +94,37 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
         return said, problems
     _install_guard(hook_path.parent, said, problems)
     return said, problems
+
+
+def _past_hooks_path(root: Path, git, problems: list[str]) -> dict[str, str] | None:
+    """The environment `pre-commit install` runs in, or None (a problem said) while git runs
+    another folder's hooks here. pre-commit refuses any ``core.hooksPath``, and its hint,
+    `git config --unset-all core.hooksPath`, does nothing in the vault when the setting
+    is a person's global one (a company hooks folder, husky): `cortex init` then failed
+    however often it was followed. A ``core.hooksPath`` naming the vault's own hooks
+    folder (what cortex says to set) is hidden from pre-commit, which writes there anyway.
+    Set in the vault's own config (a tracked ``.githooks``), pre-commit's refusal and
+    hint stand: unsetting it there works."""
+    env = gitcli.environment(root)
+    found = git("config", "--show-scope", "--show-origin", "--get", "core.hooksPath")
+    if found.returncode != 0 or not found.stdout.strip():
+        return env
+    scope, origin, value = (found.stdout.rstrip("\n").split("\t", 2) + ["", ""])[:3]
+    ours = (root / git("rev-parse", "--git-common-dir").stdout.strip() / "hooks").resolve()
+    used = (root / git("rev-parse", "--git-path", "hooks").stdout.strip()).resolve()
+    if used != ours and scope in ("local", "worktree"):
+        return env  # the vault's own setting (a tracked .githooks): pre-commit's hint, unset it, works
+    if used != ours:
+        import shlex
+
+        problems.append(
+            f"git runs the hooks of {used} here (core.hooksPath {value}, set in {origin.removeprefix('file:')}), "
+            f"not the vault's own, and pre-commit refuses to install: to have this vault's commits checked, "
+            f"`git -C {shlex.quote(str(root))} config core.hooksPath {shlex.quote(str(ours))}` (commits in this "
+            f"vault alone then skip the hooks of {used}), then `cortex hook install`")
+        return None
+    n = int(env.get("GIT_CONFIG_COUNT", "0") or "0")
+    return {**env, f"GIT_CONFIG_KEY_{n}": "core.hooksPath", f"GIT_CONFIG_VALUE_{n}": "", "GIT_CONFIG_COUNT": str(n + 1)}
 
 
 def _hook_path(root: Path) -> Path:

@@ -15,6 +15,7 @@ import json
 import os
 import random
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -962,6 +963,38 @@ def test_init_where_hooks_live_in_a_folder_of_the_persons_writes_nothing_into_it
     assert done.returncode == 1 and "core.hooksPath" in done.stderr, done.stderr
     assert sorted(p.name for p in (root / ".githooks").iterdir()) == ["pre-commit"]
     assert own.read_text() == "#!/bin/sh\necho my own hook\n"
+
+
+def test_a_global_hooks_path_gets_a_way_out_that_works_and_commits_are_then_checked(tmp_path, hook_env):
+    """A company hooks folder set globally (`git config --global core.hooksPath`): `cortex init`
+    relayed pre-commit's hint, `git config --unset-all core.hooksPath`, which in the vault
+    unsets nothing (exit 5), so every `cortex hook install` failed alike and the vault took
+    commits unchecked. Now it names where the setting comes from and the vault-local
+    setting that works; after it, `cortex hook install` installs and a bad note is refused."""
+    company = tmp_path / "company-hooks"
+    company.mkdir()
+    (company / "pre-commit").write_text("#!/bin/sh\necho company hook >&2\n")
+    (company / "pre-commit").chmod(0o755)
+    gitconfig = tmp_path / "global.gitconfig"
+    env = {**hook_env, "GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    subprocess.run(["git", "config", "--global", "core.hooksPath", str(company)], env=env, check=True)
+    root = tmp_path / "vault"
+    done = subprocess.run([str(VENV_BIN / "cortex"), "init", str(root)], env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    said = [line for line in done.stderr.splitlines() if "git hook is not installed" in line]
+    assert len(said) == 1 and str(gitconfig) in said[0] and "--unset-all" not in said[0], done.stderr
+    way_out = re.search(r"`(git -C [^`]+ config core\.hooksPath [^`]+)`", said[0])
+    assert way_out, said[0]
+    subprocess.run(shlex.split(way_out.group(1)), env=env, check=True)
+
+    done = subprocess.run([str(VENV_BIN / "cortex"), "hook", "install"], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    r = Repo(root, env)
+    r.write("vault/decisions/bad.md", "---\ntype: not-a-type\n---\n\nbroken memory\n")
+    refused = r.commit()
+    assert refused.returncode == 1 and "not in the taxonomy" in refused.output
+    assert sorted(p.name for p in company.iterdir()) == ["pre-commit"]  # the company's folder untouched
 
 
 def test_hook_install_repoints_the_merge_driver_too(repo):
