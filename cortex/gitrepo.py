@@ -51,10 +51,47 @@ class CommitInfo:
     trailers: dict[str, str]
 
 
+def shared_umask(value: str, umask: int) -> int:
+    """The umask under which what libgit2 creates in the git directory is shared as
+    ``core.sharedRepository = value`` asks, read as git reads it: ``group`` (true, 1)
+    gives the group what the owner has, ``all`` (world, everybody, 2) lets others read
+    too, an octal mode (0660) is that mode exactly; ``umask`` (false, 0) keeps ``umask``.
+    git adjusts each file it creates; libgit2 does not (its object folders are 0777 less
+    the umask), so cortex sets the umask instead."""
+    word = value.strip().lower()
+    if word in ("", "umask", "false", "no", "off", "0"):
+        return umask
+    if word in ("group", "true", "yes", "on", "1"):
+        return umask & ~0o070
+    if word in ("all", "world", "everybody", "2"):
+        return umask & ~0o075
+    try:
+        mode = int(word, 8) & 0o666
+    except ValueError:
+        return umask  # git itself refuses such a value, at each command
+    return 0o777 & ~(mode | (mode & 0o444) >> 2)
+
+
+def repository(root: Path | str) -> pygit2.Repository:
+    """The repository at ``root`` (``pygit2.GitError`` as pygit2 raises it), this process
+    then creating in it what a group that shares it can use (``shared_umask``): under a
+    person's umask 022, the object folders cortex's commits made were the owner's alone,
+    and a teammate's `git add` then failed ("insufficient permission for adding an object
+    to repository database")."""
+    repo = pygit2.Repository(str(root))
+    try:
+        value = repo.config["core.sharedRepository"]
+    except (KeyError, pygit2.GitError):
+        return repo
+    umask = os.umask(0)
+    os.umask(shared_umask(str(value), umask))
+    return repo
+
+
 class GitRepo:
     def __init__(self, root: Path, lock_wait: float = LOCK_WAIT) -> None:
         try:
-            self.repo = pygit2.Repository(str(root))
+            self.repo = repository(root)
         except pygit2.GitError as exc:
             if "not owned by current user" in str(exc):
                 raise gitcli.not_owned(root) from None

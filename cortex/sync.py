@@ -444,7 +444,9 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
                     {path: entry[3] for path, entry in archived.items()})
     import pygit2
 
-    repo = pygit2.Repository(str(root))
+    from cortex.gitrepo import repository
+
+    repo = repository(root)
     sig = pygit2.Signature(vault.settings.author_name, vault.settings.author_email)
     from cortex.maintenance.base import archive_path
 
@@ -555,7 +557,9 @@ def _without(root: Path, tree: str, paths: list[str], added: dict[str, bytes] | 
         return tree
     import pygit2
 
-    repo = pygit2.Repository(str(root))
+    from cortex.gitrepo import repository
+
+    repo = repository(root)
     index = pygit2.Index()
     index.read_tree(repo.get(tree))
     for path in paths:

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from conftest import append_lines, cortex, git, observation
+from conftest import VENV_BIN, append_lines, cortex, git, observation
 from cortex.errors import CortexError, LockBusy
 from test_run_rules import NOW, notes
 
@@ -806,3 +806,41 @@ def test_an_object_missing_from_the_repository_is_said_so_not_reported_as_a_bug(
         assert f"the repository is damaged: git cannot read object {blob}" in proc.stderr, (args, proc.stderr)
         assert "git fetch" in proc.stderr and "a bug" not in proc.stderr
     assert "Said while the repository is damaged." in vault.buffer_path.read_text()
+
+
+def test_a_repository_shared_with_a_group_stays_writable_by_the_group_after_a_run(tmp_path, ready_vault):
+    """core.sharedRepository=group: git makes each folder it creates group-writable,
+    whatever the umask; the object folders a run's commit made under umask 022 were the
+    owner's alone, and a teammate's `git add` then failed for want of permission."""
+    import os
+    import stat
+
+    root = ready_vault(tmp_path / "vault")
+    git(root, "config", "core.sharedRepository", "group")
+    objects = root / ".git" / "objects"
+    for folder in [objects, *objects.rglob("*")]:  # shared from the start, as `git init --shared` makes it
+        if folder.is_dir():
+            folder.chmod(folder.stat().st_mode | stat.S_IWGRP | stat.S_IRGRP | stat.S_IXGRP)
+    before = {p.name for p in objects.iterdir()}
+
+    def person_umask():
+        os.umask(0o022)
+
+    batch = "".join(json.dumps(observation(body=f"Fact {i}: the build server is in rack {i}.")) + "\n" for i in range(40))
+    for args, data in ((["write", "-"], batch), (["run"], None)):
+        subprocess.run([str(VENV_BIN / "cortex"), *args], cwd=root, input=data, text=True, capture_output=True,
+                       check=True, preexec_fn=person_umask)
+    made = [p for p in objects.iterdir() if p.is_dir() and p.name not in before]
+    assert made, "the run made no object folder: the test shows nothing"
+    assert [p.name for p in made if not p.stat().st_mode & stat.S_IWGRP] == []
+
+
+@pytest.mark.parametrize("value, umask, expected", [
+    ("group", 0o022, 0o002), ("true", 0o077, 0o007), ("1", 0o022, 0o002), ("all", 0o077, 0o002),
+    ("everybody", 0o027, 0o002), ("0660", 0o022, 0o007), ("0640", 0o002, 0o027), ("umask", 0o022, 0o022),
+    ("false", 0o077, 0o077), ("nonsense", 0o022, 0o022),
+])
+def test_shared_umask_reads_core_shared_repository_as_git_does(value, umask, expected):
+    from cortex.gitrepo import shared_umask
+
+    assert shared_umask(value, umask) == expected
