@@ -141,6 +141,16 @@ def _held_before(entry: Entry, cutoff: datetime | None) -> bool:
         return False
 
 
+# The line separators JSON leaves raw in a string (U+2028, U+2029, U+0085) escaped: grep,
+# editors and str.splitlines() break a line there, and one entry read as two torn halves.
+_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"})
+
+
+def _line(record: dict[str, Any]) -> str:
+    """One entry as one line of quarantine.jsonl, whatever line breaks its text holds."""
+    return json.dumps(record, ensure_ascii=False, sort_keys=True).translate(_SEPARATORS) + "\n"
+
+
 class Quarantine:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -207,10 +217,10 @@ class Quarantine:
                 _count_on(target, record, live)
                 repeats += 1
         if repeats:  # entries changed in place: the file is written anew, whole
-            data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in [*existing, *fresh])
+            data = "".join(_line(r) for r in [*existing, *fresh])
             atomic_write(self.path, data.encode("utf-8"), 0o600)
         elif fresh:
-            data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in fresh)
+            data = "".join(_line(r) for r in fresh)
             append_locked(self.path, data.encode("utf-8"))  # heals a torn last line
         return Added(len(fresh), repeats)
 
@@ -237,5 +247,5 @@ class Quarantine:
         return len(entries) - len(kept)
 
     def _rewrite(self, entries: list[Entry]) -> None:
-        data = "".join(json.dumps(e.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for e in entries)
+        data = "".join(_line(e.to_json()) for e in entries)
         atomic_write(self.path, data.encode("utf-8"), 0o600)
