@@ -24,6 +24,14 @@ class BadReference(UsageError):
     what to pass instead (exit 2 from the CLI, a tool error for the MCP server)."""
 
 
+class NoteNotUTF8(BadReference):
+    """A note saved in another encoding: a file to fix, as `validate` and the hook say
+    (exit 1, "vault"), not a wrong argument."""
+
+    kind = "vault"
+    exit_code = 1
+
+
 FIND_HINT = "use an id or path from `cortex query` or `cortex query --recent 7d` results (`--archived` finds archived ones)"
 
 
@@ -158,7 +166,7 @@ def read_note(vault: "Vault", ref: str, known: dict[str, str] | None = None) -> 
     except FileNotFoundError:
         raise NoteNotFound(f"no note at {rel} (moved or archived, maybe)") from None
     except UnicodeDecodeError as exc:  # said as the hook and validate say it
-        raise BadReference(f"{rel} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+        raise NoteNotUTF8(f"{rel} is not UTF-8 text ({exc.reason} at byte {exc.start})",
                            "save it as UTF-8: cortex reads and writes UTF-8 only") from None
     except OSError as exc:
         raise BadReference(f"cannot read {rel}: {exc}") from None

@@ -86,11 +86,16 @@ def test_a_name_that_names_nothing_exits_1_in_every_command(vault, argv):
 
 
 def test_show_names_the_byte_of_a_note_that_is_not_utf8(vault):
-    """A note saved in Latin-1 by an editor: said as the hook says it, not as Python's codec does."""
+    """A note saved in Latin-1 by an editor: said as the hook says it, not as Python's codec does;
+    a file to fix (exit 1, as `validate` refuses it), not a usage error (exit 2) a script
+    would blame on its own arguments."""
     (vault.root / "mind/facts/latin.md").write_bytes(b"---\ntype: fact\ntitle: Caf\xe9\n---\nThe caf\xe9 opens at eight.\n")
     for extra in ((), ("--json",)):
         done = cortex("--vault", str(vault.root), "show", "mind/facts/latin.md", *extra)
-        assert done.returncode == 2
+        assert done.returncode == 1
+        if extra:
+            failure = json.loads(done.stdout)
+            assert (failure["error"], failure["exit_code"]) == ("vault", 1)
         assert "mind/facts/latin.md is not UTF-8 text (invalid continuation byte at byte 25)" in done.stderr
         assert "save it as UTF-8" in done.stderr and "codec" not in done.stderr
 
