@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any, Callable
 
 from cortex import counts
@@ -398,13 +398,37 @@ def _count(value: Any) -> int:
 
 
 def _is_later(committed: Any, value: Any) -> bool:
-    """Whether ``committed`` is a time later than the note's ``value`` (or it has none)."""
+    """Whether ``committed`` is a time later than the note's ``value`` (or it has none).
+    The same instant written to a coarser precision is no earlier: Obsidian's Linter and
+    its Properties panel write `last_reinforced` again in the person's timezone, to the
+    second or the minute, and ``2026-11-28T21:00:06+01:00`` is cortex's
+    ``2026-11-28T20:00:06.422Z``, not a copy from before it."""
     if value is None or value == "":
         return True
     try:
-        return parse_time(committed) > parse_time(value)
-    except (ValueError, TypeError):
+        return parse_time(committed) >= parse_time(value) + _written_unit(value)
+    except (ValueError, TypeError, OverflowError):
         return False
+
+
+_TIME_RE = re.compile(r"\s*\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(:\d{2}(?:[.,](\d+))?)?)?")
+
+
+def _written_unit(value: Any) -> timedelta:
+    """The smallest step of a time as written: a day, a minute, a second or the last
+    fraction digit (any instant up to one step later reads the same)."""
+    if isinstance(value, datetime):
+        return timedelta(microseconds=1) if value.microsecond else timedelta(seconds=1)
+    if isinstance(value, date):
+        return timedelta(days=1)
+    m = _TIME_RE.match(str(value))
+    if m is None:
+        return timedelta(0)
+    if m.group(2):
+        return timedelta(seconds=10 ** -min(len(m.group(2)), 6))
+    if m.group(1):
+        return timedelta(seconds=1)
+    return timedelta(minutes=1) if ":" in m.group(0) else timedelta(days=1)
 
 
 def _said_kept(kept: dict[str, str]) -> str:

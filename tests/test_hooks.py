@@ -18,6 +18,7 @@ import re
 import shlex
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -491,6 +492,25 @@ def test_a_memory_saved_from_before_a_reinforcement_keeps_the_count(repo):
     for key in ("reinforced", "reinforced_tally", "last_reinforced"):
         assert committed.meta[key] == counted[key]
     assert repo.git("status", "--porcelain").stdout == ""
+
+
+def test_a_last_reinforced_the_linter_wrote_again_in_another_timezone_is_kept_as_written(repo):
+    """Obsidian's Linter writes a time again in the person's timezone, to the second, on
+    every save: the same instant as cortex's, not a copy from before a reinforcement. The
+    commit keeps it as the person's plugin wrote it and says nothing of an older copy (it
+    put cortex's back, which the Linter rewrote at the next save, every save)."""
+    path, text = _memory_open_in_an_editor(repo, "The backup job runs at 03:00 every Sunday.")
+    written = re.search(r"^last_reinforced: (\S+)$", text, re.M).group(1)
+    at = datetime.fromisoformat(written.replace("Z", "+00:00")).astimezone(timezone(timedelta(hours=1)))
+    linted = at.isoformat(timespec="seconds")
+    assert linted != written
+    path.write_text(text.replace(f"last_reinforced: {written}", f"last_reinforced: {linted}"))
+    done = repo.commit("vault backup")
+    assert done.returncode == 0, done.output
+    assert "last_reinforced" not in done.output
+    committed = repo.git("show", f"HEAD:{path.relative_to(repo.root)}").stdout
+    assert f"\nlast_reinforced: {linted}\n" in committed
+    assert path.read_text() == committed
 
 
 def test_files_outside_the_partitions_are_left_alone(repo):
