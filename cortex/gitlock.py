@@ -186,6 +186,7 @@ class IndexLock:
         self.timeout = timeout
         self.ino: int | None = None
         self.removed: list[str] = []  # locks our own killed process left, now removed
+        self.busy: Path | None = None  # the other git's lock that made the last try wait
 
     def acquire(self) -> None:
         self._clear_own_leftovers()
@@ -195,15 +196,17 @@ class IndexLock:
             if why is None:
                 return
             if time.monotonic() >= deadline:
+                held = self.busy or self.path
                 raise LockBusy(
-                    f"git is busy: {why}{held_since(self.path)}",
+                    f"git is busy: {why}{held_since(held)}",
                     "nothing was changed; cortex tries again at its next run (exit 75). "
-                    "cortex never removes a lock it did not take" + if_left(self.path),
+                    "cortex never removes a lock it did not take" + if_left(held),
                 )
             time.sleep(0.05)
 
     def _try(self) -> str | None:
         """Take the lock, or say who holds it."""
+        self.busy = None
         with _guard_flock(self.git_dir, self.timeout):
             mark = commit_in_progress(self.git_dir)
             if mark is not None:
@@ -230,10 +233,19 @@ class IndexLock:
                     _write_json(self.owner, {**me, "ino": ino})
             except FileExistsError:
                 self.owner.unlink(missing_ok=True)
+                self.busy = self.path
                 return f"{self.path} exists (a git command holds the index, or one that crashed left it)"
             finally:
                 own.unlink(missing_ok=True)
             self.ino = ino
+            # A git command moving HEAD (a checkout or switch between writing the index
+            # and HEAD, `git symbolic-ref`, `git update-ref HEAD`) holds HEAD.lock, which
+            # git's own commit honours ("cannot lock ref 'HEAD'") and libgit2 does not.
+            head_lock = self.git_dir / "HEAD.lock"
+            if head_lock.exists():
+                self.release()
+                self.busy = head_lock
+                return f"{head_lock} exists (a git command is moving HEAD, or one that crashed left it)"
             return None
 
     def note_ref_update(self) -> None:

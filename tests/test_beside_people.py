@@ -237,6 +237,26 @@ def test_head_never_moves_without_the_index(person_vault):
     assert len(facts(root)) == 1  # not deleted
 
 
+def test_run_waits_while_another_git_holds_head_lock(person_vault):
+    """git's own commit refuses while HEAD.lock is there (a checkout or switch between
+    writing the index and HEAD, `git update-ref HEAD`): cortex used to move the branch
+    through it, exit 0; now it waits, then says who is busy (exit 75), HEAD.lock left."""
+    root = person_vault
+    short_lock_wait(root)
+    write_obs(root, "The nightly export finishes by 04:00.")
+    lock = root / ".git" / "HEAD.lock"
+    lock.write_text("")  # another git's, moving HEAD
+    head = git(root, "rev-parse", "HEAD")
+    busy = cortex(root, "run")
+    assert busy.returncode == 75, busy.stdout + busy.stderr
+    assert "HEAD.lock" in busy.stderr and lock.exists()
+    assert git(root, "rev-parse", "HEAD") == head and index_agrees_with_head(root)
+    assert not (root / ".git" / "index.lock").exists()  # cortex's own, let go
+    lock.unlink()
+    assert cortex(root, "run").returncode == 0
+    assert len(facts(root)) == 1
+
+
 APPENDER = r"""
 import json, os, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
