@@ -45,6 +45,11 @@ How it fits together:
 - **One daemon per vault**: an exclusive ``flock`` on ``.git/cortex-watch/lock``, held for
   the daemon's life and released by the kernel however it ends, so a kill -9 leaves no
   lock to clean and the socket it left is provably stale.
+- **A vault deleted ends its daemon**: the lock and log files it holds open keep the
+  deleted folders alive in the kernel, so ``rm -rf`` of the vault brings no event for the
+  working tree itself; the daemon sees its lock file unlinked instead (checked at every
+  wake-up, at least once a second), ends, and removes nothing at that path, where a new
+  clone's own watcher may run already.
 """
 
 from __future__ import annotations
@@ -188,8 +193,9 @@ class _Question:
 class Watcher:
     """The daemon: inotify on the working tree, the journal, the socket git's hook asks."""
 
-    def __init__(self, root: Path, git_dir: Path, *, journal_limit: int = JOURNAL_LIMIT) -> None:
+    def __init__(self, root: Path, git_dir: Path, *, journal_limit: int = JOURNAL_LIMIT, lock: int | None = None) -> None:
         self.root = root
+        self.lock = lock  # the open lock file (`serve`): unlinked, the vault is gone
         self.state = git_dir / STATE_DIR
         self.instance = f"{os.getpid()}.{time.time_ns()}"
         self.journal = Journal(journal_limit)
@@ -379,7 +385,7 @@ class Watcher:
 
         if search_state(self.root).exists():
             self._queries().preload()  # in the background: the first query is served warm
-        while not self._stop:
+        while not self._stop and not self.orphaned():
             self._seed_when_quiet()
             wait = 1.0 if self._seed_at is None else max(0.0, self._seed_at - time.monotonic())
             for key, _ in self._selector.select(timeout=wait):
@@ -402,6 +408,13 @@ class Watcher:
             self._seed_at = None
         else:  # a probe stats every file now: soon after it
             self._seed_at = time.monotonic() + SEED_RETRY
+
+    def orphaned(self) -> bool:
+        """Whether the lock this daemon holds was unlinked: its vault deleted (`rm -rf`, then
+        maybe cloned again at the same path), or its folder in .git removed. Nobody can ask
+        it any more (its socket went too), and the working tree's own deletion brings no
+        event while the files it holds open keep the folders alive: it ran on for ever."""
+        return self.lock is not None and os.fstat(self.lock).st_nlink == 0
 
     def _on_signal(self, signum, frame) -> None:
         self._stop = True
@@ -555,15 +568,16 @@ def serve(root: Path, on_ready=None) -> None:
     finally:
         os.chdir(cwd)
     listener.listen(64)
-    watcher = Watcher(root, git_dir)
+    watcher = Watcher(root, git_dir, lock=lock)
     try:
         watcher.run(listener, on_ready)
     finally:
         if watcher._query_service is not None:
             watcher._query_service.close()
         listener.close()
-        (state / "sock").unlink(missing_ok=True)
-        (state / "pid").unlink(missing_ok=True)
+        if not watcher.orphaned():  # else the files at that path are another daemon's (a new clone's)
+            (state / "sock").unlink(missing_ok=True)
+            (state / "pid").unlink(missing_ok=True)
         watcher.inotify.close()
         os.close(lock)
 

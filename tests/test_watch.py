@@ -272,24 +272,48 @@ def test_one_watcher_per_vault_and_a_clear_word_when_none_runs(watched):
     assert stopped.returncode == 0 and "no watcher was running" in stopped.stderr
 
 
+def ended(pid: int, timeout: float = 10.0) -> bool:
+    """Whether process ``pid`` ends within ``timeout`` seconds (a zombie not yet reaped counts)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:  # ended, not yet reaped by init
+                if fh.read().rpartition(")")[2].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def test_the_watcher_ends_when_its_vault_is_moved_away(watched, tmp_path):
     pid = daemon(watched)["pid"]
     watched.rename(tmp_path / "elsewhere")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
+    assert ended(pid), "the watcher still runs for a vault that is gone"
+
+
+def test_the_watcher_ends_when_its_vault_is_deleted_and_leaves_the_new_clones_watcher_alone(watched, tmp_path):
+    """`rm -rf vault && git clone URL vault`: the files the daemon holds open (its lock,
+    its log) keep the deleted folders alive in the kernel, so no event says the working
+    tree is gone; the old daemon ran on for ever, one more with each re-clone, unreachable
+    (`cortex watch --status` at that path says nothing of it)."""
+    from cortex.search.freshness import watched_index
+
+    deadline = time.monotonic() + 30
+    while not watched_index(watched)[2]:  # the daemon's first seed of git's index is done
+        assert time.monotonic() < deadline, "the watcher never seeded its copy of git's index"
         time.sleep(0.05)
-        try:
-            with open(f"/proc/{pid}/stat") as fh:  # ended, not yet reaped by init
-                if fh.read().split()[2] == "Z":
-                    break
-        except FileNotFoundError:
-            break
-    else:
-        raise AssertionError("the watcher still runs for a vault that is gone")
+    old = daemon(watched)["pid"]
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(watched), str(origin))
+    shutil.rmtree(watched)
+    git(tmp_path, "clone", "-q", str(origin), str(watched))
+    with watching(watched):
+        new = daemon(watched)["pid"]
+        assert ended(old), "the watcher of the deleted vault still runs"
+        assert new != old and daemon(watched)["pid"] == new  # the new clone's watcher kept its socket
+        assert cortex("--vault", str(watched), "watch", "--stop").returncode == 0
+        assert ended(new)
 
 
 def test_no_watcher_on_a_file_system_whose_changes_come_from_elsewhere():
