@@ -30,7 +30,9 @@ How it fits together:
   in order, so every change made before the question has then been journalled.
 - **When in doubt, everything.** A kernel queue overflow, a watch the kernel refused (the
   ``max_user_watches`` limit), a token older than the journal keeps: the answer is ``/``
-  and git stats every file — as correct as without a watcher, and as slow.
+  and git stats every file — as correct as without a watcher, and as slow. An overflow
+  answers so every question still waiting for its cookie: the cookie's event may have
+  been dropped with the rest.
 - **A new index version is seeded by the daemon**: it watches ``.git`` for git's index
   being replaced (by anyone) and, once the index is quiet for ``SEED_QUIET``, makes the
   probe's copy of it and lets git record a token in it (``freshness.seed_probe_copy``),
@@ -253,6 +255,7 @@ class Watcher:
                 self.overflows += 1
                 self.journal.everything()
                 self.watch_tree(b"")  # and folders made meanwhile may lack a watch
+                self._answer_waiting()  # a cookie's event may be among those dropped
                 continue
             if wd == self._cookie_wd:
                 if mask & IN_CREATE and name.startswith(COOKIE_B):
@@ -309,6 +312,19 @@ class Watcher:
             pass
         question = self._waiting.pop(name, None)
         if question is not None:
+            self._answer(question)
+
+    def _answer_waiting(self) -> None:
+        """Answer every question still waiting for its cookie, "everything" now: a cookie
+        made while the kernel's queue was full lost its event with the rest, and its
+        question went unanswered (the asker waited out its timeout, and the connection and
+        the cookie file stayed for the daemon's life)."""
+        waiting, self._waiting = self._waiting, {}
+        for name, question in waiting.items():
+            try:
+                os.unlink(os.path.join(os.fsencode(self.state), name))
+            except FileNotFoundError:
+                pass
             self._answer(question)
 
     def answer_for(self, token: str) -> bytes:

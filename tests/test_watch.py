@@ -256,6 +256,48 @@ def test_a_paused_watcher_whose_queue_overflows_answers_everything(watched):
     assert daemon(root)["daemon"]["overflows"] >= 1
 
 
+def test_a_question_asked_as_the_queue_overflows_is_answered(watched):
+    """The daemon makes a cookie for each question and answers once it reads the cookie's
+    event; made while the kernel's queue was full (a big checkout, a sync), that event was
+    dropped with the rest, and the question was never answered: git's hook and every
+    query waited out their timeout, the cookie file stayed."""
+    import socket
+
+    root = watched
+    bulk = root / "vault" / "bulk"
+    bulk.mkdir()
+    files = [bulk / "a.md", bulk / "b.md"]
+    for f in files:
+        f.write_text("x\n")
+    agree(root)  # the watcher has seen the folder, and watches it
+    state = root / ".git" / "cortex-watch"
+    pid = daemon(root)["pid"]
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    asker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    asker.settimeout(60)
+    cwd = os.getcwd()
+    os.chdir(state)  # a relative name: the socket's path may be longer than the limit
+    try:
+        asker.connect("sock")
+    finally:
+        os.chdir(cwd)
+    with asker:
+        asker.sendall(b"2 cortex:none:0")  # the question, all but its end
+        daemon(root)  # answered on the daemon's loop after it read that
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            asker.sendall(b"\n")  # its end: ready before the kernel's queue
+            for _ in range(limit // 2 + 100):  # two files in turn: the kernel merges no event
+                for f in files:
+                    os.utime(f)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        reply = asker.recv(1 << 16)  # before the fix: no answer, the timeout
+    assert reply.endswith(b"\0/\0")  # everything
+    assert daemon(root)["daemon"]["overflows"] >= 1
+    assert not [p.name for p in state.iterdir() if p.name.startswith("cookie-")]
+
+
 def test_one_watcher_per_vault_and_a_clear_word_when_none_runs(watched):
     root = watched
     again = cortex("--vault", str(root), "watch")  # a second one, in the foreground
