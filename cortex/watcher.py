@@ -613,12 +613,15 @@ def start_background(root: Path, timeout: float = 60.0) -> int:
                                 close_fds=True, cwd="/")  # a daemon pins no folder of the person's
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
+        # the one that answers: started at the same moment (a login script and a systemd
+        # unit), another took the lock and this one ended ("a watcher already runs")
+        running_pid = _locked(state)
+        if proc.poll() is not None and not (running_pid and running_pid != proc.pid):
             tail = (state / "log").read_text(errors="replace").strip().splitlines()[-3:]
             raise CortexError("the watcher stopped as it started: " + " / ".join(tail),
                               f"the whole log is {state / 'log'}")
-        if answers(root):
-            return proc.pid
+        if running_pid and running_pid > 0 and answers(root):
+            return running_pid
         time.sleep(0.02)
     raise CortexError(f"the watcher did not answer within {timeout:.0f}s", f"see {state / 'log'}")
 

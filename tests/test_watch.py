@@ -314,6 +314,26 @@ def test_one_watcher_per_vault_and_a_clear_word_when_none_runs(watched):
     assert stopped.returncode == 0 and "no watcher was running" in stopped.stderr
 
 
+def test_watchers_started_at_once_each_name_the_one_that_runs(vault):
+    """A login script and a systemd unit start `cortex watch --background` at the same
+    moment: one daemon takes the lock, the others end at once; each start said the pid
+    of its own daemon, ended, so a `kill` of the pid it printed stopped nothing."""
+    import subprocess
+
+    from tests.conftest import VENV_BIN
+
+    root = vault.root
+    starts = [subprocess.Popen([str(VENV_BIN / "cortex"), "--vault", str(root), "watch", "--background"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    said = [start.communicate(timeout=120) for start in starts]
+    try:
+        running = daemon(root)["pid"]
+        assert [start.returncode for start in starts] == [0] * 6, said
+        assert all(f"(pid {running})" in err for _, err in said), said
+    finally:
+        cortex("--vault", str(root), "watch", "--stop")
+
+
 def ended(pid: int, timeout: float = 10.0) -> bool:
     """Whether process ``pid`` ends within ``timeout`` seconds (a zombie not yet reaped counts)."""
     deadline = time.monotonic() + timeout
