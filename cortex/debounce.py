@@ -8,13 +8,20 @@ import time
 from typing import Callable
 
 
+LONGEST = 10.0  # seconds a burst that never pauses waits at most, from its first poke
+
+
 class Debouncer:
-    """Calls `fn` once, `delay` seconds after the last `poke()`, on its own thread."""
+    """Calls `fn` once, `delay` seconds after the last `poke()`, on its own thread; and
+    `LONGEST` seconds (or `delay`, if longer) after the first poke of a burst at the
+    latest: an agent writing more often than `delay`, for hours, saw none of its
+    writes processed until it paused."""
 
     def __init__(self, delay: float, fn: Callable[[], None]) -> None:
         self.delay = delay
         self.fn = fn
         self._due: float | None = None
+        self._latest: float | None = None  # the burst's first poke + LONGEST
         self._busy = False
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._loop, name="cortex-run-after-writes", daemon=True)
@@ -27,7 +34,12 @@ class Debouncer:
 
     def poke(self, delay: float | None = None) -> None:
         with self._cond:
-            self._due = time.monotonic() + (self.delay if delay is None else delay)
+            now = time.monotonic()
+            if self._due is None:  # the first of a burst
+                self._latest = now + max(LONGEST, self.delay)
+            self._due = now + (self.delay if delay is None else delay)
+            if delay is None:
+                self._due = min(self._due, self._latest)
             self._cond.notify()
 
     def _loop(self) -> None:

@@ -233,6 +233,28 @@ def test_a_pending_run_is_done_when_the_client_leaves(vault, tmp_path):
 
 
 
+async def writes_that_never_pause(root: Path, errlog) -> None:
+    from mcp import ClientSession, stdio_client
+
+    async with stdio_client(server_params(root, "--process-after-writes", "--debounce", "2"), errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            for k in range(200):  # one write every 0.2 s or so: never the 2 s of quiet the run waits for
+                await call(session, "observe", {"type": "fact", "body": f"Dock {k} opens at {k % 12 + 5}:00 on Saturdays."})
+                if json.loads(await call(session, "status"))["server"]["last_run"]:
+                    return
+                await anyio.sleep(0.1)
+            raise AssertionError("200 writes in a row and none processed: the run waited for a pause that never came")
+
+
+def test_writes_that_never_pause_are_processed_all_the_same(vault, tmp_path):
+    """An agent (or several through one server) writing more often than the debounce:
+    the run waited for a quiet moment, so nothing it wrote became a note, nor was found,
+    for as long as it kept writing (hours), against "processed within a few seconds"."""
+    with open(tmp_path / "server.log", "w") as errlog:
+        anyio.run(writes_that_never_pause, vault, errlog)
+
+
 async def connect_and_leave(root: Path, errlog) -> None:
     from mcp import ClientSession, stdio_client
 
