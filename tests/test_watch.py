@@ -471,6 +471,27 @@ def test_after_any_commit_the_next_probe_already_asks_the_watcher(watched):
     assert seeded_then_asked(root) == {"Tide gauge.md"}
 
 
+def test_a_clock_set_back_holds_off_no_seed_and_keeps_no_copy(watched):
+    """The clock set back an hour (NTP after a VM resumed, a wrong hardware clock): the
+    probes' lock file, touched by the last probe, is then dated an hour ahead, and the
+    watcher took it for "a probe answered just now" for that hour: no copy of git's index
+    seeded (each first query after a commit stat'ed every note), the seed retried fifty
+    times a second; copies of old versions dated ahead were kept as new."""
+    root = watched
+    folder = wait_seeded(root).parent
+    ahead = time.time() + 3600
+    stale = folder / ("0" * 40)  # a copy of an index version long gone, written before the clock went back
+    stale.write_bytes(b"DIRC")
+    for f in (folder / ".unseeded-probes", stale):
+        os.utime(f, (ahead, ahead))
+    (root / "Tide gauge.md").write_text("The tide gauge is calibrated every April.\n")
+    git(root, "add", "Tide gauge.md")
+    git(root, "commit", "-qm", "gauge", "--no-verify")  # a new version of git's index to seed
+    (root / "Tide gauge.md").write_text("The tide gauge is calibrated by Ilse.\n")
+    assert seeded_then_asked(root) == {"Tide gauge.md"}
+    assert not stale.exists()
+
+
 def test_a_seeds_temporary_copy_is_removed_only_once_its_seed_is_gone(tmp_path):
     """A temporary copy keeps the index's mtime (`cp -p`), which says nothing of the
     seed's age: it goes when the process named in it is gone, never while it runs (a

@@ -290,8 +290,8 @@ def seed_probe_copy(root: Path) -> bool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
-        if os.fstat(fd).st_mtime > time.time() - SEED_GRACE:  # a probe answered just now
-            return False
+        if 0 <= time.time() - os.fstat(fd).st_mtime < SEED_GRACE:  # a probe answered just now
+            return False  # (dated ahead: the clock was set back since, not "just now")
         from cortex import gitcli
 
         gitcli.start_script(_SEED, *_seed_args(root, *watched[:2]), root=root)
@@ -371,7 +371,7 @@ def _forget_old_copies(folder: Path, keep: str) -> None:
     """Copies of other versions, after PROBE_INDEX_KEEP; a seed's temporary copy once the
     seed that writes it is gone (its name holds its process id; its mtime is the index's,
     which says nothing of the seed's age)."""
-    cutoff = time.time() - PROBE_INDEX_KEEP
+    now = time.time()
     for entry in os.scandir(folder):
         name = entry.name
         if name == keep or name == UNSEEDED_PROBES or name.endswith(".lock"):
@@ -382,7 +382,7 @@ def _forget_old_copies(folder: Path, keep: str) -> None:
 
                 if not alive(int(name[:-len(".tmp")].rpartition(".")[2]), None):
                     os.unlink(entry.path)
-            elif entry.stat().st_mtime < cutoff:
+            elif not 0 <= now - entry.stat().st_mtime < PROBE_INDEX_KEEP:  # old, or dated ahead (the clock set back)
                 os.unlink(entry.path)
 
 
