@@ -421,6 +421,36 @@ def test_the_warm_index_is_rebuilt_when_its_directory_is_deleted(tmp_path, ready
     assert (search_dir(root) / "state.json").exists()
 
 
+def test_a_vault_deleted_under_the_server_is_not_made_again_and_its_new_clone_is_read(tmp_path, ready_vault):
+    """`rm -rf VAULT && git clone URL VAULT` while an agent's server runs: its refresh
+    rebuilt the index into the deleted path (VAULT/.git/cortex/search made again), and
+    the clone refused the folder as not empty."""
+    import shutil
+
+    from test_search import write_note
+
+    from cortex.agent_memory import Memory, ToolFailure
+    from cortex.vault import Vault
+
+    root = ready_vault(tmp_path / "v")
+    write_note(root, "mind/facts/a.md", "The pelican nests on the pier.", type_="fact")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "pelican", "--no-verify"], cwd=root, check=True)
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(root), str(origin)], check=True)
+    memory = Memory(Vault.discover(root))
+    memory.load()
+    shutil.rmtree(root)
+    memory.refresh()  # what the server's watch loop does every second
+    assert not root.exists()
+    with pytest.raises(ToolFailure, match="is gone"):
+        memory.query("pelican")
+    assert not root.exists()
+    subprocess.run(["git", "clone", "-q", str(origin), str(root)], check=True)
+    memory.refresh()
+    assert [h["path"] for h in memory.query("pelican")] == ["mind/facts/a.md"]
+
+
 def test_a_fenced_record_stays_on_one_line_whatever_its_text():
     from cortex.mcp_server import fence, unfence
 

@@ -45,6 +45,7 @@ class LiveIndex:
         self._signature: tuple | None = None
         self._state_stamp: tuple | None = None
         self._last_full = 0.0
+        self._was_gone = False
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -72,6 +73,13 @@ class LiveIndex:
     def stopped(self) -> bool:
         return self._stop.is_set()
 
+    def gone(self) -> bool:
+        """Whether the vault's repository is gone from its path (deleted, moved away; maybe
+        cloned there again later). Nothing is written then: the index's files would be
+        made again at the deleted path (a `.git/cortex/search` of their own), and the
+        person's `git clone URL VAULT` refused the folder as not empty."""
+        return not os.path.lexists(self.root / ".git")
+
     def wait_ready(self, timeout: float | None = 30.0) -> None:
         if not self._ready.wait(timeout):
             raise NotReady("the search index is still being loaded or built (progress on the server's stderr): "
@@ -90,6 +98,10 @@ class LiveIndex:
         finally:
             self._ready.set()
         while not self.error and not self._stop.wait(self.interval):
+            if self.gone() != self._was_gone:
+                self._was_gone = not self._was_gone
+                self.say(f"the vault at {self.root} is gone (deleted or moved): the index waits for it"
+                         if self._was_gone else f"the vault at {self.root} is back: reading it again")
             try:
                 self.refresh_if_changed()
             except Exception as exc:  # a failed refresh must not end the watcher
@@ -115,6 +127,8 @@ class LiveIndex:
         since the index's last update is asked first (a few milliseconds), so the answer is
         as fresh as a cold query's; without it, as fresh as the last stamp check."""
         self.wait_ready()
+        if self.gone():
+            raise NotReady(f"the vault at {self.root} is gone (deleted or moved): nothing to search until it is back")
         with self.lock:
             try:
                 self.session.reread_if_rewritten()  # before reading a file changed under it
@@ -178,6 +192,8 @@ class LiveIndex:
         """Bring the loaded index up to date (git runs before the lock, so queries go on)."""
         from cortex.search.freshness import GitProbe, search_token
 
+        if self.gone():
+            return
         probe = GitProbe.start(self.root, since=search_token(self.root)).result()
         with self.lock:
             try:
