@@ -377,6 +377,41 @@ def test_schedule_loop_survives_a_failing_job_and_stops_on_sigterm(vault, tmp_pa
     assert any(p.startswith("mind/facts/") for p in note_paths(vault))
 
 
+def test_schedule_loop_keeps_calling_when_the_wall_clock_goes_back(tmp_path, monkeypatch):
+    """Summer time ends (the local clock repeats an hour), or the clock is set back: the
+    loop counted in naive local time (the `schedule` package) and called nothing for that
+    hour, every autumn. A wall clock set back an hour stands in for the real one here
+    (it cannot be moved under a test; with libfaketime, the loop across Europe/Berlin's
+    2026-10-25 03:00 called nothing from 02:59 CEST to 02:05 CET)."""
+    import datetime as dt
+    import sys
+
+    from cortex.maintenance.scheduler import Loop
+
+    class SetBack(dt.datetime):
+        back = dt.timedelta(0)
+
+        @classmethod
+        def now(cls, tz=None):
+            return super().now(tz) - cls.back
+
+    monkeypatch.setattr(dt, "datetime", SetBack)
+    calls: list[str] = []
+
+    def command(root, *args):
+        calls.append(args[0])
+        if calls == ["run"]:  # the first call, the next one already due in a second
+            SetBack.back = dt.timedelta(hours=1)  # then the hour repeats
+        if calls.count("run") == 5:
+            loop.stopping = True
+        return [sys.executable, "-c", "pass"]
+
+    loop = Loop(tmp_path, run_every=timedelta(seconds=1), maintain_every=timedelta(hours=1),
+                log=open(os.devnull, "w"), command=command)
+    assert loop.serve(max_loops=60) == 0  # about a minute at most
+    assert calls.count("run") == 5, calls  # before: the first, then nothing for an hour
+
+
 def test_jobs_leave_the_search_index_fresh(vault):
     from cortex.maintenance.due import run_job
     from cortex.search.index import SearchIndex

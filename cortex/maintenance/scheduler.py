@@ -1,11 +1,16 @@
 """``cortex schedule``: a foreground loop for machines without cron.
 
-The ``schedule`` package is the engine: it calls ``cortex run`` every few minutes and
-``cortex maintain`` every quarter hour; ``maintain`` itself knows which jobs are due
-(``schedule`` keeps nothing between processes and never runs missed jobs, so catching up
-is ``maintain``'s business, not the loop's). Each call is a child process: a job that
-fails or crashes is logged and the loop carries on. SIGTERM or Ctrl-C stops the loop
-cleanly after the child in flight (if any) has finished.
+The loop calls ``cortex run`` every few minutes and ``cortex maintain`` every quarter
+hour; ``maintain`` itself knows which jobs are due (the loop keeps nothing between
+processes and never runs missed calls, so catching up is ``maintain``'s business, not the
+loop's). Each call is a child process: a job that fails or crashes is logged and the
+loop carries on. SIGTERM or Ctrl-C stops the loop cleanly after the child in flight (if
+any) has finished.
+
+Intervals are counted on a clock that never goes back (``_clock``), not the wall clock:
+the ``schedule`` package this loop ran on counts in naive local time, so each autumn,
+as summer time ended, the local clock repeated an hour and the loop called nothing for
+that hour (a clock set back by hand or by NTP did the same, for as long as the jump).
 """
 
 from __future__ import annotations
@@ -19,6 +24,13 @@ from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
 from cortex.timefmt import format_time, utcnow
+
+
+def _clock() -> float:
+    """Seconds that never go back, and that count the machine's sleep (a call due while a
+    laptop slept is made as it wakes): Linux's boot time; elsewhere the monotonic clock."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.clock_gettime(boottime) if boottime is not None else time.monotonic()
 
 
 def cortex_command(vault_root: Path, *args: str) -> list[str]:
@@ -66,29 +78,29 @@ class Loop:
         self.stopping = True
 
     def serve(self, *, max_loops: int | None = None) -> int:
-        import schedule
-
         previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-        scheduler = schedule.Scheduler()
-        scheduler.every(max(1, int(self.run_every.total_seconds()))).seconds.do(self.call, "run")
-        scheduler.every(max(1, int(self.maintain_every.total_seconds()))).seconds.do(self.call, "maintain")
+        every = {"run": max(1, int(self.run_every.total_seconds())),
+                 "maintain": max(1, int(self.maintain_every.total_seconds()))}
         self.say(f"watching {self.root}: `cortex run` every {self.run_every}, `cortex maintain` every "
                  f"{self.maintain_every} (SIGTERM or Ctrl-C stops)")
         try:
+            due = {job: _clock() + seconds for job, seconds in every.items()}
             self.call("run")
             self.call("maintain")
             loops = 0
             while not self.stopping and (max_loops is None or loops < max_loops):
                 loops += 1
-                scheduler.run_pending()
-                idle = scheduler.idle_seconds
-                deadline = time.monotonic() + min(1.0, max(0.05, idle if idle is not None else 1.0))
+                for job, seconds in every.items():
+                    if not self.stopping and _clock() >= due[job]:
+                        self.call(job)
+                        due[job] = _clock() + seconds  # counted from the call's end, not its start
+                idle = min(due.values()) - _clock()
+                deadline = time.monotonic() + min(1.0, max(0.05, idle))
                 while not self.stopping and time.monotonic() < deadline:
                     time.sleep(0.05)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            scheduler.clear()
         self.say(f"stopped ({self.calls} calls, {self.failures} failed)")
         return 0
 
