@@ -28,8 +28,14 @@ def lme_date(text: str | None) -> float:
     return datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M").replace(tzinfo=timezone.utc).timestamp()
 
 
+def data_files(name: str) -> tuple[Path, Path]:
+    """(docs file, queries file) of 'lme' or 'scifact'."""
+    if name == "lme":
+        return DATA / "lme_oracle_docs.jsonl", DATA / "lme_oracle_queries.jsonl"
+    return DATA / "scifact_docs.jsonl.gz", DATA / "scifact_queries.jsonl"
+
+
 def load(name: str):
     """(docs, queries) for 'lme' or 'scifact'."""
-    if name == "lme":
-        return list(_lines(DATA / "lme_oracle_docs.jsonl")), list(_lines(DATA / "lme_oracle_queries.jsonl"))
-    return list(_lines(DATA / "scifact_docs.jsonl.gz")), list(_lines(DATA / "scifact_queries.jsonl"))
+    docs, queries = data_files(name)
+    return list(_lines(docs)), list(_lines(queries))

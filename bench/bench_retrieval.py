@@ -11,6 +11,9 @@ printed per half of the questions, split by a hash of their id: a setting is cho
 half A and reported on half B, which it never saw.
 
     .venv/bin/python bench/bench_retrieval.py [lme|scifact ...]
+
+The data is read from ../shared/bench/data beside the repository, or from the folder
+CORTEX_BENCH_DATA names.
 """
 
 from __future__ import annotations
@@ -28,14 +31,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _data import lme_date, load  # noqa: E402
+from _data import DATA, data_files, lme_date, load  # noqa: E402
 
 from cortex.search import fusion, query, when  # noqa: E402
 from cortex.search.index import SearchIndex  # noqa: E402
 from cortex.search.query import search  # noqa: E402
 from cortex.search.records import NoteRecord  # noqa: E402
 
-TARGETS = {"lme": ("R@10", 0.66), "scifact": ("nDCG@10", 0.66)}
+# Issue 15's targets for hybrid (the semantic side alone should match a MiniLM transformer: 0.47 / 0.645).
+TARGETS = {"lme": ("R@10", 0.75), "scifact": ("nDCG@10", 0.72)}
 NAMES = {"lme": "LongMemEval oracle", "scifact": "SciFact"}
 
 
@@ -174,7 +178,8 @@ def table(res: dict) -> str:
     metric, target = TARGETS[res["name"]]
     hyb, lex, sem = (res["modes"][m] for m in ("hybrid", "lexical", "semantic"))
     best_single = {k: max(lex[k], sem[k]) for k in keys}
-    out += ["", f"hybrid {metric} {hyb[metric]:.3f} (target >= {target}); "
+    met = "met" if hyb[metric] >= target else "not met"
+    out += ["", f"hybrid {metric} {hyb[metric]:.3f} (target >= {target}: {met}); "
             f"hybrid >= best single mode on {sum(hyb[k] >= best_single[k] - 1e-9 for k in keys)}/4 metrics, "
             f"strictly better on {sum(hyb[k] > best_single[k] + 1e-9 for k in keys)}/4",
             f"hybrid {metric} by half: all {hyb[metric]:.3f}, "
@@ -186,7 +191,17 @@ def table(res: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    names = argv or ["lme", "scifact"]
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", metavar="SET", help="lme, scifact or both (default both)")
+    names = parser.parse_args(argv).names or ["lme", "scifact"]
+    if unknown := sorted(set(names) - set(NAMES)):
+        parser.error(f"unknown set {', '.join(unknown)} (choose from {', '.join(sorted(NAMES))})")
+    missing = [name for name in names if not data_files(name)[0].exists()]
+    if missing:
+        parser.exit(2, f"bench_retrieval: no data for {', '.join(missing)} in {DATA}: "
+                       "put ../shared/bench beside the repository or set CORTEX_BENCH_DATA\n")
     for name in names:
         print(table(run(name)), flush=True)
     return 0
