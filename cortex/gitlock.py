@@ -12,7 +12,9 @@ The rules (README, "Beside people"):
 2. cortex never removes a lock it did not take. It waits a bounded time, then gives up
    with exit 75 (``LockBusy``) and nothing half-done. The one exception is a lock its own
    killed process left: the owner record (``.git/cortex-lock.json``: pid, process start,
-   the lock file's inode) proves it, and the next cortex command removes it.
+   the lock file's inode; for the branch's lock, its inode and content too) proves it,
+   and the next cortex command removes it. cortex moves the branch itself, git's way
+   (``IndexLock.move_branch``), so that the branch's lock is one it made and recorded.
 3. While a person's ``git commit`` runs — from its pre-commit hook (pre-commit's stash of
    unstaged changes, the hooks) through the commit editor — cortex does not touch the
    index or the working tree. The guard hook (``python -m cortex.gitlock guard``, run
@@ -46,11 +48,11 @@ from cortex.layout import escaped_name, misnamed_reason, not_utf8
 
 OWNER = "cortex-lock.json"
 OWN_LOCK_PREFIX = "cortex-index.lock."  # the lock as made, before it is linked into place
+OWN_REF_PREFIX = "cortex-ref.lock."  # the branch's lock as made (in the refs' git directory, no ref)
 GUARD_LOCK = "cortex-guard.lock"
 COMMIT_MARK = "cortex-commit.json"
 GUARD_MARK = "cortex: guard"  # in the hook script, so install can recognise its own
 GUARD_WAIT = 30.0  # how long a person's commit waits for a cortex commit in flight
-REF_UPDATE_WINDOW = 60.0  # seconds from noting a ref update to taking the ref's lock, at most
 
 
 # --- processes ------------------------------------------------------------------------
@@ -248,14 +250,73 @@ class IndexLock:
                 return f"{head_lock} exists (a git command is moving HEAD, or one that crashed left it)"
             return None
 
-    def note_ref_update(self) -> None:
-        """Recorded before cortex moves a ref (libgit2 takes the ref's own lock), so a
-        ref lock a kill leaves in that instant can be told apart from a person's."""
-        record = _read_json(self.owner) or {}
-        record["ref_at"] = time.time()
-        lock = branch_lock(self.git_dir)  # the one lock that update takes
-        record["ref_lock"] = None if lock is None else str(lock)
-        _write_json(self.owner, record)
+    def move_branch(self, new: str, old: str | None, message: str, who: tuple[str, str], *,
+                    log: bool = True) -> str | None:
+        """Move the branch HEAD names from ``old`` (None: a branch yet to be born) to
+        ``new`` the way git does: its lock ``refs/heads/<branch>.lock`` holding the new
+        id, a line in the branch's and HEAD's reflogs (``log``: made where missing, as
+        git's ``core.logAllRefUpdates``), the lock renamed onto the ref. The lock is made
+        as a file of cortex's own, recorded (inode, content) and linked into place, as
+        ``index.lock`` is: one a kill leaves is provably cortex's and the next command
+        removes it; any other lock there, however recent, is a person's git. None when
+        moved; else "moved" (the branch is not at ``old``), "locked" (another git holds
+        its lock) or "detached" (HEAD names no branch: nothing done)."""
+        lock = branch_lock(self.git_dir)
+        if lock is None:
+            return "detached"
+        refs = _refs_dir(self.git_dir)
+        name = lock.relative_to(refs).as_posix().removesuffix(".lock")
+        data = f"{new}\n".encode()
+        own = refs / f"{OWN_REF_PREFIX}{os.getpid()}"
+        fd = os.open(own, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+            ino = os.fstat(fd).st_ino
+        finally:
+            os.close(fd)
+        self._note_ref({"ref_lock": str(lock), "ref_ino": ino, "ref_to": new})
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(own, lock)
+            except FileExistsError:
+                raise
+            except OSError:  # a file system without hard links: create it in place
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                try:
+                    self._note_ref({"ref_lock": str(lock), "ref_ino": os.fstat(fd).st_ino, "ref_to": new})
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+        except FileExistsError:
+            self._note_ref(None)
+            return "locked"
+        finally:
+            own.unlink(missing_ok=True)
+        moved = False
+        try:
+            if _ref_value(refs, name) != old:
+                return "moved"
+            line = _reflog_line(old, new, who, message)
+            for path in (refs / "logs" / name, self.git_dir / "logs" / "HEAD"):
+                if log or path.exists():
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with open(path, "ab") as fh:
+                        fh.write(line)
+            os.replace(lock, refs / name)
+            moved = True
+        finally:
+            if not moved:
+                lock.unlink(missing_ok=True)  # ours: it was linked (or created) above
+            self._note_ref(None)
+        return None
+
+    def _note_ref(self, lock: dict | None) -> None:
+        """Record in the owner record the branch's lock about to be linked into place
+        (None: let go of)."""
+        record = {k: v for k, v in (_read_json(self.owner) or {}).items() if not k.startswith("ref_")}
+        _write_json(self.owner, {**record, **(lock or {})})
 
     def release(self) -> None:
         try:
@@ -276,25 +337,51 @@ class IndexLock:
                 self.removed.append(".git/index.lock")
         except FileNotFoundError:
             pass
-        lock = Path(record["ref_lock"]) if record.get("ref_lock") else branch_lock(self.git_dir)  # older records
-        if record.get("ref_at") and lock is not None:
-            self._clear_ref_lock(lock, record["ref_at"])
+        if record.get("ref_lock") and record.get("ref_ino") is not None:
+            self._clear_ref_lock(Path(record["ref_lock"]), record["ref_ino"], str(record.get("ref_to")))
         (self.git_dir / f"{OWN_LOCK_PREFIX}{record.get('pid')}").unlink(missing_ok=True)
+        (_refs_dir(self.git_dir) / f"{OWN_REF_PREFIX}{record.get('pid')}").unlink(missing_ok=True)
         self.owner.unlink(missing_ok=True)
 
-    def _clear_ref_lock(self, lock: Path, ref_at: float) -> None:
-        """The branch's lock, when the killed process can have made it: made from the
-        moment it noted the update to a minute later (the update follows within
-        moments). Another branch's lock, or one made later, is a person's git at work
-        (a commit in another worktree) or left by their crash: never ours to remove."""
+    def _clear_ref_lock(self, lock: Path, ino: int, new: str) -> None:
+        """The branch's lock the killed process made (``move_branch``): the very file it
+        recorded, holding the id it was writing. Any other lock there — another branch's,
+        or this one's taken by a person's git since the kill, however soon after — is
+        never ours to remove."""
         try:
-            made = lock.stat().st_mtime
-            if ref_at - 1 <= made <= ref_at + REF_UPDATE_WINDOW:
+            with open(lock, "rb") as fh:
+                ours = os.fstat(fh.fileno()).st_ino == ino and fh.read(128) == f"{new}\n".encode()
+            if ours:
                 lock.unlink()
                 top = self.git_dir.parent  # the vault: `.git/refs/heads/main.lock`
                 self.removed.append(str(lock.relative_to(top) if lock.is_relative_to(top) else lock))
         except FileNotFoundError:
             pass
+
+
+def _ref_value(refs: Path, name: str) -> str | None:
+    """The id the ref ``name`` (``refs/heads/main``) holds in the repository whose refs
+    live in ``refs``: its loose file, else its line in ``packed-refs``; None when it has
+    neither (a branch yet to be born)."""
+    try:
+        return (refs / name).read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        pass
+    try:
+        with open(refs / "packed-refs", encoding="utf-8") as fh:
+            return next((line.split()[0] for line in fh if line.rstrip("\n").endswith(" " + name)), None)
+    except FileNotFoundError:
+        return None
+
+
+def _reflog_line(old: str | None, new: str, who: tuple[str, str], message: str) -> bytes:
+    """A reflog entry as git writes one: "<old> <new> Name <email> <time> <zone>\\t<message>"."""
+    now = time.time()
+    offset = time.localtime(now).tm_gmtoff
+    zone = f"{'-' if offset < 0 else '+'}{abs(offset) // 3600:02d}{abs(offset) % 3600 // 60:02d}"
+    name, email = (" ".join(part.replace("<", "").replace(">", "").split()) for part in who)
+    text = f"{old or '0' * len(new)} {new} {name} <{email}> {int(now)} {zone}\t{' '.join(message.split())}\n"
+    return text.encode("utf-8", "surrogateescape")
 
 
 # --- an index a person's git read before cortex's move and wrote after it ---------------
@@ -494,12 +581,7 @@ def head_oid(root: Path) -> str | None:
         head = (git_dir / "HEAD").read_text().strip()
         if not head.startswith("ref: "):
             return head if len(head) in (40, 64) else None
-        ref, refs = head[len("ref: "):], _refs_dir(git_dir)
-        try:
-            oid = (refs / ref).read_text().strip()
-        except FileNotFoundError:
-            with open(refs / "packed-refs", encoding="utf-8") as fh:
-                oid = next((line.split()[0] for line in fh if line.rstrip("\n").endswith(" " + ref)), "")
+        oid = _ref_value(_refs_dir(git_dir), head[len("ref: "):]) or ""
         return oid if len(oid) in (40, 64) else None
     except (OSError, UnicodeDecodeError):
         return None

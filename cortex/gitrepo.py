@@ -264,13 +264,41 @@ class GitRepo:
                 journal.unlink(missing_ok=True)
                 return ("failed" if written else "changes", done.err.strip() or _how_git_stopped(done.code))
             os.replace(tmp, index)  # a kill from here on leaves the index ahead: a rerun moves HEAD
-            self._lock.note_ref_update()
-            moved = gitcli.run(self.root, "update-ref", "-m", reason, "HEAD", new, old)
+            refused = self._move_head(new, old, reason)
             journal.unlink(missing_ok=True)
-            if not moved.ok:
-                return ("moved", moved.err.strip())
+            if refused is not None:
+                return ("moved", refused)
             record_move(self.git_dir, old, new)
         return None
+
+    def _move_head(self, new: str, old: str, reason: str) -> str | None:
+        """HEAD's branch from ``old`` to ``new`` under ``index.lock`` (``move_branch``:
+        its lock cortex's own, provably); a detached HEAD by ``git update-ref``. None when
+        moved, else why not."""
+        why = self._lock.move_branch(new, old, reason, self._reflog_who(), log=self._logs_refs())
+        if why == "detached":
+            done = gitcli.run(self.root, "update-ref", "-m", reason, "HEAD", new, old)
+            return None if done.ok else done.err.strip()
+        if why == "locked":
+            lock = branch_lock(self.git_dir)
+            return f"cannot lock the branch: {lock} exists{held_since(lock) if lock else ''}"
+        return None if why is None else f"HEAD is no longer {old}"
+
+    def _reflog_who(self) -> tuple[str, str]:
+        """Who moves a ref, for its reflog: git's identity here, as `git update-ref` says it."""
+        try:
+            sig = self.repo.default_signature
+            return (sig.name, sig.email)
+        except (KeyError, ValueError, pygit2.GitError):
+            return ("cortex", "")
+
+    def _logs_refs(self) -> bool:
+        """git's ``core.logAllRefUpdates`` (true unless set otherwise, in a repository with a
+        working tree): a branch's reflog is made where there is none yet."""
+        try:
+            return self.repo.config.get_bool("core.logAllRefUpdates")
+        except (KeyError, ValueError, pygit2.GitError):
+            return True
 
     def _entries_between(self, old: str, new: str) -> dict[str, tuple[str | None, str | None]]:
         """{path: (blob in ``old``, blob in ``new``)} of each path the move changes (None: none)."""
@@ -332,7 +360,6 @@ class GitRepo:
                 self._write_index(info_step(after, len(old)))
             except CortexError:
                 return False
-            self._lock.note_ref_update()
             for p in stale:
                 if after[p][1] is None:
                     (self.root / p).unlink(missing_ok=True)
@@ -340,7 +367,7 @@ class GitRepo:
             if written:
                 gitcli.run_bytes(self.root, "checkout-index", "-f", "-z", "--stdin",
                                  input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in written))
-            if gitcli.run(self.root, "update-ref", "-m", "cortex: an interrupted move finished", "HEAD", new, old).ok:
+            if self._move_head(new, old, "cortex: an interrupted move finished") is None:
                 record_move(self.git_dir, old, new)
             journal.unlink(missing_ok=True)
         return True
@@ -532,16 +559,19 @@ class GitRepo:
                     base = self.head_tree()
                     parents = [] if self.repo.head_is_unborn else [self.repo.head.target]
                     tree = self._apply(base, _nest(changes))
-                    self._lock.note_ref_update()
-                    oid = self.repo.create_commit("HEAD", signature, signature, message, tree, parents)
-                except (pygit2.GitError, OSError) as exc:  # libgit2 says a held lock as OSError
-                    text = str(exc)
-                    moved = "current tip" in text or "not the first parent" in text
-                    if not moved and "failed to lock" not in text and not _object_store_race(exc):
+                    oid = str(self.repo.create_commit(None, signature, signature, message, tree, parents))
+                except (pygit2.GitError, OSError) as exc:
+                    if not _object_store_race(exc):
                         raise
                 else:
-                    record_move(self.git_dir, str(parents[0]) if parents else None, str(oid))
-                    return str(oid)
+                    old = str(parents[0]) if parents else None
+                    subject = message.strip().splitlines()[0] if message.strip() else ""
+                    why = self._lock.move_branch(oid, old, f"commit{'' if parents else ' (initial)'}: {subject}",
+                                                 author, log=self._logs_refs())
+                    if why is None:
+                        record_move(self.git_dir, old, oid)
+                        return oid
+                    # "moved": a person's commit came first, made again on it; "locked": waited for
                 if time.monotonic() >= deadline:
                     lock = branch_lock(self.git_dir)
                     raise LockBusy("git is busy: the branch stayed locked or kept moving while cortex committed"

@@ -20,6 +20,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -244,11 +245,12 @@ def test_kill_dash_nine_at_random_moments_is_exactly_once(vault, tmp_path):
 
 
 # A kill -9 inside a commit leaves a lock file behind (cortex holds `index.lock` across
-# the commit; libgit2 creates `<ref>.lock`, writes, renames). The crash test above hit
-# the ref lock at random (`OSError: failed to lock file '.git/refs/heads/main.lock' for
-# writing`, exit 3 from the recovery's commit); these cases pin it down without the
-# randomness. The owner record (cortex/gitlock.py) is what a killed cortex leaves: its
-# pid is dead, and the lock is the one it names, so the next run may remove it.
+# the commit, and moves the branch through `<ref>.lock`: made, linked, written, renamed).
+# The crash test above hit the ref lock at random (`OSError: failed to lock file
+# '.git/refs/heads/main.lock' for writing`, exit 3 from the recovery's commit); these
+# cases pin it down without the randomness. The owner record (cortex/gitlock.py) is what
+# a killed cortex leaves: its pid is dead, and the lock is the one it names (its inode,
+# the id it was writing), so the next run may remove it.
 def dead_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
@@ -264,11 +266,10 @@ def test_a_lock_file_left_by_a_killed_run_does_not_wedge_the_next_run(vault, loc
     vault.buffer_path.parent.mkdir(parents=True, exist_ok=True)
     vault.buffer_path.write_text(
         json.dumps(observation(rnd, 1, "The export job handles credit notes in batches of 40.")) + "\n", encoding="utf-8")
-    record = {"pid": dead_pid(), "start": None, "ref_at": time.time() - 5}
     (root / ".git" / "index.lock").write_text("")  # cortex held the index across its commit
-    record["ino"] = os.stat(root / ".git" / "index.lock").st_ino
+    record = {"pid": dead_pid(), "start": None, "ino": os.stat(root / ".git" / "index.lock").st_ino}
     if lock != ".git/index.lock":
-        (root / lock).write_text("")  # ... and was killed inside libgit2's ref update
+        record.update(ref_lock_made(root / lock))  # ... and was killed inside its ref update
     (root / ".git" / "cortex-lock.json").write_text(json.dumps(record))
 
     proc = run_cli(root, "run", "--json", check=False)
@@ -326,28 +327,34 @@ def test_a_lock_a_crashed_git_left_is_said_with_its_age_and_how_to_remove_it(vau
     assert "made 3 h ago" in proc.stderr and "a git that crashed left it" in proc.stderr
     assert f"`rm {lock}`" in proc.stderr and lock.exists()
 
-def killed_in_ref_update(git_dir: Path, seconds_ago: float) -> float:
+def ref_lock_made(lock: Path) -> dict:
+    """The branch's lock as a killed run's ``move_branch`` left it (holding the id it was
+    writing), and what its owner record says of it."""
+    new = "ab" * 20
+    lock.write_text(f"{new}\n")
+    return {"ref_lock": str(lock), "ref_ino": os.stat(lock).st_ino, "ref_to": new}
+
+
+def killed_in_ref_update(git_dir: Path, lock: Path | None = None) -> Path:
     """What a run killed inside its ref update leaves in the worktree whose git directory
-    is ``git_dir``: ``index.lock`` and its owner record (a dead pid); when it noted the
-    update."""
+    is ``git_dir``: ``index.lock``, the branch's ``lock`` (its own, by default that of
+    the branch of ``git_dir``'s HEAD) and its owner record (a dead pid). The lock."""
+    from cortex.gitlock import branch_lock
+
     (git_dir / "index.lock").write_text("")
-    ref_at = time.time() - seconds_ago
-    record = {"pid": dead_pid(), "start": None, "ino": os.stat(git_dir / "index.lock").st_ino, "ref_at": ref_at}
+    lock = lock or branch_lock(git_dir)
+    record = {"pid": dead_pid(), "start": None, "ino": os.stat(git_dir / "index.lock").st_ino, **ref_lock_made(lock)}
     (git_dir / "cortex-lock.json").write_text(json.dumps(record))
-    return ref_at
+    return lock
 
 
 def test_a_killed_run_leaves_another_branchs_lock_made_since_alone(vault):
     """Its own branch's lock goes; a lock of another branch a person's git took after
     the kill (a commit in a second worktree, or their git's crash) is theirs."""
     root = vault.root
-    branch = git(root, "symbolic-ref", "--short", "HEAD").strip()
     git(root, "branch", "feature")
     vault.buffer_path.write_text(json.dumps(observation(random.Random(9), 1, "The export job signs its files.")) + "\n")
-    ref_at = killed_in_ref_update(root / ".git", seconds_ago=120)
-    own = root / ".git" / "refs" / "heads" / f"{branch}.lock"
-    own.write_text("")
-    os.utime(own, (ref_at, ref_at))
+    own = killed_in_ref_update(root / ".git")
     persons = root / ".git" / "refs" / "heads" / "feature.lock"
     persons.write_text("")
 
@@ -355,6 +362,44 @@ def test_a_killed_run_leaves_another_branchs_lock_made_since_alone(vault):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["memorized"] == 1
     assert not own.exists() and persons.exists()
+
+
+@pytest.mark.parametrize("empty", [True, False])
+def test_a_persons_lock_of_the_same_branch_made_right_after_a_kill_is_left_alone(vault, empty):
+    """Killed before it took the branch's lock: the lock there, seconds later, is a
+    person's git moving the branch (or crashed doing so), held by a live process here.
+    Its age cannot say whose it is; cortex leaves it and says it is busy (exit 75)."""
+    root = vault.root
+    vault.buffer_path.write_text(json.dumps(observation(random.Random(12), 1, "The export job signs twice.")) + "\n")
+    lock = killed_in_ref_update(root / ".git")
+    lock.unlink()  # the kill came before cortex linked its lock into place
+    record = json.loads((root / ".git" / "cortex-lock.json").read_text())
+    record["ref_at"] = time.time() - 5  # when it set out to move the branch (an older cortex's record says so)
+    (root / ".git" / "cortex-lock.json").write_text(json.dumps(record))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        f"fd = os.open({str(lock)!r}, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)\n"
+        f"os.write(fd, {b'' if empty else (git(root, 'rev-parse', 'HEAD').strip() + chr(10)).encode()!r})\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.read()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        (root / "observer" / "config.yml").write_text(
+            (root / "observer" / "config.yml").read_text() + "\nlock_timeout: 0.3\n")
+        head = git(root, "rev-parse", "HEAD")
+
+        proc = run_cli(root, "run", "--json", check=False)
+        assert proc.returncode == 75, proc.stderr
+        assert "never removes a lock" in proc.stderr
+        assert lock.exists() and git(root, "rev-parse", "HEAD") == head
+        assert not (root / ".git" / "index.lock").exists()  # that one was the killed run's own
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    lock.unlink()  # the person's git finished
+    proc = run_cli(root, "run", "--json", check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["memorized"] == 1
 
 
 def test_a_run_killed_in_a_linked_worktree_does_not_wedge_the_next_one(vault, tmp_path):
@@ -365,9 +410,8 @@ def test_a_run_killed_in_a_linked_worktree_does_not_wedge_the_next_one(vault, tm
     git_dir = Path(git(second, "rev-parse", "--absolute-git-dir").strip())
     (second / "observer" / "observations.jsonl").write_text(
         json.dumps(observation(random.Random(10), 1, "The export job retries twice.")) + "\n")
-    killed_in_ref_update(git_dir, seconds_ago=5)
-    lock = vault.root / ".git" / "refs" / "heads" / "second.lock"
-    lock.write_text("")
+    lock = killed_in_ref_update(git_dir)
+    assert lock == vault.root / ".git" / "refs" / "heads" / "second.lock"
 
     proc = run_cli(second, "run", "--json", check=False)
     assert proc.returncode == 0, proc.stderr
