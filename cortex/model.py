@@ -116,8 +116,9 @@ class RunReport:
     truncated: int = 0
     empty: int = 0
     commits: int = 0
-    recovered: bool = False
-    recovered_notes: int = 0  # of ``memorized``: notes an interrupted run had decided, committed by this one
+    recovered: bool = False  # a killed run's decision finished first
+    held_back: bool = False  # ... a decision a run saved and left uncommitted, git being busy (exit 75)
+    recovered_notes: int = 0  # of ``memorized``: notes an earlier run had decided (either), committed by this one
     rotated: bool = False
     dry_run: bool = False
     seconds: float = 0.0
@@ -144,6 +145,7 @@ class RunReport:
             "empty": self.empty,
             "commits": self.commits,
             "recovered": self.recovered,
+            "held_back": self.held_back,
             "recovered_notes": self.recovered_notes,
             "rotated": self.rotated,
             "dry_run": self.dry_run,

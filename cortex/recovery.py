@@ -39,7 +39,10 @@ def recover(vault: Vault, state: State, report: RunReport, now: datetime, repo: 
         from cortex.gitrepo import GitRepo
         from cortex.runner import finish
 
-        report.recovered = True
+        if state.pending.get("held_back"):
+            report.held_back = True  # it stopped on a busy git (exit 75): nothing was interrupted
+        else:
+            report.recovered = True
         repo = repo or GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
         finish(repo, state, vault.save_state, vault.quarantine, author(vault), now, report, recovering=True)
     raw = raw_archive(vault, state.buffer_id)

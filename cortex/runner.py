@@ -25,7 +25,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from cortex.errors import CortexError
+from cortex.errors import CortexError, LockBusy
 from cortex.gitrepo import GitRepo, trailer_lines
 from cortex.model import Plan, PlannedNote, RunReport
 from cortex.quarantine import Quarantine
@@ -204,20 +204,28 @@ def finish(
     for group in pending["groups"]:
         report.superseded += group.get("superseded", [])
     # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
-    with repo.locked(), (repo.materializing(all_changes, pending.get("head_before")) if all_changes
-                         else contextlib.nullcontext()):
-        for part, group in enumerate(pending["groups"]):
-            tag = f"{batch}/{part}"
-            if tag not in done:
-                trailers = {"Batch": tag}
-                if pending.get("target_offset") is not None:
-                    trailers["Offset"] = f"{pending['buffer_id']}:{pending['target_offset']}"
-                repo.commit(group["changes"], group["message"] + "\n" + trailer_lines(trailers) + "\n", author)
-                report.commits += 1
+    try:
+        with repo.locked(), (repo.materializing(all_changes, pending.get("head_before")) if all_changes
+                             else contextlib.nullcontext()):
+            for part, group in enumerate(pending["groups"]):
+                tag = f"{batch}/{part}"
+                if tag not in done:
+                    trailers = {"Batch": tag}
+                    if pending.get("target_offset") is not None:
+                        trailers["Offset"] = f"{pending['buffer_id']}:{pending['target_offset']}"
+                    repo.commit(group["changes"], group["message"] + "\n" + trailer_lines(trailers) + "\n", author)
+                    report.commits += 1
+    except LockBusy:
+        # Stopped on purpose, git being busy (exit 75): the run that finishes it says so,
+        # not that it recovered an interrupted one.
+        if not pending.get("held_back"):
+            pending["held_back"] = True
+            save(state)
+        raise
     for note_id, at, path in pending["reinforcements"]:
         state.add_reinforcement(note_id, at, path)
     if recovering:
-        # The interrupted run (git busy: exit 75; or killed) decided these and reported
+        # The earlier run (git busy: exit 75; or killed) decided these and reported
         # none of them; this run committed or finished them, so it counts them.
         made = [p for group in pending["groups"] for p, oid in group["changes"].items()
                 if oid and not _archived(p)]

@@ -118,6 +118,7 @@ class SyncReport:
     pushed: bool = False
     push_attempts: int = 0
     recovered: list[str] = field(default_factory=list)
+    held_back: list[str] = field(default_factory=list)  # finished first too: stopped on a busy git (exit 75)
     warnings: list[str] = field(default_factory=list)
     # notes the sync brought that fail the hook's checks (committed elsewhere with
     # --no-verify, or by a machine without the hooks): {path: problems}
@@ -136,7 +137,8 @@ class SyncReport:
             "remote": self.remote, "branch": self.branch, "remote_branch": self.remote_branch,
             "before": self.before, "after": self.after,
             "integrated": self.integrated, "settled": self.settled, "pushed": self.pushed,
-            "push_attempts": self.push_attempts, "recovered": self.recovered, "warnings": self.warnings,
+            "push_attempts": self.push_attempts, "recovered": self.recovered, "held_back": self.held_back,
+            "warnings": self.warnings,
             "invalid": self.invalid, "rewritten": self.rewritten, "brought": self.brought or brought_nothing(),
             "ahead": self.ahead, "behind": self.behind, "seconds": round(self.seconds, 3),
         }
@@ -208,12 +210,12 @@ def clone_vault(url: str, target: Path, branch: str | None = None):
     return vault, created, current
 
 
-def recover_all(vault: Vault, now: datetime, git_dir: Path) -> list[str]:
+def recover_all(vault: Vault, now: datetime, git_dir: Path) -> tuple[list[str], list[str]]:
     """Finish a killed sync's move of the working tree, then a killed ``cortex run``,
     maintenance job or settle step: their records name commits by the first-parent
     history a merge extends. The repository is opened (pygit2 imported) only for what
     a killed one left, nearly never: pygit2's import was two fifths of a sync with
-    nothing to do."""
+    nothing to do. (What was interrupted, what had stopped on a busy git: exit 75.)"""
     from cortex.model import RunReport
     from cortex.recovery import recover
 
@@ -228,6 +230,7 @@ def recover_all(vault: Vault, now: datetime, git_dir: Path) -> list[str]:
     recover(vault, state, report, now)
     if report.recovered:
         done.append("run")
+    held_back = ["run"] if report.held_back else []
     for job, record in list(state.jobs.items()):  # every job's journal: maintenance, settle, forget
         if isinstance(record, dict) and record.get("pending"):
             from cortex.maintenance.base import JobContext
@@ -235,7 +238,7 @@ def recover_all(vault: Vault, now: datetime, git_dir: Path) -> list[str]:
 
             JobContext(vault, now).recover(job, _finish if job == "reinforce" else None)
             done.append(job)
-    return done
+    return done, held_back
 
 
 def fetch(root, remote: str, branch: str) -> str | None:
@@ -708,7 +711,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
         # "you need to resolve your current index first", told as uncommitted changes)
         git_dir = gitcli.git_dir(root)
         require_committable(git_dir, merge=False, then="`cortex sync`")
-        report.recovered = recover_all(vault, now, git_dir)
+        report.recovered, report.held_back = recover_all(vault, now, git_dir)
         report.branch = branch_name(root)
         report.remote = choose_remote(root, remote, settings.sync_remote)
         target = report.remote_branch = remote_branch(root, report.remote, report.branch)

@@ -266,13 +266,15 @@ def test_a_fresh_index_lock_of_another_git_process_is_respected(vault):
     assert "git is busy" in info.value.message and "index.lock" in info.value.message
     (vault.root / ".git" / "index.lock").unlink()
     report = vault.run(now=NOW)  # completes the decided run: one note, exactly once
-    assert report.recovered and len(notes(vault)) == 1
+    assert report.held_back and not report.recovered and len(notes(vault)) == 1
     assert git(vault.root, "status", "--porcelain") == ""
 
 
 def test_notes_a_run_decided_while_git_was_busy_are_counted_by_the_run_that_commits_them(vault):
     """A person's git holds index.lock: the run saves its decision and exits 75. The next
-    run commits those notes, and says it memorized them (it read no line itself)."""
+    run commits those notes, and says it memorized them (it read no line itself) and that
+    the last run was held back — not that it recovered an interrupted one: nothing was
+    interrupted, and a script or person reading "interrupted" looks for a crash."""
     (vault.root / ".git" / "index.lock").write_text("")
     append_lines(vault, *lines(2))
     busy = cortex("--vault", str(vault.root), "run")
@@ -280,7 +282,9 @@ def test_notes_a_run_decided_while_git_was_busy_are_counted_by_the_run_that_comm
     (vault.root / ".git" / "index.lock").unlink()
     done = cortex("--vault", str(vault.root), "run")
     assert done.returncode == 0, done.stderr
-    assert "memorized        2  (1 commit; 2 recovered from the interrupted run)" in done.stderr
+    assert "memorized        2  (1 commit; 2 from the last run, held back while git was busy)" in done.stderr
+    assert "finished first: the last run's commit, held back while git was busy (exit 75)" in done.stderr
+    assert "interrupted" not in done.stderr
     append_lines(vault, *lines(1))  # a repeat: this run's own line
     report = json.loads(cortex("--vault", str(vault.root), "run", "--json").stdout)
     assert report["memorized"] == report["recovered_notes"] == 0 and report["reinforced"] == 1
@@ -290,7 +294,7 @@ def test_notes_a_run_decided_while_git_was_busy_are_counted_by_the_run_that_comm
     assert cortex("--vault", str(vault.root), "run").returncode == 75
     (vault.root / ".git" / "index.lock").unlink()
     report = json.loads(cortex("--vault", str(vault.root), "run", "--json").stdout)
-    assert report["recovered"] and report["memorized"] == report["recovered_notes"] == 1
+    assert report["held_back"] and not report["recovered"] and report["memorized"] == report["recovered_notes"] == 1
     assert len(report["paths"]) == 1 and report["paths"][0].startswith("mind/facts/")
 
 

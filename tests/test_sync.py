@@ -928,6 +928,29 @@ def test_a_run_killed_before_its_commit_is_finished_by_the_next_sync(tmp_path):
     assert json.loads(cx(a, "sync", "--json").stdout)["recovered"] == []
 
 
+def test_a_run_held_back_by_a_busy_git_is_finished_by_the_next_sync_which_says_so(tmp_path):
+    """A run that met a person's held index.lock saved its decision and exited 75: the
+    next sync commits it and says it was held back, not that a run was interrupted."""
+    _, (a,) = make_fleet(tmp_path, 1)
+    sync(a)
+    (a / "observer" / "config.yml").write_text((a / "observer" / "config.yml").read_text() + "\nlock_timeout: 0.3\n")
+
+    def held_back_run(body: str) -> None:
+        write(a, body)
+        (a / ".git" / "index.lock").write_text("")  # a person's commit editor is open
+        assert cx(a, "run", check=False).returncode == 75
+        (a / ".git" / "index.lock").unlink()  # ... and closed
+
+    held_back_run("The staging database is rebuilt nightly at 03:00.")
+    report = json.loads(cx(a, "sync", "--json").stdout)
+    assert report["recovered"] == [] and report["held_back"] == ["run"] and report["pushed"]
+    assert len(notes(a)) == 1
+    held_back_run("The staging database keeps seven nightly backups.")
+    done = cx(a, "sync")
+    assert "held back while git was busy (exit 75)" in done.stderr and "interrupted" not in done.stdout + done.stderr
+    assert len(notes(a)) == 2 and git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
+
+
 def test_a_commit_made_while_the_sync_moves_head_is_merged_too(tmp_path, monkeypatch):
     """A person's commit lands between the sync's merge and its move of HEAD: the move is
     refused (HEAD is not what the merge was made on) and the sync merges again, with the

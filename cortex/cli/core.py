@@ -204,8 +204,12 @@ def _plural(n: int, word: str) -> str:
 
 
 def _recovered(report) -> str:
-    """Notes an interrupted run had decided (git was busy, or it was killed) and this run committed."""
-    return f"; {report.recovered_notes} recovered from the interrupted run" if report.recovered_notes else ""
+    """Notes an earlier run had decided (git was busy, or it was killed) and this run committed."""
+    if not report.recovered_notes:
+        return ""
+    if report.held_back and not report.recovered:
+        return f"; {report.recovered_notes} from the last run, held back while git was busy"
+    return f"; {report.recovered_notes} recovered from the interrupted run"
 
 
 def _repeats(report) -> str:
@@ -221,7 +225,7 @@ def render_report(report) -> str:
     """What a run did, for people. A run with nothing to do says so in one line: the
     scheduled `cortex run` every few minutes appends it to observer/cron.log."""
     q = report.quarantined_total
-    if not (report.read or report.commits or report.recovered or report.recovered_notes or report.warnings
+    if not (report.read or report.commits or report.recovered or report.held_back or report.recovered_notes or report.warnings
             or report.rotated or report.dry_run):
         return f"cortex run: nothing to do, the buffer is empty ({report.seconds:.2f}s)"
     lines = [
@@ -244,6 +248,8 @@ def render_report(report) -> str:
         lines.append(f"  superseded       {len(report.superseded)}  (archived, replaced by newer memories; `query --archived` finds them)")
     if report.recovered:
         lines.append("  recovered an interrupted run first")
+    elif report.held_back:
+        lines.append("  finished first: the last run's commit, held back while git was busy (exit 75)")
     if report.rotated:
         lines.append("  buffer fully consumed: rotated into observer/archive/")
     lines += [f"  warning: {w}" for w in report.warnings[:20]]

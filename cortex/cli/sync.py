@@ -17,6 +17,8 @@ def render_sync(report) -> str:
              + f" in {r.seconds:.2f}s"]
     if r.recovered:
         lines.append(f"  finished first: interrupted {', '.join(r.recovered)}")
+    if r.held_back:
+        lines.append(f"  finished first: the last {', '.join(r.held_back)}'s commit, held back while git was busy (exit 75)")
     for item in r.settled:
         if "archived_as" in item:
             lines.append(f"  settled  {item['from']} → {item['archived_as']} (renamed {item['renamed_to']} on one side, "
