@@ -199,7 +199,7 @@ def _load(spec: str) -> Embedder:
 def _load_folder(folder: Path) -> Embedder:
     from safetensors import safe_open
 
-    from cortex.wordpiece import AsciiWordPiece
+    from cortex.wordpiece import COMPACT, AsciiWordPiece
 
     tensors = folder / "model.safetensors"
     tokenizer_file = folder / "tokenizer.json"
@@ -214,9 +214,11 @@ def _load_folder(folder: Path) -> Embedder:
             vectors = fh.get_tensor("embeddings")
             weights = fh.get_tensor("weights") if "weights" in names else None
             mapping = fh.get_tensor("mapping") if "mapping" in names else None
-        text = tokenizer_file.read_text(encoding="utf-8")
-        wordpiece = AsciiWordPiece.from_tokenizer_json(json.loads(text))
-        tokenizer = _tokenizer_from(text, folder)
+        raw = tokenizer_file.read_bytes()
+        wordpiece = AsciiWordPiece.from_compact(folder / COMPACT, raw)  # the shipped model's: no JSON to parse
+        if wordpiece is None:
+            wordpiece = AsciiWordPiece.from_tokenizer_json(json.loads(raw.decode("utf-8")))
+        tokenizer = _tokenizer_from(raw, folder)
     except ModelError:
         raise
     except Exception as exc:  # safetensors and tokenizers raise their own, unexported error types
@@ -224,13 +226,13 @@ def _load_folder(folder: Path) -> Embedder:
     return Embedder(vectors, tokenizer, config, weights=weights, mapping=mapping, name=str(folder), wordpiece=wordpiece)
 
 
-def _tokenizer_from(text: str, folder: Path):
-    """A function that builds the tokenizers library's tokenizer from tokenizer.json's text."""
+def _tokenizer_from(raw: bytes, folder: Path):
+    """A function that builds the tokenizers library's tokenizer from tokenizer.json's bytes."""
     def load():
         from tokenizers import Tokenizer
 
         try:
-            return Tokenizer.from_str(text)
+            return Tokenizer.from_str(raw.decode("utf-8"))
         except Exception as exc:  # tokenizers raises its own, unexported error type
             raise ModelError(f"cannot read the tokenizer in {folder}: {exc}") from exc
     return load

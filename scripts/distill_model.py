@@ -47,6 +47,19 @@ SIF = 1e-4
 SEED = 0
 
 
+def write_compact(folder: Path) -> None:
+    """The tokenizer's vocabulary in the compact form a cold query reads instead of
+    parsing tokenizer.json (cortex/wordpiece.py); none for a tokenizer it cannot hold."""
+    from cortex.wordpiece import COMPACT, compact_form
+
+    target = folder / COMPACT
+    text = compact_form((folder / "tokenizer.json").read_bytes())
+    if text is None:
+        target.unlink(missing_ok=True)
+    else:
+        target.write_text(text, encoding="utf-8", newline="\n")
+
+
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
@@ -219,6 +232,7 @@ def build(args) -> dict:
     args.out.mkdir(parents=True, exist_ok=True)
     save_file({"embeddings": quantised}, str(args.out / "model.safetensors"))
     shutil.copyfile(staging / "tokenizer.json", args.out / "tokenizer.json")
+    write_compact(args.out)
     config = json.loads((staging / "config.json").read_text())
     # The raw distillation records no PCA or weighting, and a local build path as the
     # tokenizer's name; record what the shipped table is.

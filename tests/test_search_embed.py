@@ -140,3 +140,55 @@ def test_the_vocabulary_tells_an_everyday_word_from_a_rare_one():
         assert model.has_word(word), word
     for word in ("sitar", "bagpipes", "pétanque", "oolong", "dLNs", "zzqqxx"):
         assert not model.has_word(word), word
+
+
+def test_a_cold_query_reads_the_vocabulary_without_parsing_tokenizer_json():
+    """The shipped model's vocabulary comes from its compact form (wordpiece.txt): a
+    cold query parsed 445 KB of tokenizer.json, ~60M of its ~920M instructions."""
+    code = ("import json, sys; parsed = []; loads = json.loads\n"
+            "def spy(s, *a, **k):\n    parsed.append(len(s)); return loads(s, *a, **k)\n"
+            "json.loads = spy\n"
+            "from cortex.embed import get_model; get_model().encode(['what database do we use for billing'])\n"
+            "print(max(parsed, default=0))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert int(out) < 10_000
+
+
+def test_the_compact_vocabulary_gives_the_json_ones_ids(monkeypatch):
+    import json
+
+    from cortex.wordpiece import COMPACT, AsciiWordPiece, CompactVocab, compact_form
+
+    raw = (SHIPPED_MODEL / "tokenizer.json").read_bytes()
+    assert (SHIPPED_MODEL / COMPACT).read_text(encoding="utf-8") == compact_form(raw)  # `make model` wrote it
+    from_json = AsciiWordPiece.from_tokenizer_json(json.loads(raw))
+    compact = AsciiWordPiece.from_compact(SHIPPED_MODEL / COMPACT, raw)
+    assert dict(compact.vocab) == from_json.vocab  # all of it, as a long text builds it
+    monkeypatch.setattr(CompactVocab, "LOOKUPS", 10**9)  # every text through the lookups in the text
+    compact = AsciiWordPiece.from_compact(SHIPPED_MODEL / COMPACT, raw)
+    for sample in _ascii_texts():
+        assert compact.ids(sample) == from_json.ids(sample), repr(sample)
+    assert compact.vocab._dict is None
+    assert compact.vocab.get("zzzqqq") is None and "##ing" in compact.vocab and compact.vocab["[UNK]"] == from_json.unk_id
+
+
+def test_a_compact_vocabulary_made_from_another_tokenizer_json_is_not_read(tmp_path):
+    """A tokenizer.json edited or replaced after wordpiece.txt was made: its own
+    vocabulary counts, read as JSON."""
+    import json
+    import shutil
+
+    from cortex.embed import _load_folder
+    from cortex.wordpiece import COMPACT
+
+    folder = tmp_path / "model"
+    shutil.copytree(SHIPPED_MODEL, folder)
+    data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    vocab["database"], vocab["billing"] = vocab["billing"], vocab["database"]
+    (folder / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    assert (folder / COMPACT).read_bytes() == (SHIPPED_MODEL / COMPACT).read_bytes()
+    swapped = _load_folder(folder).token_ids(["database billing"])
+    assert swapped == [[vocab["database"], vocab["billing"]]] == [list(reversed(_load_folder(SHIPPED_MODEL).token_ids(["database billing"])[0]))]
+    (folder / COMPACT).write_text("damaged", encoding="utf-8")
+    assert _load_folder(folder).token_ids(["database billing"]) == swapped
