@@ -25,6 +25,11 @@ median of `--repeat` runs, next to `python -c pass` measured in the same run:
   to do, after one note written, after one note committed; `cortex status`; queries. The
   watcher answers the queries and makes the index updates on the index it keeps loaded
   (each checked to have been);
+- with the watcher `cortex query` starts by itself (`watch: auto`, the default, from
+  20,000 tracked files; `--no-watch` leaves these out too): the first query, which starts
+  it and does not wait, then `cortex index`, `cortex status` and queries once it answers
+  (below 20,000 notes none starts: these are the figures without a watcher). Every other
+  row runs with CORTEX_WATCH=off, so that no watcher starts under it;
 - the full index build (timed when the vault is built) and `.git`'s size, loose objects.
 
 Then each one-note cost's ratio between the largest and the smallest vault (target
@@ -60,21 +65,25 @@ _SCRIPT = Path(PY).parent / "cortex"
 CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "cortex"]
 ONE_NOTE = ("hook", "hook_check", "commit", "commit_cortex", "commit_own", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid",
             "query_lexical", "index_idle_w", "index_edit_w", "index_one_w", "status_w", "query_hybrid_w",
-            "query_lexical_w", "status_one_w", "query_one_w")
+            "query_lexical_w", "status_one_w", "query_one_w", "index_idle_a", "status_a", "query_hybrid_a",
+            "query_lexical_a")
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost",
+       "CORTEX_WATCH": "off"}  # no watcher starts by itself under the rows measured without one
+AUTO_ENV = {k: v for k, v in ENV.items() if k != "CORTEX_WATCH"}  # `watch: auto`, as a person has it
 
 
-def sh(cwd: Path, *argv: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, env=ENV, input=input)
+def sh(cwd: Path, *argv: str, check: bool = True, input: str | None = None, env: dict | None = None
+       ) -> subprocess.CompletedProcess:
+    done = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, env=env or ENV, input=input)
     if check and done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}) in {cwd}:\n{done.stdout}\n{done.stderr}")
     return done
 
 
-def timed(cwd: Path, *argv: str, check: bool = True) -> float:
+def timed(cwd: Path, *argv: str, check: bool = True, env: dict | None = None) -> float:
     t0 = time.perf_counter()
-    sh(cwd, *argv, check=check)
+    sh(cwd, *argv, check=check, env=env)
     return time.perf_counter() - t0
 
 
@@ -267,6 +276,20 @@ def measure(vault: Path, repeat: int) -> dict:
     return out
 
 
+def measure_freshness(vault: Path, repeat: int) -> dict:
+    """``measure``'s rows a watcher changes, alone (`--only-watch`): `cortex index` with
+    nothing to do, the cold queries, `cortex status`, no watcher running."""
+    out = {"python": median([timed(vault, PY, "-c", "pass") for _ in range(repeat)])}
+    sh(vault, *CORTEX, "index")
+    out["index_idle"] = median([timed(vault, *CORTEX, "index") for _ in range(repeat)])
+    out["query_hybrid"] = median([timed(vault, *CORTEX, "query", "how are station files cached", "--json", check=False)
+                                  for _ in range(repeat)])
+    out["query_lexical"] = median([timed(vault, *CORTEX, "query", "how are station files cached", "--lexical-only", "--json",
+                                         check=False) for _ in range(repeat)])
+    out["status"] = median([timed(vault, *CORTEX, "status", "--json") for _ in range(repeat)])
+    return out
+
+
 def measure_watched(vault: Path, repeat: int) -> dict:
     """The freshness-bound rows again while `cortex watch` runs (cortex's probe asks the
     watcher instead of git stat-ing every note), once the watcher has seeded its copy of
@@ -318,6 +341,46 @@ def measure_watched(vault: Path, repeat: int) -> dict:
     return out
 
 
+def measure_auto(vault: Path, repeat: int) -> dict:
+    """The watcher `watch: auto` starts: the first `cortex query` of a vault with none
+    running (it starts one and answers without waiting), then, once the watcher answers,
+    `cortex index` with nothing to do, `cortex status` and queries, as a person's next
+    commands are. Below the vault size it starts from, none starts and these are the
+    figures without a watcher (said in the output)."""
+    out: dict[str, float] = {}
+    if watch_status(vault)["running"]:
+        raise SystemExit(f"a watcher runs in {vault} already: the first query would not start one")
+    question = ("query", "how are station files cached", "--json")
+    out["query_first_a"] = timed(vault, *CORTEX, *question, check=False, env=AUTO_ENV)
+    deadline = time.monotonic() + 30
+    while not (started := watch_status(vault)["running"]) and time.monotonic() < deadline:
+        time.sleep(0.1)  # the daemon is starting (it runs once the lock is its)
+    out["auto_started"] = started
+    try:
+        served = 0
+        if started:
+            served = wait_serving(vault)
+            wait_seeded(vault)
+        out["index_idle_a"] = median([timed(vault, *CORTEX, "index", env=AUTO_ENV) for _ in range(repeat)])
+        out["status_a"] = median([timed(vault, *CORTEX, "status", "--json", env=AUTO_ENV) for _ in range(repeat)])
+        out["query_hybrid_a"] = median([timed(vault, *CORTEX, *question, check=False, env=AUTO_ENV)
+                                        for _ in range(repeat)])
+        out["query_lexical_a"] = median([timed(vault, *CORTEX, *question, "--lexical-only", check=False, env=AUTO_ENV)
+                                         for _ in range(repeat)])
+        if started and (answered := watch_queries(vault)["served"] - served) != 3 * repeat:
+            raise SystemExit(f"the watcher started by itself answered {answered} of {3 * repeat} queries and "
+                             "index updates: the rows would mix both paths")
+        if not started and watch_status(vault)["running"]:
+            raise SystemExit("a watcher started after the first query: the rows would mix both paths")
+    finally:
+        sh(vault, *CORTEX, "watch", "--stop")
+    return out
+
+
+def watch_status(vault: Path) -> dict:
+    return json.loads(sh(vault, *CORTEX, "watch", "--status", "--json").stdout)
+
+
 def watch_queries(vault: Path) -> dict:
     return json.loads(sh(vault, *CORTEX, "watch", "--status", "--json").stdout)["daemon"]["queries"]
 
@@ -359,6 +422,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="Runs per figure (the median is printed).")
     parser.add_argument("--rebuild", action="store_true", help="Build the cached vaults again.")
     parser.add_argument("--no-watch", action="store_true", help="Leave out the rows measured with `cortex watch` running.")
+    parser.add_argument("--only-watch", action="store_true",
+                        help="Only `python -c pass`, the freshness rows without a watcher, and the rows with one.")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results = {}
@@ -367,10 +432,12 @@ def main() -> int:
         restore(vault, info["head"])
         current_hooks(vault)
         try:
-            results[size] = {**measure(vault, args.repeat), **info}
+            results[size] = {**(measure_freshness if args.only_watch else measure)(vault, args.repeat), **info}
             if not args.no_watch:
                 restore(vault, info["head"])
                 results[size].update(measure_watched(vault, args.repeat))
+                restore(vault, info["head"])
+                results[size].update(measure_auto(vault, args.repeat))
         finally:
             restore(vault, info["head"])
     rows = [
@@ -392,6 +459,10 @@ def main() -> int:
         ("  query answered by it, lexical", "query_lexical_w", "s"),
         ("  cortex status after one note committed", "status_one_w", "s"),
         ("  query after one note committed", "query_one_w", "s"),
+        ("watch: auto — first query (starts it)", "query_first_a", "s"),
+        ("  it started (else: below its size)", "auto_started", ""),
+        ("  then: index, nothing to do", "index_idle_a", "s"), ("  then: cortex status", "status_a", "s"),
+        ("  then: query, hybrid", "query_hybrid_a", "s"), ("  then: query, lexical", "query_lexical_a", "s"),
         ("maintain --force --only dedup", "dedup", "s"), ("full index build", "index_build_seconds", "s"),
         (".git size after (MB)", "git_mb", "MB"), ("loose objects after", "loose_objects", ""),
         ("vault build (write, add, commit, gc)", "build_seconds", "s"),
@@ -412,7 +483,8 @@ def main() -> int:
         print(f"  {label:<40}{cells}{ratio}")
     for s in sizes:
         r = results[s]
-        print(f"  {s:,} notes: cortex run 1,000 = {r['run_1000'] / r['git_1000']:.2f}× git's own (target ≤ 2×)")
+        if "run_1000" in r:
+            print(f"  {s:,} notes: cortex run 1,000 = {r['run_1000'] / r['git_1000']:.2f}× git's own (target ≤ 2×)")
     print(f"  ratio: largest / smallest vault (÷ python: over python -c pass's own ratio); one-note costs "
           f"should stay ≤ 1.3× "
           f"({', '.join(ONE_NOTE)})")

@@ -19,6 +19,8 @@ CALIBRATION_MAX_BYTES = 4096
 TRUST_POLICIES = ("full", "quarantine", "none")
 MATCH_KEYS = ("type", "bucket", "attribution", "category")
 ADJUST_KEYS = ("confidence", "importance")
+WATCH_STARTS = ("auto", "off")
+WATCH_ENV = "CORTEX_WATCH"  # auto | off: overrides `watch:` for one command (scripts, benches)
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,12 @@ class Settings:
     sync_on_run: bool = False  # `cortex run` syncs before and after, as `--sync` does
     sync_push: bool = True
     sync_attempts: int = 5  # pushes tried when another machine keeps pushing first
+    # `cortex query`, `index` and `status` start `cortex watch` by themselves in a vault of
+    # `watch_notes` tracked files or more (cortex/watcher.py `autostart`); it ends after
+    # `watch_idle` seconds without a question
+    watch: str = "auto"
+    watch_notes: int = 20_000
+    watch_idle: float = 3600.0
 
 
 @dataclass(frozen=True)
@@ -164,6 +172,7 @@ def load_settings(path: Path) -> Settings:
         commit = _mapping(data, "commit", "e.g. `commit: {per: run}`")
         security = _mapping(data, "security", "e.g. `security: {classifier: true}`")
         sync = _mapping(data, "sync", "e.g. `sync: {remote: origin, on_run: true}`")
+        watch = _watch(data.get("watch"))
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
     default = trust_data.get("default", "full")
@@ -202,6 +211,7 @@ def load_settings(path: Path) -> Settings:
             sync_on_run=bool(sync.get("on_run", False)),
             sync_push=bool(sync.get("push", True)),
             sync_attempts=int(sync.get("attempts", 5)),
+            **watch,
         )
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
@@ -215,6 +225,32 @@ def _mapping(data: dict, key: str, example: str) -> dict:
     if not isinstance(value, dict):
         raise ConfigError(f"`{key}:` must be a mapping, not {value!r}", example)
     return value
+
+
+def _watch(value: Any) -> dict[str, Any]:
+    """``watch:``: ``auto`` or ``off`` (YAML reads a bare off / on as false / true), or a
+    mapping ``{start: auto, notes: 20000, idle: 3600}``."""
+    example = "e.g. `watch: off`, or `watch: {start: auto, notes: 20000, idle: 3600}`"
+    if value is None:
+        return {}
+    if isinstance(value, (bool, str)):
+        value = {"start": value}
+    if not isinstance(value, dict):
+        raise ConfigError(f"`watch:` must be auto, off or a mapping, not {value!r}", example)
+    unknown = set(value) - {"start", "notes", "idle"}
+    if unknown:
+        raise ConfigError(f"watch: unknown setting {sorted(unknown)[0]!r}", example)
+    start = value.get("start", "auto")
+    start = {True: "auto", False: "off"}.get(start, start) if isinstance(start, bool) else str(start).lower()
+    if start not in WATCH_STARTS:
+        raise ConfigError(f"watch: start is {value.get('start')!r}", "use auto or off")
+    notes = value.get("notes", 20_000)
+    if isinstance(notes, bool) or not isinstance(notes, int) or notes < 0:
+        raise ConfigError(f"watch: notes must be a whole number, 0 or more, not {notes!r}", example)
+    idle = value.get("idle", 3600)
+    if isinstance(idle, bool) or not isinstance(idle, (int, float)) or not 0 < idle < math.inf:
+        raise ConfigError(f"watch: idle must be a number of seconds above 0, not {idle!r}", example)
+    return {"watch": start, "watch_notes": notes, "watch_idle": float(idle)}
 
 
 def _bounded(value: Any, key: str, low: float, high: float) -> float:

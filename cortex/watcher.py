@@ -47,6 +47,17 @@ How it fits together:
 - **One daemon per vault**: an exclusive ``flock`` on ``.git/cortex-watch/lock``, held for
   the daemon's life and released by the kernel however it ends, so a kill -9 leaves no
   lock to clean and the socket it left is provably stale.
+- **Started by itself in a large vault** (``autostart``, ``watch: auto`` in
+  ``observer/config.yml``, the default): ``cortex query``, ``cortex index`` and ``cortex
+  status`` in a vault whose git index holds ``watch.notes`` files or more (20,000: below,
+  git's stat of every note costs a query under 15 ms, docs/scale.md) start a daemon
+  detached when none runs, and answer without waiting for it, as git's own fsmonitor
+  daemon starts on ``core.fsmonitor=true``. Never from a git hook or a command git runs,
+  nor ``cortex run``, ``maintain``, ``sync``; never on a remote file system. The lock
+  decides between two started at once. Such a daemon ends after ``watch.idle`` seconds
+  (an hour) with no question from a command (git's first question on a fresh copy of its
+  index, the daemon's own seed, is not one), so cron and CI leave nothing running for long;
+  a failed start is said once, on stderr, and tried again a day later.
 - **A vault deleted ends its daemon**: the lock and log files it holds open keep the
   deleted folders alive in the kernel, so ``rm -rf`` of the vault brings no event for the
   working tree itself; the daemon sees its lock file unlinked instead (checked at every
@@ -68,7 +79,7 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cortex.errors import CortexError
+from cortex.errors import CortexError, os_said
 from cortex.fsmonitor import MAX_QUESTION, VERB  # the query protocol
 
 if TYPE_CHECKING:  # the daemon's own modules: `cortex status` asks only whether one runs
@@ -195,8 +206,11 @@ class _Question:
 class Watcher:
     """The daemon: inotify on the working tree, the journal, the socket git's hook asks."""
 
-    def __init__(self, root: Path, git_dir: Path, *, journal_limit: int = JOURNAL_LIMIT, lock: int | None = None) -> None:
+    def __init__(self, root: Path, git_dir: Path, *, journal_limit: int = JOURNAL_LIMIT, lock: int | None = None,
+                 idle: float | None = None) -> None:
         self.root = root
+        self.idle = idle  # seconds without a question before the daemon ends (started automatically); None: never
+        self._asked = time.monotonic()  # when a command last asked
         self.lock = lock  # the open lock file (`serve`): unlinked, the vault is gone
         self.state = git_dir / STATE_DIR
         self.instance = f"{os.getpid()}.{time.time_ns()}"
@@ -347,7 +361,9 @@ class Watcher:
         return {"pid": os.getpid(), "instance": self.instance, "build": build(), "folders": len(self.paths),
                 "changes": self.journal.seq, "everything_since": self.journal.floor,
                 "overflows": self.overflows, "blind": self.blind or None, "answered": dict(self.answered),
-                "queries": self._query_service.status() if self._query_service else {"state": "idle"}}
+                "queries": self._query_service.status() if self._query_service else {"state": "idle"},
+                "auto": None if self.idle is None else {
+                    "idle": self.idle, "ends_at": time.time() + self.idle - (time.monotonic() - self._asked)}}
 
     def _answer(self, question: _Question) -> None:
         self._reply(question.conn, self.answer_for(question.token or ""))
@@ -401,7 +417,7 @@ class Watcher:
 
         if search_state(self.root).exists():
             self._queries().preload()  # in the background: the first query is served warm
-        while not self._stop and not self.orphaned():
+        while not self._stop and not self.orphaned() and not self.idle_out():
             self._seed_when_quiet()
             wait = 1.0 if self._seed_at is None else max(0.0, self._seed_at - time.monotonic())
             for key, _ in self._selector.select(timeout=wait):
@@ -432,6 +448,14 @@ class Watcher:
         event while the files it holds open keep the folders alive: it ran on for ever."""
         return self.lock is not None and os.fstat(self.lock).st_nlink == 0
 
+    def idle_out(self) -> bool:
+        """Whether an automatically started daemon has gone ``idle`` seconds without a
+        question (the loop wakes at least once a second to see)."""
+        if self.idle is None or time.monotonic() - self._asked < self.idle:
+            return False
+        print(f"ended: no question for {self.idle:g}s (started automatically)", file=sys.stderr, flush=True)
+        return True
+
     def _on_signal(self, signum, frame) -> None:
         self._stop = True
 
@@ -460,6 +484,12 @@ class Watcher:
             return
         raw = question.buf.split(b"\n", 1)[0]
         version, _, token = raw.decode("utf-8", "replace").partition(" ")
+        if version == VERB.decode() or (version == "2" and token.startswith("cortex:")
+                                        and not token.startswith("cortex:ping:")):
+            # a command's question (a query, an index update, a status, a probe of a seeded
+            # copy); not git's first one on a fresh copy of its index (a token of git's own:
+            # the daemon's seed after a commit), nor `--status` or a ping
+            self._asked = time.monotonic()
         self._selector.unregister(question.conn)
         if version == "status":
             question.token = None
@@ -547,8 +577,9 @@ def _remote_file_system(root: Path, mountinfo: str | None = None) -> str | None:
     return None
 
 
-def serve(root: Path, on_ready=None) -> None:
-    """Run the daemon in this process until SIGTERM / SIGINT."""
+def serve(root: Path, on_ready=None, idle: float | None = None) -> None:
+    """Run the daemon in this process until SIGTERM / SIGINT (or ``idle`` seconds without
+    a question: an automatically started one)."""
     if not sys.platform.startswith("linux"):
         raise CortexError("cortex watch uses Linux's inotify",
                           "on macOS and Windows git brings its own watcher: `git config core.fsmonitor true`")
@@ -571,7 +602,7 @@ def serve(root: Path, on_ready=None) -> None:
                           "`cortex watch --status` says more; `cortex watch --stop` stops it") from None
     # Ours now: whatever socket, pid or cookie files are here were left by a daemon that ended.
     for leftover in state.iterdir():
-        if leftover.name == "sock" or leftover.name.startswith(COOKIE):
+        if leftover.name in ("sock", AUTO_FAILED, AUTO_SAID) or leftover.name.startswith(COOKIE):
             leftover.unlink(missing_ok=True)
     (state / "pid").write_text(f"{os.getpid()}\n")
     import socket
@@ -584,7 +615,7 @@ def serve(root: Path, on_ready=None) -> None:
     finally:
         os.chdir(cwd)
     listener.listen(64)
-    watcher = Watcher(root, git_dir, lock=lock)
+    watcher = Watcher(root, git_dir, lock=lock, idle=idle)
     try:
         watcher.run(listener, on_ready)
     finally:
@@ -691,3 +722,122 @@ def stop(root: Path, timeout: float = 10.0) -> int | None:
     if _locked(state):
         raise CortexError(f"the watcher (pid {pid}) did not stop within {timeout:.0f}s", f"kill {pid}")
     return pid
+
+
+# -- started by itself (`watch: auto`) --------------------------------------------------
+
+AUTO_FAILED = "auto-failed"  # in the state folder: why the last automatic start failed
+AUTO_SAID = "auto-failed.said"  # the same, once a command has said it
+AUTO_RETRY = 24 * 3600.0  # seconds before a failed automatic start is tried again
+# Set for every command git runs (hooks, `rebase -x`, aliases) and by pre-commit: such a
+# command never starts a watcher (a person's post-commit `cortex index` included).
+FROM_GIT = ("GIT_EXEC_PATH", "GIT_DIR", "GIT_INDEX_FILE", "PRE_COMMIT")
+
+
+def tracked_files(root: Path) -> int | None:
+    """How many files git's index holds: its header's count, 12 bytes read (no scan). The
+    files git stats on each check without a watcher; None when unreadable."""
+    from cortex.gitlock import git_dir_of
+
+    try:
+        with open(git_dir_of(root) / "index", "rb") as fh:
+            head = fh.read(12)
+    except OSError:
+        return None
+    if len(head) < 12 or head[:4] != b"DIRC":
+        return None
+    return int.from_bytes(head[8:12], "big")
+
+
+def autostart(root: Path) -> None:
+    """Start the daemon detached, without waiting for it, when ``watch: auto`` (the
+    default; ``$CORTEX_WATCH`` overrides it) and the vault holds ``watch.notes`` tracked
+    files or more, unless one runs, git or pre-commit runs this command, or the vault is on
+    a file system inotify cannot follow. Called by `cortex query`, `index` and `status`
+    once they have answered. Never an error: a start that failed is one line on stderr,
+    said once, and tried again after ``AUTO_RETRY``."""
+    if not sys.platform.startswith("linux") or any(name in os.environ for name in FROM_GIT):
+        return
+    from cortex.config import WATCH_ENV, settings_or_defaults
+
+    settings = settings_or_defaults(root)
+    mode = os.environ.get(WATCH_ENV, "").strip().lower() or settings.watch
+    if mode != "auto":
+        return
+    count = tracked_files(root)
+    if count is None or count < settings.watch_notes:
+        return
+    try:
+        state = state_dir(root)
+        if _locked(state):
+            return
+        if _remote_file_system(root):
+            return
+        if not _failed_lately(state):
+            _spawn(root, state)
+    except Exception as exc:  # never an error: the command has answered already
+        _say_failed(state_dir(root), f"{type(exc).__name__}: {exc}" if not isinstance(exc, OSError) else os_said(exc))
+
+
+def _failed_lately(state: Path) -> bool:
+    """Whether the last automatic start failed less than ``AUTO_RETRY`` ago (said once,
+    the first time a command finds it)."""
+    for name in (AUTO_FAILED, AUTO_SAID):
+        try:
+            age = time.time() - (state / name).stat().st_mtime
+        except OSError:
+            continue
+        if 0 <= age < AUTO_RETRY:
+            if name == AUTO_FAILED:
+                reason = (state / name).read_text(encoding="utf-8", errors="replace").strip()
+                _say_failed(state, reason)
+            return True
+        (state / name).unlink(missing_ok=True)
+    return False
+
+
+def _say_failed(state: Path, reason: str) -> None:
+    print(f"cortex: the watcher did not start by itself ({reason}); cortex's checks stat every note "
+          f"(`cortex watch --status`, {state / 'log'})", file=sys.stderr)
+    try:
+        (state / AUTO_SAID).write_text(reason + "\n", encoding="utf-8")
+        (state / AUTO_FAILED).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _spawn(root: Path, state: Path) -> None:
+    import subprocess
+
+    state.mkdir(mode=0o700, exist_ok=True)
+    with open(state / "log", "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "cortex", "--vault", str(root.resolve()), "watch", "--auto"],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                         close_fds=True, cwd="/")
+
+
+def serve_auto(root: Path) -> None:
+    """The daemon ``autostart`` starts: it ends after ``watch.idle`` seconds without a
+    question; another already running (started at the same moment) ends it quietly; a
+    failure to start is left in ``AUTO_FAILED`` for the next command to say."""
+    from cortex.config import settings_or_defaults
+
+    idle = settings_or_defaults(root).watch_idle
+    print(f"started automatically: ends after {idle:g}s without a question", file=sys.stderr, flush=True)
+    try:
+        serve(root, idle=idle)
+    except CortexError as exc:
+        if _locked(state_dir(root)):
+            return  # another start took the lock first: that one watches
+        _record_failure(root, str(exc))
+        raise
+    except Exception as exc:
+        _record_failure(root, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def _record_failure(root: Path, reason: str) -> None:
+    try:
+        (state_dir(root) / AUTO_FAILED).write_text(reason + "\n", encoding="utf-8")
+    except OSError:
+        pass

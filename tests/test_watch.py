@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cortex.layout import search_dir
-from tests.conftest import cortex, git, watching
+from tests.conftest import VENV_BIN, cortex, git, watching
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 
@@ -733,3 +733,186 @@ def test_cortex_own_commits_and_a_deleted_index_are_followed_through_the_watcher
     (root / "vault" / "kiosk.md").write_text("The lobby kiosk runs Debian 12.\n")
     assert update(root)
     assert indexed(root) == on_disk(root)
+
+
+# -- started by itself (`watch: auto`) ------------------------------------------------------
+
+def auto_daemons(root: Path) -> list[int]:
+    """The live `cortex watch --auto` processes of ``root`` (a zombie not yet reaped is not one)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if b"--auto" in argv and os.fsencode(str(root)) in argv and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def large(vault):
+    """A vault that counts as large: `watch.notes` set below its few files (a test vault
+    need not hold 20,000 notes), committed; every watcher started in it killed at the end."""
+    root = vault.root
+
+    def configure(setting: str) -> Path:
+        (root / "observer" / "config.yml").write_text(
+            (root / "observer" / "config.yml").read_text(encoding="utf-8") + f"\nwatch: {setting}\n", encoding="utf-8")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "watch setting", "--no-verify")
+        return root
+
+    try:
+        yield configure
+    finally:
+        for pid in auto_daemons(root):
+            os.kill(pid, signal.SIGKILL)
+        pid_file = root / ".git" / "cortex-watch" / "pid"
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
+def auto_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "CORTEX_WATCH"}
+    return {**env, **extra}
+
+
+def until(condition, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_query_in_a_large_vault_starts_a_watcher_that_answers_the_next_one(large):
+    """As git's fsmonitor daemon on `core.fsmonitor=true`: in a large vault the first query
+    answers as ever and leaves a watcher running, which answers the next ones; it says it
+    was started automatically and when it ends."""
+    root = large("{notes: 5}")
+    first = cortex("--vault", str(root), "query", "staging database", "--json", env=auto_env())
+    assert first.returncode in (0, 1), first.stderr
+    assert json.loads(first.stdout)["mode"] == "hybrid"
+    assert until(lambda: daemon(root)["running"]), (root / ".git" / "cortex-watch" / "log").read_text()
+    assert until(lambda: (daemon(root)["daemon"] or {}).get("queries", {}).get("state") == "ready")
+    view = daemon(root)
+    assert view["daemon"]["auto"]["idle"] == 3600 and view["daemon"]["auto"]["ends_at"] > time.time()
+    served = view["daemon"]["queries"]["served"]
+    second = cortex("--vault", str(root), "query", "staging database", "--json", env=auto_env())
+    assert second.returncode in (0, 1), second.stderr
+    assert daemon(root)["daemon"]["queries"]["served"] == served + 1  # answered by the watcher
+    said = cortex("--vault", str(root), "watch", "--status").stderr
+    assert "started automatically: ends by itself at" in said, said
+    assert len(auto_daemons(root)) == 1
+
+
+@pytest.mark.parametrize("how", ["small", "off", "env"])
+def test_no_watcher_starts_below_its_size_or_when_set_off(large, how):
+    setting = {"small": "{notes: 100000}", "off": "off", "env": "{notes: 5}"}[how]
+    root = large(setting)
+    env = auto_env(CORTEX_WATCH="off") if how == "env" else auto_env()
+    for argv in (("query", "staging database"), ("index",), ("status",)):
+        done = cortex("--vault", str(root), *argv, env=env)
+        assert done.returncode in (0, 1), done.stderr
+    # the start is made before the command exits: no log, no daemon, nothing started
+    assert not (root / ".git" / "cortex-watch" / "log").exists()
+    assert auto_daemons(root) == [] and not daemon(root)["running"]
+
+
+def test_git_hooks_cortex_run_and_maintain_never_start_one(large):
+    """A person's post-commit hook running `cortex index` and `cortex status`, the vault's
+    own pre-commit hooks, `cortex run` and `cortex maintain`: none starts a watcher."""
+    root = large("{notes: 5}")
+    hook = root / ".git" / "hooks" / "post-commit"
+    hook.write_text(f"#!/bin/sh\n{VENV_BIN / 'cortex'} --vault '{root}' index\n"
+                    f"{VENV_BIN / 'cortex'} --vault '{root}' status >/dev/null\n", encoding="utf-8")
+    hook.chmod(0o755)
+    note = root / "vault" / "notes" / "by-hand.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("# By hand\n\nWritten in Obsidian.\n", encoding="utf-8")
+    git(root, "add", "-A")
+    committed = subprocess.run(["git", "commit", "-qm", "a note by hand"], cwd=root, capture_output=True, text=True,
+                               env=auto_env())
+    assert committed.returncode == 0, committed.stderr
+    assert "search index" in committed.stderr  # the post-commit hook's `cortex index` ran
+    for argv in (("run",), ("maintain", "--force")):
+        done = cortex("--vault", str(root), *argv, env=auto_env())
+        assert done.returncode == 0, done.stderr
+    assert not (root / ".git" / "cortex-watch" / "log").exists()
+    assert auto_daemons(root) == [] and not daemon(root)["running"]
+
+
+def test_an_automatically_started_watcher_ends_when_idle_and_a_person_started_one_does_not(large):
+    root = large("{notes: 5, idle: 1}")
+    cortex("--vault", str(root), "status", env=auto_env())
+    assert until(lambda: daemon(root)["running"])
+    pid = daemon(root)["pid"]
+    assert ended(pid, timeout=60), "the watcher started automatically ran on with no question"
+    log = (root / ".git" / "cortex-watch" / "log").read_text()
+    assert "ended: no question for 1s (started automatically)" in log
+    with watching(root):  # `cortex watch --background`: the person's, never ends by itself
+        pid = daemon(root)["pid"]
+        assert daemon(root)["daemon"]["auto"] is None
+        assert not ended(pid, timeout=3)
+        assert daemon(root)["running"]
+
+
+def test_two_queries_at_once_start_one_watcher(large):
+    root = large("{notes: 5}")
+    queries = [subprocess.Popen([str(VENV_BIN / "cortex"), "--vault", str(root), "query", "staging"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=auto_env())
+               for _ in range(4)]
+    said = [query.communicate(timeout=120) for query in queries]
+    assert [query.returncode for query in queries] in ([1] * 4, [0] * 4), said
+    assert until(lambda: daemon(root)["running"])
+    assert until(lambda: len(auto_daemons(root)) == 1), auto_daemons(root)  # the others ended on the lock
+    assert not any("watcher" in err for _, err in said), said  # nothing said: no start failed
+    assert not (root / ".git" / "cortex-watch" / "auto-failed").exists()
+
+
+def test_a_start_that_fails_is_said_once_and_is_never_an_error(large):
+    root = large("{notes: 5}")
+    (root / ".git" / "cortex-watch" / "sock" / "in-the-way").mkdir(parents=True)  # the daemon cannot bind its socket
+    first = cortex("--vault", str(root), "status", env=auto_env())
+    assert first.returncode == 0 and "watcher" not in first.stderr, first.stderr  # not waited for
+    assert until(lambda: (root / ".git" / "cortex-watch" / "auto-failed").exists())
+    said = [cortex("--vault", str(root), "status", env=auto_env()) for _ in range(3)]
+    assert [done.returncode for done in said] == [0, 0, 0]
+    lines = [line for done in said for line in done.stderr.splitlines() if "watcher" in line]
+    assert len(lines) == 1 and lines[0].startswith("cortex: the watcher did not start by itself ("), lines
+    assert "the last automatic start failed" in cortex("--vault", str(root), "watch", "--status").stderr
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("", ("auto", 20_000, 3600.0)),
+    ("watch: off\n", ("off", 20_000, 3600.0)),  # YAML reads a bare off as false
+    ("watch: auto\n", ("auto", 20_000, 3600.0)),
+    ("watch: {start: off, notes: 5, idle: 2.5}\n", ("off", 5, 2.5)),
+])
+def test_the_watch_setting_reads_as_written(tmp_path, text, expected):
+    from cortex.config import load_settings
+
+    path = tmp_path / "config.yml"
+    path.write_text(text, encoding="utf-8")
+    settings = load_settings(path)
+    assert (settings.watch, settings.watch_notes, settings.watch_idle) == expected
+
+
+@pytest.mark.parametrize("text", ["watch: sometimes\n", "watch: {notes: -1}\n", "watch: {idle: 0}\n",
+                                  "watch: {every: 1}\n", "watch: [auto]\n"])
+def test_a_wrong_watch_setting_is_a_clear_error(tmp_path, text):
+    from cortex.config import load_settings
+    from cortex.errors import ConfigError
+
+    path = tmp_path / "config.yml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match="watch"):
+        load_settings(path)

@@ -328,6 +328,14 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Backlog, notes per partition and type, quarantine, pending reinforcements, last runs."""
     vault = open_vault()
     s = vault.status()
+    _status_text(s, json_)
+    if not (s.get("watch") or {}).get("running"):
+        from cortex.cli.watch import autowatch
+
+        autowatch(vault.root)
+
+
+def _status_text(s: dict, json_: bool) -> None:
     if json_:
         emit_json(s)
         return
@@ -358,7 +366,7 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
               f"last `cortex sync` {sy['last_sync'] or 'never'})")
     watch = s.get("watch") or {}
     print("watch        " + (f"running (pid {watch['pid']}): checks stat only the changed notes" if watch.get("running")
-                             else "not running (`cortex watch --background` for large vaults, Linux)"))
+                             else "not running (`cortex watch --background`; large vaults start it by themselves, Linux)"))
     if watch.get("other_cortex"):
         print(f"  but {watch['other_cortex']}")
     if s["run_in_progress"]:

@@ -16,6 +16,7 @@ from typing import List, NoReturn, Optional
 import typer
 
 from cortex.cli.app import app, emit_failure, emit_json, emit_jsonl, info
+from cortex.cli.watch import autowatch
 from cortex.errors import CortexError, UsageError, os_said
 
 MODEL_ENV = "CORTEX_SEARCH_MODEL"
@@ -108,6 +109,8 @@ def index(
     else:
         what = "rebuilt" if report["rebuilt"] else "up to date" if not touched else "updated"
         info(f"search index {what}: {report['notes']} notes ({summary}) in {report['seconds']:.2f}s")
+    if served is None:
+        autowatch(root)
 
 
 def _when(text: Optional[str], option: str) -> Optional[float]:
@@ -208,6 +211,8 @@ def query(
         sys.stdout.write("".join(r["path"] + "\n" for r in results))
     else:
         _print_text(results, mode)
+    if served is None:
+        autowatch(root)
     if not results:
         if not (json_ or jsonl or paths):
             info("nothing found" + (f" ({hidden} archived memor{'y' if hidden == 1 else 'ies'} would match: add --archived)"

@@ -7,13 +7,40 @@ import typer
 from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
 
 
+def autowatch(root) -> None:
+    """Once a command has answered: the watcher started detached in a large vault where
+    none runs (`watch: auto`, cortex/watcher.py `autostart`), so that the next commands are
+    flat."""
+    import sys
+
+    sys.stdout.flush()  # the answer is out before the daemon starts
+    from cortex.watcher import autostart
+
+    autostart(root)
+
+
 def watch_status(root) -> dict:
     from cortex import watcher
 
     pid = watcher.running(root)
     daemon = watcher.daemon_status(root) if pid else None
+    state = watcher.state_dir(root)
+    failed = None
+    for name in (watcher.AUTO_FAILED, watcher.AUTO_SAID):
+        try:
+            failed = (state / name).read_text(encoding="utf-8", errors="replace").strip() or None
+            break
+        except OSError:
+            continue
     return {"running": bool(pid), "pid": pid if pid and pid > 0 else None, "daemon": daemon,
-            "other_cortex": watcher.other_cortex(daemon), "log": str(watcher.state_dir(root) / "log")}
+            "other_cortex": watcher.other_cortex(daemon), "log": str(state / "log"),
+            "auto_failed": None if pid else failed}
+
+
+def _clock(epoch: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(epoch))
 
 
 @app.command("watch")
@@ -22,6 +49,8 @@ def watch(
     stop: bool = typer.Option(False, "--stop", help="Stop the running watcher (cortex's checks then stat every note again)."),
     status: bool = typer.Option(False, "--status", help="Say whether a watcher runs, and what it has seen."),
     json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    auto: bool = typer.Option(False, "--auto", hidden=True,
+                              help="The watcher `watch: auto` starts: it ends after `watch.idle` seconds without a question."),
 ) -> None:
     """Watch the vault's files, so that cortex's checks stat only the changed notes (Linux; large vaults).
 
@@ -31,13 +60,16 @@ def watch(
     protocol, on cortex's copy of the index). The person's git is never pointed at it:
     nothing in .git/config changes. It also answers `cortex query` from a search index it
     keeps loaded (no start-up of the search engines per query), brought up to date
-    before each answer as a query would. Without an option the watcher runs in the foreground
+    before each answer as a query would. In a vault of 20,000 notes or more, `cortex
+    query`, `index` and `status` start one by themselves (`watch: auto` in
+    observer/config.yml, the default; `watch: off` or CORTEX_WATCH=off to keep them
+    from it), which ends after an hour without a question. Without an option the watcher runs in the foreground
     until Ctrl-C; `--background` for a login script or a systemd user unit. Exit 0, or
     1 with what to do."""
     from cortex import watcher
     from cortex.fsmonitor import stopped
 
-    if sum((background, stop, status)) > 1:
+    if sum((background, stop, status, auto)) > 1:
         raise typer.BadParameter("give one of --background, --stop, --status")
     vault = open_vault()
     root = vault.root
@@ -52,6 +84,9 @@ def watch(
             served = daemon.get("queries") or {}
             info(f"  queries: index {served.get('state', 'idle')}, {served.get('served', 0)} answered, "
                  f"{served.get('declined', 0)} left to the query itself")
+            if daemon.get("auto"):
+                info(f"  started automatically: ends by itself at {_clock(daemon['auto']['ends_at'])} unless a "
+                     f"command asks before ({daemon['auto']['idle']:g}s without a question)")
             if daemon.get("blind"):
                 info(f"  every answer is 'everything': {daemon['blind']}")
             if view["other_cortex"]:
@@ -61,6 +96,8 @@ def watch(
                      f"meanwhile — `kill -CONT {view['pid']}` (`fg` in its terminal), or `cortex watch --stop`")
         else:
             info(f"not watching {root}: cortex's checks stat every note (`cortex watch --background` to start)")
+            if view["auto_failed"]:
+                info(f"  the last automatic start failed: {view['auto_failed']}")
         raise typer.Exit(0)
     if stop:
         pid = watcher.stop(root)
@@ -72,9 +109,16 @@ def watch(
     if background:
         already = watcher.running(root)
         pid = watcher.start_background(root)
+        view = watch_status(root)
         if json_:
-            emit_json(watch_status(root))
+            emit_json(view)
         else:
             info(f"{'already watching' if already else 'watching'} {root} (pid {pid}); `cortex watch --stop` stops it")
+            if already and (view["daemon"] or {}).get("auto"):
+                info("  it was started automatically and ends after an idle stretch: for one that stays, "
+                     "`cortex watch --stop`, then `cortex watch --background`")
+        raise typer.Exit(0)
+    if auto:
+        watcher.serve_auto(root)
         raise typer.Exit(0)
     watcher.serve(root, on_ready=lambda: info(f"watching {root}; Ctrl-C stops"))
