@@ -56,6 +56,8 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
         said.append("merges leave a note added to a folder the other side emptied where it is "
                     "(git config merge.directoryRenames false)")
     _guard_fsmonitor(git, said)
+    if force:
+        _upgrade_config(root, said)
     hook_path = _hook_path(root)
     if not force and hook_path.exists() and PRE_COMMIT_MARK in hook_path.read_text(errors="replace"):
         _say_when_gone(hook_path)
@@ -94,6 +96,26 @@ def install(root: str | os.PathLike, *, force: bool = False) -> tuple[list[str],
         return said, problems
     _install_guard(hook_path.parent, said, problems)
     return said, problems
+
+
+def _upgrade_config(root: Path, said: list[str]) -> None:
+    """`cortex hook install`: cortex's hook entry in the vault's pre-commit config, as an
+    older cortex wrote it, becomes the current one (``scaffold.outdated_hooks``; nothing
+    else in the file changes). The file is the person's to commit; accepted here below."""
+    from cortex.scaffold import outdated_hooks
+
+    path = root / CONFIG
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    upgraded = outdated_hooks(text) if "cortex.hooks" in text else None
+    if upgraded is None:
+        return
+    atomic_write(path, upgraded.encode("utf-8"), path.stat().st_mode & 0o7777)
+    said.append(f"updated {CONFIG}: the cortex hook an older cortex wrote is now the current one (its other entries "
+                f"as they were); commit the change, and on each other machine run `cortex hook install` once it has "
+                f"pulled it")
 
 
 def _past_hooks_path(root: Path, git, problems: list[str]) -> dict[str, str] | None:

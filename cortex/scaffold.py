@@ -266,6 +266,99 @@ def _with_hooks(text: str) -> str | None:
     return merged if same and after["repos"][: len(before["repos"])] == before["repos"] else None
 
 
+# What the hooks an older cortex wrote hold (their ids, the wrapper their entry starts
+# with, the values each other key had): such an entry is cortex's own, and `cortex hook
+# install` replaces it. A value a person changed makes it theirs.
+_WRAPPER = """sh -c 'py="$(git config cortex.python)";"""
+_MISSING = object()
+_VALUES = {"language": ["system"], "files": [r"^(vault|mind)/.*\.md$", r"\.md$"],
+           "exclude": [_MISSING, r"^observer/|(^|/)\."], "types": [_MISSING, []],
+           "types_or": [_MISSING, ["file", "symlink"]], "verbose": [_MISSING, True], "require_serial": [_MISSING, True]}
+_KEYS = {"id", "name", "entry", *_VALUES}
+
+
+def _written_by_cortex(repo: object) -> bool:
+    """Whether ``repo`` (an entry of a parsed config's `repos:`) is cortex's `repo: local`
+    entry as some cortex wrote it: cortex's hook ids alone, each running cortex's hooks
+    through its wrapper, with no key or value cortex never wrote."""
+    if not isinstance(repo, dict) or repo.get("repo") != "local" or set(repo) != {"repo", "hooks"}:
+        return False
+    hooks = repo["hooks"]
+    if not isinstance(hooks, list) or not hooks or not all(isinstance(h, dict) for h in hooks):
+        return False
+    ids = {h.get("id") for h in hooks}
+    if ids not in ({HOOK_ID}, LEGACY_HOOK_IDS) or len(hooks) != len(ids):
+        return False
+    return all(set(h) <= _KEYS and isinstance(h.get("entry"), str) and h["entry"].startswith(_WRAPPER)
+               and "-m cortex.hooks " in h["entry"]
+               and all(h.get(key, _MISSING) in values for key, values in _VALUES.items()) for h in hooks)
+
+
+def outdated_hooks(text: str) -> str | None:
+    """``text`` (a pre-commit config) with cortex's hook entry, as an older cortex wrote it,
+    replaced by the current one; None when it holds none outdated (the current entry, a
+    person's own, or one edited by hand). An older entry keeps working the old way: the
+    two hooks `cortex-fix` and `cortex-validate`, or before them a fixer that stages
+    nothing (a hand-edited note's commit refused once, for its completion) over
+    `vault/` and `mind/` only (other notes unchecked), or a hook without
+    `require_serial` (batches racing for git's index lock). Only that entry's lines
+    change (comments, layout and other entries stay), and the result must read back as
+    the same config with the current entry."""
+    import re
+
+    import yaml
+
+    template, entry = _template_entry()
+    try:
+        before = yaml.safe_load(text)
+        current = yaml.safe_load(template)["repos"][0]
+    except yaml.YAMLError:
+        return None
+    repos = before.get("repos") if isinstance(before, dict) else None
+    if not isinstance(repos, list):
+        return None
+    ours = [i for i, repo in enumerate(repos) if _written_by_cortex(repo)]
+    if len(ours) != 1 or repos[ours[0]] == current:
+        return None
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if re.match(r"^[ \t]*- repo:[ \t]*['\"]?local['\"]?[ \t]*(#.*)?\r?$", line)]
+    for start in starts:
+        indent = len(lines[start]) - len(lines[start].lstrip(" \t"))
+        end = start + 1
+        while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip(" \t")) > indent):
+            end += 1
+        while end > start + 1 and not lines[end - 1].strip():
+            end -= 1  # blank lines after the entry stay where they are
+        newline = "\r\n" if lines[start].endswith("\r\n") else "\n"
+        new = "".join(lines[start][:indent] + line[2:] if line.strip() else line
+                      for line in entry.splitlines(keepends=True)).replace("\n", newline)
+        merged = "".join(lines[:start]) + new + "".join(lines[end:])
+        try:
+            after = yaml.safe_load(merged)
+        except yaml.YAMLError:
+            continue
+        if (isinstance(after, dict) and {k: v for k, v in after.items() if k != "repos"} ==
+                {k: v for k, v in before.items() if k != "repos"}
+                and after.get("repos") == [current if i == ours[0] else r for i, r in enumerate(repos)]):
+            return merged
+    return None
+
+
+def hooks_warning(root: Path) -> str | None:
+    """What to say of a vault whose `.pre-commit-config.yaml` holds cortex's hook entry as
+    an older cortex wrote it (``outdated_hooks``): `cortex init` leaves a person's file as
+    it is, so an upgrade of cortex left that one in place."""
+    try:
+        text = (Path(root) / ".pre-commit-config.yaml").read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "cortex.hooks" not in text or outdated_hooks(text) is None:
+        return None
+    return ("warning: .pre-commit-config.yaml holds the cortex hook an older cortex wrote, which checks commits the "
+            "old way (docs/hooks.md): `cortex hook install` replaces it with the current one, the file's other "
+            "entries left as they are; then commit it")
+
+
 def _ensure_hook_entries(root: Path, problems: list[str]) -> list[str]:
     """Add cortex's hooks to a person's existing pre-commit config (without them their
     commits would pass unchecked while `cortex init` said all was well), or say what to add

@@ -279,11 +279,13 @@ def _watch_status(root) -> dict[str, Any]:
 
 
 def _warnings(root) -> list[str]:
-    """What a person should know of the vault or change in it (a nightly workflow an older
-    cortex wrote; commits signed by the person's git, but not by cortex)."""
+    """What a person should know of the vault or change in it (a nightly workflow or a
+    commit hook an older cortex wrote; commits signed by the person's git, but not by
+    cortex)."""
     from cortex.distribution import workflow_warning
+    from cortex.scaffold import hooks_warning
 
-    return [w for w in (workflow_warning(root), signing_warning(root)) if w]
+    return [w for w in (workflow_warning(root), hooks_warning(root), signing_warning(root)) if w]
 
 
 def signing_warning(root) -> str | None:

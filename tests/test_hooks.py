@@ -1245,3 +1245,74 @@ def test_a_branch_from_before_cortex_init_commits_and_a_deleted_config_is_still_
     r.write("vault/decisions/db.md", "---\ntype: decision\n---\nUse Postgres.\n")
     head = r.head()
     assert r.commit("config gone").returncode != 0 and r.head() == head
+
+
+# The cortex entry of the config `cortex init` wrote until the fixer staged its completion
+# (8caa79f..16cb05e): two hooks, a fixer that stages nothing, vault/ and mind/ only.
+OLDEST_ENTRY = """  - repo: local
+    hooks:
+      - id: cortex-fix
+        name: cortex fix (complete and re-hash notes)
+        entry: >-
+          sh -c 'py="$(git config cortex.python)";
+          if [ -x "$py" ]; then PYTHONSAFEPATH=1 exec "$py" -m cortex.hooks fix "$@"; fi;
+          exec cortex hook fix "$@"' --
+        language: system
+        files: ^(vault|mind)/.*\\.md$
+      - id: cortex-validate
+        name: cortex validate (note rules)
+        entry: >-
+          sh -c 'py="$(git config cortex.python)";
+          if [ -x "$py" ]; then PYTHONSAFEPATH=1 exec "$py" -m cortex.hooks validate "$@"; fi;
+          exec cortex hook validate "$@"' --
+        language: system
+        files: ^(vault|mind)/.*\\.md$
+        verbose: true  # show warnings (a note that reads like an instruction) on passing commits too
+"""
+
+
+def test_the_hook_an_older_cortex_wrote_is_said_by_status_and_replaced_by_hook_install(repo):
+    """A vault an older cortex made keeps that cortex's hook entry (`cortex init` leaves a
+    person's file alone): a hand-written note's commit was refused once, for its
+    completion, and nothing said why or how to get the current hook. `cortex status`
+    says so; `cortex hook install` replaces that entry alone (a person's own entries and
+    comments stay) and accepts the result."""
+    theirs = ("# my hooks\nrepos:\n  - repo: local\n    hooks:\n      - id: mine\n        name: mine\n"
+              "        entry: 'true'\n        language: system\n")
+    config = repo.write(".pre-commit-config.yaml", theirs + OLDEST_ENTRY + "default_stages: [pre-commit]\n")
+    repo.git("add", ".pre-commit-config.yaml")
+    repo.git("commit", "-q", "--no-verify", "-m", "a vault an older cortex made")
+    repo.git("config", "cortex.preCommitConfig", repo.git("hash-object", "-w", "--no-filters", str(config)).stdout.strip())
+    repo.write("mind/facts/new.md", "---\ntype: fact\n---\n\nThe backup runs at 03:00.\n")
+    refused = repo.commit("a hand-written note")
+    assert refused.returncode != 0 and "git add" in refused.output  # the old way: refused once
+    repo.git("reset", "-q")
+
+    cortex_ = [str(VENV_BIN / "cortex"), "--vault", str(repo.root)]
+    status = subprocess.run([*cortex_, "status", "--json"], env=repo.env, capture_output=True, text=True)
+    assert any("an older cortex wrote" in w and "cortex hook install" in w for w in json.loads(status.stdout)["warnings"])
+    done = subprocess.run([*cortex_, "hook", "install"], env=repo.env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "updated .pre-commit-config.yaml" in done.stderr + done.stdout
+    text = config.read_text()
+    assert text.startswith(theirs) and text.endswith("default_stages: [pre-commit]\n")
+    assert "id: cortex\n" in text and "cortex-fix" not in text and "check --stage" in text
+    status = subprocess.run([*cortex_, "status", "--json"], env=repo.env, capture_output=True, text=True)
+    assert not any("an older cortex" in w for w in json.loads(status.stdout)["warnings"])
+
+    done = repo.commit("the current hook, and a hand-written note")  # accepted here: commits on the first try
+    assert done.returncode == 0, done.output
+    assert parse_note(repo.git("show", "HEAD:mind/facts/new.md").stdout).meta["id"]
+
+
+def test_a_cortex_hook_entry_edited_by_hand_is_left_as_it_is(repo):
+    """An entry a person changed (their own `files:`) is theirs: no warning, no rewrite."""
+    edited = OLDEST_ENTRY.replace("files: ^(vault|mind)/.*\\.md$", "files: ^(vault|mind|journal)/.*\\.md$")
+    config = repo.write(".pre-commit-config.yaml", "repos:\n" + edited)
+    repo.git("config", "cortex.preCommitConfig", repo.git("hash-object", "-w", "--no-filters", str(config)).stdout.strip())
+    cortex_ = [str(VENV_BIN / "cortex"), "--vault", str(repo.root)]
+    status = subprocess.run([*cortex_, "status", "--json"], env=repo.env, capture_output=True, text=True)
+    assert not any("an older cortex" in w for w in json.loads(status.stdout)["warnings"])
+    done = subprocess.run([*cortex_, "hook", "install"], env=repo.env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert config.read_text() == "repos:\n" + edited

@@ -59,9 +59,10 @@ def init(path: Optional[Path] = typer.Argument(
 
 def _say_warnings(root: Path) -> None:
     from cortex.distribution import workflow_warning
+    from cortex.scaffold import hooks_warning
     from cortex.status import signing_warning
 
-    for said in (workflow_warning(root), signing_warning(root)):
+    for said in (workflow_warning(root), hooks_warning(root), signing_warning(root)):
         if said:
             info(f"cortex: {said}")
 
