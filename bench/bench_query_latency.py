@@ -47,6 +47,10 @@ PY = sys.executable
 # PYTHONDONTWRITEBYTECODE=1 environment would recompile every module on every start).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 ENV["PATH"] = os.path.dirname(PY) + os.pathsep + os.environ.get("PATH", "")
+# A cold query is measured without a watcher: in a vault of 20,000 notes or more the first
+# query would start one by itself (`watch: auto`) and it would answer the others. The
+# watched rows start theirs with `cortex watch --background`.
+ENV["CORTEX_WATCH"] = "off"
 
 
 def sentences(limit: int) -> list[str]:
