@@ -55,8 +55,9 @@ How it fits together:
   daemon starts on ``core.fsmonitor=true``. Never from a git hook or a command git runs,
   nor ``cortex run``, ``maintain``, ``sync``; never on a remote file system. The lock
   decides between two started at once. Such a daemon ends after ``watch.idle`` seconds
-  (an hour) with no question from a command (git's first question on a fresh copy of its
-  index, the daemon's own seed, is not one), so cron and CI leave nothing running for long;
+  (an hour) with no ``cortex query`` or ``cortex index`` asking it (git's questions, which
+  a cron's `cortex run` and `maintain` bring, are not such), so cron and CI leave nothing
+  running for long;
   a failed start is said once, on stderr, and tried again a day later.
 - **A vault deleted ends its daemon**: the lock and log files it holds open keep the
   deleted folders alive in the kernel, so ``rm -rf`` of the vault brings no event for the
@@ -484,11 +485,11 @@ class Watcher:
             return
         raw = question.buf.split(b"\n", 1)[0]
         version, _, token = raw.decode("utf-8", "replace").partition(" ")
-        if version == VERB.decode() or (version == "2" and token.startswith("cortex:")
-                                        and not token.startswith("cortex:ping:")):
-            # a command's question (a query, an index update, a status, a probe of a seeded
-            # copy); not git's first one on a fresh copy of its index (a token of git's own:
-            # the daemon's seed after a commit), nor `--status` or a ping
+        if version == VERB.decode():
+            # a person's question: `cortex query` or `cortex index` (answered or declined).
+            # Not git's (the probes of `cortex maintain`'s hourly index job, the seed after
+            # a cron's `cortex run`: they would keep it running for ever), nor `--status`:
+            # `cortex status` starts it again if it ended
             self._asked = time.monotonic()
         self._selector.unregister(question.conn)
         if version == "status":
@@ -769,14 +770,14 @@ def autostart(root: Path) -> None:
         return
     try:
         state = state_dir(root)
-        if _locked(state):
+    except (OSError, CortexError):  # no git directory to be found: nothing to watch
+        return
+    try:
+        if _locked(state) or _remote_file_system(root) or _failed_lately(state):
             return
-        if _remote_file_system(root):
-            return
-        if not _failed_lately(state):
-            _spawn(root, state)
+        _spawn(root, state)
     except Exception as exc:  # never an error: the command has answered already
-        _say_failed(state_dir(root), f"{type(exc).__name__}: {exc}" if not isinstance(exc, OSError) else os_said(exc))
+        _say_failed(state, os_said(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}")
 
 
 def _failed_lately(state: Path) -> bool:

@@ -916,3 +916,27 @@ def test_a_wrong_watch_setting_is_a_clear_error(tmp_path, text):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match="watch"):
         load_settings(path)
+
+
+def test_queries_keep_a_started_watcher_and_a_crons_maintain_does_not(large):
+    """The idle clock counts `cortex query` and `cortex index`; git's questions, which a
+    cron's hourly `cortex maintain` index job brings, would keep it running for ever."""
+    root = large("{notes: 5, idle: 10}")
+    cortex("--vault", str(root), "index", env=auto_env())
+    assert until(lambda: daemon(root)["running"])
+    pid = daemon(root)["pid"]
+    asked_until = time.monotonic() + 15  # queries more often than the idle time, for longer
+    while time.monotonic() < asked_until:
+        cortex("--vault", str(root), "query", "staging", env=auto_env())
+        time.sleep(0.5)
+    assert daemon(root)["pid"] == pid  # still the same watcher
+    (root / "vault" / "notes").mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + 60
+    n = 0
+    while not ended(pid, timeout=0.1) and time.monotonic() < deadline:
+        n += 1
+        (root / "vault" / "notes" / f"n{n}.md").write_text(f"# Note {n}\n\nWritten by hand.\n", encoding="utf-8")
+        done = cortex("--vault", str(root), "maintain", "--force", "--only", "index", env=auto_env())
+        assert done.returncode == 0, done.stderr
+    assert ended(pid, timeout=0.1), "the hourly index job kept the started watcher running"
+    assert n >= 2  # it was asked meanwhile
