@@ -470,10 +470,10 @@ def test_a_git_repository_that_is_no_vault_is_refused_untouched(tmp_path):
     assert sorted(p.name for p in repo.iterdir()) == [".git"]
 
 def test_every_command_has_help_text():
-    from cortex.cli import app
+    from cortex.cli import registered
     import typer.main
 
-    group = typer.main.get_command(app)
+    group = typer.main.get_command(registered())
 
     def walk(cmd, path):
         yield path, cmd

@@ -107,8 +107,9 @@ def test_a_refused_write_imports_no_git_or_numerics(vault):
 
 
 def test_each_call_builds_only_its_own_command_and_help_still_lists_them_all():
-    from cortex.cli import _narrowed, app
+    from cortex.cli import _narrowed, app, registered
 
+    registered()
     everything = {c.callback.__name__ for c in app.registered_commands} | {g.name for g in app.registered_groups}
     narrow = _narrowed(["--vault", "query", "query", "zzz"])  # a vault folder named like a command
     assert [c.callback.__name__ for c in narrow.registered_commands] == ["query"] and not narrow.registered_groups
@@ -121,6 +122,36 @@ def test_each_call_builds_only_its_own_command_and_help_still_lists_them_all():
     assert all(name in listed for name in ("init", "query", "watch", "sync", "hook", "quarantine"))
     unknown = subprocess.run([str(VENV_BIN / "cortex"), "nosuch"], capture_output=True, text=True)
     assert unknown.returncode == 2 and "No such command 'nosuch'" in unknown.stderr
+
+
+def test_a_command_imports_its_own_module_of_commands_alone(vault):
+    """Registering all 33 commands imported eight modules on every start, ~15M of a cold
+    query's ~870M instructions; --help still lists every one, in the same order."""
+    code, modules, _ = probe_modules(["--vault", str(vault.root), "query", "zzz", "--lexical-only"], vault.root)
+    assert code == 1
+    assert sorted(m for m in modules if m.startswith("cortex.cli.")) == ["cortex.cli.app", "cortex.cli.search",
+                                                                          "cortex.cli.terminal"]
+    code, modules, _ = probe_modules(["--vault", str(vault.root), "hook", "validate", "--help"], vault.root)
+    assert code == 0 and "cortex.cli.hook" in modules and "cortex.cli.core" not in modules
+    fresh = subprocess.run([sys.executable, "-m", "cortex", "--help"], capture_output=True, text=True, cwd=vault.root)
+    after = ("import sys; from cortex.cli import main; "
+             "[main([name, '--help']) for name in ('watch', 'query', 'hook', 'status')]; main(['--help'])")
+    later = subprocess.run([sys.executable, "-c", after], capture_output=True, text=True, cwd=vault.root)
+    assert fresh.returncode == later.returncode == 0 and "quarantine" in fresh.stdout
+    assert later.stdout.endswith(fresh.stdout)  # after four modules imported in another order
+
+
+def test_the_table_of_command_modules_is_what_the_modules_register():
+    code = ("import json, sys; from cortex.cli import COMMANDS, MODULES, registered; app = registered()\n"
+            "mods = {m: vars(sys.modules['cortex.cli.' + m]) for m in MODULES}\n"
+            "seen = {c.name or c.callback.__name__.lower().replace('_', '-'): c.callback.__module__.rsplit('.', 1)[1]"
+            " for c in app.registered_commands}\n"
+            "seen.update({g.name: next(m for m in MODULES if g.typer_instance in mods[m].values())"
+            " for g in app.registered_groups})\n"
+            "print(json.dumps([seen, COMMANDS]))")
+    seen, table = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                            check=True).stdout)
+    assert seen == table
 
 
 def test_a_listing_of_recent_notes_imports_no_numerics(vault):
