@@ -752,6 +752,30 @@ def test_lexical_term_at_a_time_matches_whoosh_or_and_skips_deleted(tmp_path, mo
 
 
 
+def test_lexical_scores_are_whooshs_bm25f_to_the_last_bit_at_every_length(tmp_path):
+    """The term-at-a-time scorer takes BM25's length part from a table of the 256 encoded
+    lengths: every note's score is still exactly what Whoosh's own `Or` query gives, for
+    notes of many lengths (short, long, past Whoosh's exact length bytes), in several
+    segments, with deletions."""
+    from whoosh.query import Or, Term
+
+    from cortex.search.lexical import LexicalIndex
+    from cortex.search.records import NoteRecord
+
+    lx = LexicalIndex.create(tmp_path / "ix")
+    for batch in range(3):  # a segment each
+        lx.write([NoteRecord(path=f"vault/x/{batch}-{n}.md",
+                             body=" ".join(["walnut"] * (1 + n % 4) + ["quince"] * (n % 3) + ["filler"] * (n * 7 + batch)))
+                  for n in range(60)], deletes=[f"vault/x/{batch - 1}-{n}.md" for n in range(0, 60, 9)] if batch else ())
+    terms = lx.query_terms("walnut quince", max_df=1.0)  # neither pruned, however common
+    assert sorted(terms) == ["quinc", "walnut"]
+    mine = lx.search("walnut quince", 200, max_df=1.0)
+    theirs = lx.searcher.search(Or([Term("text", t) for t in terms]), limit=200)
+    assert len(mine) == len(theirs) > 100
+    assert {p: s for p, s in mine} == {hit["path"]: hit.score for hit in theirs}  # exactly, not rounded
+
+
+
 def test_accents_fold_both_ways(vault):
     cafe = write_note(vault, "mind/facts/cafe.md", "Lunch at the Café in Zürich on Fridays", type_="fact")
     resume = write_note(vault, "mind/facts/resume.md", "The resume template is in the HR drive", type_="fact")
