@@ -776,6 +776,30 @@ def test_lexical_scores_are_whooshs_bm25f_to_the_last_bit_at_every_length(tmp_pa
 
 
 
+def test_stored_fields_read_past_whooshs_reader_are_whooshs_in_every_segment(tmp_path):
+    """A note's stored fields are read from each segment's column directly (the schema
+    check a set lookup): the same dict, key order included, as Whoosh's own
+    `stored_fields` for every note of an index of several segments with deletions."""
+    from cortex.search.lexical import LexicalIndex
+    from cortex.search.records import NoteRecord
+
+    lx = LexicalIndex.create(tmp_path / "ix")
+    for batch in range(3):  # a segment each
+        lx.write([NoteRecord(path=f"vault/x/{batch}-{n}.md", body=f"walnut {batch} {n}", tags=("a", f"t{n}"),
+                             entities=(f"Ade {n}",), importance=n / 10) for n in range(8)],
+                 deletes=[f"vault/x/{batch - 1}-{n}.md" for n in range(0, 8, 3)] if batch else ())
+    lx = LexicalIndex.open(tmp_path / "ix")
+    searcher = lx.searcher
+    assert len(list(searcher.reader().leaf_readers())) > 1
+    assert lx._stored_reader() is not searcher.stored_fields  # the direct read, not Whoosh's call
+    for docnum in range(searcher.doc_count_all()):
+        mine, theirs = lx._doc(docnum), searcher.stored_fields(docnum)
+        assert mine == theirs and list(mine) == list(theirs)
+    found = dict(lx.search("walnut", 30))
+    assert len(found) == 24 - 6 and all(lx.stored(path)["path"] == path for path in found)
+
+
+
 def test_accents_fold_both_ways(vault):
     cafe = write_note(vault, "mind/facts/cafe.md", "Lunch at the Café in Zürich on Fridays", type_="fact")
     resume = write_note(vault, "mind/facts/resume.md", "The resume template is in the HR drive", type_="fact")
