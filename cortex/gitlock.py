@@ -270,8 +270,7 @@ class IndexLock:
         own = refs / f"{OWN_REF_PREFIX}{os.getpid()}"
         fd = os.open(own, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, data)
-            os.fsync(fd)
+            os.write(fd, data)  # not synced, as git and libgit2 by default do not either
             ino = os.fstat(fd).st_ino
         finally:
             os.close(fd)
