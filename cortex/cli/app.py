@@ -183,3 +183,12 @@ def info(message: str) -> None:
     """Status for people: stderr, so stdout stays data."""
     sys.stderr.write(message + "\n")
 
+
+def autowatch(root) -> None:
+    """Once a command has answered: the watcher started detached in a large vault where
+    none runs (`watch: auto`, cortex/watcher.py `autostart`), so that the next commands are
+    flat."""
+    sys.stdout.flush()  # the answer is out before the daemon starts
+    from cortex.watcher import autostart
+
+    autostart(root)

@@ -9,7 +9,7 @@ from typing import List, Optional, TYPE_CHECKING
 
 import typer
 
-from cortex.cli.app import JSON_HELP, app, emit_json, emit_jsonl, info, open_vault
+from cortex.cli.app import JSON_HELP, app, autowatch, emit_json, emit_jsonl, info, open_vault
 from cortex.errors import HELD_REASONS
 
 if TYPE_CHECKING:
@@ -331,8 +331,6 @@ def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     s = vault.status()
     _status_text(s, json_)
     if not (s.get("watch") or {}).get("running"):
-        from cortex.cli.watch import autowatch
-
         autowatch(vault.root)
 
 

@@ -15,8 +15,7 @@ from typing import List, NoReturn, Optional
 
 import typer
 
-from cortex.cli.app import app, emit_failure, emit_json, emit_jsonl, info
-from cortex.cli.watch import autowatch
+from cortex.cli.app import app, autowatch, emit_failure, emit_json, emit_jsonl, info
 from cortex.errors import CortexError, UsageError, os_said
 
 MODEL_ENV = "CORTEX_SEARCH_MODEL"

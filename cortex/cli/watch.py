@@ -7,18 +7,6 @@ import typer
 from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
 
 
-def autowatch(root) -> None:
-    """Once a command has answered: the watcher started detached in a large vault where
-    none runs (`watch: auto`, cortex/watcher.py `autostart`), so that the next commands are
-    flat."""
-    import sys
-
-    sys.stdout.flush()  # the answer is out before the daemon starts
-    from cortex.watcher import autostart
-
-    autostart(root)
-
-
 def watch_status(root) -> dict:
     from cortex import watcher
 
