@@ -824,6 +824,19 @@ def test_a_small_vault_keeps_its_common_query_words(tmp_path):
     assert len(lx.search("stripe invoicing quagga", 10)) == 5
 
 
+def test_question_words_are_left_out_in_the_form_the_analyzer_gives_them(tmp_path):
+    """"was", "has", "his" and "they" shape a question as "did" does, but the stemmer
+    makes them "wa", "ha", "hi", "thei": listed as written, they stayed query terms, and
+    one the vault lacks weighed most in the query's ceiling."""
+    from cortex.search.lexical import QUESTION_WORDS, LexicalIndex, analyzer
+    from cortex.search.records import NoteRecord
+
+    assert sorted(w for w in QUESTION_WORDS if [t.text for t in analyzer()(w, mode="query")] != [w]) == []
+    lx = LexicalIndex.create(tmp_path / "ix")
+    lx.write([NoteRecord(path="vault/x/0.md", body="The database was his choice, they said; it has replicas")])
+    assert lx.query_terms("what was his database, has they said") == ["databas", "said"]
+
+
 def test_a_name_is_looked_up_by_every_word_within_the_postings_budget(tmp_path):
     """The second hop's lookup: only notes holding every word of the name, however common
     one of them is (a query's pruning would have dropped it, and let any note with the

@@ -53,6 +53,19 @@ def test_a_real_query_still_exits_0(vault):
     assert done.stdout.splitlines()[0] == NOTES["db"][0]
 
 
+def test_a_question_with_was_or_they_matches_as_one_without(vault):
+    """"which database was it" asks what "which database" asks: its "was", stemmed to
+    "wa" and in no note, stayed a term and halved the note's matched share (0.46)."""
+    for text in ("which database", "which database was it"):
+        done = cortex(vault, text, "--json", "--limit", "1")
+        assert done.returncode == 0, done.stderr
+        hit = json.loads(done.stdout)["results"][0]
+        assert hit["path"] == NOTES["db"][0] and hit["why"]["matched"] == 1.0
+    alone = json.loads(cortex(vault, "database mysql pick", "--json").stdout)["results"][0]["why"]
+    asked = json.loads(cortex(vault, "which database did they pick, was it MySQL", "--json").stdout)["results"][0]["why"]
+    assert asked["matched"] == alone["matched"] and asked["lexical"] == alone["lexical"]
+
+
 def test_min_score_0_returns_the_noise_hit(vault):
     assert cortex(vault, "zzzqqq", "--paths").returncode == 1
     done = cortex(vault, "zzzqqq", "--paths", "--min-score", "0")

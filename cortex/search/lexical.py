@@ -35,11 +35,12 @@ FAST_TIME_ORDER = 20_000
 # Whoosh's stop list keeps them, and a vault of short statements rarely contains them:
 # as unknown terms they would weigh most in the query's ceiling ("which database did we
 # choose": "which", "did" and "choos" outweighing "databas"), as matched ones they are
-# noise. A query made only of them keeps them.
+# noise. A query made only of them keeps them. Each is written as the analyzer leaves it
+# ("was" -> "wa", "they" -> "thei"): a plain "was" is never a term and matched nothing.
 QUESTION_WORDS = frozenset("""
-what which who whom whose where why how did do doe done i me my mine our ours they them
-their he him his she her hers it its there here was were been be has had am could would
-should shall must might can any some ani someth anyth about tell know rememb recal again
+what which who whom whose where why how did do doe done me my mine our thei them
+their he him hi she her there here wa were been ha had am could would
+should shall must might ani some someth anyth about tell know rememb recal again
 """.split())
 
 
