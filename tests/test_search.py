@@ -954,8 +954,10 @@ def test_a_saved_store_finds_rows_by_binary_search_and_ignores_a_lookup_of_anoth
     V.VectorStore(tmp_path, matrix, paths).save()
     store = V.VectorStore.load(tmp_path)
     assert store.keys._order is not None  # the lookup file was written with the base, and used
+    assert isinstance(store.keys._order_at, memoryview)  # read as Python ints, not numpy scalars
     for i, path in enumerate(paths):
         assert store.row_of(path) == i and store.keys.row(path) == i and store.keys[i] == path
+        assert type(store.keys.row(path)) is int
     assert all(store.keys.row(p) is None for p in ("vault", "vault/a", "zzz", "", "0", "vault/a.md\nvault/b.md"))
     stale = (tmp_path / V.ORDER).read_bytes()
     V.VectorStore(tmp_path, matrix[::-1].copy(), paths[::-1]).save()  # another base, the same paths reversed

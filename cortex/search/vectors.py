@@ -299,10 +299,15 @@ class Keys:
         self.data = data
         self._order: np.ndarray | None = None
         self._starts: np.ndarray | None = None
+        # the same arrays as memoryviews, which index to a Python int: a numpy array's
+        # element is a numpy scalar to convert, and a row lookup reads ~50 of them
+        self._order_at: memoryview | None = None
+        self._starts_at: memoryview | None = None
         if order is not None and len(order[1]) and order[1][-1] == len(data):
             # plain views of the mapped arrays: indexing a memmap element goes through its
             # Python-level __getitem__, 1 µs a step of the binary search
-            self._order, self._starts = (np.asarray(a) for a in order)
+            self._order, self._starts = (np.ascontiguousarray(a, dtype=np.int64) for a in order)
+            self._order_at = memoryview(self._order)
             self._n = len(self._order)
         else:
             self._n = data.count(b"\n")
@@ -329,8 +334,10 @@ class Keys:
 
     def line(self, i: int) -> bytes:
         """Row ``i``'s path as stored (0 <= i < len)."""
-        starts = self.starts
-        return self.data[int(starts[i]): int(starts[i + 1]) - 1]
+        starts = self._starts_at
+        if starts is None:
+            starts = self._starts_at = memoryview(np.ascontiguousarray(self.starts, dtype=np.int64))
+        return self.data[starts[i]: starts[i + 1] - 1]
 
     def __iter__(self):
         return iter(self.data.decode("utf-8").split("\n")[:-1])
@@ -347,14 +354,14 @@ class Keys:
         return None if hit < 0 else self.data.count(b"\n", 0, hit + 1)
 
     def _search(self, needle: bytes) -> int | None:
-        order, lo, hi = self._order, 0, self._n
+        order, lo, hi, line = self._order_at, 0, self._n, self.line
         while lo < hi:
             mid = (lo + hi) // 2
-            if self.line(int(order[mid])) < needle:
+            if line(order[mid]) < needle:
                 lo = mid + 1
             else:
                 hi = mid
-        return int(order[lo]) if lo < self._n and self.line(int(order[lo])) == needle else None
+        return order[lo] if lo < self._n and line(order[lo]) == needle else None
 
 
 def _read_delta(directory: Path) -> tuple[list[int], np.ndarray, list[str], set[int]]:
