@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from cortex.fsutil import locked_live, mended, open_regular, read_regular, write_all
+from cortex.fsutil import locked_live, make_dirs, mended, open_regular, own, read_regular, write_all
 from cortex.model import Line
 
 
@@ -272,7 +272,7 @@ def rotate_if_consumed(path: Path, offset: int, archive: Path) -> bool:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if os.fstat(fd).st_size != offset or offset == 0 or _record_path(path).exists():
             return False  # more to read, or a killed writer's batch the next run settles
-        archive.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(archive.parent)  # observer/archive/, shared as the vault is
         os.rename(path, archive)
         return True
     finally:
@@ -289,7 +289,7 @@ def archive_scrubbed(raw: Path, archive: Path, transform, max_line_bytes: int = 
     tmp = archive.with_name(f".{archive.name}.tmp")
     cores = available_cores()
     with os.fdopen(open_regular(raw), "rb") as src, open(tmp, "wb") as dst:
-        os.fchmod(dst.fileno(), 0o600)
+        os.fchmod(dst.fileno(), own(0o600))
         block: list[bytes] = []
         for line, _, _ in bounded_lines(src, max_line_bytes):
             block.append(line)

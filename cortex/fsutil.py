@@ -48,13 +48,135 @@ def folder_in_the_way(exc: OSError) -> NotRegularFile | None:
         return None
     return NotRegularFile(Path(os.fsdecode(where[0])), "a folder")
 
-def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+# --- a vault a group shares -----------------------------------------------------------
+# git makes each file and folder it creates in a repository shared by a group (`git init
+# --shared`, core.sharedRepository = group, all or an octal mode) as usable by the group as
+# by its owner, whatever the person's umask, and each folder setgid so the group stays.
+# cortex does the same with the files of its own (its caches in .git/cortex/, its runtime
+# files in observer/): under the usual umask 022 they were the owner's alone, and a
+# teammate's commit was refused by the hook, their run, query and maintain stopped on
+# "Permission denied". Decided here, once per vault and process (`share_as`); applied by
+# the process's umask (what Whoosh, numpy and json caches create) and by `own` (the modes
+# cortex passes itself). What cortex keeps from others (0o600) is never given to others,
+# only to the group, which shares the notes and observations already.
+
+_shared: dict[str, str | None] = {}  # vault root: its core.sharedRepository (None: unset)
+_perm = 0  # git's reading of the setting in force: 0 none, 0o660 group, 0o664 all, -MODE an octal mode
+_umask: int | None = None  # the process's umask before any vault's sharing
+
+
+def shared_perm(value: str | None) -> int:
+    """core.sharedRepository read as git reads it (``git_config_perm``): 0 (umask, false,
+    unset), 0o660 (group, true, 1), 0o664 (all, world, everybody, 2), or an octal mode
+    (0660), negated; one git refuses (no owner read and write, not a number) is 0."""
+    word = "" if value is None else value.strip().lower()
+    if word in ("", "umask", "false", "no", "off", "0"):
+        return 0
+    if word in ("group", "true", "yes", "on", "1"):
+        return 0o660
+    if word in ("all", "world", "everybody", "2"):
+        return 0o664
+    try:
+        mode = int(word, 8) & 0o666
+    except ValueError:
+        return 0
+    return -mode if mode & 0o600 == 0o600 else 0
+
+
+def shared_umask(value: str, umask: int) -> int:
+    """The umask under which what a process creates in the repository is shared as
+    ``core.sharedRepository = value`` asks, read as git reads it: ``group`` (true, 1)
+    gives the group what the owner has, ``all`` (world, everybody, 2) lets others read
+    too, an octal mode (0660) is that mode exactly; ``umask`` (false, 0) keeps ``umask``.
+    git adjusts each file it creates; libgit2 does not (its object folders are 0777 less
+    the umask), nor do Whoosh, numpy or sqlite, so cortex sets the umask instead."""
+    word = value.strip().lower()
+    if word in ("", "umask", "false", "no", "off", "0"):
+        return umask
+    if word in ("group", "true", "yes", "on", "1"):
+        return umask & ~0o070
+    if word in ("all", "world", "everybody", "2"):
+        return umask & ~0o075
+    try:
+        mode = int(word, 8) & 0o666
+    except ValueError:
+        return umask  # git itself refuses such a value, at each command
+    return 0o777 & ~(mode | (mode & 0o444) >> 2)
+
+
+def share_as(root: Path | None, value: str | None | type[Ellipsis] = ..., *, git_dir: Path | None = None) -> None:
+    """Make this process create files as the repository of the vault at ``root`` (or
+    whose git directory is ``git_dir``) is shared: ``value`` as pygit2 read
+    core.sharedRepository, else read once per repository and process from its config
+    file (``gitlock.shared_repository``: no git, no pygit2, the hook runs on every
+    commit). A vault not shared leaves the umask and the modes as they were."""
+    global _perm, _umask
+    key = str(git_dir or root)
+    if value is ...:
+        if key not in _shared:
+            from cortex.gitlock import git_dir_of, shared_repository
+
+            try:
+                _shared[key] = shared_repository(git_dir or git_dir_of(root))
+            except (OSError, UnicodeDecodeError):  # an unreadable `.git` file: git says so, not this
+                _shared[key] = None
+        value = _shared[key]
+    else:
+        _shared[key] = value
+    perm = shared_perm(value)
+    if _umask is None:
+        if not perm:
+            return
+        _umask = os.umask(0)
+    _perm = perm
+    os.umask(shared_umask(value or "", _umask))
+
+
+def own(mode: int) -> int:
+    """The mode of a file cortex makes for itself (``mode`` where no group shares the
+    vault), as git's ``calc_shared_perm`` adjusts its own: the group gets what the owner
+    has, others what ``all`` or the octal mode gives them, but never of a file cortex keeps
+    from others (no bit for others in ``mode``: the observations, the quarantine)."""
+    if not _perm:
+        return mode
+    tweak = -_perm if _perm < 0 else _perm
+    if not mode & 0o200:
+        tweak &= ~0o222
+    if mode & 0o100:
+        tweak |= (tweak & 0o444) >> 2
+    shared = (mode & ~0o777) | tweak if _perm < 0 else mode | tweak
+    return shared if mode & 0o007 else shared & ~0o007
+
+
+def make_dirs(path: Path) -> None:
+    """``path.mkdir(parents=True, exist_ok=True)``; in a vault a group shares, each folder
+    made is then setgid and the group's (as git makes its own), so what is made in it
+    later keeps the folder's group, whoever makes it."""
+    if not _perm:
+        path.mkdir(parents=True, exist_ok=True)
+        return
+    missing = []
+    here = path
+    while not os.path.lexists(here) and here != here.parent:
+        missing.append(here)
+        here = here.parent
+    path.mkdir(parents=True, exist_ok=True)
+    for folder in reversed(missing):
+        try:
+            os.chmod(folder, own(0o755) | stat.S_ISGID)
+        except OSError:  # made by another process meanwhile: theirs to share
+            pass
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int | None = None) -> int:
     """``os.open`` for a file of the vault a person could replace: never blocks (a named
     pipe opened for reading waits for a writer for ever) and refuses anything but a
     regular file with ``NotRegularFile``, a symbolic link included. The descriptor
-    comes back blocking, as ``os.open`` gives it."""
+    comes back blocking, as ``os.open`` gives it. A file it creates is cortex's own,
+    ``mode`` (by default 0o600) as the vault is shared (``own``)."""
     try:
-        fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, mode)
+        fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC,
+                     own(0o600) if mode is None else mode)
     except IsADirectoryError:
         raise NotRegularFile(path, "a folder") from None
     except OSError as exc:
@@ -87,7 +209,7 @@ def version(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, unless_changed: Before | None = None) -> bool:
+def atomic_write(path: Path, data: bytes, mode: int | None = None, *, unless_changed: Before | None = None) -> bool:
     """Write to a temp file in the same folder, fsync, rename over ``path``: readers (and
     a process killed meanwhile) see old or new, never half.
 
@@ -95,8 +217,13 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, unless_changed: 
     editor takes no lock): the rename happens only while the file is still ``before`` or
     already ``data`` (``still_ours``), looked at after the temp file is written and
     synced, just before the rename; otherwise the temp file goes, the file stays as it
-    is, and the result is False. The window left is that look and the rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    is, and the result is False. The window left is that look and the rename.
+
+    ``mode``: exactly (a person's file keeps its own); by default a file of cortex's own,
+    0o644 as the vault is shared (``own``)."""
+    if mode is None:
+        mode = own(0o644)
+    make_dirs(path.parent)
     tmp = path.with_name(_temp_name(path.name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
@@ -167,8 +294,9 @@ def _temp_name(name: str) -> str:
     return f".{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:24]}.{os.getpid()}.tmp"
 
 
-def atomic_write_json(path: Path, obj: Any, mode: int = 0o600) -> None:
-    atomic_write(path, (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode(), mode)
+def atomic_write_json(path: Path, obj: Any, mode: int | None = None) -> None:
+    """A JSON file of cortex's own, 0o600 as the vault is shared (``own``) by default."""
+    atomic_write(path, (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode(), own(0o600) if mode is None else mode)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -182,21 +310,21 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def append_locked(path: Path, data: bytes, mode: int = 0o600) -> None:
+def append_locked(path: Path, data: bytes, mode: int | None = None) -> None:
     """Append ``data`` under an exclusive flock (``locked_live``)."""
     with locked_live(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode) as fd:
         write_all(fd, mended(fd, data))
 
 
 @contextmanager
-def locked_live(path: Path, flags: int, mode: int = 0o600) -> Iterator[int]:
+def locked_live(path: Path, flags: int, mode: int | None = None) -> Iterator[int]:
     """A descriptor on the file at ``path`` (``open_regular``), under an exclusive flock.
 
     The lock also serialises against buffer rotation: if the file we opened was renamed
     away while we waited, reopen the path so the caller works on the live file.
     """
     if flags & os.O_CREAT:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
     while True:
         fd = open_regular(path, flags, mode)
         try:
@@ -248,7 +376,7 @@ def flock_within(fd: int, timeout: float, poll: float = 0.05) -> bool:
 @contextmanager
 def file_lock(path: Path, timeout: float, what: str) -> Iterator[None]:
     """An exclusive advisory lock on ``path``; waits up to ``timeout`` seconds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     fd = open_regular(path, os.O_RDWR | os.O_CREAT)
     try:
         if not flock_within(fd, timeout):

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Iterator
 
 from cortex.errors import LockBusy
-from cortex.fsutil import flock_within
+from cortex.fsutil import flock_within, own as shared, share_as  # `own` names the lock file below
 from cortex.layout import escaped_name, misnamed_reason, not_utf8
 
 OWNER = "cortex-lock.json"
@@ -100,7 +100,7 @@ def _write_json(path: Path, data: dict) -> None:
 
 @contextmanager
 def _guard_flock(git_dir: Path, timeout: float) -> Iterator[None]:
-    fd = os.open(git_dir / GUARD_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(git_dir / GUARD_LOCK, os.O_RDWR | os.O_CREAT, shared(0o600))  # every commit's, whoever commits
     try:
         if not flock_within(fd, timeout, poll=0.02):
             raise OSError(errno.EAGAIN, f"{GUARD_LOCK} is held", str(git_dir / GUARD_LOCK))
@@ -219,7 +219,7 @@ class IndexLock:
             # that is there is provably this process's, so the next command removes it.
             me = {"pid": os.getpid(), "start": _start_time(os.getpid())}
             own = self.git_dir / f"{OWN_LOCK_PREFIX}{os.getpid()}"
-            fd = os.open(own, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = os.open(own, os.O_RDWR | os.O_CREAT | os.O_TRUNC, shared(0o644))
             ino = os.fstat(fd).st_ino
             os.close(fd)
             _write_json(self.owner, {**me, "ino": ino})
@@ -229,7 +229,7 @@ class IndexLock:
                 except FileExistsError:
                     raise
                 except OSError:  # a file system without hard links: create it in place
-                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, shared(0o644))
                     ino = os.fstat(fd).st_ino
                     os.close(fd)
                     _write_json(self.owner, {**me, "ino": ino})
@@ -621,6 +621,43 @@ def _duration(seconds: float) -> str:
             return f"{seconds // size:.0f}{unit}"
     return f"{max(seconds, 0):.0f} s"
 
+def shared_repository(git_dir: Path) -> str | None:
+    """core.sharedRepository of the repository of ``git_dir`` as its config file says it
+    (the last value in ``[core]``; a bare key is true), read without starting git: the
+    hook runs on every commit. None when unset or unreadable. The repository's own file
+    only, where `git init --shared` and `git config` write it (fsutil.share_as)."""
+    try:
+        text = (_refs_dir(git_dir) / "config").read_text(encoding="utf-8", errors="replace")
+    except (OSError, UnicodeDecodeError):
+        return None
+    value, section = None, ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            name, _, line = line[1:].partition("]")
+            section = name.strip().lower()
+            line = line.strip()
+        if section != "core" or not line or line[0] in "#;":
+            continue
+        key, eq, raw = line.partition("=")
+        if key.strip().lower() == "sharedrepository":
+            value = _config_text(raw) if eq else "true"
+    return value
+
+
+def _config_text(raw: str) -> str:
+    """A git config value as written after ``=``: quotes dropped, a comment cut."""
+    kept, quoted = [], False
+    for ch in raw:
+        if ch == '"':
+            quoted = not quoted
+        elif ch in "#;" and not quoted:
+            break
+        else:
+            kept.append(ch)
+    return "".join(kept).strip()
+
+
 def _refs_dir(git_dir: Path) -> Path:
     """Where the branches of the worktree whose git directory is ``git_dir`` live."""
     common = git_dir / "commondir"
@@ -713,6 +750,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: python -m cortex.gitlock guard\n")
         return 2
     git_dir = Path(os.environ["GIT_DIR"]) if os.environ.get("GIT_DIR") else git_dir_of(Path.cwd())
+    share_as(None, git_dir=git_dir)  # the guard's lock is every committer's, a teammate's too
     try:
         guard(git_dir)
     except OSError:

@@ -21,7 +21,7 @@ import pygit2
 
 from cortex import gitcli
 from cortex.errors import CortexError, LockBusy
-from cortex.fsutil import NEW, Before, still_ours as _still_ours
+from cortex.fsutil import NEW, Before, share_as, shared_umask, still_ours as _still_ours  # noqa: F401 (shared_umask: its home was here)
 from cortex.gitlock import IndexLock, branch_lock, held_since, if_left, record_move
 from cortex.layout import link_on_path, require_git_link
 
@@ -51,27 +51,6 @@ class CommitInfo:
     trailers: dict[str, str]
 
 
-def shared_umask(value: str, umask: int) -> int:
-    """The umask under which what libgit2 creates in the git directory is shared as
-    ``core.sharedRepository = value`` asks, read as git reads it: ``group`` (true, 1)
-    gives the group what the owner has, ``all`` (world, everybody, 2) lets others read
-    too, an octal mode (0660) is that mode exactly; ``umask`` (false, 0) keeps ``umask``.
-    git adjusts each file it creates; libgit2 does not (its object folders are 0777 less
-    the umask), so cortex sets the umask instead."""
-    word = value.strip().lower()
-    if word in ("", "umask", "false", "no", "off", "0"):
-        return umask
-    if word in ("group", "true", "yes", "on", "1"):
-        return umask & ~0o070
-    if word in ("all", "world", "everybody", "2"):
-        return umask & ~0o075
-    try:
-        mode = int(word, 8) & 0o666
-    except ValueError:
-        return umask  # git itself refuses such a value, at each command
-    return 0o777 & ~(mode | (mode & 0o444) >> 2)
-
-
 def repository(root: Path | str) -> pygit2.Repository:
     """The repository at ``root`` (``pygit2.GitError`` as pygit2 raises it), this process
     then creating in it what a group that shares it can use (``shared_umask``): under a
@@ -83,8 +62,7 @@ def repository(root: Path | str) -> pygit2.Repository:
         value = repo.config["core.sharedRepository"]
     except (KeyError, pygit2.GitError):
         return repo
-    umask = os.umask(0)
-    os.umask(shared_umask(str(value), umask))
+    share_as(None, str(value), git_dir=Path(repo.path))
     return repo
 
 

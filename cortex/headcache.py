@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterator
 
 from cortex.errors import RepositoryDamaged
+from cortex.fsutil import make_dirs, own
 from cortex.layout import cache_dir, is_note_path
 from cortex.taxonomy import ARCHIVE
 
@@ -187,7 +188,14 @@ class HeadCache:
             # own and leaves the parent's untouched (never closed here).
             self._db = None
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.path.parent)
+            if own(0o644) != 0o644 and not os.path.lexists(self.path):
+                # SQLite makes it 0o644 whatever the vault's sharing (its WAL files then
+                # take the database's mode): made first as the group shares the vault
+                try:
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, own(0o644)))
+                except OSError:
+                    pass  # made meanwhile, or not makeable: SQLite says why
             db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")

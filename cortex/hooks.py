@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from cortex.fsutil import Before, atomic_write
+from cortex.fsutil import Before, atomic_write, share_as
 from cortex.gitlock import caller_env, git_dir_of
 from cortex.keepdeleted import merging
 from cortex.layout import (
@@ -79,6 +79,7 @@ class HookVault:
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root).resolve()
+        share_as(self.root)  # the caches the check makes, made as the repository is shared
         self.misnamed: list[str] = []  # set by note_blobs
 
     @classmethod

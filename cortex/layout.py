@@ -150,6 +150,9 @@ def find_vault(path: str | os.PathLike | None = None) -> Path:
             f"{root} is not a cortex vault (none of {', '.join(VAULT_MARKERS)})",
             f"make it one with `cortex init {root}`, or pass --vault PATH",
         )
+    from cortex.fsutil import share_as
+
+    share_as(root.resolve())  # what the command makes, it makes as the repository is shared
     return root
 
 

@@ -158,6 +158,8 @@ def write_pack(objects: Path, blobs: list[bytes]) -> list[str]:
     import tempfile
     import zlib
 
+    from cortex.fsutil import own
+
     pack_dir = objects / "pack"
     pack_dir.mkdir(parents=True, exist_ok=True)
     ids = [blob_id(data) for data in blobs]
@@ -210,8 +212,8 @@ def write_pack(objects: Path, blobs: list[bytes]) -> list[str]:
             fh.flush()
             os.fsync(fh.fileno())
         name = pack_dir / f"pack-{pack_sum.hex()}"
-        os.chmod(tmp_pack, 0o444)
-        os.chmod(tmp_idx, 0o444)
+        os.chmod(tmp_pack, own(0o444))  # as git's packs: read-only, read by whom the vault is shared with
+        os.chmod(tmp_idx, own(0o444))
         Path(f"{name}.keep").write_text(KEEP_MARK, encoding="utf-8")  # before git can see the pack
         os.replace(tmp_pack, f"{name}.pack")
         os.replace(tmp_idx, f"{name}.idx")

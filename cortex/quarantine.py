@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator
 
 from cortex.errors import CortexError, NotFound
-from cortex.fsutil import append_locked, atomic_write, read_regular
+from cortex.fsutil import append_locked, atomic_write, own, read_regular
 from cortex.timefmt import parse_time
 
 # Reasons a line is held or rejected. Security holds need --force to promote.
@@ -218,7 +218,7 @@ class Quarantine:
                 repeats += 1
         if repeats:  # entries changed in place: the file is written anew, whole
             data = "".join(_line(r) for r in [*existing, *fresh])
-            atomic_write(self.path, data.encode("utf-8"), 0o600)
+            atomic_write(self.path, data.encode("utf-8"), own(0o600))
         elif fresh:
             data = "".join(_line(r) for r in fresh)
             append_locked(self.path, data.encode("utf-8"))  # heals a torn last line
@@ -248,4 +248,4 @@ class Quarantine:
 
     def _rewrite(self, entries: list[Entry]) -> None:
         data = "".join(_line(e.to_json()) for e in entries)
-        atomic_write(self.path, data.encode("utf-8"), 0o600)
+        atomic_write(self.path, data.encode("utf-8"), own(0o600))

@@ -55,6 +55,7 @@ def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
     """Create what is missing; return the repo-relative paths created. ``set_up``, when
     given, receives what was set up in this clone's own git (hooks, merge driver,
     ``cortex.python``: never committed, so missing from a `git clone` of a vault)."""
+    from cortex.fsutil import make_dirs
     from cortex.gitrepo import init_repository
     from cortex.layout import require_own_git_dir
 
@@ -72,19 +73,19 @@ def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
     for rel, source in FILES:
         target = root / rel
         if rel in absent and source.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(target.parent)
             shutil.copyfile(source, target)
             created.append(rel)
     for rel, make in GENERATED:
         target = root / rel
         if rel in absent:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(target.parent)
             target.write_text(make(), encoding="utf-8")
             created.append(rel)
     for rel in keeps:
         if rel in absent:
             keep = root / rel
-            keep.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(keep.parent)
             keep.touch()
             created.append(rel)
     for rel, edit in ((".gitignore", _with_rules), (".gitattributes", _with_attributes)):

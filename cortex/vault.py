@@ -16,7 +16,7 @@ from typing import Any, Iterable, Iterator
 from cortex import buffer
 from cortex.config import Calibration, Settings, load_calibration, load_settings
 from cortex.errors import BatchRefused, CortexError, InvalidObservation
-from cortex.fsutil import file_lock, version
+from cortex.fsutil import file_lock, share_as, version
 from cortex.model import RunReport
 from cortex.quarantine import SECURITY_REASONS, Quarantine
 from cortex.state import State
@@ -35,6 +35,7 @@ CONFIG_WAIT = 10.0  # seconds a missing config is waited for while a person's co
 class Vault:
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root).resolve()
+        share_as(self.root)  # cortex's files made as the repository is shared (a group's vault)
         observer = self.root / "observer"
         self.buffer_path = observer / "observations.jsonl"
         self.state_path = observer / "state.json"

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -848,3 +849,161 @@ def test_shared_umask_reads_core_shared_repository_as_git_does(value, umask, exp
     from cortex.gitrepo import shared_umask
 
     assert shared_umask(value, umask) == expected
+
+
+# --- a vault a group shares: what cortex makes, the group can use -----------------------
+
+def _as_person(umask: int = 0o022):
+    def set_umask():
+        os.umask(umask)
+    return set_umask
+
+
+def _cortex_as_person(root, *args, data=None, env=None):
+    return subprocess.run([str(VENV_BIN / "cortex"), *args], cwd=root, input=data, text=True, capture_output=True,
+                          env=env, preexec_fn=_as_person())
+
+
+def _use_the_vault_as_a_person(root) -> None:
+    """What a person does in a day, under the usual umask 022: an observation and a line
+    that is no JSON (quarantined), a run, a query, maintenance, status, a commit of a
+    note of their own through the hook."""
+    assert _cortex_as_person(root, "write", "--type", "fact", "--body", "The build server is in Oslo.").returncode == 0
+    with open(root / "observer" / "observations.jsonl", "a") as fh:
+        fh.write("this line is no JSON\n")
+    for args in (["run"], ["query", "build server"], ["maintain", "--force"], ["status"], ["index"]):
+        done = _cortex_as_person(root, *args)
+        assert done.returncode in (0, 1), (args, done.stderr)
+    (root / "mind" / "facts" / "tea.md").write_text("---\ntype: fact\n---\nSam likes green tea.\n")
+    git(root, "add", "mind/facts/tea.md")
+    done = subprocess.run(["git", "commit", "-qm", "tea"], cwd=root, capture_output=True, text=True,
+                          preexec_fn=_as_person(), env={**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+
+
+def _made_by_cortex(root) -> dict[str, int]:
+    """{path: mode} of what cortex made: its caches in the git directory, its guard lock,
+    and observer/'s files git does not track (the runtime files: lock, state, buffer,
+    quarantine, archive)."""
+    tracked = {"observer", *git(root, "ls-files", "-z", "observer").split("\0")}  # observer/ itself: `cortex init`'s
+    made = {}
+    for top in (root / ".git" / "cortex", root / "observer"):
+        for path in [top, *top.rglob("*")]:
+            rel = path.relative_to(root).as_posix()
+            if rel not in tracked and not path.is_symlink():
+                made[rel] = path.stat().st_mode
+    made[".git/cortex-guard.lock"] = (root / ".git" / "cortex-guard.lock").stat().st_mode
+    return made
+
+
+@pytest.mark.parametrize("shared", ["group", "all"])
+def test_what_cortex_makes_in_a_vault_a_group_shares_the_group_can_use(tmp_path, ready_vault, shared):
+    """core.sharedRepository (`git init --shared=group`): git makes what it creates in
+    the repository the group's as much as the owner's; cortex made its caches
+    (.git/cortex/: head.sqlite, search/, maintain/, graph.json...) and its runtime files
+    (observer/cortex.lock, state.json...) under the person's umask 022, or 0o600, so a
+    teammate's commit was refused by the hook ("Permission denied: .git/cortex/head.sqlite")
+    and their query, run, status and maintain stopped on the same. What cortex keeps from
+    others (the state, the quarantine, the observations) it still keeps from them."""
+    import stat
+
+    root = ready_vault(tmp_path / "vault")
+    git(root, "init", "-q", f"--shared={shared}")
+    for made_before in (root / ".git" / "cortex-guard.lock", root / ".git" / "cortex"):  # shared from the start
+        subprocess.run(["rm", "-rf", str(made_before)], check=True)
+    _use_the_vault_as_a_person(root)
+    made = _made_by_cortex(root)
+    for must in (".git/cortex/head.sqlite", ".git/cortex/search", ".git/cortex/graph.json", "observer/cortex.lock",
+                 "observer/state.json", "observer/quarantine.jsonl", "observer/archive"):
+        assert must in made, f"cortex made no {must}: the test shows nothing"
+    assert {p: oct(m) for p, m in made.items() if m & 0o060 != 0o060} == {}, "not the group's to read and write"
+    assert {p: oct(m) for p, m in made.items() if stat.S_ISDIR(m) and m & 0o2010 != 0o2010} == {}, \
+        "a folder the group cannot enter, or not setgid (what is made in it would not stay the group's)"
+    if shared == "all":
+        assert made[".git/cortex/graph.json"] & 0o004
+    for private in ("observer/state.json", "observer/quarantine.jsonl", "observer/cortex.lock"):
+        assert made[private] & 0o007 == 0, f"{private} given to others: {oct(made[private])}"
+
+
+def test_what_cortex_makes_in_a_vault_no_group_shares_keeps_its_modes(tmp_path, ready_vault):
+    """Without core.sharedRepository nothing changes: the person's umask and cortex's
+    own modes, the runtime files the owner's alone."""
+    root = ready_vault(tmp_path / "vault")
+    _use_the_vault_as_a_person(root)
+    made = _made_by_cortex(root)
+    assert {p: oct(m & 0o7777) for p, m in made.items()
+            if p in (".git/cortex/head.sqlite", ".git/cortex/graph.json", "observer/state.json",
+                     "observer/quarantine.jsonl", "observer/cortex.lock", ".git/cortex-guard.lock")} == {
+        ".git/cortex/head.sqlite": "0o644", ".git/cortex/graph.json": "0o644", "observer/state.json": "0o600",
+        "observer/quarantine.jsonl": "0o600", "observer/cortex.lock": "0o600", ".git/cortex-guard.lock": "0o600"}
+    assert [p for p, m in made.items() if m & 0o020 or m & 0o2000] == []
+
+
+def _python_for_another_account(uid: int, gid: int, env: dict) -> str | None:
+    """An interpreter another account can run cortex with (this process's, or
+    $CORTEX_SHARED_PYTHON's: a venv under /root is not theirs to read); None when none."""
+    import shutil
+    import sys
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    for python in (sys.executable, os.environ.get("CORTEX_SHARED_PYTHON")):
+        probe = f"{python} -c 'import cortex.hooks, pygit2, yaml, whoosh, pre_commit'"  # as the test calls it
+        if python and subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "sh", "-c", probe],
+                                     env=env, capture_output=True, cwd="/").returncode == 0:
+            return python
+    return None
+
+
+def test_a_teammate_commits_queries_and_runs_in_a_vault_the_owner_made_and_used(tmp_path):
+    """Two accounts of one group, both under umask 022, in a vault made with `git init
+    --shared=group`: after the owner's cortex ran, the teammate's `git commit` was refused
+    by the hook ("Permission denied: .git/cortex/head.sqlite") and their query and run
+    stopped on the owner's files. Needs root (setpriv) and an interpreter both can run."""
+    import shutil
+    import tempfile
+
+    import cortex
+
+    owner, teammate, group = 42461, 42462, 42460
+    tree = os.environ.get("PYTHONPATH") or str(Path(cortex.__file__).resolve().parents[1])  # the CLI's, as `cortex()`
+    place = Path(tempfile.mkdtemp(prefix="cortex-shared-"))  # pytest's own folder is root's alone
+    try:
+        place.chmod(0o777)
+        home, vault = place / "home", place / "vault"
+        home.mkdir(mode=0o777)
+        home.chmod(0o777)
+        vault.mkdir()
+        os.chown(vault, owner, group)
+        vault.chmod(0o2775)
+        config = "[user]\n\tname = Someone\n\temail = someone@example.com\n[safe]\n\tdirectory = *\n[init]\n\tdefaultBranch = main\n"
+        for name in ("gitconfig", ".gitconfig"):  # libgit2 reads ~/.gitconfig, git GIT_CONFIG_GLOBAL
+            (home / name).write_text(config)
+            (home / name).chmod(0o644)
+        env = {"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / "gitconfig"), "GIT_CONFIG_NOSYSTEM": "1",
+               "PYTHONPATH": tree, "LANG": "C.UTF-8"}
+        python = _python_for_another_account(teammate, group, env)
+        if python is None:
+            pytest.skip("needs root, setpriv and a python another account can run cortex with ($CORTEX_SHARED_PYTHON)")
+        env["PATH"] = f"{Path(python).parent}:/usr/bin:/bin"
+
+        def as_(uid: int, script: str) -> subprocess.CompletedProcess:
+            return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={group}", "--clear-groups", "sh", "-c", script],
+                                  cwd=vault, env={**env, "PRE_COMMIT_HOME": str(home / f"pc-{uid}")}, text=True,
+                                  capture_output=True, preexec_fn=_as_person())
+
+        cx = f"{python} -m cortex"
+        done = as_(owner, f"git init -q --shared=group . && {cx} init . && {cx} write --type fact --body 'The build "
+                          f"server is in Oslo.' && {cx} run && {cx} query 'build server' && {cx} maintain --force")
+        assert done.returncode == 0, done.stderr
+        assert (vault / ".git" / "cortex" / "head.sqlite").stat().st_uid == owner
+        done = as_(teammate, "printf -- '---\\ntype: fact\\n---\\nSam likes green tea.\\n' > mind/facts/tea.md && "
+                             "git add mind/facts/tea.md && git commit -qm tea")
+        assert done.returncode == 0, done.stdout + done.stderr
+        for args in ("query 'green tea'", "write --type fact --body 'The standup moved to 10:00.'", "run", "status",
+                     "maintain --force"):
+            done = as_(teammate, f"{cx} {args}")
+            assert done.returncode == 0, (args, done.stderr)
+        assert "standup" in as_(owner, f"{cx} query standup").stdout
+    finally:
+        shutil.rmtree(place, ignore_errors=True)

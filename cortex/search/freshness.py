@@ -347,8 +347,10 @@ def _seed_args(root: Path, env: dict[str, str], args: list[str]) -> list[str]:
 def _probes_lock(folder: Path) -> int | None:
     """The lock file by which probes hold the seed off (``UNSEEDED_PROBES``), open."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        return os.open(folder / UNSEEDED_PROBES, os.O_RDWR | os.O_CREAT, 0o600)
+        from cortex.fsutil import make_dirs, own
+
+        make_dirs(folder)
+        return os.open(folder / UNSEEDED_PROBES, os.O_RDWR | os.O_CREAT, own(0o600))
     except OSError:
         return None
 
