@@ -527,11 +527,21 @@ def state_dir(root: Path) -> Path:
     return git_dir_of(root) / STATE_DIR
 
 
+def _refuse_another_accounts(state: Path) -> None:
+    """The watcher's folder is its owner's alone (its socket names the vault's changed
+    files): in a vault a group shares, a teammate's start met "Permission denied"."""
+    owner = state.stat().st_uid
+    if owner != os.geteuid() and not os.access(state, os.W_OK | os.X_OK):
+        raise CortexError(f"{state} belongs to another account (uid {owner}), whose watcher serves its own cortex "
+                          "alone: this account's queries and checks go on without one",
+                          "nothing to do; that account stops it with `cortex watch --stop`")
+
+
 def _locked(state: Path) -> int | None:
     """The running daemon's pid, or None: the lock is taken exactly while one runs."""
     try:
         fd = os.open(state / "lock", os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    except (FileNotFoundError, PermissionError):  # none, or another account's: not this one's to use
         return None
     try:
         try:
@@ -590,6 +600,7 @@ def serve(root: Path, on_ready=None, idle: float | None = None) -> None:
     state = state_dir(root)
     git_dir = state.parent
     state.mkdir(mode=0o700, exist_ok=True)  # the socket names the vault's changed files: the owner's alone
+    _refuse_another_accounts(state)
     remote = _remote_file_system(root)
     if remote:
         raise CortexError(f"{root} is on a {remote} file system: inotify sees only this machine's own changes there",
@@ -636,6 +647,7 @@ def start_background(root: Path, timeout: float = 60.0) -> int:
 
     state = state_dir(root)
     state.mkdir(mode=0o700, exist_ok=True)
+    _refuse_another_accounts(state)
     pid = _locked(state)
     if pid:
         return pid

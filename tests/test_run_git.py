@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -955,11 +956,10 @@ def _python_for_another_account(uid: int, gid: int, env: dict) -> str | None:
     return None
 
 
-def test_a_teammate_commits_queries_and_runs_in_a_vault_the_owner_made_and_used(tmp_path):
-    """Two accounts of one group, both under umask 022, in a vault made with `git init
-    --shared=group`: after the owner's cortex ran, the teammate's `git commit` was refused
-    by the hook ("Permission denied: .git/cortex/head.sqlite") and their query and run
-    stopped on the owner's files. Needs root (setpriv) and an interpreter both can run."""
+@contextlib.contextmanager
+def _two_accounts():
+    """A vault folder of two accounts of one group (setpriv, umask 022), as the owner and
+    the teammate run cortex: yields (as_, cx, vault, owner, teammate); skips where it cannot."""
     import shutil
     import tempfile
 
@@ -996,6 +996,19 @@ def test_a_teammate_commits_queries_and_runs_in_a_vault_the_owner_made_and_used(
         done = as_(owner, f"git init -q --shared=group . && {cx} init . && {cx} write --type fact --body 'The build "
                           f"server is in Oslo.' && {cx} run && {cx} query 'build server' && {cx} maintain --force")
         assert done.returncode == 0, done.stderr
+        yield as_, cx, vault, owner, teammate
+    finally:
+        if "as_" in locals():
+            as_(owner, f"{cx} watch --stop")  # a watcher a test started, by its lock's pid
+        shutil.rmtree(place, ignore_errors=True)
+
+
+def test_a_teammate_commits_queries_and_runs_in_a_vault_the_owner_made_and_used():
+    """Two accounts of one group, both under umask 022, in a vault made with `git init
+    --shared=group`: after the owner's cortex ran, the teammate's `git commit` was refused
+    by the hook ("Permission denied: .git/cortex/head.sqlite") and their query and run
+    stopped on the owner's files. Needs root (setpriv) and an interpreter both can run."""
+    with _two_accounts() as (as_, cx, vault, owner, teammate):
         assert (vault / ".git" / "cortex" / "head.sqlite").stat().st_uid == owner
         done = as_(teammate, "printf -- '---\\ntype: fact\\n---\\nSam likes green tea.\\n' > mind/facts/tea.md && "
                              "git add mind/facts/tea.md && git commit -qm tea")
@@ -1005,5 +1018,19 @@ def test_a_teammate_commits_queries_and_runs_in_a_vault_the_owner_made_and_used(
             done = as_(teammate, f"{cx} {args}")
             assert done.returncode == 0, (args, done.stderr)
         assert "standup" in as_(owner, f"{cx} query standup").stdout
-    finally:
-        shutil.rmtree(place, ignore_errors=True)
+
+
+def test_a_teammate_queries_while_the_owners_watcher_runs():
+    """The watcher is its owner's alone (its folder 0700: its socket names the changed
+    files): while the owner's ran, a teammate's query and status stopped on "Permission
+    denied: .git/cortex-watch/sock"; they now go on without it, and a teammate's
+    `cortex watch --background` says whose it is."""
+    with _two_accounts() as (as_, cx, vault, owner, teammate):
+        done = as_(owner, f"{cx} watch --background")
+        assert done.returncode == 0, done.stderr
+        for args in ("query 'build server'", "status", "index", "watch --status"):
+            done = as_(teammate, f"{cx} {args}")
+            assert done.returncode == 0, (args, done.stderr)
+        assert "Oslo" in as_(teammate, f"{cx} query 'build server'").stdout
+        done = as_(teammate, f"{cx} watch --background")
+        assert done.returncode == 1 and "another account" in done.stderr, done.stderr

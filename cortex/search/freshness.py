@@ -247,6 +247,13 @@ PROBE_INDEX = "probe-index"  # in `layout.cache_dir`: a forged copy would hide w
 PROBE_INDEX_KEEP = 5.0  # seconds an outdated copy stays, for a probe about to open it (git reads it whole at once)
 
 
+def watching(root: Path) -> bool:
+    """Whether a watcher of this account's runs for the vault (its socket is there): one
+    of another account's (a vault a group shares) keeps its folder to itself, and this
+    process goes on without it, as without a watcher (Path.exists raised PermissionError)."""
+    return os.path.exists(root / WATCH_SOCKET)
+
+
 def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
     """When ``cortex watch`` runs: the environment and git options for a ``git status``
     that asks the watcher what changed instead of stat-ing every tracked file, and
@@ -257,7 +264,7 @@ def watched_index(root: Path) -> tuple[dict[str, str], list[str], bool] | None:
     probe runs on cortex's own copy of it, one per version of ``.git/index`` (named by the
     index's checksum). A commit, a ``git add``, a checkout makes a new version, whose
     copy holds no token yet: its first status stats every file and records one."""
-    if not (root / WATCH_SOCKET).exists():
+    if not watching(root):
         return None
     from cortex.fsmonitor import command
 
@@ -420,7 +427,7 @@ def search_token(root: Path) -> str:
     """The watcher's token the search index recorded at its last update ("" if none), read
     before the index loads, so that its probe starts first: ``GitProbe.start(root,
     since=search_token(root))``."""
-    if not (root / WATCH_SOCKET).exists():
+    if not watching(root):
         return ""
     try:
         token = json.loads(search_state(root).read_text(encoding="utf-8")).get("watch")
@@ -450,7 +457,7 @@ class GitProbe:
         probe = cls(root)
         if not (root / ".git").exists():
             return probe
-        if since is not None and (root / WATCH_SOCKET).exists():
+        if since is not None and watching(root):
             word = watcher_changes(root, since or "cortex:none:0")
             if word is not None:
                 probe.token, probe.changes = word
