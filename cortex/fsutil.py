@@ -85,22 +85,19 @@ def shared_perm(value: str | None) -> int:
 
 def shared_umask(value: str, umask: int) -> int:
     """The umask under which what a process creates in the repository is shared as
-    ``core.sharedRepository = value`` asks, read as git reads it: ``group`` (true, 1)
-    gives the group what the owner has, ``all`` (world, everybody, 2) lets others read
-    too, an octal mode (0660) is that mode exactly; ``umask`` (false, 0) keeps ``umask``.
-    git adjusts each file it creates; libgit2 does not (its object folders are 0777 less
-    the umask), nor do Whoosh, numpy or sqlite, so cortex sets the umask instead."""
-    word = value.strip().lower()
-    if word in ("", "umask", "false", "no", "off", "0"):
+    ``core.sharedRepository = value`` asks (``shared_perm``): ``group`` gives the group
+    what the owner has, ``all`` lets others read too, an octal mode (0660) is that mode
+    exactly; ``umask`` (false, 0, or a value git refuses) keeps ``umask``. git adjusts
+    each file it creates; libgit2 does not (its object folders are 0777 less the umask),
+    nor do Whoosh, numpy or sqlite, so cortex sets the umask instead."""
+    perm = shared_perm(value)
+    if perm == 0:
         return umask
-    if word in ("group", "true", "yes", "on", "1"):
+    if perm == 0o660:
         return umask & ~0o070
-    if word in ("all", "world", "everybody", "2"):
+    if perm == 0o664:
         return umask & ~0o075
-    try:
-        mode = int(word, 8) & 0o666
-    except ValueError:
-        return umask  # git itself refuses such a value, at each command
+    mode = -perm
     return 0o777 & ~(mode | (mode & 0o444) >> 2)
 
 
