@@ -151,14 +151,29 @@ def load_schema(root: Path, name: str) -> dict[str, Any]:
     raise ConfigError(f"no {name} schema found", f"restore schemas/{name}.schema.json with `cortex init`")
 
 
+_READ: dict[Path, tuple[tuple[int, int, int], Settings]] = {}  # config.yml: (its version, settings)
+
+
 def settings_or_defaults(root: Path) -> Settings:
     """The vault's settings for readers that have none at hand (the HEAD cache, the
-    search index), or the defaults where ``observer/config.yml`` cannot be read: the
-    command that reads its settings says why."""
+    search index, the watcher's start), or the defaults where ``observer/config.yml``
+    cannot be read: the command that reads its settings says why. Parsed once per
+    version of the file (inode, mtime, size) and process: a query's index and its
+    watcher start read it once; a long-running server sees an edit."""
+    from cortex.fsutil import version
+
+    path = root / "observer" / "config.yml"
+    seen = version(path)
+    known = _READ.get(path)
+    if seen is not None and known is not None and known[0] == seen:
+        return known[1]
     try:
-        return load_settings(root / "observer" / "config.yml")
+        settings = load_settings(path)
     except (ConfigError, OSError):
         return Settings()
+    if seen is not None:
+        _READ[path] = (seen, settings)
+    return settings
 
 
 def load_settings(path: Path) -> Settings:

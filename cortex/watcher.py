@@ -773,9 +773,11 @@ def autostart(root: Path) -> None:
         return
     from cortex.config import WATCH_ENV, settings_or_defaults
 
+    forced = os.environ.get(WATCH_ENV, "").strip().lower()
+    if forced and forced != "auto":
+        return
     settings = settings_or_defaults(root)
-    mode = os.environ.get(WATCH_ENV, "").strip().lower() or settings.watch
-    if mode != "auto":
+    if (forced or settings.watch) != "auto":
         return
     count = tracked_files(root)
     if count is None or count < settings.watch_notes:
