@@ -794,6 +794,16 @@ def autostart(root: Path) -> None:
         _say_failed(state, os_said(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}")
 
 
+def auto_failure(state: Path) -> str | None:
+    """Why the last automatic start failed (said or not yet), None when none did."""
+    for name in (AUTO_FAILED, AUTO_SAID):
+        try:
+            return (state / name).read_text(encoding="utf-8", errors="replace").strip() or None
+        except OSError:
+            continue
+    return None
+
+
 def _failed_lately(state: Path) -> bool:
     """Whether the last automatic start failed less than ``AUTO_RETRY`` ago (said once,
     the first time a command finds it)."""
@@ -804,8 +814,7 @@ def _failed_lately(state: Path) -> bool:
             continue
         if 0 <= age < AUTO_RETRY:
             if name == AUTO_FAILED:
-                reason = (state / name).read_text(encoding="utf-8", errors="replace").strip()
-                _say_failed(state, reason)
+                _say_failed(state, auto_failure(state) or "")
             return True
         (state / name).unlink(missing_ok=True)
     return False

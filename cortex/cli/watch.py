@@ -13,16 +13,9 @@ def watch_status(root) -> dict:
     pid = watcher.running(root)
     daemon = watcher.daemon_status(root) if pid else None
     state = watcher.state_dir(root)
-    failed = None
-    for name in (watcher.AUTO_FAILED, watcher.AUTO_SAID):
-        try:
-            failed = (state / name).read_text(encoding="utf-8", errors="replace").strip() or None
-            break
-        except OSError:
-            continue
     return {"running": bool(pid), "pid": pid if pid and pid > 0 else None, "daemon": daemon,
             "other_cortex": watcher.other_cortex(daemon), "log": str(state / "log"),
-            "auto_failed": None if pid else failed}
+            "auto_failed": None if pid else watcher.auto_failure(state)}
 
 
 def _clock(epoch: float) -> str:
