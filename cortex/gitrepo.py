@@ -21,7 +21,7 @@ import pygit2
 
 from cortex import gitcli
 from cortex.errors import CortexError, LockBusy
-from cortex.fsutil import NEW, Before, share_as, shared_umask, still_ours as _still_ours  # noqa: F401 (shared_umask: its home was here)
+from cortex.fsutil import NEW, Before, share_as, still_ours as _still_ours  # noqa: F401
 from cortex.gitlock import IndexLock, branch_lock, held_since, if_left, record_move
 from cortex.layout import link_on_path, require_git_link
 

@@ -847,7 +847,7 @@ def test_a_repository_shared_with_a_group_stays_writable_by_the_group_after_a_ru
     ("false", 0o077, 0o077), ("nonsense", 0o022, 0o022),
 ])
 def test_shared_umask_reads_core_shared_repository_as_git_does(value, umask, expected):
-    from cortex.gitrepo import shared_umask
+    from cortex.fsutil import shared_umask
 
     assert shared_umask(value, umask) == expected
 
