@@ -197,6 +197,19 @@ def config_bool(root: Path, key: str) -> bool | None:
     raise ConfigError(f"git config {key} is {raw!r}, not true or false", f"`git config {key} true` (or false)")
 
 
+def committer_ident(root: Path) -> bytes | None:
+    """Who moves a ref of ``root`` and when, as git writes it in a reflog: "Name <email>
+    <seconds> <zone>" from ``GIT_COMMITTER_NAME``, ``_EMAIL`` and ``_DATE``, else the
+    config's ``user.name`` and ``user.email`` and the time now, else git's own guess (the
+    account's name, user@host). `git var -l` lists it as `git update-ref` takes it
+    (`git var GIT_COMMITTER_IDENT` refuses a guessed one). None when git gives none
+    (a ``GIT_COMMITTER_DATE`` it cannot read, which git's own move refuses too)."""
+    listed = stdout_bytes(root, "var", "-l")
+    key = b"GIT_COMMITTER_IDENT="
+    found = [line[len(key):] for line in (listed or b"").splitlines() if line.startswith(key)]
+    return found[-1] if found else None  # the last: the config's listed before, a value may span lines
+
+
 def git_dir(root: Path) -> Path:
     return Path(out(root, "rev-parse", "--absolute-git-dir"))
 

@@ -250,7 +250,7 @@ class IndexLock:
                 return f"{head_lock} exists (a git command is moving HEAD, or one that crashed left it)"
             return None
 
-    def move_branch(self, new: str, old: str | None, message: str, who: tuple[str, str], *,
+    def move_branch(self, new: str, old: str | None, message: str, who: tuple[str, str] | bytes, *,
                     log: bool = True) -> str | None:
         """Move the branch HEAD names from ``old`` (None: a branch yet to be born) to
         ``new`` the way git does: its lock ``refs/heads/<branch>.lock`` holding the new
@@ -260,7 +260,8 @@ class IndexLock:
         ``index.lock`` is: one a kill leaves is provably cortex's and the next command
         removes it; any other lock there, however recent, is a person's git. None when
         moved; else "moved" (the branch is not at ``old``), "locked" (another git holds
-        its lock) or "detached" (HEAD names no branch: nothing done)."""
+        its lock) or "detached" (HEAD names no branch: nothing done). ``who``: (name,
+        email), moving now, or git's own ident line (``gitcli.committer_ident``)."""
         lock = branch_lock(self.git_dir)
         if lock is None:
             return "detached"
@@ -373,14 +374,16 @@ def _ref_value(refs: Path, name: str) -> str | None:
         return None
 
 
-def _reflog_line(old: str | None, new: str, who: tuple[str, str], message: str) -> bytes:
-    """A reflog entry as git writes one: "<old> <new> Name <email> <time> <zone>\\t<message>"."""
-    now = time.time()
-    offset = time.localtime(now).tm_gmtoff
-    zone = f"{'-' if offset < 0 else '+'}{abs(offset) // 3600:02d}{abs(offset) % 3600 // 60:02d}"
-    name, email = (" ".join(part.replace("<", "").replace(">", "").split()) for part in who)
-    text = f"{old or '0' * len(new)} {new} {name} <{email}> {int(now)} {zone}\t{' '.join(message.split())}\n"
-    return text.encode("utf-8", "surrogateescape")
+def _reflog_line(old: str | None, new: str, who: tuple[str, str] | bytes, message: str) -> bytes:
+    """A reflog entry as git writes one: "<old> <new> Name <email> <time> <zone>\\t<message>";
+    ``who`` an ident line git made is written as it is."""
+    if not isinstance(who, bytes):
+        now = time.time()
+        offset = time.localtime(now).tm_gmtoff
+        zone = f"{'-' if offset < 0 else '+'}{abs(offset) // 3600:02d}{abs(offset) % 3600 // 60:02d}"
+        name, email = (" ".join(part.replace("<", "").replace(">", "").split()) for part in who)
+        who = f"{name} <{email}> {int(now)} {zone}".encode("utf-8", "surrogateescape")
+    return f"{old or '0' * len(new)} {new} ".encode() + who + f"\t{' '.join(message.split())}\n".encode("utf-8", "surrogateescape")
 
 
 # --- an index a person's git read before cortex's move and wrote after it ---------------

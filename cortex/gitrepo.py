@@ -262,8 +262,13 @@ class GitRepo:
             return f"cannot lock the branch: {lock} exists{held_since(lock) if lock else ''}"
         return None if why is None else f"HEAD is no longer {old}"
 
-    def _reflog_who(self) -> tuple[str, str]:
-        """Who moves a ref, for its reflog: git's identity here, as `git update-ref` says it."""
+    def _reflog_who(self) -> tuple[str, str] | bytes:
+        """Who moves a ref, for its reflog: git's identity here and the time, as `git
+        update-ref` writes them (``gitcli.committer_ident``: the ``GIT_COMMITTER_*``
+        environment first); else the config's user, now."""
+        ident = gitcli.committer_ident(self.root)
+        if ident:
+            return ident
         try:
             sig = self.repo.default_signature
             return (sig.name, sig.email)

@@ -435,6 +435,30 @@ def test_a_conflict_names_a_note_with_accents_as_it_is_named(tmp_path):
     assert said.returncode == 1 and f"settle: {rel}" in said.stderr, said.stderr
 
 
+def test_the_reflog_names_who_moved_the_branch_as_gits_own_move_would(tmp_path, monkeypatch):
+    """A sync in a CI job or a unit with git's identity in its environment: the reflog of
+    its fast-forward named the config's user.name (libgit2's default signature) at the
+    wall clock, where `git update-ref` names GIT_COMMITTER_NAME/EMAIL at GIT_COMMITTER_DATE."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    person_commit(a, "vault/events/offsite.md", "---\ntitle: Offsite\n---\nThe offsite is in Porto.\n", "offsite")
+    sync(a)
+    git(b, "config", "user.name", "Config Person")
+    git(b, "config", "user.email", "config@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Ana Lima")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "ana@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "@1700000000 +0100")
+    before = git(b, "rev-parse", "HEAD").strip()
+    sync(b)
+    after = git(b, "rev-parse", "HEAD").strip()
+    assert after != before
+    ours = {log: (b / ".git/logs" / log).read_text().splitlines()[-1] for log in ("HEAD", "refs/heads/main")}
+    git(b, "update-ref", "-m", "cortex sync: fast-forward origin/main", "HEAD", before, after)
+    git(b, "update-ref", "-m", "cortex sync: fast-forward origin/main", "HEAD", after, before)
+    gits = {log: (b / ".git/logs" / log).read_text().splitlines()[-1] for log in ("HEAD", "refs/heads/main")}
+    assert ours == gits
+    assert ours["HEAD"].split("\t")[0].endswith("Ana Lima <ana@example.com> 1700000000 +0100")
+
+
 def test_a_persons_uncommitted_edit_is_never_touched(tmp_path):
     a, b, rel = shared_memory(tmp_path, BODY)
     _reinforce(a, BODY, "2026-03-01T10:00:00Z")
