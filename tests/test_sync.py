@@ -975,6 +975,28 @@ def test_a_run_held_back_by_a_busy_git_is_finished_by_the_next_sync_which_says_s
     assert len(notes(a)) == 2 and git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
 
 
+def test_a_maintenance_job_held_back_by_a_busy_git_is_not_named_interrupted_by_the_next_sync(tmp_path):
+    """A person's git holds the branch's lock while `cortex maintain` commits a decay (its
+    journal written): the job exits 75, nothing committed. The next sync said "finished
+    first: interrupted decay", a crash to the person or script reading it; the journal
+    is closed at once now (what was staged taken back), and the job plans again."""
+    _, (a,) = make_fleet(tmp_path, 1)
+    (a / "observer" / "config.yml").write_text((a / "observer" / "config.yml").read_text() + "\nlock_timeout: 0.3\n")
+    write(a, "Maya will rotate the Stripe API keys after the incident.", type_="commitment",
+          timestamp="2024-01-05T09:00:00Z")
+    cx(a, "run")
+    sync(a)
+    head = git(a, "rev-parse", "HEAD")
+    (a / ".git" / "refs" / "heads" / "main.lock").write_text("")  # a person's git moving the branch
+    busy = cx(a, "maintain", "--force", "--only", "decay", check=False)
+    assert busy.returncode == 75 and "git is busy" in busy.stdout + busy.stderr
+    (a / ".git" / "refs" / "heads" / "main.lock").unlink()  # ... done
+    assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--porcelain") == " M observer/config.yml\n"
+    report = json.loads(sync(a, "--json").stdout)
+    assert report["recovered"] == [] and report["held_back"] == []
+    assert json.loads(cx(a, "maintain", "--force", "--only", "decay", "--json").stdout)["ran"][0]["changed"] == 1
+
+
 def test_a_commit_made_while_the_sync_moves_head_is_merged_too(tmp_path, monkeypatch):
     """A person's commit lands between the sync's merge and its move of HEAD: the move is
     refused (HEAD is not what the merge was made on) and the sync merges again, with the

@@ -15,12 +15,13 @@ working tree (``GitRepo.materialize``): nothing a person wrote is overwritten.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Sequence, TYPE_CHECKING
 
-from cortex.errors import CortexError
+from cortex.errors import CortexError, LockBusy
 from cortex.gitrepo import GitRepo, trailer_lines
 from cortex.maintenance.settings import MaintenanceSettings, load_maintenance
 from cortex.maintenance.snapshot import Snapshot, SnapshotCache, take_snapshot
@@ -169,9 +170,18 @@ class JobContext:
             pending = {"token": token, "head_before": self.repo.head_oid(), "changes": changes, **(extra or {})}
             state.jobs.setdefault(job, {})["pending"] = pending
             self.vault.save_state(state)
-            with self.repo.materializing(changes):
-                oid = self.repo.commit(changes, message.rstrip("\n") + "\n\n" + trailer_lines({"Job": token}) + "\n",
-                                       self.author)
+            try:
+                with self.repo.materializing(changes):
+                    oid = self.repo.commit(changes, message.rstrip("\n") + "\n\n" + trailer_lines({"Job": token}) + "\n",
+                                           self.author)
+            except LockBusy:
+                # git was busy (exit 75): nothing was committed and nothing crashed. The
+                # journal, kept for a kill, is closed now as the next look would close it
+                # (what was staged taken back; the job plans again): no later command
+                # (sync's "finished first") names the job interrupted.
+                with contextlib.suppress(CortexError):
+                    self.recover(job)
+                raise
         if on_done is not None:
             on_done(state, pending)
         _close_journal(state, job)
