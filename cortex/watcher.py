@@ -54,7 +54,8 @@ How it fits together:
   detached when none runs, and answer without waiting for it, as git's own fsmonitor
   daemon starts on ``core.fsmonitor=true``. Never from a git hook or a command git runs,
   nor ``cortex run``, ``maintain``, ``sync``; never on a remote file system. The lock
-  decides between two started at once. Such a daemon ends after ``watch.idle`` seconds
+  decides between two started at once; a person's foreground `cortex watch` (a systemd
+  unit's) ends such a one and takes its place (``_take_lock``). Such a daemon ends after ``watch.idle`` seconds
   (an hour) with no ``cortex query`` or ``cortex index`` asking it (git's questions, which
   a cron's `cortex run` and `maintain` bring, are not such), so cron and CI leave nothing
   running for long;
@@ -607,11 +608,10 @@ def serve(root: Path, on_ready=None, idle: float | None = None) -> None:
                           "run cortex without a watcher on this vault (git then stats every note)")
     lock = os.open(state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        _take_lock(lock, root, state, by_hand=idle is None)
+    except BaseException:
         os.close(lock)
-        raise CortexError(f"a watcher already runs for {root} (pid {_locked(state)})",
-                          "`cortex watch --status` says more; `cortex watch --stop` stops it") from None
+        raise
     # Ours now: whatever socket, pid or cookie files are here were left by a daemon that ended.
     for leftover in state.iterdir():
         if leftover.name in ("sock", AUTO_FAILED, AUTO_SAID) or leftover.name.startswith(COOKIE):
@@ -639,6 +639,31 @@ def serve(root: Path, on_ready=None, idle: float | None = None) -> None:
             (state / "pid").unlink(missing_ok=True)
         watcher.inotify.close()
         os.close(lock)
+
+
+TAKE_OVER_TRIES = 3  # automatic watchers ended in turn for a person's (each a command's start that came between)
+
+
+def _take_lock(lock: int, root: Path, state: Path, *, by_hand: bool) -> None:
+    """The daemon's lock, or "a watcher already runs". A watcher a person starts in the
+    foreground (`cortex watch`, a systemd unit's ExecStart) takes the place of one started
+    automatically: that one is ended as `--stop` ends it (the queries it holds answered
+    first, git's left to their askers' own stat), and its clients find this one from
+    then on. A watcher a person started is never ended so, nor one that does not say
+    what it is (stopped by Ctrl-Z). (`--background` keeps a running one and says how to
+    replace it.)"""
+    for _ in range(TAKE_OVER_TRIES):
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            daemon = daemon_status(root) if by_hand else None
+            if not (daemon and daemon.get("auto") and stop(root, pid=daemon.get("pid"))):
+                break
+            print(f"the watcher started automatically (pid {daemon['pid']}) ended: this one takes its place",
+                  file=sys.stderr, flush=True)
+    raise CortexError(f"a watcher already runs for {root} (pid {_locked(state)})",
+                      "`cortex watch --status` says more; `cortex watch --stop` stops it")
 
 
 def start_background(root: Path, timeout: float = 60.0) -> int:
@@ -718,12 +743,14 @@ def other_cortex(daemon: dict | None) -> str | None:
             "query answers alone: restart it (`cortex watch --stop`, then `cortex watch --background`)")
 
 
-def stop(root: Path, timeout: float = 10.0) -> int | None:
-    """Stop the running daemon (SIGTERM, then wait for its lock); its pid, or None."""
+def stop(root: Path, timeout: float = 10.0, pid: int | None = None) -> int | None:
+    """Stop the running daemon (SIGTERM, then wait for its lock); its pid, or None (none
+    runs; with ``pid``, the one running is not that one)."""
     state = state_dir(root)
-    pid = _locked(state)
-    if not pid or pid < 0:
+    running_pid = _locked(state)
+    if not running_pid or running_pid < 0 or pid not in (None, running_pid):
         return None
+    pid = running_pid
     try:
         os.kill(pid, signal.SIGTERM)
         os.kill(pid, signal.SIGCONT)  # a watcher stopped by Ctrl-Z gets the TERM only once continued

@@ -865,6 +865,31 @@ def test_an_automatically_started_watcher_ends_when_idle_and_a_person_started_on
         assert daemon(root)["running"]
 
 
+def test_a_watcher_a_person_starts_takes_the_place_of_one_started_automatically(large):
+    """A systemd unit's `cortex watch` (in the foreground) while a watcher a query started
+    runs: it failed with "a watcher already runs" until that one ended by itself (an hour
+    without a question). The automatic one ends now and the person's watches, answers and stays;
+    a second person's start still meets the first's "already runs"."""
+    root = large("{notes: 5}")
+    cortex("--vault", str(root), "status", env=auto_env())
+    assert until(lambda: (daemon(root)["daemon"] or {}).get("auto")), (root / ".git" / "cortex-watch" / "log").read_text()
+    automatic = daemon(root)["pid"]
+    unit = subprocess.Popen([str(VENV_BIN / "cortex"), "--vault", str(root), "watch"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=auto_env())
+    try:
+        assert until(lambda: unit.poll() is not None or (daemon(root)["pid"] == unit.pid and daemon(root)["daemon"]))
+        assert unit.poll() is None, unit.communicate()
+        assert ended(automatic) and daemon(root)["daemon"]["auto"] is None
+        again = cortex("--vault", str(root), "watch", env=auto_env())
+        assert again.returncode == 1 and f"a watcher already runs for {root} (pid {unit.pid})" in again.stderr
+        assert unit.poll() is None and daemon(root)["pid"] == unit.pid
+    finally:
+        unit.terminate()
+        _, err = unit.communicate(timeout=60)
+    assert f"the watcher started automatically (pid {automatic}) ended: this one takes its place" in err
+    assert unit.returncode == 0, err
+
+
 def test_two_queries_at_once_start_one_watcher(large):
     root = large("{notes: 5}")
     queries = [subprocess.Popen([str(VENV_BIN / "cortex"), "--vault", str(root), "query", "staging"],
