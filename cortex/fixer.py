@@ -55,6 +55,7 @@ from cortex.notes import (
     source_hash,
     split_frontmatter,
     split_tags,
+    template_placeholder,
     uuid7,
 )
 from cortex.maintenance.settings import DEFAULT_FORGET_THRESHOLD
@@ -189,6 +190,8 @@ def fix_note(
         note = parse_note(text)
     except NoteSyntaxError:
         return Fixed(text)  # broken YAML: only a person can fix it; the validator says where
+    if template_placeholder(text):
+        return Fixed(text)  # a template not filled in: completing it would keep its placeholders (as a title, tags)
     split = split_frontmatter(text)
     if split is None:
         return _add_frontmatter(path, text, taxonomy, now, new_id, redact, previous, taken_ids)

@@ -29,8 +29,8 @@ from cortex.fsutil import Before, atomic_write, share_as
 from cortex.gitlock import caller_env, git_dir_of
 from cortex.keepdeleted import merging
 from cortex.layout import (
-    UnreadableNote, case_twins, in_partition, is_markdown, is_note_path, is_other_repository, link_on_path,
-    escaped_name, misnamed_reason, private_cache_dir, read_note_bytes, unportable_part, unprintable_name, write_cache,
+    UnreadableNote, case_twins, in_folders, in_partition, is_markdown, is_note_path, is_other_repository,
+    link_on_path, escaped_name, misnamed_reason, private_cache_dir, read_note_bytes, unportable_part, unprintable_name, write_cache,
 )
 from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
 
@@ -107,6 +107,15 @@ class HookVault:
                     raise ConfigError(f"{path}: not valid YAML: {exc}") from None
             self._config_data = data if isinstance(data, dict) else {}
         return self._config_data
+
+    def is_template(self, rel: str) -> bool:
+        """Whether ``rel`` lies in the folder Obsidian's Templates or Templater plugin
+        takes its templates from (``layout.template_folders``): a template, not a note."""
+        if "_templates" not in self.__dict__:
+            from cortex.layout import template_folders
+
+            self._templates = template_folders(self.root)
+        return in_folders(rel, self._templates)
 
     def security_settings(self) -> tuple[tuple, bool]:
         """``(injection_patterns, strict_notes)`` from ``observer/config.yml``, read the
@@ -226,7 +235,7 @@ class HookVault:
             cache = {}
         seen: dict[str, str] = {}
         for rel, blob in blobs.items():
-            if rel in known or not in_partition(rel):
+            if rel in known or not in_partition(rel) or self.is_template(rel):
                 continue
             if blob is not None and blob in cache:
                 ident = cache[blob]
@@ -443,6 +452,11 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
             report.skipped.append(rel)
             continue
         report.checked += 1
+        if vault.is_template(rel):
+            # A template (placeholders, YAML that parses once Templater ran): committed as
+            # it is, never completed nor asked for fields; a credential in it is refused.
+            report.problems += validator.credential_problems(rel, text)
+            continue
         problems = validator.check(rel, text, new=True)
         mismatch = [p for p in problems if p.what.startswith(HASH_MISMATCH)]
         if mismatch and vault.committed(rel) is not None:  # in the vault already: the hash stays what it was
@@ -584,6 +598,8 @@ def fix(
         paths = [p for p in paths if p not in gone]
     texts: dict[str, str] = {}
     for rel in paths:
+        if vault.is_template(rel):
+            continue  # never completed: an id, a title written into a template would go into every note made from it
         try:
             text = vault.read(rel)
         except (UnicodeDecodeError, UnreadableNote):

@@ -75,6 +75,38 @@ def misnamed_warning(path: str) -> str:
     return f"skipped {escaped_name(path)}: {what}, not read as a note — {hint}"
 
 
+# Where Obsidian's core Templates plugin and the Templater plugin are told to take their
+# templates from: (settings file, its key).
+TEMPLATE_SETTINGS = ((".obsidian/templates.json", "folder"),
+                     (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"))
+
+
+def template_folders(root: Path) -> tuple[str, ...]:
+    """The folders (relative, posix) Obsidian's Templates and Templater plugins take their
+    templates from, as the vault's ``.obsidian`` settings name them: what is there is a
+    template, placeholders and all (``<% tp.date.now() %>``, ``{{date}}``), not a note.
+    None where a setting is missing, unreadable, or names the whole vault."""
+    from cortex.fsutil import NotRegularFile, open_regular
+
+    found = []
+    for rel, key in TEMPLATE_SETTINGS:
+        try:
+            with os.fdopen(open_regular(root / rel), "rb") as fh:  # a named pipe would block the read
+                value = json.loads(fh.read(MAX_SETTINGS_BYTES)).get(key)
+        except (OSError, ValueError, AttributeError, NotRegularFile):
+            continue
+        if isinstance(value, str):
+            folder = "/".join(p for p in value.strip().replace("\\", "/").split("/") if p not in ("", "."))
+            if folder and folder not in found:
+                found.append(folder)
+    return tuple(found)
+
+
+def in_folders(path: str, folders: tuple[str, ...]) -> bool:
+    """Whether a repository path (relative, posix) lies in one of ``folders``."""
+    return any(path.startswith(folder + "/") for folder in folders)
+
+
 def in_partition(path: str) -> bool:
     """Whether a note lies under ``vault/`` or ``mind/`` (and must carry cortex fields)."""
     top, sep, _ = path.partition("/")

@@ -280,6 +280,31 @@ def split_frontmatter(text: str) -> tuple[str, str, int] | None:
     raise NoteSyntaxError("frontmatter opened with `---` is never closed", 1)
 
 
+# A placeholder of a template Obsidian did not fill in: Templater's (`<% tp.date.now() %>`,
+# `<%* ... %>`, with `-`/`_` trimming) and the core Templates plugin's (`{{date}}`,
+# `{{time:HH:mm}}`, `{{title}}`).
+PLACEHOLDER_RE = re.compile(r"<%[\s\S]*?%>|\{\{\s*(?:date|time|title)\s*(?::[^}\n]*)?\}\}")
+
+
+def template_placeholder(text: str) -> tuple[int, str] | None:
+    """The first unfilled template placeholder in the note's frontmatter, as (line, the
+    placeholder), or None. The frontmatter only: there it is a template's (and where the
+    YAML or a field's format breaks on it); a body may show one as text of its own (a note
+    about templates, ERB)."""
+    if "<%" not in text and "{{" not in text:
+        return None  # most notes: no second look
+    try:
+        split = split_frontmatter(text)
+    except NoteSyntaxError:
+        return None
+    if split is None:
+        return None
+    found = PLACEHOLDER_RE.search(split[0])
+    if found is None:
+        return None
+    return 2 + split[0].count("\n", 0, found.start()), found.group(0)
+
+
 def _loader():
     import yaml
 

@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from cortex.layout import in_partition
 from cortex.timefmt import jsonable
-from cortex.notes import REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, digits_alone, parse_note, source_hash
+from cortex.notes import (REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, digits_alone, parse_note, source_hash,
+                          template_placeholder)
 from cortex.schema_lite import compile_schema
 from cortex.taxonomy import Taxonomy, type_folder
 
@@ -38,6 +39,16 @@ class Problem:
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "line": self.line, "severity": self.severity, "what": self.what, "fix": self.fix}
+
+
+def unfilled(placeholder: str) -> tuple[str, str]:
+    """What to say of a template placeholder left in a note's frontmatter, and the fix."""
+    shown = placeholder.splitlines()[0][:60] + ("…" if len(placeholder) > 60 or "\n" in placeholder else "")
+    return (f"an unfilled template placeholder in the frontmatter ({shown}): the note was made from a template "
+            "that did not run",
+            "fill it in (in Obsidian: `Templater: Replace templates in the active file`, or write the value), then "
+            "commit again; a template itself belongs in the templates folder Obsidian's settings name, which cortex "
+            "leaves alone")
 
 
 class NoteValidator:
@@ -101,11 +112,17 @@ class NoteValidator:
                 add(text.count("\n", 0, marker.start()) + 1, "an unsettled merge conflict (<<<<<<< ======= >>>>>>> lines)",
                     "keep what is right of each side, delete the three marker lines, `git add` the note (`git diff` shows both sides)")
                 return problems
+        placeholder = template_placeholder(text)
+        if placeholder and cortex_note:
+            # A memory made from a template Obsidian did not fill in: its fields would be
+            # refused one by one (or its YAML), each for a reason that hides this one.
+            problems.append(Problem(path, placeholder[0], *unfilled(placeholder[1])))
+            return problems + (self.credential_problems(path, text) if self.redact is not None else [])
         try:
             note = parse_note(text) if parsed is None else parsed
         except NoteSyntaxError as exc:
-            problems.append(Problem(path, exc.line, str(exc), "fix the YAML between the `---` lines",
-                                    "error" if cortex_note else "warning"))
+            fix = unfilled(placeholder[1])[1] if placeholder else "fix the YAML between the `---` lines"
+            problems.append(Problem(path, exc.line, str(exc), fix, "error" if cortex_note else "warning"))
             if self.redact is not None:
                 problems += self.credential_problems(path, text)
             return problems

@@ -335,6 +335,69 @@ def test_a_date_property_is_completed_to_a_time_within_the_first_commit(repo):
     assert f"{rel}: completed (gave the date in created a time (midnight UTC);" in done.output
 
 
+FACT_TEMPLATE = ('---\ntype: fact\ncreated: <% tp.date.now("YYYY-MM-DDTHH:mm:ss") %>\n'
+                 'tags: [<% tp.system.prompt("tag") %>]\n---\n\n<% tp.file.cursor() %>\n')
+MEETING_TEMPLATE = ('---\n<%* const who = await tp.system.prompt("who") -%>\nattendees: <% who %>\ndate: {{date}}\n---\n\n'
+                    "# Meeting <% tp.file.title %>\n")
+
+
+@pytest.mark.parametrize("folder", ["vault/templates", "Templates"])
+def test_templates_obsidian_is_told_of_are_committed_as_they_are(repo, folder):
+    """The folders Obsidian's Templates and Templater plugins take templates from hold
+    templates, not notes: the git plugin's backup commits them beside the day's notes,
+    placeholders and all, never completed (an id or title written into a template would
+    go into every note made from it) and never holding the other notes back."""
+    repo.write(".obsidian/templates.json", json.dumps({"folder": "Templates/"}))
+    repo.write(".obsidian/plugins/templater-obsidian/data.json",
+               json.dumps({"templates_folder": folder, "trigger_on_file_creation": True}))
+    repo.write(f"{folder}/Fact.md", FACT_TEMPLATE)
+    repo.write(f"{folder}/Meeting.md", MEETING_TEMPLATE)
+    repo.write("2026-11-29.md", "Bought the cranes.\n")
+    done = repo.commit("vault backup")
+    assert done.returncode == 0, done.output
+    show = lambda rel: repo.git("show", f"HEAD:{rel}").stdout  # noqa: E731
+    assert show(f"{folder}/Fact.md") == FACT_TEMPLATE == (repo.root / folder / "Fact.md").read_text()
+    assert show(f"{folder}/Meeting.md") == MEETING_TEMPLATE and show("2026-11-29.md") == "Bought the cranes.\n"
+    assert not [line for line in done.output.splitlines() if line.startswith(folder)]  # nothing said of a template
+    assert repo.git("status", "--porcelain").stdout == ""
+    # a credential pasted into a template is refused as in any note
+    repo.write(f"{folder}/Deploy.md", f"---\nproject: <% tp.file.folder() %>\n---\n\ntoken: {fake_github_token()}\n")
+    done = repo.commit("deploy template")
+    assert done.returncode != 0 and f"{folder}/Deploy.md:5: " in done.output, done.output
+
+
+def test_templates_folders_are_read_from_obsidians_settings_and_never_the_whole_vault(tmp_path):
+    from cortex.layout import template_folders
+
+    assert template_folders(tmp_path) == ()
+    (tmp_path / ".obsidian/plugins/templater-obsidian").mkdir(parents=True)
+    (tmp_path / ".obsidian/templates.json").write_text(json.dumps({"folder": "./Meta/Templates/"}))
+    (tmp_path / ".obsidian/plugins/templater-obsidian/data.json").write_text(json.dumps({"templates_folder": "/"}))
+    assert template_folders(tmp_path) == ("Meta/Templates",)
+    (tmp_path / ".obsidian/templates.json").write_text("{not json")
+    assert template_folders(tmp_path) == ()
+
+
+def test_a_memory_made_from_a_template_that_did_not_run_names_the_placeholder(repo):
+    """Templater's trigger off (or the git plugin's timer first): the memory holds the
+    template's placeholders. It is refused once, for that, with the fix; not completed
+    (its placeholders would become its title and tags), nor refused field by field."""
+    rel = "mind/facts/cranes.md"
+    text = FACT_TEMPLATE.replace("<% tp.file.cursor() %>", "The cranes at pier seven are inspected on Tuesdays.")
+    repo.write(rel, text)
+    done = repo.commit("cranes")
+    assert done.returncode != 0
+    said = [line for line in done.output.splitlines() if line.startswith(f"{rel}:")]
+    assert len(said) == 1 and said[0].startswith(f"{rel}:3: an unfilled template placeholder"), done.output
+    assert "Templater: Replace templates in the active file" in said[0]
+    assert (repo.root / rel).read_text() == text  # untouched
+    repo.write(rel, text.replace('<% tp.date.now("YYYY-MM-DDTHH:mm:ss") %>', "2026-11-29T09:30")
+               .replace('<% tp.system.prompt("tag") %>', "cranes"))
+    done = repo.commit("cranes, filled in")
+    assert done.returncode == 0, done.output
+    assert parse_note(repo.git("show", f"HEAD:{rel}").stdout).meta["tags"] == ["cranes"]
+
+
 def test_a_pattern_the_schema_asks_for_is_said_in_words(repo):
     """A value that misses a schema pattern is explained (the form, an example), never
     shown as the regex."""
