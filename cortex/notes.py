@@ -283,6 +283,7 @@ def split_frontmatter(text: str) -> tuple[str, str, int] | None:
 # A placeholder of a template Obsidian did not fill in: Templater's (`<% tp.date.now() %>`,
 # `<%* ... %>`, with `-`/`_` trimming) and the core Templates plugin's (`{{date}}`,
 # `{{time:HH:mm}}`, `{{title}}`).
+DERIVED_FROM_BODY = ("title", "aliases")  # what cortex writes from the body: a placeholder there is the body's text
 PLACEHOLDER_RE = re.compile(r"<%[\s\S]*?%>|\{\{\s*(?:date|time|title)\s*(?::[^}\n]*)?\}\}")
 
 
@@ -290,7 +291,7 @@ def template_placeholder(text: str) -> tuple[int, str] | None:
     """The first unfilled template placeholder in the note's frontmatter, as (line, the
     placeholder), or None. The frontmatter only: there it is a template's (and where the
     YAML or a field's format breaks on it); a body may show one as text of its own (a note
-    about templates, ERB)."""
+    about templates, ERB), and so may the title and aliases cortex derives from it."""
     if "<%" not in text and "{{" not in text:
         return None  # most notes: no second look
     try:
@@ -299,10 +300,19 @@ def template_placeholder(text: str) -> tuple[int, str] | None:
         return None
     if split is None:
         return None
-    found = PLACEHOLDER_RE.search(split[0])
-    if found is None:
-        return None
-    return 2 + split[0].count("\n", 0, found.start()), found.group(0)
+    key = None
+    for n, line in enumerate(split[0].splitlines(), start=2):
+        if line[:1] not in ("", " ", "\t", "-", "#"):
+            key = line.partition(":")[0].strip()
+        if key in DERIVED_FROM_BODY:
+            continue
+        found = PLACEHOLDER_RE.search(line)
+        if found is not None:
+            return n, found.group(0)
+    found = PLACEHOLDER_RE.search(split[0])  # one spanning lines (`<%* … %>`)
+    if found is not None and "\n" in found.group(0):
+        return 2 + split[0].count("\n", 0, found.start()), found.group(0)
+    return None
 
 
 def _loader():

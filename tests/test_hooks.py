@@ -396,6 +396,12 @@ def test_a_memory_made_from_a_template_that_did_not_run_names_the_placeholder(re
     done = repo.commit("cranes, filled in")
     assert done.returncode == 0, done.output
     assert parse_note(repo.git("show", f"HEAD:{rel}").stdout).meta["tags"] == ["cranes"]
+    # a memory about templates shows placeholders in its body, and so in the title derived from it
+    about = '<% tp.date.now("YYYY-MM-DD") %> is Templater\'s date, {{date}} the core plugin\'s'
+    repo.write("mind/facts/templating.md", f"---\ntype: fact\n---\n\n{about}\n")
+    done = repo.commit("templating")
+    assert done.returncode == 0, done.output
+    assert parse_note(repo.git("show", "HEAD:mind/facts/templating.md").stdout).meta["title"] == about
 
 
 def test_a_pattern_the_schema_asks_for_is_said_in_words(repo):
