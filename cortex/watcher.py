@@ -106,6 +106,7 @@ IN_ISDIR = 0x40000000
 IN_NONBLOCK = os.O_NONBLOCK
 IN_CLOEXEC = os.O_CLOEXEC
 
+CODE_EVENTS = IN_MODIFY | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW  # a file of cortex's own written over
 TREE_EVENTS = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
                | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 _EVENT = struct.Struct("iIII")
@@ -222,6 +223,7 @@ class Watcher:
         self.blind = ""  # why every answer is "everything" (a watch the kernel refused)
         self._cookies = 0
         self._cookie_wd = self._index_wd = -1
+        self._code: dict[int, str] = {}  # watch → a folder of cortex's own code (`watch_code`)
         self._seed_at: float | None = None  # when to seed the probe's copy of git's index
         self._waiting: dict[bytes, _Question] = {}  # cookie name → question it answers
         self._stop = False
@@ -256,6 +258,25 @@ class Watcher:
             except OSError:
                 continue
 
+    def watch_code(self) -> None:
+        """Watch the folders of the code this daemon runs for a file written over in place
+        (an editor's save into an editable install): the build stamp tells a new file by
+        its inode, not such a write, and the daemon went on answering with the code it had
+        loaded (``served.code_edited``). A folder inside the vault is left to the tree's
+        own watch (one watch per folder: a second would replace its events)."""
+        from cortex.search.served import code_folder
+
+        vault = os.path.realpath(self.root)
+        for folder, subfolders, _ in os.walk(code_folder()):
+            if os.path.commonpath([vault, os.path.realpath(folder)]) == vault:
+                subfolders.clear()
+                continue
+            subfolders[:] = [name for name in subfolders if name != "__pycache__"]
+            try:
+                self._code[self.inotify.add(os.fsencode(folder), CODE_EVENTS)] = folder
+            except OSError:
+                continue  # (no watch left: an upgrade's new files still show in the stamp)
+
     def _unwatch_tree(self, rel: bytes) -> None:
         prefix = rel + b"/"
         for wd, folder in list(self.paths.items()):
@@ -280,6 +301,12 @@ class Watcher:
             if wd == self._index_wd:
                 if name == b"index":
                     self._seed_at = time.monotonic() + SEED_QUIET
+                continue
+            if wd in self._code:
+                if name and not mask & (IN_ISDIR | IN_IGNORED):
+                    from cortex.search.served import code_edited
+
+                    code_edited(os.path.join(self._code[wd], os.fsdecode(name)))
                 continue
             folder = self.paths.get(wd)
             if folder is None:
@@ -407,6 +434,7 @@ class Watcher:
         self._index_wd = self.inotify.add(os.fsencode(self.state.parent), IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR)
         self._seed_at = time.monotonic()  # the version there now
         self.watch_tree(b"")
+        self.watch_code()
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.inotify.fd, selectors.EVENT_READ, "inotify")
         listener.setblocking(False)

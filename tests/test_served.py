@@ -211,11 +211,14 @@ def test_what_the_watcher_cannot_answer_the_same_way_the_query_answers_itself(se
     assert was_served and done.returncode == 0
 
 
-def test_a_watcher_started_before_an_upgrade_in_place_declines(tmp_path, indexed_template, monkeypatch):
+@pytest.mark.parametrize("how", ["written anew", "written over"])
+def test_a_watcher_started_before_an_upgrade_in_place_declines(tmp_path, indexed_template, monkeypatch, how):
     """`pip install --upgrade` into the same virtualenv (or a `git pull` of the checkout)
     keeps cortex's version and folder: a watcher started before it went on answering the
     new `cortex query` with the code it had loaded (an older one found no Chinese words:
-    "nothing found", exit 1, for a vault holding them). Its answers are declined now."""
+    "nothing found", exit 1, for a vault holding them). Its answers are declined now.
+    So they are after an edit into an editable install that keeps the file's inode (an
+    editor saving in place), which the build stamp's inodes did not see."""
     import cortex as package
 
     site = tmp_path / "site"
@@ -228,6 +231,9 @@ def test_a_watcher_started_before_an_upgrade_in_place_declines(tmp_path, indexed
 
     shutil.copytree(Path(package.__file__).parent, site / "cortex", copy_function=link_or_copy,
                     ignore=shutil.ignore_patterns("__pycache__"))
+    upgraded = site / "cortex" / "search" / "query.py"
+    shutil.copy2(upgraded, upgraded.with_suffix(".new"))  # a file of its own, not the tree's: it is edited below
+    os.replace(upgraded.with_suffix(".new"), upgraded)
     monkeypatch.setenv("PYTHONPATH", str(site))
     root = tmp_path / "vault"
     shutil.copytree(indexed_template, root, symlinks=True)
@@ -238,9 +244,14 @@ def test_a_watcher_started_before_an_upgrade_in_place_declines(tmp_path, indexed
         assert was_served and before.returncode == 0
         assert "another cortex" not in cortex("--vault", str(root), "watch", "--status").stderr
         assert json.loads(cortex("--vault", str(root), "status", "--json").stdout)["watch"]["other_cortex"] is None
-        upgraded = site / "cortex" / "search" / "query.py"  # written anew, as pip and git write a file
-        shutil.copy2(upgraded, upgraded.with_suffix(".new"))
-        os.replace(upgraded.with_suffix(".new"), upgraded)
+        if how == "written anew":  # as pip and git write a file
+            shutil.copy2(upgraded, upgraded.with_suffix(".new"))
+            os.replace(upgraded.with_suffix(".new"), upgraded)
+        else:  # as an editor saving in place does: the same inode
+            inode = upgraded.stat().st_ino
+            with open(upgraded, "a", encoding="utf-8") as fh:
+                fh.write("\n# edited\n")
+            assert upgraded.stat().st_ino == inode
         done, was_served = served_after(root, "who services the harbour cranes", "--paths")
         assert not was_served, "the watcher answered with the code from before the upgrade"
         assert done.returncode == 0 and done.stdout == before.stdout  # answered by the query itself

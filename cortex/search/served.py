@@ -81,7 +81,6 @@ def _request(root: Path, request: dict, expected: str) -> dict | None:
     return reply if isinstance(reply, dict) and expected in reply else None
 
 
-@functools.cache
 def build() -> str:
     """Which cortex this process runs: its version, where its code lives and which files
     are there, taken once, at the first call (the watcher makes it as it starts). A
@@ -89,11 +88,36 @@ def build() -> str:
     answer could differ. An upgrade in place (``pip install --upgrade`` into the same
     virtualenv, a ``git pull`` of the checkout) keeps the version and the folder, so the
     files count: each one an upgrade writes is a new file (a new inode), read from the
-    folders' listings without a stat."""
+    folders' listings without a stat. A file written over in place (an editor's save into
+    an editable install) keeps its inode: the watcher sees that write itself
+    (``code_edited``), and its build names it from then on."""
+    return _taken() + _edited
+
+
+@functools.cache
+def _taken() -> str:
     import cortex
 
-    where = os.path.dirname(os.path.abspath(cortex.__file__))
+    where = code_folder()
     return f"{cortex.__version__} {where} {_files_stamp(where)}"
+
+
+def code_folder() -> str:
+    """Where this process's cortex code lives."""
+    import cortex
+
+    return os.path.dirname(os.path.abspath(cortex.__file__))
+
+
+_edited = ""  # a file of this process's code written over since its build was taken
+
+
+def code_edited(path: str) -> None:
+    """A file of this process's code was written over in place (``path``): the code it
+    loaded may no longer be what a new process loads, so its build says so."""
+    global _edited
+    _taken()
+    _edited = _edited or f" (then {path} written over)"
 
 
 def _files_stamp(top: str) -> str:
