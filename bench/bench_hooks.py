@@ -7,7 +7,7 @@ targets are printed beside them):
   time (the process and its children, from wait4) is printed beside wall time: on a
   shared machine it is the steadier figure;
 - the template's full entry (`sh -c` + `git config cortex.python`, then `check --stage`:
-  the fixer and the validator, what a commit runs) and the typer CLI (`cortex hook
+  the fixer and the validator, what a commit runs) and the CLI (`cortex hook
   validate`), for comparison;
 - 1,000 staged notes validated in one process (the vault holds them all, so the
   vault-wide id check reads every note): target ≤ 1.5 s;
@@ -122,7 +122,7 @@ def main() -> None:
             "python -c pass": [PY, "-c", "pass"],
             "python -m cortex.hooks validate (hook)": [PY, "-m", "cortex.hooks", "validate", one],
             "template entry (sh + git config, fix + validate)": [*template_entry(), one],
-            "cortex hook validate (typer CLI)": [cortex_cli, "hook", "validate", one],
+            "cortex hook validate (the CLI)": [cortex_cli, "hook", "validate", one],
         }
         for cmd in cmds.values():  # warm the page cache and .pyc files
             timed(cmd, root, env)

@@ -5,7 +5,7 @@ pre-commit runs them from the repository's top with the staged paths as argument
 those under ``vault/`` and ``mind/`` must carry cortex fields); other files, and files
 that no longer exist (a deletion, the old side of a rename), are skipped. ``python -m
 cortex.hooks validate|fix FILES`` is the fast door the installed hook uses: it imports
-neither typer nor jsonschema nor pygit2 (start-up is a feature);
+neither the CLI nor jsonschema nor pygit2 (start-up is a feature);
 ``cortex hook validate|fix`` and ``cortex validate`` run the same functions.
 
 Outcomes are values: a ``Report`` counts what was checked, changed and found, and

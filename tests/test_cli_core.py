@@ -23,10 +23,10 @@ def vpath(tmp_path, ready_vault):
 
 
 def test_an_end_of_input_inside_a_command_is_a_bug_with_a_report_not_a_silent_abort(tmp_path):
-    """click turns an EOFError (numpy's word for an empty file) into "Aborted!" and exit 1,
+    """click turned an EOFError (numpy's word for an empty file) into "Aborted!" and exit 1,
     a query's "nothing found". cortex asks nothing at a prompt: one is a bug, exit 3 with a report."""
     script = ("import sys\nfrom cortex.cli import app, main\n"
-              "@app.command('trip')\ndef trip():\n    raise EOFError('No data left in file')\n"
+              "@app.command(name='trip')\ndef trip():\n    raise EOFError('No data left in file')\n"
               "sys.exit(main(['trip']))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "TMPDIR": str(tmp_path)})
@@ -261,6 +261,36 @@ def test_write_refuses_nan_and_keeps_only_what_the_run_would(vpath):
 def test_write_bad_entity_is_a_usage_error(vpath):
     result = cortex("--vault", str(vpath), "write", "--type", "fact", "--body", "x", "--entity", "nocolon")
     assert result.returncode == 2 and "NAME:TYPE" in result.stderr
+    assert result.stderr.endswith("  hint: cortex write --help\n")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["query", "x", "--limit", "0"], "0 is not in the range x>=1"),
+    (["query", "x", "-n", "many"], "'many' is not a valid integer"),
+    (["query", "x", "--nosuch"], "unrecognized arguments: --nosuch"),
+    (["forget", "mind/facts/a.md"], "the following arguments are required: --reason"),
+    (["status", "extra"], "unrecognized arguments: extra"),
+    (["quarantine", "nosuch"], "no such command 'nosuch'"),
+    (["graph", "export", "--format", "png"], "--format must be dot, graphml or mermaid"),
+])
+def test_a_usage_error_says_what_is_wrong_and_which_help_to_read(vpath, args, said):
+    """One shape for every usage error, argparse's or a command's own: exit 2, the problem,
+    and the help of the command it was given to."""
+    done = cortex("--vault", str(vpath), *args)
+    command = " ".join(a for a in args[:2] if a in ("query", "forget", "status", "quarantine", "graph", "export"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("cortex: ") and said in done.stderr, done.stderr
+    assert done.stderr.endswith(f"  hint: cortex {command} --help\n"), done.stderr
+
+
+def test_the_word_after_an_option_is_its_value_whatever_it_looks_like(vpath):
+    """argparse takes a value starting with `-` for an option of its own ("expected one
+    argument"); the body of a memory may start so. It is the option's value, as it was."""
+    done = cortex("--vault", str(vpath), "write", "--type", "fact", "-b", "--dry-run is what the deploy script lacks",
+                  "--context", "-x")
+    assert done.returncode == 0, done.stderr
+    line = json.loads((vpath / "observer/observations.jsonl").read_text())
+    assert (line["body"], line["context"]) == ("--dry-run is what the deploy script lacks", "-x")
 
 
 def test_write_batch_from_stdin_is_all_or_nothing(vpath):
@@ -470,20 +500,22 @@ def test_a_git_repository_that_is_no_vault_is_refused_untouched(tmp_path):
     assert sorted(p.name for p in repo.iterdir()) == [".git"]
 
 def test_every_command_has_help_text():
-    from cortex.cli import registered
-    import typer.main
+    from cortex.cli import app, registered
 
-    group = typer.main.get_command(registered())
+    registered()
 
     def walk(cmd, path):
         yield path, cmd
-        for name, sub in getattr(cmd, "commands", {}).items():
+        for name, sub in cmd.commands.items():
             yield from walk(sub, path + [name])
 
-    for path, cmd in walk(group, []):
-        assert (cmd.help or "").strip(), f"`cortex {' '.join(path)}` has no help text"
+    for path, cmd in walk(app, []):
+        assert cmd.doc.strip(), f"`cortex {' '.join(path)}` has no help text"
+        assert all(spec.kwargs["help"] for spec in cmd.specs), f"`cortex {' '.join(path)}`: an option without help"
         result = cortex(*path, "--help")
-        assert result.returncode == 0 and "Usage:" in result.stdout
+        assert result.returncode == 0 and result.stdout.startswith(f"Usage: {' '.join(['cortex', *path])} [OPTIONS]")
+        assert all(name in result.stdout for spec in cmd.specs for name in spec.names
+                   if spec.kwargs["help"] != "==SUPPRESS==")  # every option it takes, said
 
 
 def test_init_again_keeps_a_persons_staged_gitignore_and_its_rules(vpath):

@@ -84,11 +84,27 @@ def test_jsonl_prints_the_failure_as_one_line(tmp_path):
     assert len(lines) == 1 and json.loads(lines[0])["error"] == "no_vault"
 
 
+@pytest.mark.parametrize("command, flag, said", [
+    (["query", "staging", "--limit", "0"], "--json", "0 is not in the range x>=1"),
+    (["status", "--nosuch"], "--json", "unrecognized arguments: --nosuch"),
+    (["quarantine", "list", "--reason", "nope"], "--jsonl", "--reason 'nope'"),
+])
+def test_a_usage_error_prints_the_failure_as_json(vault, command, flag, said):
+    """A wrong option was said on stderr only (click's message): a script asking for
+    JSON had nothing to parse."""
+    done = cortex("--vault", str(vault.root), *command, flag)
+    assert done.returncode == 2
+    out = json.loads(done.stdout)
+    assert set(out) == FAILURE_KEYS and out["error"] == "usage" and out["exit_code"] == 2
+    assert said in out["message"] and out["hint"] == f"cortex {' '.join(command[:2 if command[0] == 'quarantine' else 1])} --help"
+    assert said in done.stderr
+
+
 def test_a_bug_prints_the_failure_as_json_with_the_report(tmp_path):
-    script = ("import sys, typer\nfrom cortex.cli import _json_aware, app, main\n"
-              "@app.command('trip')\ndef trip(json_: bool = typer.Option(False, '--json')):\n"
+    script = ("import sys\nfrom cortex.cli.app import JSON, command\nfrom cortex.cli import main\n"
+              "@command(JSON, name='trip')\ndef trip(json_):\n"
               "    raise RuntimeError('a bug')\n"
-              "_json_aware(app)\nsys.exit(main(['trip', '--json']))\n")
+              "sys.exit(main(['trip', '--json']))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "TMPDIR": str(tmp_path)})
     assert done.returncode == 3, done.stderr

@@ -618,7 +618,7 @@ def test_the_index_lives_in_the_git_directory_and_an_old_one_in_the_tree_is_remo
 
 def test_cortex_index_and_query_rebuild_an_emptied_vector_file(vault):
     """An empty vectors.npy is damage like any other, for `cortex index` as for a query:
-    rebuilt with a message, never click's "Aborted!" and exit 1 (a query's "nothing found")."""
+    rebuilt with a message, never an "Aborted!" and exit 1 (a query's "nothing found"), nor a bug."""
     note = write_note(vault, "mind/facts/x.md", "Zebras have striped skin underneath", type_="fact")
     commit_all(vault)
     assert cortex("--vault", str(vault), "index").returncode == 0

@@ -8,56 +8,61 @@ import sys
 
 from cortex.cli.app import app
 
-# Command modules register themselves on `app` (each keeps heavy imports inside functions),
-# in this order, which is --help's. A call naming a command imports its module alone
-# (`registered`): all eight cost every start ~15M instructions, a cold query's 2%.
+# Command modules declare their commands on `app` (each keeps heavy imports inside
+# functions). A call naming a command imports its module alone (`registered`): all eight
+# cost every start ~15M instructions, a cold query's 2%.
 MODULES = ("core", "hook", "search", "agents", "maintain", "sync", "memory", "watch")
-# The module of each command and group (tests/test_startup.py holds it to what they register).
+# Each command and group, in `cortex --help`'s order: its module, and the first sentence
+# of its help, which `cortex --help` lists without importing the modules
+# (tests/test_startup.py holds both to what the modules declare).
 COMMANDS = {
-    "init": "core", "write": "core", "run": "core", "status": "core", "quarantine": "core",
-    "validate": "hook", "hook": "hook",
-    "index": "search", "query": "search",
-    "mcp": "agents",
-    "reinforce": "maintain", "decay": "maintain", "dedup": "maintain", "maintain": "maintain",
-    "schedule": "maintain", "cron": "maintain", "brief": "maintain", "graph": "maintain",
-    "sync": "sync", "clone": "sync",
-    "show": "memory", "forget": "memory",
-    "watch": "watch",
+    "init": ("core", "Make PATH a ready vault: git repo, folders, schemas, config, hooks."),
+    "write": ("core", "Append one validated observation to the buffer (or a batch from stdin with `-`)."),
+    "run": ("core", "Process the buffer: validate, scan, score, dedup, route, write notes, commit."),
+    "status": ("core", "Backlog, notes per partition and type, quarantine, pending reinforcements, last runs."),
+    "validate": ("hook", "Check notes with the git hook's rules (ids unique across the vault); exit 1 on any error."),
+    "index": ("search", "Update the search index (in .git/cortex/search/; only added, changed, moved or deleted notes)."),
+    "query": ("search", "Search the memory: BM25 + embeddings fused, ranked by importance, confidence and recency."),
+    "mcp": ("agents", "Serve the vault to agents over MCP on stdin/stdout: observe, query, recent, get_note, forget, "
+                      "brief, status."),
+    "reinforce": ("maintain", "Apply pending reinforcements to the notes (last_reinforced, count); bring faded ones "
+                              "back from the archive (a forgotten or replaced memory stays there)."),
+    "decay": ("maintain", "Archive memories whose effective importance fell below the forget threshold (mind only)."),
+    "dedup": ("maintain", "Merge near-duplicate memories of the same type into the older note, and archive a memory "
+                          "the newest one of its subject contradicts (another number, date, polarity or state)."),
+    "maintain": ("maintain", "Run every maintenance job that is due, in order, catching up on missed runs."),
+    "schedule": ("maintain", "Stay in the foreground: `cortex run` every few minutes, `cortex maintain` when jobs "
+                             "are due."),
+    "cron": ("maintain", "Print crontab lines, a systemd user timer (Persistent=true) and a CI schedule for this "
+                         "vault."),
+    "brief": ("maintain", "The digest: memorized, reinforced, merged, faded, quarantined, most active entities."),
+    "sync": ("sync", "Fetch, merge (notes settled by cortex's merge driver), push, retrying when another machine "
+                     "pushed first."),
+    "clone": ("sync", "Join a shared vault on this machine: `git clone URL PATH`, then `cortex init PATH` (hooks, "
+                      "merge driver)."),
+    "show": ("memory", "Print one note: its file as written, or its fields with --json."),
+    "forget": ("memory", "Archive a memory that is wrong or replaced, with the reason (one commit)."),
+    "watch": ("watch", "Watch the vault's files, so that cortex's checks stat only the changed notes (Linux; "
+                       "large vaults)."),
+    "quarantine": ("core", "Review held and rejected buffer lines."),
+    "hook": ("hook", "The git hooks pre-commit runs on staged notes (usable by hand too)."),
+    "graph": ("maintain", "The graph of notes, entities and tags (.git/cortex/graph.json)."),
 }
+app.table = {name: summary for name, (_, summary) in COMMANDS.items()}
 
 
-def _json_aware(typer_app) -> None:
-    """Every command and group a JSON-aware one: a failure of a command asked for
-    ``--json`` is printed as JSON by the one error handler below, not by each command."""
-    from typer.core import TyperCommand
-
-    from cortex.cli.app import JsonAware, JsonAwareGroup
-
-    for command in typer_app.registered_commands:
-        if command.cls in (None, TyperCommand):  # typer's default: no command asks for another
-            command.cls = JsonAware
-    for group in typer_app.registered_groups:
-        if not any(isinstance(cls, type) for cls in (group.cls, group.typer_instance.info.cls)):  # typer's default
-            group.cls = JsonAwareGroup
-        _json_aware(group.typer_instance)
-
-
-def registered(name: str | None = None):
-    """``app`` with the commands of the module registering ``name`` (None, or a name not
-    in ``COMMANDS``: of every module), in ``MODULES``' order whatever was imported first."""
+def registered(name: str | None = None) -> dict:
+    """The commands of ``app`` once the module declaring ``name`` is imported (None, or a
+    name not in ``COMMANDS``: every module), in ``COMMANDS``' order whatever was imported
+    first (another's, a test's, last)."""
     import importlib
 
-    for module in (COMMANDS[name],) if name in COMMANDS else MODULES:
+    for module in (COMMANDS[name][0],) if name in COMMANDS else MODULES:
         importlib.import_module(f"cortex.cli.{module}")
-
-    def place(entry) -> int:
-        found = COMMANDS.get(entry.name or entry.callback.__name__.lower().replace("_", "-"))
-        return MODULES.index(found) if found else len(MODULES)  # another's (a test's): last
-
-    app.registered_commands.sort(key=place)  # stable: each module's in its own order
-    app.registered_groups.sort(key=place)
-    _json_aware(app)
-    return app
+    order = list(COMMANDS)
+    app.commands = dict(sorted(app.commands.items(),
+                               key=lambda item: order.index(item[0]) if item[0] in COMMANDS else len(order)))
+    return app.commands
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,13 +72,11 @@ def main(argv: list[str] | None = None) -> int:
 
     _standard_streams()
     guard_terminals()
-    _options.update(json=None, emitted=False)  # of this call: tests call main() again in one process
+    _options.update(vault=None, json=None, emitted=False)  # of this call: tests call main() again in one process
     args = hoist_vault(sys.argv[1:] if argv is None else list(argv))
     try:
-        # standalone mode: click reports usage errors itself (exit 2) and exits.
-        _narrowed(args)(args=args, prog_name="cortex")
-        return 0
-    except SystemExit as exc:
+        return _run(args)
+    except SystemExit as exc:  # --help (0), a group named alone (2), a command's own exit
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except CortexError as exc:
         return _failed(exc, args)
@@ -104,6 +107,34 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"cortex: unexpected error (a bug). Details written to {path}\n")
         emit_failure(Bug("unexpected error (a bug)", f"details written to {path}"))
         return 3
+
+
+def _run(args: list[str]) -> int:
+    """Parse ``args`` (the global options first, then the command's: only its module is
+    imported) and run the command: its exit code."""
+    from cortex.cli.app import _first_word, _options, call, parse
+    from cortex.errors import UsageError
+
+    i = _first_word(args)
+    top = vars(app.parser("cortex").parse_args(args[:i]))  # --help lists every command from COMMANDS
+    _options["vault"] = top["vault"]
+    if top["version"]:
+        import platform
+
+        from cortex.distribution import DIST, version
+
+        sys.stdout.write(f"cortex {version()} ({DIST}, Python {platform.python_version()})\n")
+        return 0
+    if i == len(args):
+        if args:
+            raise UsageError("missing command", "cortex --help")
+        sys.stderr.write(app.parser("cortex").format_help())  # `cortex` alone: its help, a usage error
+        return 2
+    name = args[i]
+    found = registered(name).get(name)
+    if found is None:
+        raise UsageError(f"no such command {name!r}", "cortex --help")
+    return call(*parse(found, f"cortex {name}", args[i + 1:]))
 
 
 def _repository_damage(exc: Exception):
@@ -185,33 +216,11 @@ def _utf8(stream) -> bool:
         return False
 
 
-def _narrowed(args: list[str]):
-    """``app`` with only the command this call runs: typer builds a click command for
-    every registered one at each start (33 here: ~10 ms of every cortex process). Help,
-    ``--version`` and an unknown name get the whole app, so lists and messages stay whole."""
-    import copy
-
-    name = _command_name(args)
-    registered(name)
-    if name is None:
-        return app
-    commands = [c for c in app.registered_commands
-                if (c.name or c.callback.__name__.lower().replace("_", "-")) == name]
-    groups = [g for g in app.registered_groups if g.name == name]
-    if not commands and not groups:
-        return app
-    narrow = copy.copy(app)
-    narrow.registered_commands, narrow.registered_groups = commands, groups
-    return narrow
-
-
 def _command_name(args: list[str]) -> str | None:
     """The command ``args`` run (their first word after the global options), if any."""
-    from cortex.cli.app import VAULT_FLAGS
+    from cortex.cli.app import _first_word
 
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        i += 2 if args[i] in VAULT_FLAGS else 1
+    i = _first_word(args)
     return args[i] if i < len(args) else None
 
 

@@ -1,6 +1,6 @@
 """`cortex mcp`: the vault served to agents over the Model Context Protocol (stdio).
 
-Module level imports only the standard library and typer: the MCP SDK, search and git
+Module level imports only the standard library and the CLI's conventions: the MCP SDK, search and git
 load inside the command, so `cortex --help` stays fast.
 """
 
@@ -8,22 +8,23 @@ from __future__ import annotations
 
 from typing import Optional
 
-import typer
-
-from cortex.cli.app import app, open_vault
+from cortex.cli.app import command, flag, open_vault, opt
 
 
-@app.command()
-def mcp(
-    process_after_writes: bool = typer.Option(
-        False, "--process-after-writes", help="Run `cortex run` shortly after each burst of writes, so an observation is searchable within seconds."
-    ),
-    debounce: float = typer.Option(1.5, "--debounce", metavar="SECONDS", min=0.0, help="Quiet time after the last write before processing."),
-    attribution: str = typer.Option("agent", "--attribution", help="Attribution of observations that name none."),
-    session: Optional[str] = typer.Option(None, "--session", help="Session id of observations that name none (default: a new UUID per server)."),
-    refresh: float = typer.Option(1.0, "--refresh", metavar="SECONDS", min=0.1, help="How often to look for notes changed by others (cheap checks)."),
-    model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help="A model2vec model folder to embed with (default: $CORTEX_SEARCH_MODEL, else the shipped model)."),
-) -> None:
+@command(
+    flag("--process-after-writes",
+         help="Run `cortex run` shortly after each burst of writes, so an observation is searchable within seconds."),
+    opt("--debounce", type=float, default=1.5, metavar="SECONDS", min=0.0,
+        help="Quiet time after the last write before processing."),
+    opt("--attribution", default="agent", help="Attribution of observations that name none."),
+    opt("--session", help="Session id of observations that name none (default: a new UUID per server)."),
+    opt("--refresh", type=float, default=1.0, metavar="SECONDS", min=0.1,
+        help="How often to look for notes changed by others (cheap checks)."),
+    opt("--model", metavar="PATH",
+        help="A model2vec model folder to embed with (default: $CORTEX_SEARCH_MODEL, else the shipped model)."),
+)
+def mcp(process_after_writes: bool, debounce: float, attribution: str, session: Optional[str], refresh: float,
+        model: Optional[str]) -> None:
     """Serve the vault to agents over MCP on stdin/stdout: observe, query, recent, get_note, forget, brief, status.
 
     Register it in an MCP client as the command `cortex --vault PATH mcp` (docs/agents.md).

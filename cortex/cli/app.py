@@ -1,109 +1,336 @@
-"""The typer app and what every command shares: the vault option, JSON output, errors.
+"""The CLI's conventions, on the standard library's argparse: the global options (the
+vault, wherever it stands), ``--json`` and the failure's document, usage errors, help.
 
-Command modules register on ``app``; they import only the standard library and typer
-at module level, so ``cortex --help`` and the git hook start fast.
+Each command module declares its commands next to their code::
+
+    @command(arg("ref", metavar="ID|PATH", help=...), opt("--reason", "-r", required=True, help=...), JSON)
+    def forget(ref, reason, json_): ...
+
+A command is a plain function: its arguments by keyword (each option's ``dest``), its
+exit code returned (None: 0). Its docstring is its help, whose first sentence
+``cortex --help`` lists. A usage error (a wrong option, a missing argument, or a
+``UsageError`` the command raises) exits 2 with what is wrong and ``hint: cortex X
+--help``, in the JSON document of a failure when the command was asked for ``--json``.
+Command modules import the standard library and this module only at module level, so
+``cortex --help`` and the git hook start fast.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable
 
-import typer
-from typer.core import TyperCommand, TyperGroup
-
-
-class EndOfInput(Exception):
-    """An EOFError raised inside a command (numpy's word for an empty file, for one)."""
+from cortex.errors import UsageError
 
 
 class ReaderLeft(Exception):
     """stdout's reader closed it (`cortex query x | head -1`)."""
 
 
-class _Commands(TyperGroup):
-    def invoke(self, ctx):
-        # click reports an EOFError as an interrupted prompt: "Aborted!" and exit 1, a
-        # query's "nothing found". cortex prompts for nothing, so one is a bug, for the
-        # error handler of `cortex.cli.main` to report as every other (exit 3). A broken
-        # pipe click turns into exit 1 as well: it is the reader's leaving, said by main.
-        try:
-            return super().invoke(ctx)
-        except EOFError as exc:
-            raise EndOfInput(f"EOFError: {exc}") from exc
-        except BrokenPipeError as exc:
-            raise ReaderLeft() from exc
-
-
-JSON_FLAGS = ("--json", "--jsonl")
-
-
-class _AsksJson:
-    """Records whether the command was asked for ``--json`` (or ``--jsonl``): a failure is
-    then printed on stdout too (``emit_failure``), so a script has a document to parse
-    whatever happened. Every command and group is one (``cortex.cli``); a group's
-    subcommand records its own flags after the group."""
-
-    def invoke(self, ctx):
-        _options["json"] = next((flag for param in self.params for flag in JSON_FLAGS
-                                 if flag in param.opts and ctx.params.get(param.name)), None)
-        return super().invoke(ctx)
-
-
-class JsonAware(_AsksJson, TyperCommand):
-    pass
-
-
-class JsonAwareGroup(_AsksJson, TyperGroup):
-    pass  # `cortex graph --json`: a group's own callback takes flags too
-
-
-app = typer.Typer(
-    name="cortex",
-    cls=_Commands,
-    help="Git-native memory for AI agents: observations in, validated notes and commits out.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
 # The global options, and of this command's output: "json", the JSON flag it was given
 # (None: none), and "emitted", whether a JSON document is on stdout already.
 _options: dict[str, Any] = {"vault": None, "json": None, "emitted": False}
 
+JSON_FLAGS = ("--json", "--jsonl")
 JSON_HELP = "Print machine-readable JSON on stdout."
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        import platform
-
-        from cortex.distribution import DIST, version
-
-        sys.stdout.write(f"cortex {version()} ({DIST}, Python {platform.python_version()})\n")
-        raise typer.Exit()
-
-
-@app.callback()
-def _global(
-    vault: Optional[Path] = typer.Option(
-        None, "--vault", "-C", metavar="PATH", help="The vault (default: $CORTEX_VAULT, else the git repository around the current directory). Accepted before or after the command."
-    ),
-    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
-) -> None:
-    _options["vault"] = vault
-
-
 VAULT_FLAGS = ("--vault", "-C")
+VAULT_HELP = ("The vault (default: $CORTEX_VAULT, else the git repository around the current directory). "
+              "Accepted before or after the command.")
+
+
+# --- what a command takes ---------------------------------------------------------------
+
+class Spec:
+    """One argument or option of a command: argparse's ``add_argument`` in cortex's words."""
+
+    def __init__(self, names: tuple[str, ...], dest: str, **kwargs: Any) -> None:
+        self.names, self.dest, self.kwargs = names, dest, kwargs
+
+    @property
+    def takes_value(self) -> bool:
+        return bool(self.names) and self.kwargs.get("action") in (None, "append")
+
+    def add_to(self, group) -> None:
+        kwargs = dict(self.kwargs)
+        if self.names:
+            group.add_argument(*self.names, dest=self.dest, **kwargs)
+        else:
+            group.add_argument(self.dest, **kwargs)
+
+
+def _dest(names: tuple[str, ...]) -> str:
+    long = next((n for n in names if n.startswith("--")), names[0])
+    return long.lstrip("-").replace("-", "_")
+
+
+def arg(dest: str, *, help: str, metavar: str | None = None, optional: bool = False, many: bool = False,
+        type: Callable = str) -> Spec:
+    """A positional argument: required; ``optional``, or ``many`` (any number, a list)."""
+    nargs = "*" if many else "?" if optional else None
+    return Spec((), dest, help=help, metavar=metavar or dest.upper(), nargs=nargs, type=type,
+                **({"default": [] if many else None} if nargs else {}))
+
+
+def opt(*names: str, help: str, dest: str | None = None, type: Callable = str, default: Any = None,
+        metavar: str | None = None, repeat: bool = False, required: bool = False, min: float | None = None,
+        max: float | None = None, hidden: bool = False) -> Spec:
+    """An option that takes a value: ``repeat`` collects every one given (a list);
+    ``min``/``max`` bound a number."""
+    metavar = metavar or _METAVARS.get(type, "TEXT")
+    shown = [] if default in (None, False) else [f"default: {default}"]
+    if min is not None or max is not None:
+        shown.append(_range(min, max))
+        type = _bounded(type, min, max)
+    if shown:
+        help += f"  [{'; '.join(shown)}]"
+    return Spec(names, dest or _dest(names), help=argparse.SUPPRESS if hidden else help, type=type,
+                default=default, metavar=metavar, required=required,
+                **({"action": "append"} if repeat else {}))
+
+
+def flag(*names: str, help: str, dest: str | None = None, hidden: bool = False) -> Spec:
+    """An option that is on or off (off unless given)."""
+    return Spec(names, dest or _dest(names), action="store_true", help=argparse.SUPPRESS if hidden else help)
+
+
+def toggle(name: str, *, help: str, dest: str | None = None) -> Spec:
+    """``--x`` / ``--no-x``: True, False, or None when neither is given (a setting decides)."""
+    return Spec((name,), dest or _dest((name,)), action=argparse.BooleanOptionalAction, default=None, help=help)
+
+
+JSON = flag("--json", dest="json_", help=JSON_HELP)
+
+_METAVARS = {int: "INTEGER", float: "FLOAT", Path: "PATH"}
+
+
+def _range(low, high) -> str:
+    return f"{low}<=x<={high}" if low is not None and high is not None else f"x>={low}" if low is not None else f"x<={high}"
+
+
+def _bounded(kind: Callable, low, high) -> Callable:
+    def convert(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a valid {_METAVARS.get(kind, 'value').lower()}") from None
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value} is not in the range {_range(low, high)}")
+        return value
+
+    convert.__name__ = kind.__name__
+    return convert
+
+
+# --- commands ----------------------------------------------------------------------------
+
+class Command:
+    """A command: its function and what it takes; a group (``cortex hook``) has commands
+    of its own, and runs its function, if any, when none is named (``cortex graph``)."""
+
+    def __init__(self, name: str, func: Callable | None, specs: tuple[Spec, ...], doc: str) -> None:
+        self.name, self.func, self.specs = name, func, specs
+        self.doc = _cleandoc(doc)
+        self.commands: dict[str, Command] = {}
+        self.table: dict[str, str] | None = None  # name -> summary, listed without the commands imported
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the help: what ``--help`` of the group above lists."""
+        first = " ".join(self.doc.split("\n\n", 1)[0].split())
+        end = first.find(". ")
+        return first if end < 0 else first[:end + 1]
+
+    def command(self, *specs: Spec, name: str | None = None):
+        """Declare a command of this group (a decorator)."""
+        def declare(func: Callable) -> Callable:
+            found = Command(name or func.__name__, func, specs, func.__doc__ or "")
+            self.commands[found.name] = found
+            return func
+
+        return declare
+
+    def group(self, name: str, *specs: Spec, help: str) -> Command:
+        """Declare a group of commands under this one; ``@group.runs`` gives it a function
+        of its own, run when no command of it is named."""
+        self.commands[name] = found = Command(name, None, specs, help)
+        return found
+
+    def runs(self, func: Callable) -> Callable:
+        self.func = func
+        return func
+
+    def parser(self, prog: str) -> argparse.ArgumentParser:
+        parser = _Parser(prog=prog, usage=self.usage(prog), description=self.doc, add_help=False,
+                         allow_abbrev=False, formatter_class=_Help,
+                         epilog=_listing(self.table or {c.name: c.summary for c in self.commands.values()}))
+        positional = [s for s in self.specs if not s.names]
+        if positional:
+            shown = parser.add_argument_group("Arguments")
+            for spec in positional:
+                spec.add_to(shown)
+        options = parser.add_argument_group("Options")
+        for spec in self.specs:
+            if spec.names:
+                spec.add_to(options)
+        options.add_argument("-h", "--help", action="help", help="Show this message and exit.")
+        return parser
+
+    def usage(self, prog: str) -> str:
+        words = [prog, "[OPTIONS]"]
+        for spec in self.specs:
+            if not spec.names:
+                metavar = spec.kwargs["metavar"]
+                nargs = spec.kwargs["nargs"]
+                words.append(f"[{metavar}]..." if nargs == "*" else f"[{metavar}]" if nargs == "?" else metavar)
+        if self.commands or self.table:
+            words.append("COMMAND [ARGS]...")
+        return " ".join(words)
+
+
+def _cleandoc(doc: str) -> str:
+    """A docstring without its indentation (``inspect.cleandoc``, whose import costs more
+    than every command's declaration)."""
+    import textwrap
+
+    first, _, rest = doc.strip("\n").partition("\n")
+    return (first.strip() + "\n" + textwrap.dedent(rest)).strip()
+
+
+# The commands of `cortex` (each module's, as it is imported: `cortex.cli.registered`), and
+# its own options: read before the command's (`hoist_vault` moves the vault there).
+app = Command("cortex", None, (
+    opt(*VAULT_FLAGS, type=Path, metavar="PATH", help=VAULT_HELP),
+    flag("--version", help="Print the version and exit."),
+), "Git-native memory for AI agents: observations in, validated notes and commits out.")
+command = app.command
+group = app.group
+
+
+# --- parsing -----------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise UsageError(message, f"{self.prog} --help")
+
+
+class _Help(argparse.HelpFormatter):
+    """Help in the docstrings' paragraphs, each wrapped to the terminal (one with an
+    indented line as written: the list of commands), each option once with its value's
+    name (``-n, --limit INTEGER``)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=32)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return "\n\n".join(para if any(line[:1].isspace() for line in para.splitlines())
+                            else textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                               subsequent_indent=indent)
+                            for para in text.split("\n\n"))
+
+    def add_usage(self, usage, actions, groups, prefix=None) -> None:
+        super().add_usage(usage, actions, groups, "Usage: ")
+
+    def _format_action_invocation(self, action) -> str:
+        if not action.option_strings:
+            return super()._format_action_invocation(action)
+        names = ", ".join(sorted(action.option_strings, key=lambda name: name.startswith("--")))  # -n, --limit
+        return names if action.nargs == 0 else f"{names} {self._format_args(action, action.dest.upper())}"
+
+
+def _listing(summaries: dict[str, str]) -> str | None:
+    """``Commands:`` and one line each (its summary wrapped beside it)."""
+    import shutil
+    import textwrap
+
+    if not summaries:
+        return None
+    width = max(len(name) for name in summaries) + 4
+    columns = max(shutil.get_terminal_size().columns - 2, width + 30)
+    lines = ["Commands:"]
+    for name, summary in summaries.items():
+        wrapped = textwrap.wrap(summary, columns - width) or [""]
+        lines.append(f"  {name:<{width - 2}}{wrapped[0]}")
+        lines += [" " * width + more for more in wrapped[1:]]
+    return "\n".join(lines)
+
+
+def _first_word(args: list[str], value_options=VAULT_FLAGS) -> int:
+    """Where the first word that is no option (a command's name) stands in ``args``."""
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "-":
+        if args[i] == "--":
+            return i + 1
+        i += 2 if args[i] in value_options else 1
+    return i
+
+
+def _joined(args: list[str], specs: tuple[Spec, ...]) -> list[str]:
+    """Each option that takes a value joined to it (``--body=-x``): the next word is its
+    value whatever it looks like, as it was before argparse (which takes a ``-x`` for an
+    option)."""
+    longs = {name: next(n for n in spec.names if n.startswith("--"))
+             for spec in specs if spec.takes_value for name in spec.names}
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        if args[i] == "--":
+            return out + args[i:]
+        if args[i] in longs and i + 1 < len(args):
+            out.append(f"{longs[args[i]]}={args[i + 1]}")
+            i += 2
+            continue
+        out.append(args[i])
+        i += 1
+    return out
+
+
+def parse(cmd: Command, prog: str, args: list[str]) -> tuple[Command, str, dict]:
+    """The command ``args`` name under ``cmd`` (``prog``), its whole name and its arguments
+    by keyword. A usage error raises ``UsageError``; ``--help`` prints and exits 0."""
+    if cmd.commands:
+        i = _first_word(args)
+        if i < len(args):
+            found = cmd.commands.get(args[i])
+            cmd.parser(prog).parse_args(args[:i])  # its own --help, an unknown option
+            if found is None:
+                raise UsageError(f"no such command {args[i]!r}", f"{prog} --help")
+            return parse(found, f"{prog} {args[i]}", args[i + 1:])
+        if cmd.func is None:
+            cmd.parser(prog).parse_args(args)  # --help
+            sys.stderr.write(cmd.parser(prog).format_help())  # nothing named: its help, a usage error
+            raise SystemExit(2)
+    _options["json"] = next((f for f in JSON_FLAGS if f in args and any(f in s.names for s in cmd.specs)), None)
+    parser = cmd.parser(prog)
+    joined = _joined(args, cmd.specs)
+    many = any(s.kwargs.get("nargs") == "*" for s in cmd.specs)  # files among options: pre-commit's order
+    values = vars(parser.parse_intermixed_args(joined) if many else parser.parse_args(joined))
+    for spec in cmd.specs:
+        if spec.kwargs.get("action") == "append" and values[spec.dest] is None:
+            values[spec.dest] = []
+    _options["json"] = next((f for s in cmd.specs for f in JSON_FLAGS if f in s.names and values.get(s.dest)), None)
+    return cmd, prog, values
+
+
+def call(cmd: Command, prog: str, values: dict) -> int:
+    """Run a parsed command: its exit code. A ``UsageError`` it raises names its help."""
+    try:
+        code = cmd.func(**values)
+    except UsageError as exc:
+        exc.hint = exc.hint or f"{prog} --help"
+        raise
+    except BrokenPipeError as exc:  # the reader's leaving, said by `cortex.cli.main`
+        raise ReaderLeft() from exc
+    return code or 0
 
 
 def hoist_vault(argv: list[str]) -> list[str]:
     """``--vault PATH`` / ``-C PATH`` wherever it stands (``cortex status --vault X``, as
-    git and most tools allow) moved before the command, where typer reads it."""
+    git and most tools allow) moved before the command, where it is read."""
     out: list[str] = []
     hoisted: list[str] = []
     i = 0
@@ -123,6 +350,8 @@ def hoist_vault(argv: list[str]) -> list[str]:
         i += 1
     return hoisted + out
 
+
+# --- what commands share -----------------------------------------------------------------
 
 def open_vault():
     from cortex.vault import Vault

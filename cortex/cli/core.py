@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional, TYPE_CHECKING
+from typing import Optional, TYPE_CHECKING
 
-import typer
-
-from cortex.cli.app import JSON_HELP, app, autowatch, emit_json, emit_jsonl, info, open_vault
-from cortex.errors import HELD_REASONS
+from cortex.cli.app import JSON, arg, autowatch, command, emit_json, emit_jsonl, flag, group, info, open_vault, opt, toggle
+from cortex.errors import HELD_REASONS, UsageError
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
@@ -20,9 +18,9 @@ if TYPE_CHECKING:
 EDITED = (".gitignore", ".gitattributes", ".pre-commit-config.yaml")
 
 
-@app.command()
-def init(path: Optional[Path] = typer.Argument(
-        None, help="Directory to make a vault (created if missing; default: --vault, else the current one).")) -> None:
+@command(arg("path", optional=True, type=Path,
+             help="Directory to make a vault (created if missing; default: --vault, else the current one)."))
+def init(path: Optional[Path]) -> None:
     """Make PATH a ready vault: git repo, folders, schemas, config, hooks. Safe to re-run."""
     from cortex.cli.app import _options
     from cortex.layout import is_vault
@@ -76,36 +74,39 @@ def _settings_checked_out(root: Path) -> None:
     if not is_vault(root) and settings_outside_checkout(root):
         message, hint = settings_outside_checkout_message(root)
         info(f"cortex: {message}\n  hint: {hint}")
-        raise typer.Exit(1)
+        raise SystemExit(1)
 
 
 def _parse_entity(text: str) -> dict:
     name, sep, kind = text.rpartition(":")
     if not sep or not name.strip() or not kind.strip():
-        raise typer.BadParameter(f"{text!r}: use NAME:TYPE, e.g. --entity Cortex:project")
+        raise UsageError(f"{text!r}: use NAME:TYPE, e.g. --entity Cortex:project")
     return {"name": name.strip(), "type": kind.strip()}
 
 
-@app.command()
-def write(
-    source: Optional[str] = typer.Argument(None, metavar="[-]", help="`-` reads JSON lines from stdin (a batch)."),
-    type_: Optional[str] = typer.Option(None, "--type", "-t", help="A taxonomy type: fact, decision, preference, ..."),
-    body: Optional[str] = typer.Option(None, "--body", "-b", help="The memory itself (1–500 characters)."),
-    bucket: str = typer.Option("explicit", help="explicit (the person said it) or ambient (inferred)."),
-    entity: List[str] = typer.Option([], "--entity", "-e", help="NAME:TYPE, repeatable."),
-    tag: List[str] = typer.Option([], "--tag", help="Repeatable."),
-    importance: Optional[float] = typer.Option(None, help="0.0–1.0."),
-    confidence: Optional[float] = typer.Option(None, help="0.0–1.0."),
-    context: Optional[str] = typer.Option(None, help="What was going on (≤ 1000 characters)."),
-    quote: Optional[str] = typer.Option(None, "--quote", help="The person's words (≤ 500 characters)."),
-    session: str = typer.Option("cli", help="Session id: a UUID, or `cli`."),
-    author: Optional[str] = typer.Option(None, "--attribution", "--author", help="Who said it: the note's attribution (default: system)."),
-    timestamp: Optional[str] = typer.Option(None, help="ISO-8601 (default: now)."),
-    supersedes: Optional[str] = typer.Option(None, "--supersedes", metavar="ID|PATH",
-                                             help="The memory this one replaces: `cortex run` archives it (reachable with --archived). "
-                                                  "A reference that names no memory here is a warning; a vault/ record, never archived, is refused."),
-    json_: bool = typer.Option(False, "--json", help="Print what was appended and what was refused, as JSON."),
-) -> None:
+@command(
+    arg("source", optional=True, metavar="-", help="`-` reads JSON lines from stdin (a batch)."),
+    opt("--type", "-t", dest="type_", help="A taxonomy type: fact, decision, preference, ..."),
+    opt("--body", "-b", help="The memory itself (1–500 characters)."),
+    opt("--bucket", default="explicit", help="explicit (the person said it) or ambient (inferred)."),
+    opt("--entity", "-e", repeat=True, help="NAME:TYPE, repeatable."),
+    opt("--tag", repeat=True, help="Repeatable."),
+    opt("--importance", type=float, help="0.0–1.0."),
+    opt("--confidence", type=float, help="0.0–1.0."),
+    opt("--context", help="What was going on (≤ 1000 characters)."),
+    opt("--quote", help="The person's words (≤ 500 characters)."),
+    opt("--session", default="cli", help="Session id: a UUID, or `cli`."),
+    opt("--attribution", "--author", dest="author", help="Who said it: the note's attribution (default: system)."),
+    opt("--timestamp", help="ISO-8601 (default: now)."),
+    opt("--supersedes", metavar="ID|PATH",
+        help="The memory this one replaces: `cortex run` archives it (reachable with --archived). "
+             "A reference that names no memory here is a warning; a vault/ record, never archived, is refused."),
+    flag("--json", dest="json_", help="Print what was appended and what was refused, as JSON."),
+)
+def write(source: Optional[str], type_: Optional[str], body: Optional[str], bucket: str, entity: list[str],
+          tag: list[str], importance: Optional[float], confidence: Optional[float], context: Optional[str],
+          quote: Optional[str], session: str, author: Optional[str], timestamp: Optional[str],
+          supersedes: Optional[str], json_: bool) -> None:
     """Append one validated observation to the buffer (or a batch from stdin with `-`).
     A batch is all or nothing: one invalid line and none is appended; the message (and
     --json) names every invalid line. A write killed while it appends leaves none of its
@@ -139,10 +140,10 @@ def write(
         if not total:
             raise InvalidObservation("no observations on stdin")
     elif source is not None:
-        raise typer.BadParameter(f"unexpected argument {source!r}; use `-` to read stdin")
+        raise UsageError(f"unexpected argument {source!r}; use `-` to read stdin")
     else:
         if not type_ or body is None:
-            raise typer.BadParameter("--type and --body are required (or `-` to read JSON lines from stdin), "
+            raise UsageError("--type and --body are required (or `-` to read JSON lines from stdin), "
                                      "e.g. cortex write --type fact --body 'The API is rate-limited'")
         obs = {"type": type_, "body": body, "bucket": bucket, "session_id": session}
         if author:
@@ -259,17 +260,19 @@ def render_report(report) -> str:
     return "\n".join(lines)
 
 
-@app.command()
-def run(
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan; write and commit nothing."),
-    commit_per: Optional[str] = typer.Option(None, "--commit-per", metavar="note|session|run", help="One commit per note, per session or per run (default: run, or observer/config.yml)."),
-    limit: Optional[int] = typer.Option(None, min=1, help="Process at most this many lines."),
-    sync: Optional[bool] = typer.Option(None, "--sync/--no-sync", help="`cortex sync` before (fetch, merge) and after (push) the run (default: this machine's `git config cortex.syncOnRun`, else sync.on_run in observer/config.yml)."),
-) -> None:
+@command(
+    JSON,
+    flag("--dry-run", help="Show the plan; write and commit nothing."),
+    opt("--commit-per", metavar="note|session|run",
+        help="One commit per note, per session or per run (default: run, or observer/config.yml)."),
+    opt("--limit", type=int, min=1, help="Process at most this many lines."),
+    toggle("--sync", help="`cortex sync` before (fetch, merge) and after (push) the run (default: this machine's "
+                          "`git config cortex.syncOnRun`, else sync.on_run in observer/config.yml)."),
+)
+def run(json_: bool, dry_run: bool, commit_per: Optional[str], limit: Optional[int], sync: Optional[bool]) -> int:
     """Process the buffer: validate, scan, score, dedup, route, write notes, commit."""
     if commit_per not in (None, "note", "session", "run"):
-        raise typer.BadParameter("--commit-per must be note, session or run")
+        raise UsageError("--commit-per must be note, session or run")
     vault = open_vault()
     sync = (vault.sync_on_run if sync is None else sync) and not dry_run
     # the remote's notes first: their hashes dedup this run's lines
@@ -300,8 +303,7 @@ def run(
     elif json_:
         emit_json({**report.to_json(), **({"sync": synced} if synced else {})})
     info(render_report(report))
-    if code:
-        raise typer.Exit(code)
+    return code
 
 
 def _sync_around(vault: Vault, *, push) -> dict:
@@ -324,8 +326,8 @@ def _sync_around(vault: Vault, *, push) -> dict:
     return {"ok": True, "integrated": report.integrated, "pushed": bool(report.pushed), "exit_code": 0}
 
 
-@app.command()
-def status(json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+@command(JSON)
+def status(json_: bool) -> None:
     """Backlog, notes per partition and type, quarantine, pending reinforcements, last runs."""
     vault = open_vault()
     s = vault.status()
@@ -378,16 +380,17 @@ def _status_text(s: dict, json_: bool) -> None:
         print(f"git          {op['name']} in progress{waits}: {op['finish']}")
 
 
-quarantine_app = typer.Typer(help="Review held and rejected buffer lines.", no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(quarantine_app, name="quarantine")
+quarantine = group("quarantine", help="Review held and rejected buffer lines.")
+ID = arg("ident", metavar="ID", help="A held line's id (`cortex quarantine list`).")
 
 
-@quarantine_app.command("list")
-def quarantine_list(
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    jsonl: bool = typer.Option(False, "--jsonl", help="One JSON object per line."),
-    reason: Optional[str] = typer.Option(None, metavar="|".join(HELD_REASONS), help="Only lines held for this reason."),
-) -> None:
+@quarantine.command(
+    JSON,
+    flag("--jsonl", help="One JSON object per line."),
+    opt("--reason", metavar="|".join(HELD_REASONS), help="Only lines held for this reason."),
+    name="list",
+)
+def quarantine_list(json_: bool, jsonl: bool, reason: Optional[str]) -> None:
     """Every held line: id, reason, and why."""
     _check_reason(reason)
     entries = [e for e in open_vault().quarantine.entries() if reason is None or e.reason == reason]
@@ -402,16 +405,15 @@ def quarantine_list(
         repeats = sum(e.count - 1 for e in entries)
         info(f"{len(entries)} held" + (f" ({_plural(repeats, 'repeat')} counted on them)" if repeats else "")
              + ". `cortex quarantine show ID` for a line; promote or discard it.")
-    raise typer.Exit(0)
 
 
 def _check_reason(reason: str | None) -> None:
     if reason is not None and reason not in HELD_REASONS:
-        raise typer.BadParameter(f"--reason {reason!r}: use {', '.join(HELD_REASONS[:-1])} or {HELD_REASONS[-1]}")
+        raise UsageError(f"--reason {reason!r}: use {', '.join(HELD_REASONS[:-1])} or {HELD_REASONS[-1]}")
 
 
-@quarantine_app.command("show")
-def quarantine_show(ident: str = typer.Argument(..., metavar="ID"), json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+@quarantine.command(ID, JSON, name="show")
+def quarantine_show(ident: str, json_: bool) -> None:
     """One held line, in full, with every detail (layer and score for security holds)."""
     e = open_vault().quarantine.find(ident)
     if json_:
@@ -424,12 +426,8 @@ def quarantine_show(ident: str = typer.Argument(..., metavar="ID"), json_: bool 
     print(f"line    {e.line}")
 
 
-@quarantine_app.command("promote")
-def quarantine_promote(
-    ident: str = typer.Argument(..., metavar="ID"),
-    force: bool = typer.Option(False, "--force", help="Also override a security hold (injection)."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> None:
+@quarantine.command(ID, flag("--force", help="Also override a security hold (injection)."), JSON, name="promote")
+def quarantine_promote(ident: str, force: bool, json_: bool) -> None:
     """Send a held line through the pipeline again, skipping the trust hold."""
     report = open_vault().promote(ident, force=force)
     if json_:
@@ -437,14 +435,15 @@ def quarantine_promote(
     info(f"promoted {ident}: {report.memorized} memorized, {report.reinforced} reinforced, {report.below_threshold} below threshold")
 
 
-@quarantine_app.command("edit")
-def quarantine_edit(
-    ident: str = typer.Argument(..., metavar="ID"),
-    set_: List[str] = typer.Option([], "--set", metavar="FIELD=VALUE",
-                                   help="Change one field (a JSON value, or plain text), repeatable; no editor is opened."),
-    stdin: bool = typer.Option(False, "--stdin", help="Read the corrected line (one JSON object) from stdin."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> None:
+@quarantine.command(
+    ID,
+    opt("--set", dest="set_", metavar="FIELD=VALUE", repeat=True,
+        help="Change one field (a JSON value, or plain text), repeatable; no editor is opened."),
+    flag("--stdin", help="Read the corrected line (one JSON object) from stdin."),
+    JSON,
+    name="edit",
+)
+def quarantine_edit(ident: str, set_: list[str], stdin: bool, json_: bool) -> None:
     """Correct a held line and send it through the pipeline again (security checks
     included). Without --set or --stdin, opens $EDITOR on the line."""
     import os
@@ -463,11 +462,11 @@ def quarantine_edit(
             obj = None
         if set_:
             if not isinstance(obj, dict):
-                raise typer.BadParameter("the held line is not a JSON object: edit it whole (--stdin or $EDITOR)")
+                raise UsageError("the held line is not a JSON object: edit it whole (--stdin or $EDITOR)")
             for item in set_:
                 field, sep, value = item.partition("=")
                 if not sep or not field:
-                    raise typer.BadParameter(f"{item!r}: use FIELD=VALUE, e.g. --set type=fact")
+                    raise UsageError(f"{item!r}: use FIELD=VALUE, e.g. --set type=fact")
                 try:
                     obj[field] = json.loads(value)
                 except ValueError:
@@ -480,7 +479,7 @@ def quarantine_edit(
                 fh.write(text + "\n")
             try:
                 if subprocess.run(f"{editor} {shlex.quote(fh.name)}", shell=True).returncode != 0:
-                    raise typer.BadParameter(f"the editor ({editor}) failed; nothing changed")
+                    raise UsageError(f"the editor ({editor}) failed; nothing changed")
                 line = Path(fh.name).read_text(encoding="utf-8")
             finally:
                 os.unlink(fh.name)
@@ -490,29 +489,30 @@ def quarantine_edit(
     info(f"edited {ident}: {report.memorized} memorized, {report.reinforced} reinforced, {report.below_threshold} below threshold")
 
 
-@quarantine_app.command("discard")
-def quarantine_discard(ident: str = typer.Argument(..., metavar="ID")) -> None:
+@quarantine.command(ID, name="discard")
+def quarantine_discard(ident: str) -> None:
     """Remove a held line for good."""
     open_vault().discard(ident)
     info(f"discarded {ident}")
 
 
-@quarantine_app.command("purge")
-def quarantine_purge(
-    older_than: Optional[str] = typer.Option(None, "--older-than", help="Held longer than this: e.g. 30d, 2w, 12h."),
-    reason: Optional[str] = typer.Option(None, metavar="|".join(HELD_REASONS),
-                                         help="Held for this reason (`deleted`: an agent's repeats of memories people deleted)."),
-) -> None:
+@quarantine.command(
+    opt("--older-than", help="Held longer than this: e.g. 30d, 2w, 12h."),
+    opt("--reason", metavar="|".join(HELD_REASONS),
+        help="Held for this reason (`deleted`: an agent's repeats of memories people deleted)."),
+    name="purge",
+)
+def quarantine_purge(older_than: Optional[str], reason: Optional[str]) -> None:
     """Remove held lines older than a duration, or held for a reason (or both)."""
     from cortex.timefmt import parse_duration
 
     if older_than is None and reason is None:
-        raise typer.BadParameter("say which: --older-than DURATION, --reason REASON, or both")
+        raise UsageError("say which: --older-than DURATION, --reason REASON, or both")
     _check_reason(reason)
     try:
         age = None if older_than is None else parse_duration(older_than)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        raise UsageError(str(exc)) from None
     n = open_vault().purge(age, reason)
     which = " and ".join(w for w in (f"older than {older_than}" if older_than else "",
                                       f"held as {reason}" if reason else "") if w)

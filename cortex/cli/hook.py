@@ -5,20 +5,13 @@ agents' ``cortex hook session-start`` and ``cortex validate``. Thin: parse, call
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
-import typer
+from cortex.cli.app import JSON, _options, arg, command, emit_json, flag, group, info
 
-from cortex.cli.app import JSON_HELP, _options, app, emit_json, info
+hook = group("hook", help="The git hooks pre-commit runs on staged notes (usable by hand too).")
 
-hook_app = typer.Typer(
-    help="The git hooks pre-commit runs on staged notes (usable by hand too).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-app.add_typer(hook_app, name="hook")
-
-FILES_HELP = "Files as pre-commit passes them; files that are not markdown notes are ignored."
+FILES = arg("files", many=True, help="Files as pre-commit passes them; files that are not markdown notes are ignored.")
 
 
 def _hook_root() -> Optional[Path]:
@@ -37,52 +30,42 @@ def _finish(report, action: str, json_: bool, *, hook: bool = True) -> int:
     return report.exit_code
 
 
-@hook_app.command("check")
-def hook_check(
-    files: List[str] = typer.Argument(None, metavar="[FILES]...", help=FILES_HELP),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    stage: bool = typer.Option(False, "--stage", help="Inside a commit: stage what was completed, so the commit takes it."),
-) -> None:
+@hook.command(FILES, JSON, flag("--stage", help="Inside a commit: stage what was completed, so the commit takes it."),
+              name="check")
+def hook_check(files: list[str], json_: bool, stage: bool) -> int:
     """What a commit runs: `fix`, then `validate` over the completed notes, in one process.
     `SKIP=cortex-fix` (or `cortex-validate`) leaves that half out, as pre-commit's SKIP does."""
     from cortex.hooks import check, render_all
 
     reports = check(files or [], root=_hook_root(), stage=stage)
     render_all(reports, as_json=json_, nested=True)
-    raise typer.Exit(max((r.exit_code for r in reports.values()), default=0))
+    return max((r.exit_code for r in reports.values()), default=0)
 
 
-@hook_app.command("validate")
-def hook_validate(
-    files: List[str] = typer.Argument(None, metavar="[FILES]...", help=FILES_HELP),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> None:
+@hook.command(FILES, JSON, name="validate")
+def hook_validate(files: list[str], json_: bool) -> int:
     """Refuse notes that break the rules: one `path:line: what — how to fix` per problem; exit 1 if any."""
     from cortex.hooks import FIX_ID, skipped, validate
 
     # the validating hook of a pair: `SKIP=cortex-fix` left the other out of this commit
-    code = _finish(validate(files or [], root=_hook_root(), fixing=FIX_ID not in skipped()), "validate", json_)
-    raise typer.Exit(code)
+    return _finish(validate(files or [], root=_hook_root(), fixing=FIX_ID not in skipped()), "validate", json_)
 
 
-@hook_app.command("fix")
-def hook_fix(
-    files: List[str] = typer.Argument(None, metavar="[FILES]...", help=FILES_HELP),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    stage: bool = typer.Option(False, "--stage", help="Inside a commit: stage what was completed, so the commit takes it (exit 0)."),
-) -> None:
+@hook.command(FILES, JSON,
+              flag("--stage", help="Inside a commit: stage what was completed, so the commit takes it (exit 0)."),
+              name="fix")
+def hook_fix(files: list[str], json_: bool, stage: bool) -> int:
     """Complete hand-written notes, keep derived titles true, normalise tags; exit 1 when a file changed unstaged."""
     from cortex.hooks import fix, rescue_saves
 
     report = fix(files or [], root=_hook_root(), stage=stage)
     if stage:  # inside a commit: a save made meanwhile that pre-commit would throw away is kept
         report.problems += rescue_saves(_hook_root(), report.written)
-    code = _finish(report, "fix", json_)
-    raise typer.Exit(code)
+    return _finish(report, "fix", json_)
 
 
-@hook_app.command("install")
-def hook_install() -> None:
+@hook.command(name="install")
+def hook_install() -> int:
     """Install the pre-commit hook in this vault and point it, the commit guard and the notes'
     merge driver at the python running this cortex (after a clone, or when cortex moved)."""
     from cortex.hookinstall import install
@@ -92,8 +75,7 @@ def hook_install() -> None:
     done, problems = install(root.root, force=True)
     for line in done + problems:
         info(line)
-    if problems:
-        raise typer.Exit(1)
+    return 1 if problems else 0
 
 
 def _count(n: int, noun: str) -> str:
@@ -116,10 +98,9 @@ def _is_note(root, name: str) -> bool:
     return is_note_path(rel.as_posix())
 
 
-@hook_app.command("session-start")
-def hook_session_start(
-    path: bool = typer.Option(False, "--path", help="Print the script's path (for a harness config) instead of running it."),
-) -> None:
+@hook.command(flag("--path", help="Print the script's path (for a harness config) instead of running it."),
+              name="session-start")
+def hook_session_start(path: bool) -> None:
     """What an agent should know at the start of a session: the brief, the memories about
     the current project and the last week, fenced as data (docs/agents.md, section 4).
     Never fails a session: it prints what it can and exits 0."""
@@ -137,12 +118,14 @@ def hook_session_start(
     os.execve("/bin/sh", ["sh", str(script)], env)
 
 
-@app.command("validate")
-def validate_command(
-    files: List[str] = typer.Argument(None, metavar="[FILES]...", help="Notes to check (default: every note)."),
-    all_: bool = typer.Option(False, "--all", help="Every note of the working tree, committed or not, git-ignored files aside (the default without FILES): for CI, which --no-verify cannot skip."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> None:
+@command(
+    arg("files", many=True, help="Notes to check (default: every note)."),
+    flag("--all", dest="all_", help="Every note of the working tree, committed or not, git-ignored files aside (the "
+                                    "default without FILES): for CI, which --no-verify cannot skip."),
+    JSON,
+    name="validate",
+)
+def validate_command(files: list[str], all_: bool, json_: bool) -> int:
     """Check notes with the git hook's rules (ids unique across the vault); exit 1 on any error."""
     from cortex.cli.app import open_vault
     from cortex.hooks import validate
@@ -163,4 +146,4 @@ def validate_command(
     if not json_:
         info(f"{_count(report.checked, 'note')} checked: {_count(len(report.errors), 'error')}, "
              f"{_count(len(report.warnings), 'warning')}")
-    raise typer.Exit(code)
+    return code

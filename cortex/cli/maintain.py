@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional, TYPE_CHECKING
 
-import typer
-
-from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
+from cortex.cli.app import JSON, arg, command, emit_json, flag, group, info, open_vault, opt
+from cortex.errors import UsageError
 
 if TYPE_CHECKING:
     from cortex.vault import Vault
 
-NOW_HELP = "Pretend the time is this ISO-8601 instant (testing and replays)."
+NOW = opt("--now", hidden=True, help="Pretend the time is this ISO-8601 instant (testing and replays).")
 
 
 def _now(text: Optional[str]):
@@ -23,7 +23,7 @@ def _now(text: Optional[str]):
     try:
         return parse_time(text)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _skips(result) -> None:
@@ -52,12 +52,8 @@ def _job(name: str, json_: bool, dry_run: bool, now: Optional[str], line) -> Non
     _skips(result)
 
 
-@app.command()
-def reinforce(
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be written; change nothing."),
-    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
-) -> None:
+@command(JSON, flag("--dry-run", help="Show what would be written; change nothing."), NOW)
+def reinforce(json_: bool, dry_run: bool, now: Optional[str]) -> None:
     """Apply pending reinforcements to the notes (last_reinforced, count); bring faded ones back
     from the archive (a forgotten or replaced memory stays there)."""
     _job("reinforce", json_, dry_run, now, _reinforced_line)
@@ -72,12 +68,8 @@ def _reinforced_line(item: dict) -> str:
     return line
 
 
-@app.command()
-def decay(
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    dry_run: bool = typer.Option(False, "--dry-run", help="List what would fade; move nothing."),
-    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
-) -> None:
+@command(JSON, flag("--dry-run", help="List what would fade; move nothing."), NOW)
+def decay(json_: bool, dry_run: bool, now: Optional[str]) -> None:
     """Archive memories whose effective importance fell below the forget threshold (mind only)."""
     _job("decay", json_, dry_run, now, _decayed_line)
 
@@ -88,12 +80,8 @@ def _decayed_line(item: dict) -> str:
     return f"{item['path']} → {item['archived_to']}  ({item['effective_importance']:.2f})"
 
 
-@app.command()
-def dedup(
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    dry_run: bool = typer.Option(False, "--dry-run", help="List candidate pairs with their scores; merge nothing."),
-    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
-) -> None:
+@command(JSON, flag("--dry-run", help="List candidate pairs with their scores; merge nothing."), NOW)
+def dedup(json_: bool, dry_run: bool, now: Optional[str]) -> None:
     """Merge near-duplicate memories of the same type into the older note, and archive a
     memory the newest one of its subject contradicts (another number, date, polarity or state)."""
     from cortex.maintenance.due import run_job
@@ -123,9 +111,7 @@ def dedup(
         _skips(result)
 
 
-graph_app = typer.Typer(help="The graph of notes, entities and tags (.git/cortex/graph.json).", rich_markup_mode=None,
-                        invoke_without_command=True)
-app.add_typer(graph_app, name="graph")
+graph_group = group("graph", JSON, help="The graph of notes, entities and tags (.git/cortex/graph.json).")
 
 
 def _graph(vault: Vault):
@@ -137,11 +123,9 @@ def _graph(vault: Vault):
         return current_graph(JobContext(vault, utcnow()))
 
 
-@graph_app.callback()
-def graph(ctx: typer.Context, json_: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+@graph_group.runs
+def graph(json_: bool) -> None:
     """Build the graph when the notes changed; print its size."""
-    if ctx.invoked_subcommand is not None:
-        return
     from cortex.maintenance.due import run_job
 
     result = run_job(open_vault(), "graph")
@@ -155,11 +139,8 @@ def graph(ctx: typer.Context, json_: bool = typer.Option(False, "--json", help=J
     info(f"cortex graph: {'rebuilt' if item['rebuilt'] else 'up to date'}: {item['path']}")
 
 
-@graph_app.command("neighbors")
-def graph_neighbors(
-    name: str = typer.Argument(..., metavar="NAME", help="An entity, #tag, note id, path, file name or title."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> None:
+@graph_group.command(arg("name", help="An entity, #tag, note id, path, file name or title."), JSON, name="neighbors")
+def graph_neighbors(name: str, json_: bool) -> None:
     """Everything one edge away from NAME."""
     from cortex.errors import CortexError
     from cortex.maintenance.graph import find_nodes, neighbors
@@ -181,33 +162,35 @@ def graph_neighbors(
             print(f"  {arrow} {n['edge']:<13} {n.get('kind', '?'):<6} {n.get('label', n['node'])}" + (f"  ({n['path']})" if n.get("path") else ""))
 
 
-@graph_app.command("export")
-def graph_export(
-    format_: str = typer.Option("dot", "--format", "-f", metavar="dot|graphml|mermaid", help="DOT (Graphviz), GraphML or Mermaid."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-) -> None:
+@graph_group.command(
+    opt("--format", "-f", dest="format_", default="dot", metavar="dot|graphml|mermaid",
+        help="DOT (Graphviz), GraphML or Mermaid."),
+    opt("--output", "-o", type=Path, help="Write to this file instead of stdout."),
+    name="export",
+)
+def graph_export(format_: str, output: Optional[Path]) -> None:
     """The whole graph as Graphviz DOT, GraphML or a Mermaid diagram."""
     from cortex.maintenance.graph import export
 
     if format_ not in ("dot", "graphml", "mermaid"):
-        raise typer.BadParameter("--format must be dot, graphml or mermaid")
+        raise UsageError("--format must be dot, graphml or mermaid")
     graph_, _ = _graph(open_vault())
     text = export(graph_, format_)
     if output is None:
-        typer.echo(text, nl=False)
+        sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
         info(f"wrote {output} ({len(graph_.nodes)} nodes, {len(graph_.edges)} edges)")
 
 
-@app.command()
-def maintain(
-    force: bool = typer.Option(False, "--force", help="Run every selected job now, due or not."),
-    only: Optional[str] = typer.Option(None, "--only", metavar="JOB,...", help="A subset: reinforce, decay, dedup, graph, index."),
-    list_: bool = typer.Option(False, "--list", help="Show each job's schedule, last and next run; run nothing."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
-) -> None:
+@command(
+    flag("--force", help="Run every selected job now, due or not."),
+    opt("--only", metavar="JOB,...", help="A subset: reinforce, decay, dedup, graph, index."),
+    flag("--list", dest="list_", help="Show each job's schedule, last and next run; run nothing."),
+    JSON,
+    NOW,
+)
+def maintain(force: bool, only: Optional[str], list_: bool, json_: bool, now: Optional[str]) -> int:
     """Run every maintenance job that is due, in order, catching up on missed runs."""
     from cortex.maintenance.due import run_due, schedule_table
 
@@ -221,20 +204,20 @@ def maintain(
             for r in rows:
                 print(f"{r['job']:<10} {r['schedule']:<12} last {r['last_run'] or 'never':<25} next {r['next_run']}"
                       + (f"  (last error: {r['last_error']})" if r["last_error"] else ""))
-        return
+        return 0
     jobs = [j.strip() for j in only.split(",") if j.strip()] if only is not None else None
     if jobs == []:
-        raise typer.BadParameter("--only needs at least one job: reinforce, decay, dedup, graph, index")
+        raise UsageError("--only needs at least one job: reinforce, decay, dedup, graph, index")
     unknown = [j for j in jobs or () if j not in ("reinforce", "decay", "dedup", "graph", "index")]
     if unknown:
-        raise typer.BadParameter(f"no job {', '.join(unknown)}: use reinforce, decay, dedup, graph, index")
+        raise UsageError(f"no job {', '.join(unknown)}: use reinforce, decay, dedup, graph, index")
     report = run_due(vault, now=clock, force=force, only=jobs)
     if json_:
         emit_json(report.to_json())
     if not (report.results or report.errors):  # the hourly cron call, most hours: one line in cron.log
         soonest = min(report.not_due.items(), key=lambda item: item[1], default=None)
         info("cortex maintain: nothing due" + (f" (next: {soonest[0]} at {soonest[1]})" if soonest else ""))
-        return
+        return 0
     for r in report.results:
         commit = f", commit {r.commit[:10]}" if r.commit else ""
         info(f"  {r.job:<10} changed {r.changed}{commit} ({r.seconds:.2f}s)")
@@ -246,27 +229,28 @@ def maintain(
         info(f"  {job:<10} FAILED: {error}")
     info(f"cortex maintain: {len(report.results)} job{'' if len(report.results) == 1 else 's'} ran, "
          f"{report.commits} commit{'' if report.commits == 1 else 's'} in {report.seconds:.2f}s")
-    if report.errors:
-        raise typer.Exit(report.exit_code)  # 75: git was busy, nothing half-done; the next run catches up
+    # 75: git was busy, nothing half-done; the next run catches up
+    return report.exit_code if report.errors else 0
 
 
-@app.command("schedule")
-def schedule_(
-    run_every: str = typer.Option("5m", "--run-every", help="How often to call `cortex run` (e.g. 5m, 30s)."),
-    maintain_every: str = typer.Option("15m", "--maintain-every", help="How often to call `cortex maintain` (it runs only due jobs)."),
-) -> None:
+@command(
+    opt("--run-every", default="5m", help="How often to call `cortex run` (e.g. 5m, 30s)."),
+    opt("--maintain-every", default="15m", help="How often to call `cortex maintain` (it runs only due jobs)."),
+    name="schedule",
+)
+def schedule_(run_every: str, maintain_every: str) -> int:
     """Stay in the foreground: `cortex run` every few minutes, `cortex maintain` when jobs are due."""
     from cortex.maintenance.scheduler import Loop, parse_every
 
     try:
         every_run, every_maintain = parse_every(run_every), parse_every(maintain_every)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        raise UsageError(str(exc)) from None
     vault = open_vault()
-    raise typer.Exit(Loop(vault.root, run_every=every_run, maintain_every=every_maintain).serve())
+    return Loop(vault.root, run_every=every_run, maintain_every=every_maintain).serve()
 
 
-@app.command()
+@command()
 def cron() -> None:
     """Print crontab lines, a systemd user timer (Persistent=true) and a CI schedule for this vault."""
     from cortex.maintenance.scheduler import cron_text, executable
@@ -274,13 +258,13 @@ def cron() -> None:
     print(cron_text(open_vault().root, executable()), end="")
 
 
-@app.command()
-def brief(
-    since: str = typer.Option("24h", "--since", help="How far back (e.g. 24h, 7d)."),
-    write: bool = typer.Option(False, "--write", help="Also commit the brief as a note in vault/events/."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    now: Optional[str] = typer.Option(None, "--now", hidden=True, help=NOW_HELP),
-) -> None:
+@command(
+    opt("--since", default="24h", help="How far back (e.g. 24h, 7d)."),
+    flag("--write", help="Also commit the brief as a note in vault/events/."),
+    JSON,
+    NOW,
+)
+def brief(since: str, write: bool, json_: bool, now: Optional[str]) -> None:
     """The digest: memorized, reinforced, merged, faded, quarantined, most active entities."""
     from cortex.maintenance.brief import make_brief, render_brief, write_brief
     from cortex.timefmt import parse_duration
@@ -288,7 +272,7 @@ def brief(
     try:
         window = parse_duration(since)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        raise UsageError(str(exc)) from None
     vault = open_vault()
     clock = _now(now)
     data = make_brief(vault, since=clock - window, now=clock)

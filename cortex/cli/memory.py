@@ -5,18 +5,13 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
-import typer
+from cortex.cli.app import JSON, arg, command, emit_json, flag, info, open_vault, opt
 
-from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
-
-REF_HELP = "A note's id (from query results) or its path (mind/facts/2026-02-16-e7f4a2b9.md)."
+REF = arg("ref", metavar="ID|PATH", help="A note's id (from query results) or its path (mind/facts/2026-02-16-e7f4a2b9.md).")
 
 
-@app.command()
-def show(
-    ref: str = typer.Argument(..., metavar="ID|PATH", help=REF_HELP),
-    json_: bool = typer.Option(False, "--json", help="Print {path, id, type, title, frontmatter, body} as JSON."),
-) -> None:
+@command(REF, flag("--json", dest="json_", help="Print {path, id, type, title, frontmatter, body} as JSON."))
+def show(ref: str, json_: bool) -> None:
     """Print one note: its file as written, or its fields with --json."""
     from cortex.noteref import read_note
 
@@ -28,14 +23,14 @@ def show(
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-@app.command()
-def forget(
-    ref: str = typer.Argument(..., metavar="ID|PATH", help=REF_HELP),
-    reason: str = typer.Option(..., "--reason", "-r", help="Why: wrong, replaced by another note, no longer true."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would move; change nothing."),
-    now: Optional[str] = typer.Option(None, "--now", hidden=True, help="Pretend the time is this ISO-8601 instant."),
-) -> None:
+@command(
+    REF,
+    opt("--reason", "-r", required=True, help="Why: wrong, replaced by another note, no longer true."),
+    JSON,
+    flag("--dry-run", help="Say what would move; change nothing."),
+    opt("--now", hidden=True, help="Pretend the time is this ISO-8601 instant."),
+)
+def forget(ref: str, reason: str, json_: bool, dry_run: bool, now: Optional[str]) -> None:
     """Archive a memory that is wrong or replaced, with the reason (one commit).
 
     Queries leave it out from then on; `cortex query --archived` and git history keep it.

@@ -1,7 +1,7 @@
 """`cortex index` and `cortex query`: thin shells over cortex.search.
 
 Scripts call `cortex query` in loops, so this module imports only the standard library
-and typer; Whoosh, numpy and the model load inside the commands, and only the parts a
+and the CLI's conventions; Whoosh, numpy and the model load inside the commands, and only the parts a
 query needs (`--lexical-only` never imports numpy unless the index must change). While
 `cortex watch` runs, a query is answered by the watcher, which keeps the index loaded
 (`cortex.search.served`), and loads none of them.
@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, NoReturn, Optional
+from typing import NoReturn, Optional
 
-import typer
-
-from cortex.cli.app import app, autowatch, emit_failure, emit_json, emit_jsonl, info
+from cortex.cli.app import arg, autowatch, command, emit_failure, emit_json, emit_jsonl, flag, info, opt
 from cortex.errors import CortexError, UsageError, os_said
 
 MODEL_ENV = "CORTEX_SEARCH_MODEL"
@@ -77,15 +75,18 @@ def _search_errors(exc: Exception) -> NoReturn:
         exc.exit_code = 2
     info(f"cortex: {exc}")
     emit_failure(exc)
-    raise typer.Exit(exc.exit_code) from None
+    raise SystemExit(exc.exit_code) from None
 
 
-@app.command()
-def index(
-    rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild from every note instead of updating what changed."),
-    model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help=MODEL_HELP),
-    json_: bool = typer.Option(False, "--json", help="Print the update report as JSON on stdout."),
-) -> None:
+MODEL = opt("--model", metavar="PATH", help=MODEL_HELP)
+
+
+@command(
+    flag("--rebuild", help="Rebuild from every note instead of updating what changed."),
+    MODEL,
+    flag("--json", dest="json_", help="Print the update report as JSON on stdout."),
+)
+def index(rebuild: bool, model: Optional[str], json_: bool) -> None:
     """Update the search index (in .git/cortex/search/; only added, changed, moved or deleted notes).
 
     While `cortex watch` runs, the watcher makes the update on the index it keeps loaded."""
@@ -135,29 +136,34 @@ def _all_text(arguments: dict) -> None:
                 raise _Failed(f"{option}: the byte 0x{byte:02X} at character {bad.start() + 1} is not UTF-8; pass the text as UTF-8")
 
 
-@app.command()
-def query(
-    text: Optional[str] = typer.Argument(None, help="What to look for (optional with --recent, or with a filter to list its notes)."),
-    limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many results."),
-    json_: bool = typer.Option(False, "--json", help="Print {query, mode, count, results} as JSON (docs/query.md)."),
-    jsonl: bool = typer.Option(False, "--jsonl", help="Print one JSON result per line."),
-    paths: bool = typer.Option(False, "--paths", help="Print only the note paths, one per line."),
-    type_: List[str] = typer.Option([], "--type", "-t", help="Only notes of this type (repeat for any of several)."),
-    category: List[str] = typer.Option([], "--category", help="Only this category: concept, entity, relation."),
-    partition: List[str] = typer.Option([], "--partition", help="Only this partition: mind or vault."),
-    tag: List[str] = typer.Option([], "--tag", help="Only notes with this tag or one nested in it (project: project/alpha too); repeat for any of several."),
-    entity: List[str] = typer.Option([], "--entity", help="Only notes mentioning this entity (by name)."),
-    attribution: List[str] = typer.Option([], "--attribution", help="Only notes from this source."),
-    since: Optional[str] = typer.Option(None, "--since", help="Created at or after: a date, or a duration back (30d)."),
-    until: Optional[str] = typer.Option(None, "--until", help="Created before: a date, or a duration back."),
-    archived: bool = typer.Option(False, "--archived", help="Include archived memories (mind/archive/)."),
-    recent: Optional[str] = typer.Option(None, "--recent", metavar="DURATION", help="Notes of the last DURATION (7d), newest first; with TEXT, a --since filter."),
-    lexical_only: bool = typer.Option(False, "--lexical-only", help="BM25 only (for comparison)."),
-    semantic_only: bool = typer.Option(False, "--semantic-only", help="Embeddings only (for comparison)."),
-    min_score: Optional[float] = typer.Option(None, "--min-score", metavar="X", min=0.0, max=1.0,
-                                              help="Drop results under this relevance, on its 0..1 scale (default: the calibrated floor; 0 keeps every candidate)."),
-    model: Optional[str] = typer.Option(None, "--model", metavar="PATH", help=MODEL_HELP),
-) -> None:
+@command(
+    arg("text", optional=True, help="What to look for (optional with --recent, or with a filter to list its notes)."),
+    opt("--limit", "-n", type=int, default=10, min=1, help="At most this many results."),
+    flag("--json", dest="json_", help="Print {query, mode, count, results} as JSON (docs/query.md)."),
+    flag("--jsonl", help="Print one JSON result per line."),
+    flag("--paths", help="Print only the note paths, one per line."),
+    opt("--type", "-t", dest="type_", repeat=True, help="Only notes of this type (repeat for any of several)."),
+    opt("--category", repeat=True, help="Only this category: concept, entity, relation."),
+    opt("--partition", repeat=True, help="Only this partition: mind or vault."),
+    opt("--tag", repeat=True, help="Only notes with this tag or one nested in it (project: project/alpha too); "
+                                   "repeat for any of several."),
+    opt("--entity", repeat=True, help="Only notes mentioning this entity (by name)."),
+    opt("--attribution", repeat=True, help="Only notes from this source."),
+    opt("--since", help="Created at or after: a date, or a duration back (30d)."),
+    opt("--until", help="Created before: a date, or a duration back."),
+    flag("--archived", help="Include archived memories (mind/archive/)."),
+    opt("--recent", metavar="DURATION", help="Notes of the last DURATION (7d), newest first; with TEXT, a --since filter."),
+    flag("--lexical-only", help="BM25 only (for comparison)."),
+    flag("--semantic-only", help="Embeddings only (for comparison)."),
+    opt("--min-score", metavar="X", type=float, min=0.0, max=1.0,
+        help="Drop results under this relevance, on its 0..1 scale (default: the calibrated floor; 0 keeps every "
+             "candidate)."),
+    MODEL,
+)
+def query(text: Optional[str], limit: int, json_: bool, jsonl: bool, paths: bool, type_: list[str], category: list[str],
+          partition: list[str], tag: list[str], entity: list[str], attribution: list[str], since: Optional[str],
+          until: Optional[str], archived: bool, recent: Optional[str], lexical_only: bool, semantic_only: bool,
+          min_score: Optional[float], model: Optional[str]) -> int:
     """Search the memory: BM25 + embeddings fused, ranked by importance, confidence and recency.
 
     A time named in TEXT ("last week", "two days ago") puts the notes of that time
@@ -216,7 +222,8 @@ def query(
         if not (json_ or jsonl or paths):
             info("nothing found" + (f" ({hidden} archived memor{'y' if hidden == 1 else 'ies'} would match: add --archived)"
                                     if hidden else ""))
-        raise typer.Exit(1)
+        return 1
+    return 0
 
 
 def _answer_here(root, question, model: Optional[str]) -> tuple[list, int, dict]:

@@ -6,9 +6,7 @@ import shlex
 from pathlib import Path
 from typing import Optional
 
-import typer
-
-from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
+from cortex.cli.app import JSON, arg, command, emit_json, flag, info, open_vault, opt, toggle
 
 
 def render_sync(report) -> str:
@@ -106,28 +104,31 @@ def run_sync(*, remote: Optional[str], push: Optional[bool], accept_rewrite: boo
     return 0
 
 
-@app.command("sync")
-def sync_command(
-    remote: Optional[str] = typer.Option(None, "--remote", metavar="NAME", help="The remote (default: the branch's upstream, else origin, or sync.remote in observer/config.yml)."),
-    push: Optional[bool] = typer.Option(None, "--push/--no-push", help="Push after integrating (default: yes, or sync.push in observer/config.yml)."),
-    accept_rewrite: bool = typer.Option(False, "--accept-rewrite", help="The remote was force-pushed on purpose: merge its new history with yours (nothing of yours is dropped)."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> None:
+@command(
+    opt("--remote", metavar="NAME",
+        help="The remote (default: the branch's upstream, else origin, or sync.remote in observer/config.yml)."),
+    toggle("--push", help="Push after integrating (default: yes, or sync.push in observer/config.yml)."),
+    flag("--accept-rewrite", help="The remote was force-pushed on purpose: merge its new history with yours (nothing "
+                                  "of yours is dropped)."),
+    JSON,
+    name="sync",
+)
+def sync_command(remote: Optional[str], push: Optional[bool], accept_rewrite: bool, json_: bool) -> int:
     """Fetch, merge (notes settled by cortex's merge driver), push, retrying when another machine pushed first.
 
     Exit 0 synced; 1 a person must act (a conflict, a rewritten remote, credentials, no
     repository at the remote's address, uncommitted changes in the way: the message says
     what to run); 75 try again later (the remote is unreachable, or kept moving, or a
     merge, rebase, cherry-pick ... of yours is in progress). Nothing is ever lost or reset."""
-    raise typer.Exit(run_sync(remote=remote, push=push, accept_rewrite=accept_rewrite, json_=json_))
+    return run_sync(remote=remote, push=push, accept_rewrite=accept_rewrite, json_=json_)
 
 
-@app.command("clone")
-def clone(
-    url: str = typer.Argument(..., help="The shared vault's remote (a path, ssh://, https://, git@host:...)."),
-    path: Optional[Path] = typer.Argument(None, help="Where to put it (default: the repository's name)."),
-    branch: Optional[str] = typer.Option(None, "--branch", "-b", help="The branch to check out (default: the remote's own, else its only branch)."),
-) -> None:
+@command(
+    arg("url", help="The shared vault's remote (a path, ssh://, https://, git@host:...)."),
+    arg("path", optional=True, type=Path, help="Where to put it (default: the repository's name)."),
+    opt("--branch", "-b", help="The branch to check out (default: the remote's own, else its only branch)."),
+)
+def clone(url: str, path: Optional[Path], branch: Optional[str]) -> None:
     """Join a shared vault on this machine: `git clone URL PATH`, then `cortex init PATH` (hooks, merge driver)."""
     from cortex.sync import clone_vault
 

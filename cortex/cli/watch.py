@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import typer
-
-from cortex.cli.app import JSON_HELP, app, emit_json, info, open_vault
+from cortex.cli.app import JSON, command, emit_json, flag, info, open_vault
+from cortex.errors import UsageError
 
 
 def watch_status(root) -> dict:
@@ -24,15 +23,14 @@ def _clock(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(epoch))
 
 
-@app.command("watch")
-def watch(
-    background: bool = typer.Option(False, "--background", "-b", help="Start the watcher detached and return once it answers."),
-    stop: bool = typer.Option(False, "--stop", help="Stop the running watcher (cortex's checks then stat every note again)."),
-    status: bool = typer.Option(False, "--status", help="Say whether a watcher runs, and what it has seen."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
-    auto: bool = typer.Option(False, "--auto", hidden=True,
-                              help="The watcher `watch: auto` starts: it ends after `watch.idle` seconds without a question."),
-) -> None:
+@command(
+    flag("--background", "-b", help="Start the watcher detached and return once it answers."),
+    flag("--stop", help="Stop the running watcher (cortex's checks then stat every note again)."),
+    flag("--status", help="Say whether a watcher runs, and what it has seen."),
+    JSON,
+    flag("--auto", hidden=True, help="The watcher `watch: auto` starts: it ends after `watch.idle` seconds without a question."),
+)
+def watch(background: bool, stop: bool, status: bool, json_: bool, auto: bool) -> None:
     """Watch the vault's files, so that cortex's checks stat only the changed notes (Linux; large vaults).
 
     Before a query, and in `cortex status`, cortex asks git which notes changed, and git
@@ -51,7 +49,7 @@ def watch(
     from cortex.fsmonitor import stopped
 
     if sum((background, stop, status, auto)) > 1:
-        raise typer.BadParameter("give one of --background, --stop, --status")
+        raise UsageError("give one of --background, --stop, --status")
     vault = open_vault()
     root = vault.root
     if status:
@@ -79,14 +77,14 @@ def watch(
             info(f"not watching {root}: cortex's checks stat every note (`cortex watch --background` to start)")
             if view["auto_failed"]:
                 info(f"  the last automatic start failed: {view['auto_failed']}")
-        raise typer.Exit(0)
+        return
     if stop:
         pid = watcher.stop(root)
         if json_:
             emit_json({"stopped": pid})
         else:
             info(f"stopped the watcher (pid {pid})" if pid else "no watcher was running")
-        raise typer.Exit(0)
+        return
     if background:
         already = watcher.running(root)
         pid = watcher.start_background(root)
@@ -98,8 +96,8 @@ def watch(
             if already and (view["daemon"] or {}).get("auto"):
                 info("  it was started automatically and ends after an idle stretch: for one that stays, "
                      "`cortex watch --stop`, then `cortex watch --background`")
-        raise typer.Exit(0)
+        return
     if auto:
         watcher.serve_auto(root)
-        raise typer.Exit(0)
+        return
     watcher.serve(root, on_ready=lambda: info(f"watching {root}; Ctrl-C stops"))

@@ -400,8 +400,8 @@ def _order(directory: Path, token: list[int] | None) -> tuple[np.ndarray, np.nda
 
 def _mapped(path: Path) -> np.ndarray:
     """A saved array, memory-mapped. An empty file is damage as any other is (ValueError):
-    numpy reads it as the end of its input, EOFError, which click would report as an
-    interrupted prompt."""
+    numpy reads it as the end of its input, EOFError, which the CLI would report as a bug
+    (and click, once, as an interrupted prompt)."""
     try:
         return np.load(path, mmap_mode="r")
     except EOFError as exc:
