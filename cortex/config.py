@@ -20,7 +20,6 @@ TRUST_POLICIES = ("full", "quarantine", "none")
 MATCH_KEYS = ("type", "bucket", "attribution", "category")
 ADJUST_KEYS = ("confidence", "importance")
 WATCH_STARTS = ("auto", "off")
-WATCH_ENV = "CORTEX_WATCH"  # auto | off: overrides `watch:` for one command (scripts, benches)
 
 
 @dataclass(frozen=True)

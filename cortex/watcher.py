@@ -800,6 +800,10 @@ AUTO_RETRY = 24 * 3600.0  # seconds before a failed automatic start is tried aga
 # Set for every command git runs (hooks, `rebase -x`, aliases) and by pre-commit: such a
 # command never starts a watcher (a person's post-commit `cortex index` included).
 FROM_GIT = ("GIT_EXEC_PATH", "GIT_DIR", "GIT_INDEX_FILE", "PRE_COMMIT")
+# auto | off: overrides `watch:` for one command (scripts, benches). Read before the
+# settings: `off` decides without importing cortex.config (its five dataclasses, ~25M
+# instructions of a cold query).
+WATCH_ENV = "CORTEX_WATCH"
 
 
 def tracked_files(root: Path) -> int | None:
@@ -826,11 +830,11 @@ def autostart(root: Path) -> None:
     said once, and tried again after ``AUTO_RETRY``."""
     if not sys.platform.startswith("linux") or any(name in os.environ for name in FROM_GIT):
         return
-    from cortex.config import WATCH_ENV, settings_or_defaults
-
     forced = os.environ.get(WATCH_ENV, "").strip().lower()
     if forced and forced != "auto":
         return
+    from cortex.config import settings_or_defaults
+
     settings = settings_or_defaults(root)
     if (forced or settings.watch) != "auto":
         return

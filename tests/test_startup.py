@@ -179,6 +179,27 @@ def test_a_query_imports_only_what_it_searches_with(vault):
     assert "cortex.model" not in modules
 
 
+def test_a_query_told_to_start_no_watcher_reads_no_settings(vault, monkeypatch):
+    """With CORTEX_WATCH=off (scripts, benches) a query decides against starting the
+    watcher before the vault's settings are read: it imported cortex.config, whose
+    dataclasses cost a cold query ~25M instructions, only to learn the variable's name.
+    Without it the settings are read as before."""
+    vault.write({"type": "fact", "body": "The staging database restarts on Sundays.", "session_id": "cli",
+                 "timestamp": "2026-11-27T06:00:00.000Z", "bucket": "explicit", "attribution": "maya"})
+    vault.run()
+    argv = ["--vault", str(vault.root), "query", "staging database", "--paths"]
+    for _ in range(2):  # the first query builds the index, the second records git's status in it
+        probe_modules(argv, vault.root)
+    monkeypatch.setenv("CORTEX_WATCH", "off")
+    code, modules, out = probe_modules(argv, vault.root)
+    assert code == 0 and out.strip().endswith(".md")
+    assert "cortex.config" not in modules
+    monkeypatch.delenv("CORTEX_WATCH")
+    code, modules, out = probe_modules(argv, vault.root)
+    assert code == 0 and out.strip().endswith(".md")
+    assert "cortex.config" in modules  # `watch:` read from observer/config.yml
+
+
 def test_a_sync_with_nothing_to_do_imports_no_git_library(vault, tmp_path):
     """`cortex sync` with nothing to fetch, settle, recover or push (what a schedule runs
     most often) asks git itself: pygit2's import was two fifths of it. The first sync,
