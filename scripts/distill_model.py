@@ -230,7 +230,10 @@ def build(args) -> dict:
     quantised = pca_weight_int8(table, weights, args.dims)
     info["seconds"] = time.perf_counter() - start
     args.out.mkdir(parents=True, exist_ok=True)
-    save_file({"embeddings": quantised}, str(args.out / "model.safetensors"))
+    # A new file renamed into place: a running watcher or MCP server reads its table from
+    # a map of the old file (cortex.embed), which a rewrite in place would cut short.
+    save_file({"embeddings": quantised}, str(args.out / "model.safetensors.tmp"))
+    os.replace(args.out / "model.safetensors.tmp", args.out / "model.safetensors")
     shutil.copyfile(staging / "tokenizer.json", args.out / "tokenizer.json")
     write_compact(args.out)
     config = json.loads((staging / "config.json").read_text())
