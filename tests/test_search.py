@@ -1061,11 +1061,13 @@ def test_whoosh_import_stand_ins_leave_real_modules_usable():
         "import sys\n"
         "from cortex.search.lexical import _import_whoosh\n"
         "_import_whoosh()\n"
-        "assert not {'urllib.request', 'cached_property', 'whoosh.lang.morph_en'} & set(sys.modules)\n"
+        "assert not {'urllib.request', 'cached_property', 'whoosh.lang.morph_en', 'html'} & set(sys.modules)\n"
         "from whoosh.query.terms import variations\n"
         "assert 'run' in set(variations('running'))\n"
-        "import urllib.request, whoosh.lang.morph_en\n"
-        "assert urllib.request.__file__ and whoosh.lang.morph_en.__file__\n"
+        "from whoosh.compat import htmlescape\n"
+        "assert htmlescape('<b>R&D</b>', quote=False) == '&lt;b&gt;R&amp;D&lt;/b&gt;'\n"
+        "import urllib.request, whoosh.lang.morph_en, html.entities\n"
+        "assert urllib.request.__file__ and whoosh.lang.morph_en.__file__ and html.entities.html5['amp;'] == '&'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 

@@ -45,14 +45,16 @@ should shall must might ani some someth anyth about tell know rememb recal again
 
 
 def _import_whoosh():
-    """Import Whoosh without its two slow, unused imports.
+    """Import Whoosh without its slow imports of what cortex never uses.
 
     `whoosh.compat` imports `urllib.request` (http.client, email, ssl: ~35 ms) only to
-    re-export `urlretrieve`, `whoosh.reading` imports the `cached_property` package,
+    re-export `urlretrieve`, and `html` (a table of 2,231 entities, ~8M instructions) for
+    highlighting's `escape`; `whoosh.reading` imports the `cached_property` package,
     which imports asyncio (~25 ms), and `whoosh.query.terms` imports the English
-    morphology table for `Variations` queries, which cortex never makes. A query command pays for every import, so for the
-    duration of Whoosh's import those two names resolve to light stand-ins; the real
-    modules stay importable afterwards.
+    morphology table for `Variations` queries, which cortex never makes. A query command
+    pays for every import, so for the duration of Whoosh's import those names resolve to
+    light stand-ins, which import the real module if ever called; the real modules stay
+    importable afterwards.
     """
     if "whoosh.index" in sys.modules:
         return
@@ -65,6 +67,14 @@ def _import_whoosh():
 
         mod.urlretrieve = urlretrieve
         stand_ins["urllib.request"] = mod
+    if "html" not in sys.modules:
+        mod = types.ModuleType("html")
+
+        def escape(*args, **kwargs):  # highlighting's, which cortex never asks for
+            return _real("html").escape(*args, **kwargs)
+
+        mod.escape = escape
+        stand_ins["html"] = mod
     if "cached_property" not in sys.modules:
         mod = types.ModuleType("cached_property")
         mod.cached_property = functools.cached_property
