@@ -9,9 +9,8 @@ import os
 import stat
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from cortex.errors import CortexError, LockBusy
 
@@ -242,8 +241,7 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, *, unless_cha
     return True
 
 
-@dataclass(frozen=True)
-class Before:
+class Before(NamedTuple):
     """A file as the writer last saw it: whether it was there (for cortex's commits: in
     the commit its changes were made on), and its content (None for a link)."""
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from cortex.errors import ConfigError, CortexError
 
@@ -45,8 +44,7 @@ def _refused(err: str | bytes) -> bool:
     return "detected dubious ownership" in (err if isinstance(err, str) else err.decode("utf-8", "replace"))
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):  # a NamedTuple, not a dataclass: created at import for a fifth of the time
     code: int
     out: str
     err: str
@@ -80,8 +78,7 @@ def run(root: Path, *args: str, input: str | None = None, timeout: float | None 
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-@dataclass(frozen=True)
-class Raw:
+class Raw(NamedTuple):
     code: int
     out: bytes
     err: bytes

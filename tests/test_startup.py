@@ -200,6 +200,40 @@ def test_a_query_told_to_start_no_watcher_reads_no_settings(vault, monkeypatch):
     assert "cortex.config" in modules  # `watch:` read from observer/config.yml
 
 
+DATACLASSES = r"""
+import dataclasses, json, sys
+made, process = [], dataclasses._process_class
+def spy(cls, *args):
+    made.append(f"{cls.__module__}.{cls.__qualname__}")
+    return process(cls, *args)
+dataclasses._process_class = spy
+from cortex.cli import main
+try:
+    main(json.loads(sys.argv[1]))
+except SystemExit:
+    pass
+sys.stderr.write("\n@@MADE@@" + json.dumps(made) + "\n")
+"""
+
+
+def test_a_query_makes_its_small_records_without_generating_code(vault):
+    """Every dataclass a cold query's modules define costs it 2-5M instructions (~0.5 ms):
+    its methods are written as source and compiled as the module loads. The small
+    immutable records on the query's path (git's answer, a file as a writer saw it, a
+    span of time, the fusion weights) are NamedTuples, ~0.6M each."""
+    vault.write({"type": "fact", "body": "The staging database restarts on Sundays.", "session_id": "cli",
+                 "timestamp": "2026-11-27T06:00:00.000Z", "bucket": "explicit", "attribution": "maya"})
+    vault.run()
+    argv = ["--vault", str(vault.root), "query", "staging database last week", "--paths"]
+    probe_modules(argv, vault.root)  # the first query builds the index
+    proc = subprocess.run([sys.executable, "-c", DATACLASSES, json.dumps(argv)], cwd=vault.root, capture_output=True,
+                          text=True, timeout=60)
+    made = set(json.loads(proc.stderr.rsplit("@@MADE@@", 1)[1]))
+    assert "cortex.search.query.Hit" in made  # it really searched
+    assert not made & {"cortex.gitcli.Result", "cortex.gitcli.Raw", "cortex.fsutil.Before", "cortex.search.when.Span",
+                       "cortex.search.fusion.FusionWeights"}
+
+
 def test_a_sync_with_nothing_to_do_imports_no_git_library(vault, tmp_path):
     """`cortex sync` with nothing to fetch, settle, recover or push (what a schedule runs
     most often) asks git itself: pygit2's import was two fifths of it. The first sync,

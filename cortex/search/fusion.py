@@ -27,12 +27,10 @@ which a note is not returned (bench/bench_floor.py calibrates it).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 
-@dataclass(frozen=True)
-class FusionWeights:
+class FusionWeights(NamedTuple):
     lexical: float = 0.93
     semantic: float = 0.07
 

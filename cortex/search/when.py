@@ -16,7 +16,7 @@ notes come first, never which are found.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DAY = 86_400.0
 UNIT_DAYS = {"hour": 1 / 24, "day": 1.0, "week": 7.0, "month": 30.5, "year": 365.0}
@@ -51,8 +51,7 @@ update updated updates us was we were what which worked you
 """.split())
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """Creation times from `since` (inclusive) to `until` (exclusive), epoch seconds,
     and the phrase that named them."""
 
