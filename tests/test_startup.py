@@ -220,7 +220,7 @@ def test_a_query_makes_its_small_records_without_generating_code(vault):
     """Every dataclass a cold query's modules define costs it 2-5M instructions (~0.5 ms):
     its methods are written as source and compiled as the module loads. The small
     immutable records on the query's path (git's answer, a file as a writer saw it, a
-    span of time, the fusion weights, a result) are NamedTuples, ~0.6M each (~1M for a
+    span of time, the fusion weights, a result, a note type) are NamedTuples, ~0.6M each (~1M for a
     result's sixteen fields, ~8M as a dataclass)."""
     vault.write({"type": "fact", "body": "The staging database restarts on Sundays.", "session_id": "cli",
                  "timestamp": "2026-11-27T06:00:00.000Z", "bucket": "explicit", "attribution": "maya"})
@@ -232,7 +232,7 @@ def test_a_query_makes_its_small_records_without_generating_code(vault):
     made = set(json.loads(proc.stderr.rsplit("@@MADE@@", 1)[1]))
     assert proc.stdout.strip().endswith(".md") and "cortex.search.index.State" in made  # it really searched
     assert not made & {"cortex.gitcli.Result", "cortex.gitcli.Raw", "cortex.fsutil.Before", "cortex.search.when.Span",
-                       "cortex.search.fusion.FusionWeights", "cortex.search.query.Hit"}
+                       "cortex.search.fusion.FusionWeights", "cortex.search.query.Hit", "cortex.taxonomy.TypeSpec"}
 
 
 def test_a_sync_with_nothing_to_do_imports_no_git_library(vault, tmp_path):
