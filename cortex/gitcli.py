@@ -110,6 +110,73 @@ def stdout_bytes(root: Path | None, *args: str, input: bytes | None = None) -> b
     return done.out if done is not None and done.ok else None
 
 
+STAGED_MEMO = "staged-diff"  # in cortex's private cache folder: the last ``staged_diff`` and what it answered
+
+
+def staged_diff(root: Path) -> bytes | None:
+    """git's raw diff of its index against HEAD (``diff-index --cached -z --no-renames``),
+    every path; None when git cannot say (no HEAD yet, not a repository).
+
+    git reads its whole index for it (21 MB, ~40 ms at 200,000 notes), and a commit asks
+    twice, its guard (``gitlock.misnamed_staged``) and then its hook, with the index
+    unchanged between them unless something was staged meanwhile. So the answer is kept
+    in the git directory (``STAGED_MEMO``), under HEAD's commit and the index file's own
+    checksum (its last bytes, git's hash of all the others: the same checksum, the same
+    entries), both looked at before and after git read the index; a caller finding them
+    the same reads it there. An index git writes without a checksum (``index.skipHash``),
+    or a HEAD cortex cannot read from git's files, is asked of git every time."""
+    from cortex.gitlock import head_oid
+    from cortex.layout import private_cache_dir
+
+    head = head_oid(root)
+    key = _staged_key(root, head)
+    where = private_cache_dir(root) if key is not None else None
+    memo = where / STAGED_MEMO if where is not None else None
+    if memo is not None:
+        try:
+            said, _, raw = memo.read_bytes().partition(b"\n")
+            if said == key:
+                return raw
+        except OSError:
+            pass
+    out = stdout_bytes(root, "diff-index", "--cached", "-z", "--no-renames", head or "HEAD", "--")
+    if out is not None and memo is not None and _staged_key(root, head) == key:
+        tmp = memo.with_name(f".{STAGED_MEMO}.{os.getpid()}.tmp")
+        try:
+            memo.parent.mkdir(exist_ok=True)
+            tmp.write_bytes(key + b"\n" + out)
+            os.replace(tmp, memo)
+        except OSError:  # not kept: the next caller asks git
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+    return out
+
+
+def _staged_key(root: Path, head: str | None) -> bytes | None:
+    """What ``staged_diff``'s answer holds for: HEAD's commit, the index file git reads
+    here and its checksum; None when there is none to name it by."""
+    if head is None:
+        return None
+    from cortex.gitlock import caller_env, git_dir_of
+
+    try:
+        index = Path(root, caller_env(root).get("GIT_INDEX_FILE") or git_dir_of(root) / "index")
+        with open(index, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            width = len(head) // 2  # SHA-1 or SHA-256, as the repository's objects
+            if size < 12 + width:
+                return None
+            fh.seek(size - width)
+            checksum = fh.read(width)
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(checksum) != width or not checksum.strip(b"\0"):
+        return None  # no checksum written (index.skipHash)
+    return f"{head} {size} {checksum.hex()} {os.path.realpath(index)}".encode("utf-8", "surrogateescape")
+
+
 Entry = tuple[str, str]  # (mode, blob) as git prints them; ("000000", zeros) for none
 
 

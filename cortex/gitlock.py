@@ -736,10 +736,17 @@ def install_guard(hooks_dir: Path, python: str) -> str | None:
 def misnamed_staged(root: Path) -> list[str]:
     """The files staged to be committed whose names are not UTF-8. pre-commit, which runs
     the note checks, stops at such a name with a bare UnicodeDecodeError (the commit is
-    refused, by nobody saying why): the guard, which runs first, names them."""
+    refused, by nobody saying why): the guard, which runs first, names them. Asked as
+    the hook asks what is staged (``gitcli.staged_diff``), which then finds git's answer
+    kept: git reads its whole index once for both."""
     from cortex import gitcli
 
-    out = gitcli.stdout_bytes(root, "diff", "--cached", "--name-only", "-z", "--no-renames", "--diff-filter=d")
+    raw = gitcli.staged_diff(root)
+    if raw is None:  # no HEAD yet: the first commit
+        out = gitcli.stdout_bytes(root, "diff", "--cached", "--name-only", "-z", "--no-renames", "--diff-filter=d")
+    else:  # "<:modes ids status>\0<path>\0" a path; a removal's status is D
+        items = raw.split(b"\0")
+        out = b"\0".join(path for meta, path in zip(items[0::2], items[1::2]) if not meta.endswith(b" D"))
     try:
         (out or b"").decode("utf-8")
         return []  # every name is UTF-8: the usual commit, one decode

@@ -8,6 +8,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import cortex, git, observation
 from cortex.headcache import HeadCache, fields
 from cortex.layout import is_note_path
@@ -359,3 +361,53 @@ def test_a_repeat_reinforces_the_memory_not_a_copy_a_person_keeps_elsewhere(vaul
     assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [memory]
     assert "reinforced: 1" in (root / memory).read_text(encoding="utf-8")
     assert {p: (root / p).read_text(encoding="utf-8") for p in copies} == copies
+
+
+def test_what_is_staged_is_git_own_answer_whatever_was_kept_before(vault, tmp_path):
+    """A commit's guard and hook ask what is staged once (`gitcli.staged_diff` keeps git's
+    answer for the same HEAD and index bytes): every change to the index or HEAD since,
+    staged additions, edits, removals and moves, another index file (`git commit -a`'s),
+    and a kept answer for another index, still gets git's own answer."""
+    from cortex import gitcli
+
+    root = vault.root
+
+    def own(env=None) -> bytes:
+        return subprocess.run(["git", "diff-index", "--cached", "-z", "--no-renames", "HEAD", "--"], cwd=root,
+                              capture_output=True, check=True, env=env).stdout
+
+    def asked(env=None) -> bytes:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(root)  # as a hook runs: git's variables then name this vault's index
+            for k, v in (env or {}).items():
+                mp.setenv(k, v)
+            return gitcli.staged_diff(root)
+
+    a = make_note(vault, "fact", "The ledger runs on Postgres 16.")
+    kept = root / ".git" / "cortex" / gitcli.STAGED_MEMO
+    assert asked() == own() and kept.exists()  # asked of git, kept
+    assert asked() == own()  # read where it was kept
+    b = root / "mind" / "facts" / "b.md"
+    b.write_text((root / a).read_text(encoding="utf-8").replace("Postgres 16", "Postgres 17"), encoding="utf-8")
+    git(root, "add", str(b))
+    assert b"mind/facts/b.md" in asked() and asked() == own()
+    b.write_text(b.read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8")
+    git(root, "add", str(b))  # the same path staged again, another blob
+    assert asked() == own()
+    git(root, "rm", "-q", "--cached", a)  # a removal
+    assert asked() == own() and b" D\0" + a.encode() in asked()
+    git(root, "add", a)
+    git(root, "mv", a, "mind/facts/moved.md")  # a move: a removal and an addition
+    assert asked() == own()
+    git(root, *EMAIL, "commit", "-q", "--no-verify", "-m", "moved")  # HEAD moved, the index too
+    assert asked() == own() == b""
+    other = tmp_path / "other-index"  # another index file, as `git commit -a` gives its hooks
+    env = {"GIT_INDEX_FILE": str(other)}
+    subprocess.run(["git", "read-tree", "HEAD"], cwd=root, env={**os.environ, **env}, check=True)
+    subprocess.run(["git", "rm", "-q", "--cached", "mind/facts/moved.md"], cwd=root, env={**os.environ, **env}, check=True)
+    assert asked(env) == own({**os.environ, **env}) != own()
+    assert asked() == own() == b""
+    # an answer kept under another index's name is not this one's
+    said, _, _ = kept.read_bytes().partition(b"\n")
+    kept.write_bytes(b"x" + said + b"\n:100644 100644 x y M\0forged.md\0")
+    assert asked() == own() == b""

@@ -1385,3 +1385,42 @@ def test_a_cortex_hook_entry_edited_by_hand_is_left_as_it_is(repo):
     done = subprocess.run([*cortex_, "hook", "install"], env=repo.env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert config.read_text() == "repos:\n" + edited
+
+
+def test_a_commit_reads_git_index_once_for_what_its_guard_and_hook_ask(repo, tmp_path):
+    """The guard (are the staged names UTF-8?) and the hook (what is staged: additions,
+    removals, moves) ask git the same question of the same index; git reads its whole
+    index for each (21 MB at 200,000 notes), so it is asked once a commit, and the hook
+    still refuses what it refused and commits what it committed."""
+    repo.write("mind/facts/a.md", note())
+    assert repo.commit("first").returncode == 0  # the commit after cortex init's own
+
+    def traced(message: str, **kw) -> tuple[subprocess.CompletedProcess, list[str]]:
+        trace = tmp_path / f"trace-{message}"
+        repo.env = {**repo.env, "GIT_TRACE2_PERF": str(trace)}
+        try:
+            done = repo.commit(message, **kw)
+        finally:
+            repo.env = {k: v for k, v in repo.env.items() if k != "GIT_TRACE2_PERF"}
+        starts = [line.split("|")[-1].strip() for line in trace.read_text().splitlines() if "| start " in line]
+        # cortex's question in either form (pre-commit's own say --staged, or no --cached)
+        return done, [s for s in starts if "--cached" in s and "--no-renames" in s and "--find-renames" not in s]
+
+    repo.write("mind/facts/b.md", note("Another memory.", id_="019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d5f"))
+    done, asked = traced("second")
+    assert done.returncode == 0, done.output
+    assert len(asked) == 1, asked
+    repo.write("mind/facts/c.md", note("A third memory.", id_="019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d5f"))
+    done, asked = traced("same id", skip_fix=True)  # b's id, the fixer skipped: refused
+    assert done.returncode != 0 and "is also the id of mind/facts/b.md" in done.output, done.output
+    assert len(asked) == 1, asked
+    repo.git("reset", "-q", "--", "mind/facts/c.md")
+    (repo.root / "mind/facts/c.md").unlink()
+    repo.git("mv", "mind/facts/b.md", "mind/facts/moved.md")
+    (repo.root / "mind/facts/a.md").unlink()
+    repo.git("rm", "-q", "--cached", "mind/facts/a.md")
+    done, asked = traced("move and delete", add=False)
+    assert done.returncode == 0, done.output
+    assert len(asked) == 1, asked
+    assert repo.committed("mind/facts/moved.md") and not repo.committed("mind/facts/b.md")
+    assert not repo.committed("mind/facts/a.md")
