@@ -482,9 +482,9 @@ def restore_dropped(root: Path, git_dir: Path | None = None) -> list[str]:
     for changes in per_move:
         for p, (_, after) in changes.items():
             at_head.setdefault(p, after)  # the newest move that changed it says what HEAD holds
-    folders = sorted({p.rpartition("/")[0] for p in at_head})
-    spec = ["--", *folders] if len(folders) <= 256 and "" not in folders else []
-    out = git("diff-index", "--cached", "-z", "--no-renames", "HEAD", *spec)
+    # what is staged, as the guard's check of names asked it a moment ago: git's answer
+    # kept for this index (git reads the whole index for any pathspec)
+    out = gitcli.staged_diff(root)
     if out is None:
         return []
     staged = {p: after for p, (_, after) in gitcli.raw_diff(out).items()}  # the index, where it is not HEAD

@@ -1424,3 +1424,18 @@ def test_a_commit_reads_git_index_once_for_what_its_guard_and_hook_ask(repo, tmp
     assert len(asked) == 1, asked
     assert repo.committed("mind/facts/moved.md") and not repo.committed("mind/facts/b.md")
     assert not repo.committed("mind/facts/a.md")
+    # the first commit after one of cortex's: the guard also asks whether the index still
+    # holds cortex's commit (`gitlock.restore_dropped`): the same question, the same read
+    repo.git("clean", "-fdqx", "observer")
+    cx = [str(VENV_BIN / "cortex"), "--vault", str(repo.root)]
+    subprocess.run([*cx, "write", "--type", "fact", "--body", "The ferry leaves at nine."], env=repo.env, check=True,
+                   capture_output=True)
+    before = repo.head()
+    subprocess.run([*cx, "run"], env=repo.env, check=True, capture_output=True)
+    assert repo.head() != before  # cortex's own commit
+    repo.write("mind/facts/d.md", note("A fourth memory.", id_="019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d60"))
+    repo.git("add", "mind/facts/d.md")
+    done, asked = traced("after cortex's", add=False)
+    assert done.returncode == 0, done.output
+    assert len(asked) == 1, asked
+    assert repo.committed("mind/facts/d.md")
