@@ -267,7 +267,7 @@ def test_write_bad_entity_is_a_usage_error(vpath):
 @pytest.mark.parametrize("args, said", [
     (["query", "x", "--limit", "0"], "0 is not in the range x>=1"),
     (["query", "x", "-n", "many"], "'many' is not a valid integer"),
-    (["query", "x", "--nosuch"], "unrecognized arguments: --nosuch"),
+    (["query", "x", "--nosuch"], "no such option: --nosuch"),
     (["forget", "mind/facts/a.md"], "the following arguments are required: --reason"),
     (["status", "extra"], "unrecognized arguments: extra"),
     (["quarantine", "nosuch"], "no such command 'nosuch'"),
@@ -281,6 +281,27 @@ def test_a_usage_error_says_what_is_wrong_and_which_help_to_read(vpath, args, sa
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("cortex: ") and said in done.stderr, done.stderr
     assert done.stderr.endswith(f"  hint: cortex {command} --help\n"), done.stderr
+
+
+@pytest.mark.parametrize("args, said", [
+    (["statsu"], "no such command 'statsu' (did you mean 'status'?)"),
+    (["quarantine", "lst"], "no such command 'lst' (did you mean 'list'?)"),
+    (["hook", "instal"], "no such command 'instal' (did you mean 'install'?)"),
+    (["--vers"], "no such option: --vers (did you mean --version?)"),
+    (["query", "x", "--limt", "3"], "no such option: --limt (did you mean --limit?)"),
+    (["run", "--dryrun"], "no such option: --dryrun (did you mean --dry-run?)"),
+    (["query", "x", "--jso"], "no such option: --jso (did you mean --json or --jsonl?)"),
+    (["write", "--typ=fact", "--body", "x"], "no such option: --typ (did you mean --type?)"),
+    (["forget", "x", "-r", "why", "--nowhere"], "no such option: --nowhere\n"),  # a hidden --now is never offered
+])
+def test_a_misspelt_command_or_option_names_the_one_meant(vpath, args, said):
+    """click answered a typo with "Did you mean 'status'?" / "(Possible options: --limit)";
+    on argparse the message said only that the word was unknown."""
+    done = cortex("--vault", str(vpath), *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"cortex: {said}"), done.stderr
+    assert "  hint: cortex " in done.stderr and "--help" in done.stderr
+
 
 
 def test_the_word_after_an_option_is_its_value_whatever_it_looks_like(vpath):

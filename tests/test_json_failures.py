@@ -86,7 +86,8 @@ def test_jsonl_prints_the_failure_as_one_line(tmp_path):
 
 @pytest.mark.parametrize("command, flag, said", [
     (["query", "staging", "--limit", "0"], "--json", "0 is not in the range x>=1"),
-    (["status", "--nosuch"], "--json", "unrecognized arguments: --nosuch"),
+    (["status", "--nosuch"], "--json", "no such option: --nosuch"),
+    (["status", "--jsn"], "--json", "no such option: --jsn (did you mean --json?)"),
     (["quarantine", "list", "--reason", "nope"], "--jsonl", "--reason 'nope'"),
 ])
 def test_a_usage_error_prints_the_failure_as_json(vault, command, flag, said):

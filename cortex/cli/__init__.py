@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: list[str]) -> int:
     """Parse ``args`` (the global options first, then the command's: only its module is
     imported) and run the command: its exit code."""
-    from cortex.cli.app import _first_word, _options, call, parse
+    from cortex.cli.app import _first_word, _options, call, did_you_mean, parse
     from cortex.errors import UsageError
 
     i = _first_word(args)
@@ -133,7 +133,7 @@ def _run(args: list[str]) -> int:
     name = args[i]
     found = registered(name).get(name)
     if found is None:
-        raise UsageError(f"no such command {name!r}", "cortex --help")
+        raise UsageError(f"no such command {name!r}" + did_you_mean(name, COMMANDS), "cortex --help")
     return call(*parse(found, f"cortex {name}", args[i + 1:]))
 
 

@@ -215,6 +215,35 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         raise UsageError(message, f"{self.prog} --help")
 
+    def parse_args(self, args=None, namespace=None):
+        values, left = self.parse_known_args(args, namespace)
+        return self._nothing_left(values, left)
+
+    def parse_intermixed_args(self, args=None, namespace=None):
+        values, left = self.parse_known_intermixed_args(args, namespace)
+        return self._nothing_left(values, left)
+
+    def _nothing_left(self, values, left: list[str]):
+        """What argparse did not take: an option it does not know named with the ones it
+        is close to (`--limt`: did you mean --limit?), as click named them."""
+        if not left:
+            return values
+        unknown = next((w.split("=", 1)[0] for w in left if w[:1] == "-" and w[1:2] not in ("", ".")
+                        and not w[1:2].isdigit()), None)
+        if unknown is None:
+            self.error(f"unrecognized arguments: {' '.join(left)}")
+        shown = [name for name, action in self._option_string_actions.items() if action.help != argparse.SUPPRESS]
+        self.error(f"no such option: {unknown}" + did_you_mean(unknown, shown, quote=False))
+
+
+def did_you_mean(word: str, choices, *, quote: bool = True) -> str:
+    """`` (did you mean 'status'?)`` when ``word`` is a near miss of one of ``choices``
+    (a typo, a letter dropped or swapped, an abbreviation), else nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.7)
+    return f" (did you mean {' or '.join(repr(c) if quote else c for c in close)}?)" if close else ""
+
 
 class _Help(argparse.HelpFormatter):
     """Help in the docstrings' paragraphs, each wrapped to the terminal (one with an
@@ -298,7 +327,7 @@ def parse(cmd: Command, prog: str, args: list[str]) -> tuple[Command, str, dict]
             found = cmd.commands.get(args[i])
             cmd.parser(prog).parse_args(args[:i])  # its own --help, an unknown option
             if found is None:
-                raise UsageError(f"no such command {args[i]!r}", f"{prog} --help")
+                raise UsageError(f"no such command {args[i]!r}" + did_you_mean(args[i], cmd.commands), f"{prog} --help")
             return parse(found, f"{prog} {args[i]}", args[i + 1:])
         if cmd.func is None:
             cmd.parser(prog).parse_args(args)  # --help
