@@ -654,3 +654,12 @@ def test_a_branch_without_cortexs_files_names_the_vaults_branch_not_cortex_init(
         assert "the branch checked out holds none of its files (they are on main)" in done.stderr
         assert f"git -C {root} switch main" in done.stderr and "make it one" not in done.stderr
     assert not (root / "observer" / "observations.jsonl").exists()
+
+
+def test_the_help_of_a_required_option_says_it_is_required(tmp_path):
+    """click marked `forget --reason` [required]; on argparse its help said nothing, and the
+    usage line shows only [OPTIONS]: a person learnt it from the error."""
+    done = cortex("forget", "--help", cwd=tmp_path, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0
+    reason = next(line for line in done.stdout.splitlines() if "--reason" in line)
+    assert reason.rstrip().endswith("[required]"), reason

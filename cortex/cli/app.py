@@ -81,6 +81,8 @@ def opt(*names: str, help: str, dest: str | None = None, type: Callable = str, d
     ``min``/``max`` bound a number."""
     metavar = metavar or _METAVARS.get(type, "TEXT")
     shown = [] if default in (None, False) else [f"default: {default}"]
+    if required:  # the usage line says only [OPTIONS]
+        shown.append("required")
     if min is not None or max is not None:
         shown.append(_range(min, max))
         type = _bounded(type, min, max)
