@@ -663,3 +663,14 @@ def test_the_help_of_a_required_option_says_it_is_required(tmp_path):
     assert done.returncode == 0
     reason = next(line for line in done.stdout.splitlines() if "--reason" in line)
     assert reason.rstrip().endswith("[required]"), reason
+
+
+def test_a_query_of_several_unquoted_words_is_told_to_quote_them(vpath):
+    """`cortex query how do we deploy`, the words unquoted: argparse said "unrecognized
+    arguments: do we deploy", which names no way out."""
+    done = cortex("--vault", str(vpath), "query", "how", "do", "we", "deploy")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith('cortex: TEXT is one argument: quote words that go together '
+                                  '(cortex query "how do we deploy")'), done.stderr
+    other = cortex("--vault", str(vpath), "status", "extra")  # a command that takes no TEXT: as it was
+    assert other.returncode == 2 and "unrecognized arguments: extra" in other.stderr

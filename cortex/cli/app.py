@@ -233,6 +233,11 @@ class _Parser(argparse.ArgumentParser):
         unknown = next((w.split("=", 1)[0] for w in left if w[:1] == "-" and w[1:2] not in ("", ".")
                         and not w[1:2].isdigit()), None)
         if unknown is None:
+            text = next((a for a in self._actions if not a.option_strings and a.metavar == "TEXT"), None)
+            given = getattr(values, text.dest, None) if text else None
+            if isinstance(given, str):  # `cortex query how do we deploy`
+                whole = " ".join([given, *left])
+                self.error(f"TEXT is one argument: quote words that go together ({self.prog} \"{whole}\")")
             self.error(f"unrecognized arguments: {' '.join(left)}")
         shown = [name for name, action in self._option_string_actions.items() if action.help != argparse.SUPPRESS]
         self.error(f"no such option: {unknown}" + did_you_mean(unknown, shown, quote=False))
