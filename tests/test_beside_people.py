@@ -8,6 +8,7 @@ notes while pre-commit had a person's unstaged edits stashed.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -349,17 +350,32 @@ def test_a_config_set_aside_by_a_persons_commit_is_waited_for_not_replaced_by_de
     with open(root / "observer" / "observations.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(observation(attribution="web-scraper", body="The docs moved to docs.example.org.")) + "\n")
     committer = subprocess.Popen(["sleep", "30"])  # the person's `git commit`, as the guard records it
+    mark = root / ".git" / COMMIT_MARK
     try:
-        (root / ".git" / COMMIT_MARK).write_text(json.dumps({"pid": committer.pid, "start": _start_time(committer.pid),
-                                                               "command": "git commit"}))
+        record = json.dumps({"pid": committer.pid, "start": _start_time(committer.pid), "command": "git commit"})
+        # The guard's record, first as a pipe: the run opens it only once it has met the
+        # missing config (waiting on the commit, or later at its commit's lock had it taken
+        # the defaults), however loaded the machine; the test then hands it the record.
+        mark.unlink(missing_ok=True)  # the record of the commit above, which ended
+        os.mkfifo(mark)
+        (root / ".git" / "mark.tmp").write_text(record)
         kept = config.read_bytes()
         config.unlink()  # pre-commit's stash, mid-rewrite
         run = subprocess.Popen([str(VENV_BIN / "cortex"), "--vault", str(root), "run", "--json"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.8)
+        asked = None
+        while asked is None and run.poll() is None:
+            try:
+                asked = os.open(mark, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as error:  # ENXIO: the run has not opened it yet
+                assert error.errno == errno.ENXIO, error
+                time.sleep(0.01)
+        assert asked is not None, run.communicate()  # the run looked for the commit, not ended on the defaults
+        os.replace(root / ".git" / "mark.tmp", mark)
+        os.write(asked, record.encode())
+        os.close(asked)
         assert run.poll() is None  # waiting, not running on the defaults
         config.write_bytes(kept)
-        time.sleep(0.2)
     finally:
         committer.kill()
         committer.wait()
