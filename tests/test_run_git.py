@@ -179,24 +179,32 @@ def test_only_one_run_at_a_time(vault):
     assert vault.run(now=NOW).memorized == 1
 
 
-def test_a_waiting_run_proceeds_when_the_lock_frees(vault):
+def test_a_waiting_run_proceeds_when_the_lock_frees(vault, monkeypatch):
+    """A run that finds the vault's lock held waits for it, and runs once it frees: the
+    lock is let go only after the run has found it held (its first wait between tries),
+    so the test checks the wait however loaded the machine."""
+    import time
+    import types
+
+    from cortex import fsutil
+
     append_lines(vault, *lines(1))
-    release = threading.Event()
+    waiting = threading.Event()
 
-    def hold():
-        with vault.lock():
-            release.wait(5)
+    def sleep(seconds):  # the lock's wait between tries: the real one, seen
+        waiting.set()
+        time.sleep(seconds)
 
-    t = threading.Thread(target=hold)
-    t.start()
-    try:
-        import time
-
-        time.sleep(0.1)
-        release.set()
-        assert vault.run(now=NOW).memorized == 1
-    finally:
-        t.join()
+    monkeypatch.setattr(fsutil, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    ran = []
+    with vault.lock():
+        t = threading.Thread(target=lambda: ran.append(vault.run(now=NOW)))
+        t.start()
+        while not waiting.wait(0.05) and t.is_alive():
+            pass
+        found_held = waiting.is_set()
+    t.join()
+    assert found_held and len(ran) == 1 and ran[0].memorized == 1
 
 
 # --- recovery at each crash point (the kill -9 test drives the real process too) -------------
