@@ -22,7 +22,7 @@ import pytest
 
 from cortex.layout import search_dir
 from tests.conftest import _isolate, cortex, git, observation, watching
-from tests.test_watch import daemon
+from tests.test_watch import daemon, ended
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watcher is Linux's")
 
@@ -316,8 +316,9 @@ def test_the_mcp_servers_index_asks_the_watcher_before_each_answer(served):
 def test_a_killed_watcher_leaves_queries_answered_alone(served):
     root = served
     expected = comparable(query(root, "who services the harbour cranes", "--json").stdout)
-    os.kill(int((root / ".git" / "cortex-watch" / "pid").read_text()), signal.SIGKILL)
-    time.sleep(0.2)
+    pid = int((root / ".git" / "cortex-watch" / "pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    assert ended(pid, timeout=120)  # dead before the query, however loaded the machine (not a time bound)
     assert (root / ".git" / "cortex-watch" / "sock").exists()  # left behind: nobody listens
     done = query(root, "who services the harbour cranes", "--json")
     assert done.returncode == 0 and comparable(done.stdout) == expected
