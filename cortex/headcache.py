@@ -487,21 +487,14 @@ def sync(root: Path) -> HeadCache:
 def staged_changes(root: Path) -> dict[str, str | None] | None:
     """Notes staged differently from HEAD: path → staged blob (None: removed); None when
     git cannot say (no HEAD yet, not a repository)."""
-    out = staged_diff(root)
+    from cortex import gitcli
+
+    out = gitcli.staged_diff(root)
     return None if out is None else dict(_raw_changes(out))
 
 
-def staged_diff(root: Path) -> bytes | None:
-    """git's raw diff of its index against HEAD, every path, no renames; None when git
-    cannot say. git reads its whole index for it (21 MB, ~40 ms at 200,000 notes): once
-    per version of the index and HEAD (``gitcli.staged_diff``)."""
-    from cortex import gitcli
-
-    return gitcli.staged_diff(root)
-
-
 def notes_in(raw: bytes) -> dict[str, str | None]:
-    """``staged_changes``'s answer from ``staged_diff``'s output."""
+    """``staged_changes``'s answer from ``gitcli.staged_diff``'s output."""
     return dict(_raw_changes(raw))
 
 

@@ -308,14 +308,14 @@ class HookVault:
         return self._renamed
 
     def staged_raw(self) -> bytes | None:
-        """git's raw diff of its index against HEAD (``headcache.staged_diff``), asked of
+        """git's raw diff of its index against HEAD (``gitcli.staged_diff``), asked of
         git once per hook: every such call reads git's whole index (21 MB, ~40 ms at
         200,000 notes), where the rest of a hook's work is the same at any size.
         ``index_written`` forgets it."""
         if "_staged_raw" not in self.__dict__:
-            from cortex import headcache
+            from cortex import gitcli
 
-            self._staged_raw = headcache.staged_diff(self.root)
+            self._staged_raw = gitcli.staged_diff(self.root)
         return self._staged_raw
 
     def staged_notes(self) -> dict[str, str | None] | None:
