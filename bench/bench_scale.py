@@ -14,7 +14,11 @@ median of `--repeat` runs, next to `python -c pass` measured in the same run:
   times) and with `--no-verify` (git alone); the hooks' share is the first less the second.
   That share holds pre-commit's `git diff` of the whole working tree after any hook it
   runs, so the same commit also goes through a hook that does nothing (`true`, on the same
-  files): the commit through cortex's hook less that one is cortex's own;
+  files): the commit through cortex's hook less that one is cortex's own. A difference
+  of two walls that each carry git's lstat of every file moves by more than cortex's
+  part, so cortex's two processes are also measured inside a commit, each under
+  `hook_cpu.py` (CPU time, user + system with the git they run, and the hook's wall):
+  the commit guard, which runs before pre-commit in every commit, and the hook;
 - `cortex index` after one new committed note, and with nothing to do;
 - a cold `cortex query`, hybrid and lexical (`--lexical`);
 - `cortex status`; `cortex maintain` with nothing due;
@@ -41,13 +45,16 @@ Run: `.venv/bin/python bench/bench_scale.py [--sizes 10000,50000] [--repeat 5] [
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +70,8 @@ VERSION = "scale-v2"  # v2: notes filed by month
 PY = sys.executable
 _SCRIPT = Path(PY).parent / "cortex"
 CORTEX = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "cortex"]
-ONE_NOTE = ("hook", "hook_check", "commit", "commit_cortex", "commit_own", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid",
+ONE_NOTE = ("hook", "hook_check", "commit", "commit_cortex", "commit_own", "commit_cpu", "commit_guard_cpu",
+            "commit_hook_cpu", "commit_hook_wall", "index_one", "index_idle", "status", "maintain_idle", "query_hybrid",
             "query_lexical", "index_idle_w", "index_edit_w", "index_one_w", "status_w", "query_hybrid_w",
             "query_lexical_w", "status_one_w", "query_one_w", "index_idle_a", "status_a", "query_hybrid_a",
             "query_lexical_a")
@@ -123,6 +131,18 @@ def current_hooks(path: Path) -> None:
         config.write_text(template, encoding="utf-8")
         sh(path, "git", "add", ".pre-commit-config.yaml")
         sh(path, "git", "commit", "-q", "--no-verify", "-m", "bench: the current hooks")
+    # a bench killed inside `timed_processes` left its wrapped hooks: the config accepted
+    # (every commit refused) and the guard under a wrapper that may be gone (the guard
+    # would silently not run: its line ends `|| true`)
+    blob = sh(path, "git", "hash-object", ".pre-commit-config.yaml").stdout.strip()
+    if sh(path, "git", "config", "--get", "cortex.preCommitConfig", check=False).stdout.strip() != blob:
+        sh(path, "git", "config", "cortex.preCommitConfig", blob)
+    legacy = path / ".git" / "hooks" / "pre-commit.legacy"
+    if legacy.exists():
+        text = legacy.read_text(encoding="utf-8")
+        unwrapped = re.sub(r"^\S+ \S+/hook_cpu\.py \S+ ", "", text, flags=re.MULTILINE)
+        if unwrapped != text:
+            legacy.write_text(unwrapped, encoding="utf-8")
 
 
 def cached_vault(notes: int, rebuild: bool) -> tuple[Path, dict]:
@@ -186,6 +206,43 @@ def hooks_config(vault: Path, text: str) -> None:
     sh(vault, "git", "config", "cortex.preCommitConfig", blob)
 
 
+HOOK_CPU = ROOT / "bench" / "hook_cpu.py"
+
+
+@contextlib.contextmanager
+def timed_processes(vault: Path, cortex_hooks: str, out: Path) -> Iterator[tuple[Path, Path]]:
+    """Cortex's two processes in a commit, each under `hook_cpu.py`, which appends its CPU
+    time (user + system, the git it runs included) and wall to the files yielded: the
+    commit guard (`.git/hooks/pre-commit.legacy`, before pre-commit, in every commit) and
+    the hook (`check --stage`, with its `sh` and `git config`). Measured inside a real
+    `git commit`, not as a difference of two commits, each of which carries git's and
+    pre-commit's work on the whole working tree (more than cortex's part, and noisier)."""
+    entry = "entry: >-\n          sh -c"
+    if entry not in cortex_hooks:
+        raise SystemExit(f"the hook's entry in {vault}/.pre-commit-config.yaml is not the template's: no `{entry}`")
+    legacy = vault / ".git" / "hooks" / "pre-commit.legacy"
+    text = legacy.read_text(encoding="utf-8")
+    guard = next((line for line in text.splitlines() if "-m cortex.gitlock guard" in line), None)
+    if guard is None:
+        raise SystemExit(f"no commit guard in {legacy}")
+    guard_out, hook_out = out.with_name(out.name + "-guard.jsonl"), out.with_name(out.name + "-hook.jsonl")
+    hooks_config(vault, cortex_hooks.replace(entry, f"entry: >-\n          {PY} {HOOK_CPU} {hook_out} sh -c"))
+    legacy.write_text(text.replace(guard, f"{PY} {HOOK_CPU} {guard_out} {guard}"), encoding="utf-8")
+    try:
+        yield guard_out, hook_out
+    finally:
+        legacy.write_text(text, encoding="utf-8")
+        hooks_config(vault, cortex_hooks)
+
+
+def last_timing(path: Path) -> dict:
+    """The last line ``hook_cpu.py`` appended to ``path`` (the process ran: else no line)."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    if not lines:
+        raise SystemExit(f"{path}: the measured process did not run in the commit")
+    return json.loads(lines[-1])
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -228,7 +285,9 @@ def measure(vault: Path, repeat: int) -> dict:
         sh(vault, "git", "commit", "-q", "--no-verify", "-m", "bench: hook")
     out["hook"], out["hook_check"] = median(hook), median(check)
     commit, framework, plain, noop = [], [], [], []
+    processes: list[tuple[float, float, float, float]] = []
     cortex_hooks = (vault / ".pre-commit-config.yaml").read_text(encoding="utf-8")
+    timings = vault / ".git" / "bench-processes"  # hook_cpu.py's lines, outside the working tree
     for _ in range(repeat):
         rel = new_note(vault)
         sh(vault, "git", "add", rel)
@@ -244,11 +303,18 @@ def measure(vault: Path, repeat: int) -> dict:
         rel = new_note(vault)
         sh(vault, "git", "add", rel)
         noop.append(timed(vault, "git", "commit", "-q", "-m", "bench: one note, a hook doing nothing"))
-        hooks_config(vault, cortex_hooks)
+        with timed_processes(vault, cortex_hooks, timings) as (guard_out, hook_out):  # back to cortex's hooks after
+            rel = new_note(vault)
+            sh(vault, "git", "add", rel)
+            sh(vault, "git", "commit", "-q", "-m", "bench: one note, cortex's processes timed")
+            guard, hook = last_timing(guard_out), last_timing(hook_out)
+        processes.append((guard["cpu"] + hook["cpu"], guard["cpu"], hook["cpu"], hook["wall"]))
     out["commit"], out["commit_framework"], out["commit_plain"] = median(commit), median(framework), median(plain)
     out["commit_cortex"] = out["commit"] - out["commit_framework"]
     out["commit_noop"] = median(noop)
     out["commit_own"] = out["commit"] - out["commit_noop"]
+    for k, key in enumerate(("commit_cpu", "commit_guard_cpu", "commit_hook_cpu", "commit_hook_wall")):
+        out[key] = median([p[k] for p in processes])
     sh(vault, *CORTEX, "index")
     index_one, index_idle = [], []
     for _ in range(repeat):
@@ -451,6 +517,10 @@ def main() -> int:
         ("  the cortex hooks' share (difference)", "commit_cortex", "s"),
         ("  same note, a hook doing nothing", "commit_noop", "s"),
         ("  cortex's own (hooks less doing nothing)", "commit_own", "s"),
+        ("  cortex's processes in it, CPU (measured)", "commit_cpu", "s"),
+        ("    the commit guard, CPU", "commit_guard_cpu", "s"),
+        ("    the hook (check --stage), CPU", "commit_hook_cpu", "s"),
+        ("    the hook, wall", "commit_hook_wall", "s"),
         ("git commit of one note, no hooks", "commit_plain", "s"),
         ("cortex index after one new note", "index_one", "s"), ("cortex index, nothing to do", "index_idle", "s"),
         ("cold query, hybrid", "query_hybrid", "s"), ("cold query, lexical", "query_lexical", "s"),

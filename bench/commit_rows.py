@@ -3,7 +3,9 @@ new note through cortex's hook, of one file no cortex hook reads, and of one not
 a hook that does nothing (`bench_scale.NOOP_HOOK`: pre-commit's own cost of running any
 hook, its `git diff` of the whole working tree after it). For each: the wall time and the
 CPU time (user + system) of the commit and everything it ran; for cortex's hook also its
-own duration, as pre-commit prints it (the hook alone, without pre-commit's diffs).
+own duration, as pre-commit prints it (the hook alone, without pre-commit's diffs). Then
+cortex's two processes measured inside one more commit, each under `hook_cpu.py` (its wall
+and CPU time, the git it runs included): the commit guard and the hook.
 
 `--code DIR,DIR`: source trees the hook's cortex is imported from (PYTHONPATH), taken in
 turn on the same vault, so two versions are compared in the same minutes (the vault's
@@ -28,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import ENV, NOOP_HOOK, ROOT, current_hooks, hooks_config, new_note, restore, sh  # noqa: E402
+from bench_scale import (  # noqa: E402
+    ENV, NOOP_HOOK, ROOT, current_hooks, hooks_config, last_timing, new_note, restore, sh, timed_processes)
 
 
 def commit(vault: Path, code: str, what: str) -> tuple[float, float, float | None]:
@@ -64,6 +67,7 @@ def main() -> int:
     current_hooks(vault)
     cortex_hooks = (vault / ".pre-commit-config.yaml").read_text(encoding="utf-8")
     rows: dict[str, list[tuple[float, float]]] = {}
+    timings = vault / ".git" / "bench-processes"  # hook_cpu.py's lines, outside the working tree
     commit(vault, codes[0], "warm")  # the HEAD cache and the hook's caches, as bench_scale warms them
     try:
         for i in range(args.repeat):
@@ -74,12 +78,20 @@ def main() -> int:
             rows.setdefault("a file no cortex hook reads", []).append(commit(vault, codes[0], "other")[:2])
             hooks_config(vault, NOOP_HOOK)
             rows.setdefault("through a hook doing nothing", []).append(commit(vault, codes[0], "note")[:2])
-            hooks_config(vault, cortex_hooks)
+            with timed_processes(vault, cortex_hooks, timings) as (guard_out, hook_out):  # cortex's hooks after
+                for code in codes[i % len(codes):] + codes[:i % len(codes)]:
+                    commit(vault, code, "note")
+                    guard, hook = last_timing(guard_out), last_timing(hook_out)
+                    name = os.path.basename(code)
+                    rows.setdefault(f"cortex's processes in one, measured ({name})", []).append(
+                        (guard["wall"] + hook["wall"], guard["cpu"] + hook["cpu"]))
+                    rows.setdefault(f"  the commit guard ({name})", []).append((guard["wall"], guard["cpu"]))
+                    rows.setdefault(f"  the hook ({name})", []).append((hook["wall"], hook["cpu"]))
     finally:
         restore(vault, head)
     print(f"{vault.name}: git commit of one note, median of {args.repeat} (wall s, CPU s)")
     for label, values in rows.items():
-        print(f"  {label:<46}{statistics.median(v[0] for v in values):8.3f}{statistics.median(v[1] for v in values):8.3f}")
+        print(f"  {label:<54}{statistics.median(v[0] for v in values):8.3f}{statistics.median(v[1] for v in values):8.3f}")
     return 0
 
 
