@@ -965,6 +965,58 @@ def test_a_saved_store_finds_rows_by_binary_search_and_ignores_a_lookup_of_anoth
     store = V.VectorStore.load(tmp_path)
     assert store.keys._order is None  # not the keys file's own: the byte search instead
     assert [store.keys.row(p) for p in paths] == list(range(len(paths)))[::-1]
+    # a keys file written in the tick of the one it replaces, at its size, is dated apart
+    twin = tmp_path / "twin"
+    twin.write_bytes((tmp_path / V.KEYS).read_bytes())
+    before = V._token(tmp_path)
+    os.utime(twin, ns=(before[2], before[2]))
+    V._unlike(twin, before)
+    assert twin.stat().st_mtime_ns != before[2]
+
+
+def test_a_vault_copied_with_its_times_keeps_its_vector_delta_and_lookup(vault, tmp_path):
+    """A vault copied or restored with its times kept (`cp -a`, `rsync -a`, a backup) has
+    new inodes and the same files. The vector delta and the keys' lookup file named their
+    base by the keys file's inode too, so the copy passed both over: the notes changed
+    since the last fold lost their vectors for good (a new note unfound by meaning, a
+    deleted one's row alive again, and the next update wrote a delta without them), and
+    every cold query byte-searched the keys file. The copy answers as the original."""
+    from cortex.search import vectors as V
+
+    env = {**ENV, "CORTEX_WATCH": "off"}
+
+    def query(root: Path, text: str) -> list:
+        done = subprocess.run([sys.executable, "-m", "cortex", "query", text, "--json"], cwd=root, env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return [(r["path"], r["score"]) for r in json.loads(done.stdout)["results"]]
+
+    topics = ["the export job compresses monthly exports", "the sync worker retries station files",
+              "tide tables are cached per harbour", "backups rotate every seventh day"]
+    for i in range(12):
+        write_note(vault, f"mind/facts/f{i}.md", f"{topics[i % 4]} (item {i}).", type_="fact")
+    commit_all(vault)
+    assert cortex("index", cwd=vault, env=env).returncode == 0  # the base
+    write_note(vault, "mind/facts/pilots.md", "Harbour pilots board ships at the outer buoy.", type_="fact")
+    (vault / "mind/facts/f3.md").unlink()
+    commit_all(vault, "a note added, one removed")
+    assert cortex("index", cwd=vault, env=env).returncode == 0  # a delta: one new row, one dead
+    store = V.VectorStore.load(search_dir(vault))
+    assert store.delta_keys == ["mind/facts/pilots.md"] and len(store.dead) == 1
+
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(vault), str(copy)], check=True)
+    copied = V.VectorStore.load(search_dir(copy))
+    assert copied.delta_keys == store.delta_keys and copied.dead == store.dead and copied.keys._order is not None
+    for text in ("where do pilots board ships", "how often do backups rotate"):
+        assert query(copy, text) == query(vault, text)
+    # an update in the copy keeps what the delta held
+    write_note(copy, "mind/facts/lamp.md", "The lighthouse lamp is serviced each spring.", type_="fact")
+    commit_all(copy, "one more")
+    assert cortex("index", cwd=copy, env=env).returncode == 0
+    later = V.VectorStore.load(search_dir(copy))
+    assert set(later.delta_keys) == {"mind/facts/pilots.md", "mind/facts/lamp.md"}
+    assert "mind/facts/f3.md" not in later.rows and len(later) == 13
 
 
 def test_a_loaded_store_maps_its_keys_file_and_knows_when_it_is_cut_short(tmp_path):

@@ -124,7 +124,7 @@ class VectorStore:
             delta = None
         except (KeyError, TypeError, ValueError, OSError, EOFError) as exc:
             raise ValueError(f"vector delta in {directory} is unreadable ({exc})") from None
-        if delta is not None and delta[0] == store._base_token:  # else: left by a fold, already in the base
+        if delta is not None and _same_base(delta[0], store._base_token):  # else: left by a fold, already in the base
             _, store.delta, store.delta_keys, store.dead = delta
         if store.delta.shape != (len(store.delta_keys), matrix.shape[1]) or any(not 0 <= r < len(keys) for r in store.dead):
             raise ValueError(f"vector delta in {directory} does not fit its base")
@@ -176,7 +176,9 @@ class VectorStore:
         tmp_keys = self.directory / (KEYS + ".tmp")
         with open(tmp_matrix, "wb") as fh:
             np.save(fh, np.ascontiguousarray(self.matrix, dtype=np.float32))
+        replaced = _token(self.directory)
         tmp_keys.write_bytes(self.keys.data)
+        _unlike(tmp_keys, replaced)
         if self.head_dims and self.matrix.shape[0] > EXACT_LIMIT:
             tmp_head = self.directory / (HEAD + ".tmp")
             with open(tmp_head, "wb") as fh:
@@ -398,7 +400,7 @@ def _order(directory: Path, token: list[int] | None) -> tuple[np.ndarray, np.nda
         table = _mapped(directory / ORDER)
     except (OSError, ValueError):
         return None
-    if token is None or table.ndim != 1 or table.shape[0] < 4 or table[:3].tolist() != token:
+    if token is None or table.ndim != 1 or table.shape[0] < 4 or not _same_base(table[:3].tolist(), token):
         return None
     n = int(table[3])
     if table.shape[0] != 4 + 2 * n + 1:
@@ -437,10 +439,31 @@ def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float
 
 
 def _token(directory: Path) -> list[int] | None:
-    """Which saved base a delta belongs to: the keys file's inode, size and mtime."""
+    """Which saved base a delta or a lookup file belongs to: the keys file's inode, size and
+    mtime, of which only the size and the mtime tell (``_same_base``)."""
     try:
         st = os.stat(directory / KEYS)
     except OSError:
         return None
     return [st.st_ino, st.st_size, st.st_mtime_ns]
 
+
+def _same_base(saved, token: list[int] | None) -> bool:
+    """Whether ``saved`` (a delta's or a lookup file's token) names the base of ``token``:
+    the same size and mtime of its keys file. Not the inode: a vault copied or restored with
+    its times (`cp -a`, `rsync -a`, a backup) has new inodes and the same files, and a
+    delta passed over there lost its notes' vectors (new notes unfound by meaning, deleted
+    ones back) for good, while every cold query byte-searched the keys. A new base never
+    has the token of the one it replaces (``_unlike``)."""
+    return (token is not None and isinstance(saved, list) and len(saved) == 3 and len(token) == 3
+            and saved[1:] == token[1:])
+
+
+def _unlike(keys: Path, replaced: list[int] | None) -> None:
+    """Date the keys file just written at ``keys`` 2 s later when its size and mtime are
+    those of the keys file it replaces (written in the same clock tick, or on a file
+    system counting whole seconds): a delta or lookup file left by a kill between the
+    writes must not pass for the new base's."""
+    st = os.stat(keys)
+    if _same_base([st.st_ino, st.st_size, st.st_mtime_ns], replaced):
+        os.utime(keys, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
