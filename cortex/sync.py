@@ -864,6 +864,7 @@ def brought(root: Path, before: str | None, tip: str | None) -> dict[str, Any]:
     change = {path: "added" if set(old[1]) == {"0"} else "deleted" if set(new[1]) == {"0"} else "changed"
               for path, (old, new) in diff.items()}
     _moves_of_the_archive(change)
+    _moves_by_id(root, diff, change)
     for path, what in change.items():
         if is_note_path(path):
             out[what] += 1
@@ -902,6 +903,39 @@ def _moves_of_the_archive(change: dict[str, str]) -> None:
         elif change.get(archived_as(path)) == "added":
             change[archived_as(path)] = "archived"
             del change[path]
+
+
+def _moves_by_id(root: Path, diff: dict[str, tuple[gitcli.Entry, gitcli.Entry]], change: dict[str, str]) -> None:
+    """A note a person renamed or moved (Obsidian's rename: a new file name, another
+    folder, one of their own) is the same note at a new path — its ``id`` says so — not a
+    deletion: told as one, on every other machine, with the person named as who deleted
+    it. Each note deleted whose id a note added carries is left out, and the added one
+    becomes ``changed`` (``archived`` where it went into ``mind/archive/``). The blobs are
+    read only when the remote's commits both deleted and added notes."""
+    from cortex.errors import RepositoryDamaged
+    from cortex.headcache import fields, read_blobs
+    from cortex.layout import is_note_path
+    from cortex.taxonomy import ARCHIVE
+
+    gone = {p: diff[p][0][1] for p, what in change.items() if what == "deleted" and is_note_path(p)}
+    new = {p: diff[p][1][1] for p, what in change.items() if what == "added" and is_note_path(p)}
+    if not gone or not new:
+        return
+    try:
+        blobs = read_blobs(root, sorted({*gone.values(), *new.values()}), max_bytes=MOVED_NOTE_BYTES)
+    except (OSError, RepositoryDamaged):
+        return  # told as before: deleted and added
+    ids = {oid: fields(data)[0] for oid, data in blobs.items() if data is not None}
+    was = {ids[oid]: path for path, oid in gone.items() if ids.get(oid)}
+    archive = f"mind/{ARCHIVE}/"
+    for path, oid in new.items():
+        old = was.pop(ids.get(oid) or "", None)
+        if old is not None:
+            change[path] = "archived" if path.startswith(archive) and not old.startswith(archive) else "changed"
+            del change[old]
+
+
+MOVED_NOTE_BYTES = 1 << 20  # a larger note deleted or added is not read for its id: told as deleted and added
 
 
 def _authors(root: Path, commits: str, changes: str, *paths: str) -> dict[str, list[str]]:

@@ -193,6 +193,37 @@ def test_memories_another_machines_maintenance_archived_are_told_as_archived_not
     assert (brought["added"], brought["changed"], brought["deleted"]) == (0, 1, 0)
 
 
+def test_memories_a_person_renamed_or_moved_are_told_as_changed_not_deleted(tmp_path):
+    """A teammate renaming a memory in Obsidian (a new file name) or moving it into a
+    folder of their own keeps the note, its id and its words: the sync that brings it names
+    no deletion (it said `deleted <old path> (by mallory)` and one note added, for each).
+    A real deletion pushed beside a new note is still told as one deleted, one added."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    bodies = ["The staging database is rebuilt every Sunday night", "The billing service owns the invoices table",
+              "The old cron host is called atlas-7"]
+    cx(a, "write", "-", input="".join(json.dumps({"type": "fact", "body": body, "attribution": "maya"}) + "\n"
+                                      for body in bodies))
+    cx(a, "run")
+    sync(a)
+    sync(b)
+    staging, invoices, cron = (next(p for p, t in active(b).items() if body in t) for body in bodies)
+    renamed = f"{staging.rsplit('/', 1)[0]}/Staging rebuild.md"
+    (b / staging).rename(b / renamed)
+    (b / "projects").mkdir()
+    (b / invoices).rename(b / "projects/invoices.md")
+    (b / cron).unlink()
+    write(b, TRUE)
+    cx(b, "run")
+    teammate_commit(b, "tidy my notes")
+    done = sync(a, "--json")
+    brought = json.loads(done.stdout)["brought"]
+    assert (brought["added"], brought["changed"], brought["deleted"]) == (1, 2, 1), brought
+    assert brought["deleted_notes"] == [{"path": cron, "by": "mallory"}]
+    assert "brought  notes: 1 added, 2 changed, 1 deleted" in done.stderr
+    assert staging not in done.stderr and invoices not in done.stderr, done.stderr
+    assert (a / renamed).exists() and (a / "projects/invoices.md").exists()
+
+
 def test_sync_says_which_shared_settings_the_remote_changed_and_who(tmp_path):
     _, (a, b) = make_fleet(tmp_path, 2)
     with open(b / "observer/config.yml", "a", encoding="utf-8") as config:
