@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import shlex
 import shutil
 from pathlib import Path
 
@@ -66,6 +67,15 @@ def init_vault(vault: Vault, set_up: list[str] | None = None) -> list[str]:
     if not (root / ".git").exists():
         init_repository(root)
         created.append(".git")
+    else:  # `git clone URL && cortex init`: a clone that checked out nothing takes the shared branch first
+        from cortex.sync import check_out_remote_branch
+
+        where = shlex.quote(str(root))
+        taken = check_out_remote_branch(
+            root, lambda first: f"check one out: `git -C {where} switch {first}`, then `cortex init {where}` again")
+        if taken and set_up is not None:
+            set_up.append(f"branch {taken} checked out, the remote's one branch (the clone had checked out nothing: "
+                          "the remote's HEAD names a branch it lacks)")
     keeps = {f"{s.partition}/{s.folder}/.gitkeep": f"{s.partition}/{s.folder}" for s in DEFAULT_TYPES}
     absent = _absent(root, {**{rel: rel for rel, _ in (*FILES, *GENERATED)}, **keeps, ".gitignore": None, ".gitattributes": None})
     if "observer/config.yml" in absent:  # a new vault, made on a folder that may be years old

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TYPE_CHECKING
+from typing import Any, Callable, TYPE_CHECKING
 
 from cortex import gitcli
 from cortex.errors import CortexError
@@ -193,21 +193,35 @@ def clone_vault(url: str, target: Path, branch: str | None = None):
     res = gitcli.run(Path.cwd(), *args, timeout=gitcli.NETWORK_TIMEOUT)
     if not res.ok:
         raise CortexError(f"git clone {url} failed: {res.err.strip()}", "check the address, the branch and your access")
-    current = gitcli.run(target, "symbolic-ref", "--short", "HEAD").out.strip()
-    if gitcli.rev(target, "HEAD") is None:  # nothing checked out: HEAD names a branch the remote lacks
-        listed = gitcli.run(target, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin/").out.split()
-        branches = [b for b in listed if b != "HEAD"]
-        if len(branches) > 1:
-            raise CortexError(f"{url} has no default branch that exists, and several branches: {', '.join(branches)}",
-                              f"clone again naming one: `cortex clone --branch {branches[0]} {url} {target}` "
+    current = check_out_remote_branch(
+        target, lambda first: f"clone again naming one: `cortex clone --branch {first} {url} {target}` "
                               f"(remove {target} first)")
-        if branches:  # the shared vault's one branch
-            current = branches[0]
-            done = gitcli.run(target, "checkout", "--quiet", "-B", current, "--track", f"origin/{current}")
-            if not done.ok:
-                raise CortexError(f"could not check out {current} in {target}: {done.err.strip()}")
     vault, created = Vault.init(target)
-    return vault, created, current
+    return vault, created, current or gitcli.run(target, "symbolic-ref", "--short", "HEAD").out.strip()
+
+
+def check_out_remote_branch(root: Path, several: Callable[[str], str]) -> str | None:
+    """In a clone that checked out nothing — the remote's HEAD names a branch it lacks, as
+    a bare repository made by `git init --bare` does when the machines push another name —
+    check out the remote's one branch, tracking it; its name (None: something was checked
+    out, or the repository is no clone). A vault made there instead would start a second,
+    unrelated history, which its first sync pushes to a branch of its own beside the
+    team's: two vaults that never meet. Several branches: the person names one
+    (``several(first branch)``: how, in the hint)."""
+    if gitcli.rev(root, "HEAD") is not None:
+        return None
+    listed = gitcli.run(root, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/remotes/").out.split()
+    branches = [ref for ref in listed if not ref.endswith("/HEAD")]
+    if not branches:
+        return None  # a new repository: the vault starts its history
+    if len(branches) > 1:
+        raise CortexError(f"{root} has nothing checked out (its remote's default branch does not exist), and the "
+                          f"remote has several branches: {', '.join(branches)}", several(branches[0].split("/", 1)[1]))
+    remote, _, current = branches[0].partition("/")
+    done = gitcli.run(root, "checkout", "--quiet", "-B", current, "--track", f"{remote}/{current}")
+    if not done.ok:
+        raise CortexError(f"could not check out {current} in {root}: {done.err.strip()}")
+    return current
 
 
 def recover_all(vault: Vault, now: datetime, git_dir: Path) -> tuple[list[str], list[str]]:

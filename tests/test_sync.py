@@ -845,6 +845,40 @@ def test_cortex_clone_checks_out_the_pushed_branch_of_a_bare_remote_whose_head_n
     assert "branch other" in named.stderr and head_tree(tmp_path / "three") == head_tree(seed)
 
 
+def test_joining_with_git_clone_and_cortex_init_takes_the_pushed_branch_of_a_bare_remote_whose_head_names_another(tmp_path):
+    """The docs' join by hand, `git clone URL && cortex init`, from a bare remote whose HEAD
+    names a branch the machines never pushed: git checks out nothing, and init made a new
+    vault there — a second, unrelated history, whose first sync pushed it to `master`
+    beside the team's `main` (exit 0, "pushed"): two vaults that never met. Init now takes
+    the remote's one branch, as `cortex clone` does; with several it makes nothing and asks."""
+    seed = tmp_path / "seed"
+    sh(tmp_path, str(cx.__globals__["CORTEX"]), "init", str(seed))
+    write(seed, BODY)
+    cx(seed, "run")
+    remote = tmp_path / "remote.git"
+    sh(tmp_path, "git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(remote))
+    sh(seed, "git", "push", "-q", str(remote), "HEAD:refs/heads/main")
+    joined = tmp_path / "joined"
+    sh(tmp_path, "git", "clone", "-q", str(remote), str(joined))
+    done = sh(tmp_path, str(cx.__globals__["CORTEX"]), "init", str(joined))
+    assert git(joined, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert "branch main checked out" in done.stderr
+    assert git(joined, "rev-parse", "HEAD") == git(seed, "rev-parse", "HEAD")  # the shared history, nothing rewritten
+    write(joined, "Joined machines memorize too")
+    cx(joined, "run", "--sync")
+    assert sh(tmp_path, "git", "-C", str(remote), "branch", "--format=%(refname:short)").stdout.split() == ["main"]
+    sh(seed, "git", "pull", "-q", "--no-rebase", str(remote), "main")
+    assert "Joined machines memorize too" in "".join(active(seed).values())
+
+    sh(seed, "git", "push", "-q", str(remote), "HEAD:refs/heads/other")
+    two = tmp_path / "two"
+    sh(tmp_path, "git", "clone", "-q", str(remote), str(two))
+    refused = sh(tmp_path, str(cx.__globals__["CORTEX"]), "init", str(two), check=False)
+    assert refused.returncode == 1 and "origin/main, origin/other" in refused.stderr, refused.stderr
+    assert "switch main" in refused.stderr
+    assert git(two, "rev-parse", "--verify", "-q", "HEAD", check=False) == "" and list(two.iterdir()) == [two / ".git"]
+
+
 def test_overlapping_folds_on_two_machines_count_each_repeat_once(tmp_path):
     """Three machines memorize one observation on three days. The second one's note
     reaches the others raw; the first folds it into its own, the third folds its own into
