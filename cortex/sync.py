@@ -80,6 +80,13 @@ class BranchGone(SyncError):
     kind = "branch_gone"
 
 
+class Unrelated(SyncError):
+    """The remote branch shares no commit with this vault: one was begun on its own
+    (`cortex init`, then `git remote add`) instead of cloned, or the remote's history was
+    made anew from a new first commit. Merged only on a person's word (--accept-rewrite)."""
+    kind = "unrelated"
+
+
 class Conflict(SyncError):
     kind = "conflict"
 
@@ -411,9 +418,11 @@ def _took_rewrite(root, last: str, tip: str, head: str) -> bool:
     return all(gitcli.is_ancestor(root, base, tip) for base in bases.out.split())
 
 
-def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, str, list[dict[str, Any]]]:
+def integrate(vault: Vault, head: str, tip: str, remote_ref: str,
+              unrelated: bool = False) -> tuple[str, str, list[dict[str, Any]]]:
     """(how, new head, what the merge settled: notes kept deleted, a memory renamed two
-    ways): move HEAD, the index and the working tree to include ``tip``."""
+    ways): move HEAD, the index and the working tree to include ``tip``. ``unrelated``:
+    merge a remote history that shares no commit with HEAD (a person said so)."""
     root = vault.root
     if gitcli.is_ancestor(root, tip, head):
         return "up to date", head, []
@@ -421,12 +430,13 @@ def integrate(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, 
     if gitcli.is_ancestor(root, head, tip):
         how, new = "fast-forward", tip
     else:
-        how, (new, settled) = "merge", _merge_commit(vault, head, tip, remote_ref)
+        how, (new, settled) = "merge", _merge_commit(vault, head, tip, remote_ref, unrelated)
     _move(vault, head, new, f"cortex sync: {how} {remote_ref}")
     return how, new, settled
 
 
-def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[str, list[dict[str, Any]]]:
+def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str,
+                  unrelated: bool = False) -> tuple[str, list[dict[str, Any]]]:
     """The merge commit of ``head`` and ``tip``, and what it settled: the notes it keeps
     deleted that one side deleted and the other only counted, a memory a person renamed
     on one side and someone forgot on the other."""
@@ -435,7 +445,15 @@ def _merge_commit(vault: Vault, head: str, tip: str, remote_ref: str) -> tuple[s
     root = vault.root
     ensure_driver(root)  # a clone that skipped `cortex init` still merges notes cortex's way
     ensure_no_directory_renames(root)  # and so does a person's `git pull` there after
-    res = _merge_tree(root, head, tip)
+    res = _merge_tree(root, head, tip, unrelated)
+    if res.code not in (0, 1) and "unrelated histories" in res.err:
+        raise Unrelated(
+            f"{remote_ref} shares no history with this vault: one of the two was begun on its own (`cortex init`, then "
+            "`git remote add`) instead of cloned from the other, or the remote's history was made anew from a new "
+            "first commit. cortex merges two unrelated vaults only when told to",
+            f"nothing was changed here. Look at both (`git log --oneline HEAD {remote_ref}`). To join the shared vault "
+            "instead, clone it into another folder (`cortex clone URL DIR`) and leave this one; to merge the two "
+            "histories into one on purpose (every note of both kept): `cortex sync --accept-rewrite`")
     if res.code not in (0, 1):
         raise SyncError(f"git merge-tree failed: {res.err.strip()}")
     fields = res.out.split("\0")
@@ -487,7 +505,7 @@ def _archive_reason(text: bytes) -> str:
     return found.group(1).decode() if found else ""
 
 
-def _merge_tree(root: Path, head: str, tip: str) -> gitcli.Result:
+def _merge_tree(root: Path, head: str, tip: str, unrelated: bool = False) -> gitcli.Result:
     """``git merge-tree`` of ``head`` and ``tip``, with no directory renames, run where the
     temporary files git makes for a merge driver stay out of the working tree.
 
@@ -504,7 +522,8 @@ def _merge_tree(root: Path, head: str, tip: str) -> gitcli.Result:
         # -z: names as they are ("Café.md", not git's quoted "Caf\303\251.md"), NUL-separated:
         # the tree, each conflicted file's stages ("mode blob stage\tpath"), an empty field,
         # then git's messages
-        return gitcli.run(view, *NO_DIRECTORY_RENAMES, "merge-tree", "--write-tree", "-z", head, tip,
+        return gitcli.run(view, *NO_DIRECTORY_RENAMES, "merge-tree", "--write-tree", "-z",
+                          *(["--allow-unrelated-histories"] if unrelated else []), head, tip,
                           env={"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(view)})
     finally:
         shutil.rmtree(view, ignore_errors=True)
@@ -751,7 +770,7 @@ def sync(vault: Vault, *, remote: str | None = None, push_changes: bool | None =
                         "not a deletion: an agent that says one again memorizes it anew")
             if tip is not None:
                 try:
-                    how, head, merged = integrate(vault, head, tip, remote_ref)
+                    how, head, merged = integrate(vault, head, tip, remote_ref, unrelated=accept_rewrite)
                 except HeadMoved:
                     if attempt == attempts:
                         raise
@@ -867,16 +886,18 @@ def brought(root: Path, before: str | None, tip: str | None) -> dict[str, Any]:
     the author of the commit that deleted it — and the shared settings files they changed,
     with their authors. A teammate's mass deletion or a setting that changes this
     machine's maintenance otherwise arrives in a fast-forward with no word said."""
-    from cortex.headcache import ZERO_TREE
     from cortex.layout import is_note_path
 
     out = brought_nothing()
     if before is None or tip is None:
         return out
-    base = gitcli.run(root, "merge-base", before, tip).out.strip() or ZERO_TREE
-    diff = gitcli.raw_diff(gitcli.stdout_bytes(root, *gitcli.tree_diff_args(base, tip)) or b"")
+    base = gitcli.run(root, "merge-base", before, tip).out.strip()
+    # No common commit (a history merged by --accept-rewrite that shares none with this
+    # vault's): what it holds that this vault lacked or had otherwise, and no deletion,
+    # which only a common base could tell (not every file it holds, as if all were new).
+    diff = gitcli.raw_diff(gitcli.stdout_bytes(root, *gitcli.tree_diff_args(base or before, tip)) or b"")
     change = {path: "added" if set(old[1]) == {"0"} else "deleted" if set(new[1]) == {"0"} else "changed"
-              for path, (old, new) in diff.items()}
+              for path, (old, new) in diff.items() if base or set(new[1]) != {"0"}}
     _moves_of_the_archive(change)
     _moves_by_id(root, diff, change)
     for path, what in change.items():

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -669,6 +670,64 @@ def test_a_force_pushed_remote_stops_the_sync_and_nothing_is_reset(tmp_path):
     assert git(a, "rev-parse", "HEAD") == head
     sync(a, "--accept-rewrite")
     assert BODY in "".join(active(a).values()) and git(a, "rev-parse", "HEAD") == git(a, "rev-parse", "origin/main")
+
+
+def test_accept_rewrite_merges_a_history_made_anew_from_a_new_first_commit(tmp_path):
+    """A teammate purges the shared history: one new first commit holding today's files,
+    force-pushed. The sync stops and offers `--accept-rewrite`, which failed in its turn
+    with git's "refusing to merge unrelated histories" (exit 1, nothing a person could run
+    next). It merges now: nothing of either side lost, and what the remote brought is what
+    this vault lacked — not every file of the new history told as added."""
+    _, (a, b) = make_fleet(tmp_path, 2)
+    write(a, BODY)
+    cx(a, "run")
+    converge(a, b)
+    write(b, "Memorized here before the purge was heard of")
+    cx(b, "run")
+    git(a, "checkout", "-q", "--orphan", "purged")
+    sh(a, "git", "commit", "-q", "--no-verify", "-m", "purge the history")
+    git(a, "branch", "-q", "-M", "purged", "main")
+    git(a, "push", "-q", "--force", "origin", "main")
+    stopped = sync(b, "--json", check=False)
+    assert stopped.returncode == 1 and json.loads(stopped.stdout)["error"] == "rewritten"
+    done = sync(b, "--accept-rewrite", "--json", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["pushed"] and report["integrated"] == "merge"
+    assert report["brought"]["added"] == 0 and report["brought"]["settings"] == [], report["brought"]
+    texts = "".join(active(b).values())
+    assert BODY in texts and "Memorized here before the purge" in texts
+    converge(a, b)
+    assert "Memorized here before the purge" in "".join(active(a).values())
+    assert cx(a, "validate", "--all").returncode == 0
+
+
+def test_a_vault_begun_on_its_own_stops_at_the_team_remote_until_told_to_merge(tmp_path):
+    """The first machine's steps done on a second (`cortex init`, `git remote add origin`
+    the team's remote, `cortex sync`): two histories with no commit in common. The sync
+    said only "git merge-tree failed: fatal: refusing to merge unrelated histories"; it
+    says what happened and both ways on (`unrelated`, exit 1, nothing changed), and
+    `--accept-rewrite` merges the two vaults, every note of both kept."""
+    remote, (a,) = make_fleet(tmp_path, 1)
+    write(a, BODY)
+    cx(a, "run")
+    sync(a)
+    alone = tmp_path / "alone"
+    sh(tmp_path, str(cx.__globals__["CORTEX"]), "init", str(alone))
+    git(alone, "remote", "add", "origin", str(remote))
+    write(alone, "A memory of the machine that began its own vault")
+    cx(alone, "run")
+    head = git(alone, "rev-parse", "HEAD")
+    done = sync(alone, "--json", check=False)
+    out = json.loads(done.stdout)
+    assert (done.returncode, out["error"], out["exit_code"]) == (1, "unrelated", 1), done.stdout
+    assert "shares no history" in out["message"] and "--accept-rewrite" in out["hint"] and "cortex clone" in out["hint"]
+    assert git(alone, "rev-parse", "HEAD") == head and git(alone, "status", "--porcelain") == ""
+    assert f"| `{out['error']}` |" in (Path(__file__).parent.parent / "docs" / "sync.md").read_text()
+    sync(alone, "--accept-rewrite")
+    converge(a, alone)
+    texts = "".join(active(a).values())
+    assert BODY in texts and "A memory of the machine that began its own vault" in texts
 
 
 def test_a_vault_that_took_the_rewritten_history_syncs_again_without_pushing_it_back(tmp_path):

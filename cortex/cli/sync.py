@@ -108,8 +108,8 @@ def run_sync(*, remote: Optional[str], push: Optional[bool], accept_rewrite: boo
     opt("--remote", metavar="NAME",
         help="The remote (default: the branch's upstream, else origin, or sync.remote in observer/config.yml)."),
     toggle("--push", help="Push after integrating (default: yes, or sync.push in observer/config.yml)."),
-    flag("--accept-rewrite", help="The remote was force-pushed on purpose: merge its new history with yours (nothing "
-                                  "of yours is dropped)."),
+    flag("--accept-rewrite", help="The remote was force-pushed on purpose, or shares no history with this vault: merge "
+                                  "its history with yours (nothing of yours is dropped)."),
     JSON,
     name="sync",
 )
