@@ -13,7 +13,6 @@ import time
 from datetime import datetime
 
 from cortex import buffer
-from cortex.gitrepo import GitRepo
 from cortex.hashindex import HashIndex
 from cortex.packing import configured_gc_auto, pack_if_due
 from cortex.model import Plan, RunReport
@@ -21,11 +20,11 @@ from cortex.pipeline.plan import make_plan, plan_later
 from cortex.notes import REDACTED
 from cortex.quarantine import Entry
 from cortex.recovery import author, finish_archives, raw_archive, recover
-from cortex.runner import apply
 from cortex.state import State
 from cortex.timefmt import utcnow
 
 if TYPE_CHECKING:
+    from cortex.gitrepo import GitRepo
     from cortex.vault import Vault
 
 CHUNK_LINES = 5_000  # lines planned and committed at a time (memory stays flat)
@@ -39,12 +38,21 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
     report = RunReport(dry_run=dry_run)
     report.warnings += list(vault.calibration.warnings)
     with vault.lock():
-        repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
         state = vault.load_state()
+        # pygit2 (~40 ms of the run's start) is needed before the lines' assessment only
+        # to finish a killed run's commit: else the repository is opened while the children
+        # assess the first chunk (``_consume``), on the core this process would leave idle.
+        repo = _open(vault) if dry_run or state.pending is not None else None
         if not dry_run:
-            repo.require_branch()
+            if repo is None:
+                from cortex.gitlock import git_dir_of
+                from cortex.gitop import require_committable
+
+                require_committable(git_dir_of(vault.root))  # HEAD read from its file; pygit2's word below
+            else:
+                repo.require_branch()
             recover(vault, state, report, now, repo)
-        index = HashIndex(repo).load()
+        index = HashIndex(vault.root).load()
         if dry_run:
             start = buffer.unread_from(vault.buffer_path, state.offset, state.last_line)
             end, said = buffer.settle(vault.buffer_path, repair=False)
@@ -57,10 +65,10 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
             # before the rotation come first, in the order they were written.
             left = limit
             for old_id in list(state.retired):
-                left = _consume(vault, repo, state, index, raw_archive(vault, old_id), old_id,
-                                commit_per, now, report, left)
+                repo, left = _consume(vault, repo, state, index, raw_archive(vault, old_id), old_id,
+                                      commit_per, now, report, left)
             _end_abandoned_line(vault, state, report)
-            _consume(vault, repo, state, index, vault.buffer_path, state.buffer_id, commit_per, now, report, left)
+            repo, _ = _consume(vault, repo, state, index, vault.buffer_path, state.buffer_id, commit_per, now, report, left)
             raw = raw_archive(vault, state.buffer_id)
             if buffer.rotate_if_consumed(vault.buffer_path, state.offset, raw):
                 state.retired[state.buffer_id] = state.offset
@@ -73,6 +81,12 @@ def run_pass(vault: Vault, *, dry_run: bool, commit_per: str, now: datetime | No
                 pack_if_due(vault.root, configured_gc_auto(repo.repo))
     report.seconds = time.monotonic() - started
     return report
+
+
+def _open(vault: Vault) -> GitRepo:
+    from cortex.gitrepo import GitRepo
+
+    return GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
 
 
 def _end_abandoned_line(vault: Vault, state: State, report: RunReport) -> None:
@@ -103,12 +117,13 @@ def _unfinished(vault: Vault, state: State) -> dict | None:
     return {**tail, "buffer_id": state.buffer_id} if tail else None
 
 
-def _consume(vault: Vault, repo: GitRepo, state: State, index: HashIndex, path, buffer_id: str, commit_per: str,
-             now: datetime, report: RunReport, left: int | None) -> int | None:
+def _consume(vault: Vault, repo: GitRepo | None, state: State, index: HashIndex, path, buffer_id: str, commit_per: str,
+             now: datetime, report: RunReport, left: int | None) -> tuple[GitRepo | None, int | None]:
     """Plan and apply the lines of one buffer file from its offset, in chunks (memory
     stays flat; each chunk is its own exactly-once step). The next chunk's lines are
-    assessed by other processes while this one is committed. Returns the line budget
-    left."""
+    assessed by other processes while this one is committed, and the first chunk's
+    while the repository is opened (``repo``: None until then). Returns the repository
+    and the line budget left."""
     start = state.offset if buffer_id == state.buffer_id else state.retired[buffer_id]
     end = None  # a rotated buffer: no batch is appended to it any more
     if buffer_id == state.buffer_id:  # read up to where the batches appended end, none half
@@ -116,6 +131,9 @@ def _consume(vault: Vault, repo: GitRepo, state: State, index: HashIndex, path, 
         report.warnings += said
     ahead = _plan_ahead(vault, index, start, now, left, path, buffer_id, end)
     while ahead is not None:
+        if repo is None:
+            repo = _open(vault)
+            repo.require_branch()
         plan = ahead()
         if plan.lines_read == 0:
             break
@@ -128,7 +146,7 @@ def _consume(vault: Vault, repo: GitRepo, state: State, index: HashIndex, path, 
         moved = state.offset if buffer_id == state.buffer_id else state.retired.get(buffer_id, start)
         if moved != plan.target_offset:  # a bug, not an input: never read the same lines twice
             raise RuntimeError(f"the offset of buffer {buffer_id} is {moved}, not {plan.target_offset}")
-    return left
+    return repo, left
 
 
 def _plan_ahead(vault: Vault, index: HashIndex, start: int, now: datetime, left: int | None, path,
@@ -154,6 +172,8 @@ def _plan_ahead(vault: Vault, index: HashIndex, start: int, now: datetime, left:
 
 
 def _apply(vault: Vault, repo: GitRepo, state: State, plan: Plan, per: str, now: datetime, report: RunReport, quarantine_remove=()) -> None:
+    from cortex.runner import apply
+
     apply(
         plan,
         repo=repo,
@@ -223,11 +243,11 @@ def promote(vault: Vault, entry: Entry, *, force: bool, now: datetime | None = N
     now = now or utcnow()
     report = RunReport()
     with vault.lock():
-        repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
+        repo = _open(vault)
         repo.require_branch()
         state = vault.load_state()
         recover(vault, state, report, now, repo)
-        index = HashIndex(repo).load()
+        index = HashIndex(vault.root).load()
         raw = _without_redacted_tags(entry.line).encode("utf-8")
         buffer_id, _, offset = entry.key.rpartition(":")
         line = Line(int(offset) if offset.isdigit() else 0, 0, raw)

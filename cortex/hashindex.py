@@ -11,19 +11,21 @@ reinforces it there (``HeadCache.by_hashes``) rather than memorizing it twice.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-from cortex.gitrepo import GitRepo
 from cortex.headcache import identify  # noqa: F401 (where callers have found it)
 from cortex.layout import PARTITIONS
 
 
 class HashIndex:
-    def __init__(self, repo: GitRepo) -> None:
+    """Of the vault at ``root`` (git's CLI, not pygit2: a run assesses its first lines
+    before it opens the repository)."""
+
+    def __init__(self, root: Path) -> None:
         from cortex.headcache import HeadCache
 
-        self.repo = repo
-        self._root = str(repo.root)
-        self.cache = HeadCache(repo.root)
+        self._root = str(root)
+        self.cache = HeadCache(root)
         self.by_hash: dict[str, tuple[str, str]] = {}  # committed during this run
         self.paths: set[str] = set()
         self._at_head: dict[str, tuple[str, str] | None] = {}  # the cache's answers, asked in advance

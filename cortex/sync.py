@@ -993,12 +993,11 @@ def _authors(root: Path, commits: str, changes: str, *paths: str) -> dict[str, l
 def _follow_head(vault: Vault, now: datetime) -> list[str]:
     """The machine-local caches follow the new HEAD (each incrementally, by tree and
     blob ids): the hash index ``cortex run`` dedups with, and the search index if built."""
-    from cortex.gitrepo import GitRepo
     from cortex.hashindex import HashIndex
     from cortex.maintenance.base import JobContext
     from cortex.maintenance.reindex import run as refresh_index
 
-    HashIndex(GitRepo(vault.root)).load()  # head.sqlite follows HEAD by a tree diff
+    HashIndex(vault.root).load()  # head.sqlite follows HEAD by a tree diff
     try:
         refresh_index(JobContext(vault, now))
     except CortexError as exc:

@@ -81,12 +81,11 @@ def mixed_buffer(n: int) -> list:
 
 def planned(vault, workers: int):
     from cortex import buffer
-    from cortex.gitrepo import GitRepo
     from cortex.hashindex import HashIndex
     from cortex.pipeline.plan import make_plan
 
     lines = list(buffer.read_lines(vault.buffer_path, 0))
-    index = HashIndex(GitRepo(vault.root)).load()
+    index = HashIndex(vault.root).load()
     return make_plan(lines, "b", vault.context(NOW), index, vault.note_validator(bulk=True).check, workers=workers)
 
 
@@ -150,3 +149,59 @@ def test_a_chunked_run_on_all_cores_commits_what_one_process_commits(tmp_path, c
     assert b"ghp_" not in archive and b"[REDACTED]" in archive
     kept = archive.splitlines()  # every line, in buffer order
     assert len(kept) == 700 and json.loads(kept[1])["body"].startswith("Fact 1:") and kept[5] == b"{not json"
+
+
+ORDER_PROBE = r"""
+import json, sys
+from cortex import parallel
+from cortex.pipeline import plan
+parallel.available_cores = lambda: 2  # fork even on a machine of one core
+plan.PARALLEL_FROM = 10
+forked = []
+fork_all = parallel.fork_all
+def recording(fn, parts):
+    forked.append("pygit2" in sys.modules)
+    return fork_all(fn, parts)
+parallel.fork_all = recording
+from cortex.cli import main
+code = main(["run", "--json"])
+sys.stdout.flush()
+sys.stderr.write("\n@@" + json.dumps({"code": code, "forked": forked, "pygit2": "pygit2" in sys.modules}) + "\n")
+"""
+
+
+def test_a_run_opens_the_repository_while_its_first_lines_are_assessed(vault):
+    """The children assessing the first chunk are forked before pygit2 is imported (its
+    import, ~40 ms of a run's start, is done by the parent meanwhile, on the core it
+    would leave idle), and the run commits every line as before."""
+    import subprocess
+    import sys
+
+    append_lines(vault, *[observation(body=f"Fact {i}: the batch job {i} runs at {i % 24:02d}:00.") for i in range(40)])
+    proc = subprocess.run([sys.executable, "-c", ORDER_PROBE], cwd=vault.root, capture_output=True, text=True,
+                          timeout=120)
+    result = json.loads(proc.stderr.rsplit("@@", 1)[1])
+    assert result["code"] == 0, proc.stderr
+    assert result["forked"] == [False] and result["pygit2"]  # forked before the import, which came after
+    report = json.loads(proc.stdout)
+    assert report["memorized"] == 40 and report["commits"] == 1
+    assert len([p for p in git(vault.root, "ls-files", "mind").split() if p.endswith(".md")]) == 40
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_run_on_a_detached_head_refuses_before_it_reads_a_line(vault, cores, monkeypatch):
+    """The branch is checked before the lines are assessed (from HEAD's file; pygit2's
+    word again once the repository is open): nothing is forked, held or moved."""
+    import cortex.pipeline.plan
+    from cortex.gitop import DetachedHead
+
+    monkeypatch.setattr(cortex.pipeline.plan, "PARALLEL_FROM", 10)
+    forked = []
+    monkeypatch.setattr(parallel, "fork_all", lambda fn, parts: forked.append(parts))
+    append_lines(vault, *[observation(body=f"Fact {i}: the batch job {i} runs at {i % 24:02d}:00.") for i in range(40)])
+    git(vault.root, "checkout", "-q", "--detach")
+    head = git(vault.root, "rev-parse", "HEAD")
+    with pytest.raises(DetachedHead):
+        vault.run(now=NOW)
+    assert forked == [] and vault.load_state().offset == 0
+    assert git(vault.root, "rev-parse", "HEAD") == head and not vault.quarantine.entries()
