@@ -181,16 +181,29 @@ FEATURE_NAMES = (
 # not counted; the tldr pages (public docs, never trained on) 0.074 and 0.018; attacks
 # held, with the patterns, 0.857 and 0.856 over all folds (bench/bench_security.py).
 ADDRESS_FEATURES = ("role_marker", "ai_reference")
+# Markup that hides text says how a text is shown, not whom it speaks to: HTML comments
+# and CSS rules are in every README, PR template, changelog and stylesheet an agent
+# writes about ("the PR template opens with <!-- fill in below -->", ".banner { display:
+# none }"), and with them as a way in the embedding held each such memory (16 of 16
+# comment-bearing notes, 5 of 6 about CSS). Only text hidden from a reader on purpose
+# opens the door by its hiding: an element styled out of sight, or a clipper's report
+# of "hidden text" / "white on white". A bare comment or a rule is a half feature (0.5):
+# the weights still read it, the door does not open for it (_DOOR_MIN).
+_HIDDEN_ON_PURPOSE = re.compile(
+    r"\bhidden (?:text|instruction)|white on white"
+    r"|\bstyle\s*=\s*[\"']?[^\"'>]{0,80}?(?:display:\s*none|font-size:\s*0|visibility:\s*hidden)"
+)
 
 
 _ADDRESS_INDEX = [FEATURE_NAMES.index(n) for n in FEATURE_NAMES if n in ADDRESS_FEATURES or n.startswith("intent_")]
+_DOOR_MIN = [1.0 if FEATURE_NAMES[i] == "intent_hidden_text" else 1e-6 for i in _ADDRESS_INDEX]
 
 
 def addressed(feats: np.ndarray) -> np.ndarray:
     """Per row of raw cheap features: whether the view may be held by the classifier."""
     import numpy as np
 
-    return (feats[:, _ADDRESS_INDEX] > 0).any(axis=1) if len(feats) else np.zeros(0, bool)
+    return (feats[:, _ADDRESS_INDEX] >= np.asarray(_DOOR_MIN, np.float32)).any(axis=1) if len(feats) else np.zeros(0, bool)
 
 
 def may_hold(view: str, feats: Sequence[float]) -> bool:
@@ -199,7 +212,7 @@ def may_hold(view: str, feats: Sequence[float]) -> bool:
     it. Every other view scores 0 whatever its embedding, so most texts need neither
     numpy nor the model (``score_views``). In plain Python, the test ``addressed`` makes
     of the float32 row: each address feature is 0, 1 or a third or more."""
-    return any(feats[i] > 0 for i in _ADDRESS_INDEX) and judgeable(view)
+    return any(feats[i] >= m for i, m in zip(_ADDRESS_INDEX, _DOOR_MIN)) and judgeable(view)
 
 
 def may_hold_view(view: str) -> bool:
@@ -209,7 +222,7 @@ def may_hold_view(view: str) -> bool:
     if _ROLE.search(view) is None:  # role_marker
         low = view.lower()
         ai = sum(1 for w in _WORDS.findall(low) if w in _AI_ONLY)
-        if _ai_reference(low, ai) <= 0 and not any(_intents(low)):  # ai_reference, intent_*
+        if _ai_reference(low, ai) <= 0 and not any(v >= 1.0 for v in _intents(low)):  # ai_reference, intent_*
             return False
     return judgeable(view)
 
@@ -226,8 +239,15 @@ def _ai_reference(low: str, ai: int) -> int:
 
 def _intents(low: str):
     """Each intent's feature of ``low``, in ``_INTENT``'s order (its words first: most
-    views hold none, and a substring test is a tenth of a regex search)."""
-    return (1.0 if any(w in low for w in _INTENT_NEEDS[name]) and rx.search(low) else 0.0 for name, rx in _INTENT.items())
+    views hold none, and a substring test is a tenth of a regex search). Hidden markup
+    is 0.5 unless it hides on purpose (``_HIDDEN_ON_PURPOSE``)."""
+    for name, rx in _INTENT.items():
+        if not (any(w in low for w in _INTENT_NEEDS[name]) and rx.search(low)):
+            yield 0.0
+        elif name == "hidden_text" and not _HIDDEN_ON_PURPOSE.search(low):
+            yield 0.5
+        else:
+            yield 1.0
 
 
 def cheap_features(view: str) -> list[float]:
