@@ -86,6 +86,15 @@ TEMPLATES: dict[str, list[str]] = {
         "They set the {p} secret as {v}.",
         "saved the {p} API token as '{v}'",
     ],
+    # a password a command takes by a short flag of its own: no credential word names it
+    "command_line": [
+        "curl -u deploy:{v} https://ci.{p_lower}.example/api/builds",
+        "curl -s --user 'api:{v}' https://api.{p_lower}.example/v3/messages",
+        "mysql -h db.internal -u root -p{v} orders < dump.sql",
+        "sshpass -p '{v}' ssh pi@10.0.0.12 uptime",
+        "docker login -u ci-bot -p {v} registry.{p_lower}.example",
+        "Connected with redis-cli -h cache.internal -a {v} ping; it answered PONG.",
+    ],
 }
 
 
@@ -278,6 +287,11 @@ def near_misses() -> list[tuple[str, str]]:
         ("k8s", "kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1\n"),
         ("number", "The PIN pad on floor 3 is broken."),
         ("number", "The Sonar token count rose to 1284 this sprint."),
+        ("command", "ssh -p 2222 deploy@bastion.internal"),
+        ("command", "docker run -p 8080:80 -v $(pwd):/app nginx:1.27"),
+        ("command", "mysql -u root -p orders   # asks for the password"),
+        ("command", 'curl -u "$CI_USER:$CI_TOKEN" https://ci.example.net/api'),
+        ("command", "mkdir -p build/out && psql -p 5432 -U app orders"),
         *encoded_near_misses(),
     ]
 

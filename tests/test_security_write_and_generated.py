@@ -140,3 +140,22 @@ def test_a_title_cut_from_the_body_is_scrubbed_too():
     assert scrub_generated({"t": [f"api_key: {secret}"]}) == {"t": ["api_key: [REDACTED]"]}
     assert Path(draft.__code__.co_filename).name == "render.py"
     assert "scrub_generated" in draft.__code__.co_names  # the note's title goes through it
+
+
+def test_a_password_given_on_a_command_line_never_reaches_a_note(vpath):
+    """An agent records the commands it ran: `mysql -pPASS`, `curl -u user:PASS`, `sshpass
+    -p PASS` carry a password by the command's own flag, with no credential word to name
+    it. The writer is told and the note shows [REDACTED]; `ssh -p 2222` stays as written."""
+    secrets = [value("cmd-mysql", 14), value("cmd-curl", 32, "0123456789abcdef"), value("cmd-sshpass", 12)]
+    bodies = [f"Staging DB: mysql -h db.staging -u root -p{secrets[0]} orders",
+              f"Test send: curl -s --user 'api:{secrets[1]}' https://api.mail.example/v3/messages",
+              f"The lab Pi: sshpass -p {secrets[2]} ssh -p 2222 pi@10.0.0.12"]
+    lines = "".join(json.dumps({"type": "fact", "body": b}) + "\n" for b in bodies)
+    told = cortex("--vault", str(vpath), "write", "-", "--json", input=lines)
+    assert told.returncode == 0, told.stderr
+    assert [h["line"] for h in json.loads(told.stdout)["will_redact"]] == [1, 2, 3]
+    run = cortex("--vault", str(vpath), "run", "--json")
+    assert json.loads(run.stdout)["memorized"] == 3, run.stderr
+    notes = "".join(p.read_text(encoding="utf-8") for p in (vpath / "mind").rglob("*.md"))
+    assert notes.count("[REDACTED]") >= 3 and "ssh -p 2222 pi@10.0.0.12" in notes
+    assert not any(s in notes for s in secrets)

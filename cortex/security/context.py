@@ -34,6 +34,7 @@ class ContextWords:
     not_secret: frozenset[str]  # name parts that say the value is something else
     prose: tuple[str, ...]  # credential words in sentences ("access token", "credential")
     query: frozenset[str]  # URL query parameters that carry credentials
+    commands: tuple[tuple[str, str, str], ...] = ()  # (command, flag, form): a password on a command line
 
 
 def words_from(data: dict) -> ContextWords:
@@ -44,7 +45,15 @@ def words_from(data: dict) -> ContextWords:
         not_secret=frozenset(c.get("not_secret_parts", ())),
         prose=tuple(c.get("prose_words", ())),
         query=frozenset(c.get("query_parameters", ())),
+        commands=tuple((f["command"], f["flag"], f["form"]) for f in c.get("command_flags", ())),
     )
+
+
+def command_words(w: ContextWords) -> tuple[str, ...]:
+    """A word each command's every match holds (the last of its name: "login" for
+    `docker login`), for the cheap gate (``secrets.might_hold``)."""
+    return tuple(re.split(r"[^\w-]+", alt.rstrip(")"))[-1].lower() for command, _, _ in w.commands
+                 for alt in command.split("|"))
 
 
 _PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -200,6 +209,32 @@ def _url_spans(text: str, w: ContextWords) -> list[tuple[int, int]]:
     return spans
 
 
+_FORM = {
+    "pair": r"[ =]?[\"']?[^\s:\"'$]+:([^\s\"'@]+)",  # -u user:PASS (not user:PASS@host, a URL's)
+    "attached": r"([^\s\"']+)",  # -pPASS
+    "value": r"(?:\s+|=)[\"']?([^\s\"']+)",  # -p PASS, --password=PASS
+}
+
+
+@lru_cache(maxsize=4)
+def _command_pattern(commands: tuple[tuple[str, str, str], ...]) -> re.Pattern | None:
+    branches = [rf"(?<![\w./-])(?:{command})(?![\w-])[^\n|;&]{{0,200}}?\s(?:{flag}){_FORM[form]}"
+                for command, flag, form in commands]
+    return re.compile("|".join(f"(?:{b})" for b in branches), re.IGNORECASE) if branches else None
+
+
+def _command_spans(text: str, w: ContextWords) -> list[tuple[int, int]]:
+    """Passwords given on a command line by the command's own flag (``command_flags``)."""
+    rx = _command_pattern(w.commands)
+    spans = []
+    for m in rx.finditer(text) if rx is not None else ():
+        group = next(g for g in range(1, (rx.groups or 0) + 1) if m.group(g) is not None)
+        value = m.group(group)
+        if credential_value(value, "password"):
+            spans.append(m.span(group))
+    return spans
+
+
 @lru_cache(maxsize=4)
 def _any_word(w: ContextWords) -> re.Pattern:
     words = {*w.stems, *w.password_stems, *(p.split()[-1] for p in w.prose)}
@@ -210,6 +245,7 @@ def find(text: str, w: ContextWords) -> list[tuple[int, int, str]]:
     """(start, end, rule) of each credential that context reveals, in text order."""
     found = [(s, e, "k8s-secret-data") for s, e in _k8s_spans(text)] if "kind" in text else []
     found += [(s, e, "url-credential") for s, e in _url_spans(text, w)] if "://" in text else []
+    found += [(s, e, "command-password") for s, e in _command_spans(text, w)] if " -" in text else []
     # Only values within reach of a credential word are judged (most texts have none).
     low = text.lower()
     if len(low) != len(text):  # a character whose lowercase is longer: positions would shift

@@ -346,8 +346,10 @@ _RULE_WORDS = ("-----begin", "://", "pass", "pwd", "key", "authori", "secret", "
 
 @lru_cache(maxsize=1)
 def _gate_words() -> tuple[str, ...]:
+    from cortex.security.context import command_words
+
     w = default_context()
-    words = {*_RULE_WORDS, *w.stems, *w.password_stems, *(p.split()[-1] for p in w.prose)}
+    words = {*_RULE_WORDS, *w.stems, *w.password_stems, *(p.split()[-1] for p in w.prose), *command_words(w)}
     # a word containing another is implied by it ("apikey" by "key")
     return tuple(sorted(x for x in words if not any(y != x and y in x for y in words)))
 
