@@ -56,6 +56,15 @@ _AI_MENTION = re.compile(
     r"|\b(?:prefers?|wants?|likes?|asked|expects?|said|says|decided|agreed) (?:that )?(?:the|her|his|their|our) "
     r"(?:ai )?(?:assistant|model|agent|bot)s?\b"
 )
+# An AI word that is a name in code ("model.eval()", "llm = ChatOpenAI(...)", "bot =
+# telebot.TeleBot(...)", "assistant_id", "self.model"): the developer's object, spoken to
+# by nobody. Memories about building AI features are full of them, and counted as an AI
+# addressed they let the embedding hold each one. A model's name ("GPT-4") is not code:
+# it can be spoken to.
+_AI_CODE = re.compile(
+    r"(?<![a-z'])(?:ai|assistant|chatgpt|gpt|llm|openai|chatbot|bot|model)(?=\s?=(?!=)|\.[a-z_]|\(|_[a-z0-9])"
+    r"|(?<=\bself\.|\bthis\.)(?:ai|assistant|chatgpt|gpt|llm|openai|chatbot|bot|model)(?![a-z'])"
+)
 _MUST = re.compile(r"\byou\s+(?:must|will|should|shall|are\s+going\s+to|have\s+to|can|cannot|can't|are)\b")
 
 # Intent, not vocabulary: whom an instruction is for and what it asks, over the lowercase
@@ -234,6 +243,8 @@ def _ai_reference(low: str, ai: int) -> int:
         ai += 1
     if ai:
         ai -= sum(1 for m in _AI_MENTION.finditer(low) for w in _WORDS.findall(m.group(0)) if w in _AI)
+    if ai > 0:
+        ai = max(ai - sum(1 for _ in _AI_CODE.finditer(low)), 0)
     return ai
 
 
