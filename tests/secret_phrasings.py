@@ -253,6 +253,7 @@ def near_misses() -> list[tuple[str, str]]:
     sha1 = hashlib.sha1(b"near").hexdigest()
     u = str(uuid.uuid5(uuid.NAMESPACE_DNS, "near.example"))
     prose64 = base64.b64encode(b"The meeting moved to Thursday afternoon.").decode()
+    gosum, gomod = (base64.b64encode(hashlib.sha256(s).digest()).decode() for s in (b"zip", b"mod"))
     return [
         ("sha256", f"source_hash: {sha256}"),
         ("sha256", f"The token hash is {sha256}."),
@@ -287,6 +288,8 @@ def near_misses() -> list[tuple[str, str]]:
         ("k8s", "kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1\n"),
         ("number", "The PIN pad on floor 3 is broken."),
         ("number", "The Sonar token count rose to 1284 this sprint."),
+        ("go_sum", f"golang.org/x/net v0.25.0 h1:{gosum}\ngolang.org/x/net v0.25.0/go.mod h1:{gomod}"),
+        ("go_sum", f"verifying example.com/lib@v1.4.2: checksum mismatch\n\tdownloaded: h1:{gomod}\n\tgo.sum:     h1:{gosum}"),
         ("command", "ssh -p 2222 deploy@bastion.internal"),
         ("command", "docker run -p 8080:80 -v $(pwd):/app nginx:1.27"),
         ("command", "mysql -u root -p orders   # asks for the password"),

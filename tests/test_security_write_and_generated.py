@@ -159,3 +159,20 @@ def test_a_password_given_on_a_command_line_never_reaches_a_note(vpath):
     notes = "".join(p.read_text(encoding="utf-8") for p in (vpath / "mind").rglob("*.md"))
     assert notes.count("[REDACTED]") >= 3 and "ssh -p 2222 pi@10.0.0.12" in notes
     assert not any(s in notes for s in secrets)
+
+
+def test_go_module_hashes_reach_the_note_as_written(vpath):
+    """`go`'s "checksum mismatch" names the module's public hashes (`h1:` + base64 of a
+    SHA-256, as go.sum holds them): an agent debugging a build records them, and they
+    guard nothing, so the note keeps them."""
+    import base64
+    import hashlib
+
+    got, want = (base64.b64encode(hashlib.sha256(s).digest()).decode() for s in (b"got", b"want"))
+    body = f"Build broke on example.com/lib@v1.4.2: checksum mismatch, downloaded h1:{got} but go.sum has h1:{want}"
+    told = cortex("--vault", str(vpath), "write", "--json", "--type", "fact", "--body", body)
+    assert json.loads(told.stdout)["will_redact"] == [], told.stdout
+    run = cortex("--vault", str(vpath), "run", "--json")
+    assert json.loads(run.stdout)["memorized"] == 1, run.stderr
+    notes = "".join(p.read_text(encoding="utf-8") for p in (vpath / "mind").rglob("*.md"))
+    assert body in notes and "[REDACTED]" not in notes

@@ -208,13 +208,14 @@ def looks_chosen(value: str) -> bool:
             or any(ch in _SYMBOLS for ch in value))
 
 
-# Public identifiers that look random: subresource-integrity and SSH fingerprints, IPFS
-# content ids, hex addresses. A person pastes them into notes; they guard nothing.
+# Public identifiers that look random: subresource-integrity and SSH fingerprints, Go
+# module hashes (`h1:` in go.sum and in `go`'s "checksum mismatch"), IPFS content ids, hex
+# addresses. A person pastes them into notes; they guard nothing.
 _PUBLIC_ID = (
     r"(?:sha(?:256|384|512)-[A-Za-z0-9+/]{40,}={0,2}"
     r"|Qm[1-9A-HJ-NP-Za-km-z]{44}|bafy[a-z2-7]{50,}|0x[0-9a-fA-F]{16,})"
 )
-_FINGERPRINT_BEFORE = r"(?:SHA256|SHA1|MD5):$"
+_FINGERPRINT_BEFORE = r"(?:SHA256|SHA1|MD5|(?<![\w.])h1):$"
 _PATH = r"(?:[~.]?/)?[a-z0-9._\-]+(?:/[a-z0-9._\-]+){2,}/?"
 
 
