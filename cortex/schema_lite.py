@@ -4,9 +4,13 @@ Why: importing ``jsonschema`` costs ~100 ms (referencing, rpds, attrs), more tha
 whole budget of the git hook for one note. The note schema needs only a dozen keywords,
 so ``compile_schema`` checks those itself and hands any schema that uses something else
 (a person's extended ``schemas/note.schema.json`` with ``oneOf``, ``$ref``, ...) to
-jsonschema's Draft 2020-12 validator. Errors carry the attributes the note validator
-reads from jsonschema's (``absolute_path``, ``validator``, ``validator_value``, ``message``,
-``instance``); tests compare both on the same inputs.
+jsonschema's Draft 2020-12 validator (``reference_validator``). Errors carry the attributes
+the note validator reads from jsonschema's (``absolute_path``, ``validator``,
+``validator_value``, ``message``, ``instance``); tests compare both on the same inputs.
+
+Both match a ``pattern`` as JSON Schema defines it (ECMA-262): ``$`` is the end of the text.
+Python's ``$`` also matches before a final line break, so ``re.search`` let ``"cli\\n"``
+through ``^(cli|...)$`` (a note id, a session id, a time with a line break after it).
 """
 
 from __future__ import annotations
@@ -63,7 +67,6 @@ def supported(schema: Any) -> bool:
 class LiteValidator:
     def __init__(self, schema: dict[str, Any]) -> None:
         self.schema = schema
-        self._patterns: dict[str, re.Pattern] = {}
 
     def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
         yield from self._check(self.schema, instance, ())
@@ -81,8 +84,7 @@ class LiteValidator:
                 if not any(_equal(value, e) for e in rule):
                     yield err(f"{value!r} is not one of {rule!r}", key)
             elif key == "pattern" and isinstance(value, str):
-                regex = self._patterns.get(rule) or self._patterns.setdefault(rule, re.compile(rule))
-                if not regex.search(value):
+                if not ecma_pattern(rule).search(value):
                     yield err(f"{value!r} does not match {rule!r}", key)
             elif key == "minLength" and isinstance(value, str) and len(value) < rule:
                 yield err(f"{value!r} is too short" if rule > 1 else f"{value!r} should be non-empty", key)
@@ -105,6 +107,56 @@ class LiteValidator:
                     yield from self._check(rule, item, path + (i,))
 
 
+_ECMA: dict[str, re.Pattern] = {}
+
+
+def ecma_pattern(pattern: str) -> re.Pattern:
+    """A schema's ``pattern`` compiled to match as JSON Schema means it: each ``$`` outside a
+    character class becomes ``\\Z``, the end of the text, where Python's ``$`` also matches
+    before a final ``\\n``. Escapes and classes keep Python's meaning."""
+    compiled = _ECMA.get(pattern)
+    if compiled is None:
+        out, i, in_class = [], 0, False
+        while i < len(pattern):
+            ch = pattern[i]
+            if ch == "\\":
+                out.append(pattern[i : i + 2])
+                i += 2
+                continue
+            if in_class:
+                in_class = ch != "]"
+            elif ch == "[":
+                in_class, start = True, i
+                i += 1 + (pattern[i + 1 : i + 2] == "^")
+                i += pattern[i : i + 1] == "]"  # a ] opening a class is one of its characters
+                out.append(pattern[start:i])
+                continue
+            elif ch == "$":
+                ch = r"\Z"
+            out.append(ch)
+            i += 1
+        compiled = _ECMA[pattern] = re.compile("".join(out))
+    return compiled
+
+
+_REFERENCE = None
+
+
+def reference_validator(schema: dict[str, Any]):
+    """jsonschema's Draft 2020-12 validator for ``schema``, its ``pattern`` matched by
+    ``ecma_pattern`` (jsonschema's own uses ``re.search`` as it is)."""
+    global _REFERENCE
+    if _REFERENCE is None:
+        from jsonschema import Draft202012Validator, ValidationError, validators
+
+        def pattern(validator, rule, instance, schema):
+            if validator.is_type(instance, "string") and not ecma_pattern(rule).search(instance):
+                yield ValidationError(f"{instance!r} does not match {rule!r}")
+
+        _REFERENCE = validators.extend(Draft202012Validator, {"pattern": pattern})
+    return _REFERENCE(schema)
+
+
 def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):  # JSON keeps true and 1 apart
         return type(a) is type(b) and a == b
@@ -113,9 +165,7 @@ def _equal(a: Any, b: Any) -> bool:
 
 def compile_schema(schema: dict[str, Any]):
     """An object with ``iter_errors(instance)``: the fast checker when it covers the
-    schema, else jsonschema's Draft 2020-12 validator."""
+    schema, else jsonschema's Draft 2020-12 validator (``reference_validator``)."""
     if supported(schema):
         return LiteValidator(schema)
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(schema)
+    return reference_validator(schema)

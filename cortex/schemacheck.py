@@ -27,9 +27,9 @@ class SchemaCheck:
 
     def _explainer(self):
         if self._full is None:
-            from jsonschema import Draft202012Validator
+            from cortex.schema_lite import reference_validator
 
-            self._full = Draft202012Validator(self.schema)
+            self._full = reference_validator(self.schema)
         return self._full
 
     def is_valid(self, obj: Any) -> bool:

@@ -16,7 +16,7 @@ import pytest
 
 from cortex.fixer import fix_note, folder_type, normalise_tag, normalise_tags
 from cortex.notes import parse_note, source_hash, uuid7
-from cortex.schema_lite import LiteValidator, compile_schema
+from cortex.schema_lite import LiteValidator, compile_schema, ecma_pattern, reference_validator
 from cortex.taxonomy import DEFAULT_TAXONOMY
 from cortex.validate import IdIndex, NoteValidator, read_id
 
@@ -249,17 +249,38 @@ INSTANCES = [
     {"confidence": 1.5, "importance": -0.1, "tags": ["a", 3], "entities": [{"name": ""}, "x"], "locked": "yes"},
     {"reinforced": 1.0, "maintainer": "robot", "links": ["[[a]]", "b"], "title": "x" * 201, "merged_from": [1]},
     {"confidence": True, "importance": None, "entities": {"name": "a"}, "bucket": "explicit"},
+    {"id": "019c670c-70df-7676-b911-f7ccaacc39d3\n", "type": "fact\n", "created": "2026-02-16T15:23:14Z\n",
+     "source_hash": "0" * 64 + "\n", "links": ["[[a]]\n"]},
 ]
 
 
 @pytest.mark.parametrize("instance", INSTANCES)
 def test_schema_lite_matches_jsonschema(instance):
-    from jsonschema import Draft202012Validator
-
     lite = compile_schema(SCHEMA)
     assert isinstance(lite, LiteValidator)
     key = lambda e: (tuple(e.absolute_path), e.validator, repr(e.validator_value))  # noqa: E731
-    assert sorted(map(key, lite.iter_errors(instance))) == sorted(map(key, Draft202012Validator(SCHEMA).iter_errors(instance)))
+    assert sorted(map(key, lite.iter_errors(instance))) == sorted(map(key, reference_validator(SCHEMA).iter_errors(instance)))
+
+
+@pytest.mark.parametrize(
+    "pattern, text, matches",
+    [
+        ("^(cli|[0-9a-f]{4})$", "cli", True),
+        ("^(cli|[0-9a-f]{4})$", "cli\n", False),  # Python's $ matched before the line break
+        ("^[a-z]+$", "fact\n", False),
+        ("^[$]+$", "$$", True),  # a $ in a class is a character
+        ("^[]$]+$", "]$", True),  # so is one after a ] opening the class
+        (r"^a\$$", "a$", True),  # and an escaped one
+        (r"^a\\$", "a\\", True),  # an escaped backslash, then the end
+        (r"^a\\$", "a\\\n", False),
+        ("\\S", "x\n", True),
+    ],
+)
+def test_a_schema_pattern_ends_at_the_end_of_the_text_as_json_schema_says(pattern, text, matches):
+    assert bool(ecma_pattern(pattern).search(text)) is matches
+    schema = {"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}}
+    assert (not list(compile_schema(schema).iter_errors({"v": text}))) is matches
+    assert (not list(reference_validator({**schema, "not": {"required": ["w"]}}).iter_errors({"v": text}))) is matches
 
 
 def test_schema_with_other_keywords_goes_to_jsonschema():

@@ -77,6 +77,31 @@ def test_a_timestamp_past_the_calendar_in_utc_is_quarantined_and_the_next_is_mem
     assert run_cli(vault)["read"] == 0
 
 
+@pytest.mark.parametrize(
+    "fields, said",
+    [
+        ({"session_id": "cli\n"}, "session_id: 'cli\\n' is not a UUID or `cli`"),
+        ({"session_id": "022a598a-7ca8-4ccf-80bb-f1919386421e\n"}, "is not a UUID or `cli`"),
+        ({"entities": [{"name": "Maya", "type": "person\n"}]}, "entities.0.type: 'person\\n' is not a type name"),
+        ({"timestamp": "2026-02-16T15:23:14Z\n"}, "timestamp: '2026-02-16T15:23:14Z\\n' is not"),
+    ],
+    ids=["session-cli", "session-uuid", "entity-type", "timestamp"],
+)
+def test_a_line_break_after_a_value_is_no_match_for_its_schema_pattern(vault, fields, said):
+    """The schema's patterns end in `$`, the end of the text in JSON Schema; Python's `$`
+    also matches before a final line break, so `"session_id": "cli\\n"` was memorized with
+    the line break in the note, past a schema that refuses it."""
+    append_lines(vault, json.dumps(observation(body="The wiki moved to Confluence in May", **fields)),
+                 observation(body="The ledger runs on Postgres 16"))
+    report = run_cli(vault)
+    assert report["memorized"] == 1 and report["quarantined"] == {"schema": 1}, report
+    (entry,) = vault.quarantine.entries()
+    assert said in entry.detail, entry.detail
+    assert not any("Confluence" in path.read_text(encoding="utf-8") for path in vault.iter_note_paths())
+    written = cortex("write", "-", cwd=vault.root, input=json.dumps({"type": "fact", "body": "Backups run nightly", **fields}))
+    assert written.returncode == 1 and said in written.stderr, written.stderr
+
+
 def test_a_byte_order_mark_opening_a_line_is_no_reason_to_hold_it(vault):
     """PowerShell and Notepad open UTF-8 with a byte-order mark: the first observation of a
     file of theirs, appended to the buffer or piped to `cortex write -`, was held as

@@ -480,6 +480,22 @@ def test_a_date_past_the_calendar_in_utc_is_a_persons_date_not_a_crash(vault):
         assert result.returncode == 0, (argv, result.returncode, result.stderr)
 
 
+def test_an_id_or_time_with_a_line_break_after_it_is_refused_by_the_hook(vault):
+    """The note schema's patterns end in `$`, the end of the text in JSON Schema; Python's `$`
+    also matches before a final line break, so the hook committed `id: "<uuid>\\n"` (an id
+    no other note's could ever equal) and `created: "<time>\\n"`."""
+    uid = "019c670c-70df-7676-b911-f7ccaacc39d3"
+    (vault.root / "mind/facts/ledger.md").write_text(
+        f'---\nid: "{uid}\\n"\ntype: fact\ncreated: "2026-02-16T15:23:14Z\\n"\n---\nThe ledger runs on Postgres.\n',
+        encoding="utf-8")
+    done = _commit_all(vault.root)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert f"mind/facts/ledger.md:2: id: '{uid}\\n' is not a UUIDv7" in said, said
+    assert "mind/facts/ledger.md:5: created: '2026-02-16T15:23:14Z\\n' is not a date and time" in said, said
+    assert git(vault.root, "ls-tree", "-r", "--name-only", "HEAD", "mind/facts").split() == ["mind/facts/.gitkeep"]
+
+
 def test_frontmatter_nested_hundreds_deep_is_refused_not_a_crash(vault):
     """YAML's C reader builds `tags: [[[[…]]]]` 500 deep (it stops at 1,000); the
     validator's walk then overflowed the stack: the hook stopped the person's commit with
