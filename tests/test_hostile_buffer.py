@@ -102,6 +102,22 @@ def test_a_line_break_after_a_value_is_no_match_for_its_schema_pattern(vault, fi
     assert written.returncode == 1 and said in written.stderr, written.stderr
 
 
+@pytest.mark.parametrize("depth", [600, 900])
+def test_a_deep_line_holding_a_credential_is_archived_redacted_and_stops_no_run(vault, depth):
+    """The run quarantined a line nested 600 deep, then its archive's redaction walked the
+    line with one Python call per level and overflowed the stack: `cortex run` exited 3,
+    and every later run again, as each finishes the archive first (a stuck buffer)."""
+    token = "ghp_" + "Zq7" * 12
+    deep = json.dumps(observation(context=f"the token is {token}"))[:-1] + ', "x": ' + "[" * depth + "]" * depth + "}"
+    append_lines(vault, deep, observation(body="The ledger runs on Postgres 16"))
+    report = run_cli(vault)
+    assert report["memorized"] == 1 and report["quarantined"] == {"parse": 1} and report["rotated"], report
+    kept = b"".join(path.read_bytes() for path in vault.archive_dir.iterdir())
+    assert b"Postgres 16" in kept and b"[REDACTED]" in kept and token.encode() not in kept
+    append_lines(vault, observation(body="Backups are kept for ninety days"))
+    assert run_cli(vault)["memorized"] == 1
+
+
 def test_a_byte_order_mark_opening_a_line_is_no_reason_to_hold_it(vault):
     """PowerShell and Notepad open UTF-8 with a byte-order mark: the first observation of a
     file of theirs, appended to the buffer or piped to `cortex write -`, was held as

@@ -437,10 +437,6 @@ def scrub_json_line(raw: bytes) -> bytes:
     text = raw.decode("utf-8", errors="replace")
     if not might_hold(_rx(_PLAIN_FIELDS).sub("", text)):
         return raw
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or nested past the stack
-        return redact(text)[0].encode("utf-8")
     found = False
 
     def clean(value, key=None):
@@ -459,8 +455,12 @@ def scrub_json_line(raw: bytes) -> bytes:
             return {k: clean(v, k) for k, v in value.items()}
         return value
 
-    scrubbed = clean(obj)
-    if not found:
-        return raw
-    # A lone surrogate ("\ud800" in the line) is written back as the same JSON escape.
-    return json.dumps(scrubbed, ensure_ascii=False).encode("utf-8", "backslashreplace") + (b"\n" if raw.endswith(b"\n") else b"")
+    try:
+        scrubbed = clean(json.loads(text))
+        if not found:
+            return raw
+        # A lone surrogate ("\ud800" in the line) is written back as the same JSON escape.
+        out = json.dumps(scrubbed, ensure_ascii=False)
+    except (ValueError, RecursionError):  # not JSON, or nested past the stack (the reader's, or this walk's)
+        return redact(text)[0].encode("utf-8")
+    return out.encode("utf-8", "backslashreplace") + (b"\n" if raw.endswith(b"\n") else b"")
