@@ -118,6 +118,24 @@ def test_a_deep_line_holding_a_credential_is_archived_redacted_and_stops_no_run(
     assert run_cli(vault)["memorized"] == 1
 
 
+def test_a_credential_in_a_key_or_a_key_given_twice_is_not_kept_in_the_archive(vault):
+    """The archive's redaction read each line into a dict and looked at its values: a
+    credential that was a key, or the value of a key the same line gave again (JSON keeps
+    the last), was never looked at, and the line went to observer/archive/ as it was."""
+    token = "ghp_" + "Zq7" * 12
+    twice = json.dumps(observation(body="The wiki moved to Confluence in May"))[:-1]
+    twice += f', "context": "the token is {token}", "context": "from the standup"}}'
+    as_key = json.dumps({token: 1, **observation(body="The ledger runs on Postgres 16")})
+    append_lines(vault, twice, as_key)
+    report = run_cli(vault)
+    assert report["memorized"] == 2 and report["rotated"], report
+    kept = b"".join(path.read_bytes() for path in vault.archive_dir.iterdir())
+    assert token.encode() not in kept and kept.count(b"[REDACTED]") == 2, kept
+    lines = kept.decode().splitlines()
+    assert '"context": "the token is [REDACTED]", "context": "from the standup"' in lines[0]
+    assert lines[1].startswith('{"[REDACTED]": 1, "timestamp"')
+
+
 def test_a_byte_order_mark_opening_a_line_is_no_reason_to_hold_it(vault):
     """PowerShell and Notepad open UTF-8 with a byte-order mark: the first observation of a
     file of theirs, appended to the buffer or piped to `cortex write -`, was held as

@@ -428,10 +428,16 @@ _PLAIN_FIELDS = (
 )
 
 
+class _Pairs(list):
+    """A JSON object as written: each (key, value), a key given twice kept twice (a dict
+    keeps the last, and a credential in the value it drops was never looked at)."""
+
+
 def scrub_json_line(raw: bytes) -> bytes:
-    """A JSON line with every string's credentials redacted and every tag that carries
-    one left out (a tag cannot hold "[REDACTED]"); a line that is not JSON is redacted as
-    text. A line with nothing to redact comes back as it was, byte for byte."""
+    """A JSON line with every string's credentials redacted, keys and the values of a key
+    given twice included, and every tag that carries one left out (a tag cannot hold
+    "[REDACTED]"); a line that is not JSON is redacted as text. A line with nothing to
+    redact comes back as it was, byte for byte."""
     import json
 
     text = raw.decode("utf-8", errors="replace")
@@ -445,22 +451,29 @@ def scrub_json_line(raw: bytes) -> bytes:
             redacted, kinds = redact(value)
             found = found or bool(kinds)
             return redacted
+        if isinstance(value, _Pairs):  # before list: it is one
+            return _Pairs((clean(k), clean(v, k)) for k, v in value)
         if isinstance(value, list):
             if key == "tags":
                 kept = [v for v in value if not (isinstance(v, str) and carries_secret(v))]
                 found = found or len(kept) != len(value)
                 value = kept
             return [clean(v) for v in value]
-        if isinstance(value, dict):
-            return {k: clean(v, k) for k, v in value.items()}
         return value
 
+    def dump(value) -> str:
+        if isinstance(value, _Pairs):
+            return "{" + ", ".join(f"{dump(k)}: {dump(v)}" for k, v in value) + "}"
+        if isinstance(value, list):
+            return "[" + ", ".join(map(dump, value)) + "]"
+        return json.dumps(value, ensure_ascii=False)
+
     try:
-        scrubbed = clean(json.loads(text))
+        scrubbed = clean(json.loads(text, object_pairs_hook=_Pairs))
         if not found:
             return raw
         # A lone surrogate ("\ud800" in the line) is written back as the same JSON escape.
-        out = json.dumps(scrubbed, ensure_ascii=False)
+        out = dump(scrubbed)
     except (ValueError, RecursionError):  # not JSON, or nested past the stack (the reader's, or this walk's)
         return redact(text)[0].encode("utf-8")
     return out.encode("utf-8", "backslashreplace") + (b"\n" if raw.endswith(b"\n") else b"")
