@@ -26,9 +26,12 @@ def _note_counts(vault: Vault, index_state: dict | None) -> list[tuple[str, str,
     vault: `git status -uno` names the tracked notes that changed, and the untracked ones
     are the search index's last record of them, with git asked again only about the
     folders that moved since (`freshness.untracked_now`); git's own search for untracked
-    files walks every folder of the vault, and happens only when there is no record."""
+    files walks every folder of the vault, and happens only when there is no record.
+    Obsidian's templates are no notes: HEAD's in their folders (`layout.template_folders`,
+    as the settings say now) are taken off, a range of the cache each, and no change in
+    them is counted."""
     from cortex.headcache import fields, folder_of, sync
-    from cortex.layout import is_note_path
+    from cortex.layout import in_folders, is_note_path, template_folders
     from cortex.search.freshness import GitProbe, untracked_now
 
     watched = _watched_changes(vault.root, index_state)
@@ -36,6 +39,9 @@ def _note_counts(vault: Vault, index_state: dict | None) -> list[tuple[str, str,
     cache = sync(vault.root)
     try:
         counts: Counter[tuple[str, str]] = Counter({(f, t or ""): n for f, t, n in cache.counts()})
+        templates = template_folders(vault.root)
+        for rel in {rel for folder in templates for rel in cache.paths_below(folder)}:  # one folder may hold the other
+            counts[folder_of(rel), cache.declared_type(rel) or ""] -= 1
         changed: set[str] = set()
         if watched is not None:
             changed = watched.notes
@@ -56,7 +62,7 @@ def _note_counts(vault: Vault, index_state: dict | None) -> list[tuple[str, str,
                 untracked = probe.untracked(everywhere=True) or set()
             changed = probe.dirty | untracked
         for rel in sorted(changed):
-            if not is_note_path(rel) or rel.partition("/")[0] not in PARTITIONS:
+            if not is_note_path(rel) or rel.partition("/")[0] not in PARTITIONS or in_folders(rel, templates):
                 continue
             before = cache.declared_type(rel)
             if before is not None:

@@ -329,3 +329,94 @@ def test_renaming_an_edited_memory_keeps_what_it_remembers(tmp_path):
     report = json.loads(vault.cortex("run", "--json").stdout)
     assert report["reinforced"] == 1 and report["memorized"] == 0
     assert [p.name for p in (root / "mind" / "facts").rglob("*.md")] == ["Night shift lead.md"]
+
+
+TEMPLATE = """---
+type: fact
+created: <% tp.date.now("YYYY-MM-DDTHH:mm:ss") %>
+tags: [meeting]
+---
+# <% tp.file.title %>
+
+Meeting with the crane operators about <% tp.system.prompt("topic") %>, see [[rota]].
+"""
+# What Templater made of it for one meeting: a note like any other.
+FROM_TEMPLATE = """---
+type: fact
+created: 2026-11-20T09:00:00Z
+tags: [meeting]
+---
+# Crane rota
+
+Meeting with the crane operators about the night shift rota, see [[rota]].
+"""
+
+
+def _templater_vault(tmp_path, ready_vault, folder: str) -> Path:
+    from conftest import git
+
+    root = ready_vault(tmp_path / "notes")
+    settings = root / ".obsidian/plugins/templater-obsidian/data.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"templates_folder": folder, "trigger_on_file_creation": True}))
+    for name in ("meeting", "standup"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / folder / f"{name}.md").write_text(TEMPLATE, encoding="utf-8")
+    (root / "mind/facts/crane-rota.md").write_text(FROM_TEMPLATE, encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "templates, and a note made from one")
+    return root
+
+
+def _cli(root: Path, *args: str):
+    from conftest import cortex
+
+    done = cortex("--vault", str(root), *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _found(root: Path) -> list[str]:
+    return [r["path"] for r in _cli(root, "query", "crane operators meeting rota")["results"]]
+
+
+def test_templates_inside_the_memory_folders_are_no_memories_to_any_reader(tmp_path, ready_vault):
+    """A Templater template in vault/ (placeholders and all) is no memory: no query, no
+    MCP answer, no count, no graph node, no person's change in the brief; the note made
+    from it is a note like any other."""
+    root = _templater_vault(tmp_path, ready_vault, "vault/templates")
+    assert _found(root) == ["mind/facts/crane-rota.md"]
+    assert _cli(root, "status")["notes"]["by_type"] == {"vault": {}, "mind": {"fact": 1}}
+    _cli(root, "maintain")
+    graph = json.loads((root / ".git/cortex/graph.json").read_text(encoding="utf-8"))
+    assert [n["path"] for n in graph["nodes"].values() if n["kind"] == "note"] == ["mind/facts/crane-rota.md"]
+    assert [c["path"] for c in _cli(root, "brief")["changed"]] == ["mind/facts/crane-rota.md"]
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "query", "arguments": {"text": "crane operators meeting"}}}]
+    done = subprocess.run([CORTEX, "--vault", str(root), "mcp"], capture_output=True, text=True,
+                          input="".join(json.dumps(m) + "\n" for m in lines), timeout=120)
+    assert done.returncode == 0, done.stderr
+    from cortex.mcp_server import unfence
+
+    (answer,) = [a["result"]["content"][0]["text"] for a in map(json.loads, done.stdout.splitlines()) if a["id"] == 2]
+    assert [r["path"] for r in unfence(answer)] == ["mind/facts/crane-rota.md"]
+
+
+def test_the_index_and_counts_follow_a_templates_folder_moved_in_obsidian_without_a_rebuild(tmp_path, ready_vault):
+    """The person points Templater at another folder: what was a template is a note
+    again, and the new folder's files are templates, at the next query and status, the
+    search index updated in place (two settings files read per update, no rebuild)."""
+    root = _templater_vault(tmp_path, ready_vault, "vault/templates")
+    assert _found(root) == ["mind/facts/crane-rota.md"]
+    settings = root / ".obsidian/plugins/templater-obsidian/data.json"
+    settings.write_text(json.dumps({"templates_folder": "mind/facts"}))
+    answer = _cli(root, "query", "crane operators meeting rota")
+    assert sorted(r["path"] for r in answer["results"]) == ["vault/templates/meeting.md", "vault/templates/standup.md"]
+    assert answer["index"] == {"notes": 2, "updated": 3}  # two notes read, one dropped: no rebuild
+    assert _cli(root, "status")["notes"]["by_type"] == {"vault": {"fact": 2}, "mind": {}}
+    settings.write_text(json.dumps({"templates_folder": "vault/templates"}))
+    assert _found(root) == ["mind/facts/crane-rota.md"]
+    assert _cli(root, "status")["notes"]["by_type"] == {"vault": {}, "mind": {"fact": 1}}

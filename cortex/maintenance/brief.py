@@ -15,6 +15,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any, TYPE_CHECKING
 
+from cortex.layout import template_folders
 from cortex.gitrepo import GitRepo, cortex_made
 from cortex.maintenance.snapshot import SnapshotCache, take_snapshot
 from cortex.timefmt import format_time, parse_time
@@ -34,9 +35,10 @@ JOB_PREFIXES = ("observe:", "reinforce:", "dedup:", "decay:", "brief:")
 _CHANGE = {"A": "added", "M": "edited", "D": "removed", "R": "renamed", "T": "edited"}
 
 
-def _people_changes(git, commit) -> list[dict[str, str]]:
-    """The notes a commit that no cortex job made touched (added, edited, removed)."""
-    from cortex.layout import is_note_path
+def _people_changes(git, commit, templates: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """The notes a commit that no cortex job made touched (added, edited, removed); not
+    the files of the folders Obsidian takes templates from (``templates``): no notes."""
+    from cortex.layout import in_folders, is_note_path
 
     if commit.parents:
         diff = commit.parents[0].tree.diff_to_tree(commit.tree)
@@ -45,7 +47,7 @@ def _people_changes(git, commit) -> list[dict[str, str]]:
     out = []
     for delta in diff.deltas:
         path = delta.new_file.path if delta.status_char() != "D" else delta.old_file.path
-        if is_note_path(path):
+        if is_note_path(path) and not in_folders(path, templates):
             out.append({"path": path, "change": _CHANGE.get(delta.status_char(), "edited"),
                         "author": commit.author.name, "commit": str(commit.id)[:10]})
     return out
@@ -79,6 +81,7 @@ def _commits_since(repo: GitRepo, since: datetime):
 def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any]:
     repo = GitRepo(vault.root, lock_wait=vault.settings.lock_timeout)
     memorized, reinforced, merged, faded, restored, changed = [], [], [], [], [], []
+    templates = template_folders(vault.root)
     corrected: list[dict[str, Any]] = []
     for commit in _commits_since(repo, since):
         subject, _, body = commit.message.partition("\n")
@@ -86,7 +89,7 @@ def make_brief(vault: Vault, *, since: datetime, now: datetime) -> dict[str, Any
         if len(commit.parents) > 1:
             continue  # a merge: what it brought is told by the merged commits themselves
         if not _by_cortex(commit, subject):
-            changed += _people_changes(repo.repo, commit)
+            changed += _people_changes(repo.repo, commit, templates)
         elif subject.startswith("forget:"):
             moved = next((m for line in lines if (m := _FORGOTTEN_LINE.match(line))), None)
             why = next((line[len("reason: "):] for line in lines if line.startswith("reason: ")), None)

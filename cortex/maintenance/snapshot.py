@@ -20,7 +20,8 @@ from typing import Any, Iterator
 
 from cortex.counts import Count, parse_merged
 from cortex.fsutil import atomic_write
-from cortex.layout import MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition, misnamed_warning, unprintable_name
+from cortex.layout import (MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition, misnamed_warning, template_folders,
+                           unprintable_name)
 from cortex.notes import NoteSyntaxError, inline_tags, note_tags, parse_note, source_hash, split_frontmatter, title_of
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
@@ -288,6 +289,7 @@ class Snapshot:
     notes: tuple[NoteInfo, ...]
     links: tuple[str, ...] = ()  # `.md` paths that are symbolic links: no notes, never followed
     misnamed: tuple[str, ...] = ()  # warnings for names no note may have (`layout.unprintable_name`): never read
+    templates: tuple[str, ...] = ()  # the folders Obsidian takes templates from (`layout.template_folders`): no notes
 
     def __iter__(self) -> Iterator[NoteInfo]:
         return iter(self.notes)
@@ -297,8 +299,9 @@ class Snapshot:
 
     @property
     def signature(self) -> str:
-        """Changes exactly when a note at HEAD changes."""
-        return ",".join(f"{p}:{t}" for p, t in self.trees)
+        """Changes exactly when a note at HEAD changes, or a folder is set apart for templates."""
+        listed = ",".join(f"{p}:{t}" for p, t in self.trees)
+        return f"{listed};templates:{','.join(self.templates)}" if self.templates else listed
 
     def by_id(self) -> dict[str, NoteInfo]:
         return self._by_id
@@ -389,8 +392,11 @@ def _described(git, oid: str, max_note_bytes: int) -> dict[str, Any]:
 
 def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYTES) -> Snapshot:
     """Every note at HEAD: ``vault/`` and ``mind/`` (archive included) and a person's
-    notes anywhere else (not ``observer/``, not dot folders). A note over
+    notes anywhere else (not ``observer/``, not dot folders, not the folders Obsidian takes
+    templates from: `layout.template_folders`, as its settings say now; the listings cached
+    are the trees', so a folder set apart or let go is followed at once). A note over
     ``max_note_bytes`` (the vault's ``limits.max_note_bytes``) is never read."""
+    templates = template_folders(repo.root)
     cache.load()
     notes: list[NoteInfo] = []
     links: list[str] = []
@@ -430,11 +436,12 @@ def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYT
         for name, blob in listing["files"]:
             notes.append(_info(f"{prefix}/{name}", blob, described(blob)))
         for name, oid in listing["dirs"]:
-            walk(git[oid], f"{prefix}/{name}")
+            if f"{prefix}/{name}" not in templates:
+                walk(git[oid], f"{prefix}/{name}")
 
     top = repo.head_tree()
     for obj in sorted(top or (), key=lambda o: (o.name not in PARTITIONS, o.name)):
-        if obj.name.startswith(".") or obj.name in NOT_NOTES:
+        if obj.name.startswith(".") or obj.name in NOT_NOTES or obj.name in templates:
             continue
         if unprintable_name(obj.name) and (obj.type_str == "tree" or obj.name.endswith(".md")):
             misnamed.append(misnamed_warning(obj.name))
@@ -448,4 +455,4 @@ def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYT
             blob = str(obj.id)
             notes.append(_info(obj.name, blob, described(blob)))
     cache.save(used_blobs, used_trees)
-    return Snapshot(repo.head_oid(), tuple(trees), tuple(notes), tuple(links), tuple(misnamed))
+    return Snapshot(repo.head_oid(), tuple(trees), tuple(notes), tuple(links), tuple(misnamed), templates)

@@ -28,7 +28,8 @@ from typing import Callable, Iterable, Iterator
 
 from cortex import gitcli
 from cortex.fsutil import version
-from cortex.layout import UnreadableNote, cache_dir, link_on_path, misnamed_warning, read_note_bytes, search_dir
+from cortex.layout import (UnreadableNote, cache_dir, in_folders, link_on_path, misnamed_warning, read_note_bytes,
+                           search_dir, template_folders)
 from cortex.search import freshness
 from cortex.search.backend import IndexDamaged, LexicalBackend
 from cortex.search.records import FORMAT, TS_PER_SECOND, NoteRecord, content_hash, record_from_file
@@ -97,6 +98,10 @@ class State:
     dirty: list[str] | None = None
     # the watcher's token as the last update began (freshness.watcher_changes); None: none ran
     watch: str | None = None
+    # the folders Obsidian takes templates from (`layout.template_folders`) at the last
+    # update: none of their files is indexed, and a folder set apart or let go since is
+    # followed (its notes dropped, or read) without a rebuild
+    templates: list[str] = field(default_factory=list)
 
     @classmethod
     def read(cls, path: Path) -> "State":
@@ -105,7 +110,8 @@ class State:
             state = cls(model=data["model"], dim=int(data["dim"]), head=data.get("head"),
                         dirs={str(k): int(v) for k, v in data.get("dirs", {}).items()}, format=int(data["format"]),
                         head_dims=int(data.get("head_dims", 0)), dirty=None if data.get("dirty") is None else [str(p) for p in data["dirty"]],
-                        watch=data.get("watch") if isinstance(data.get("watch"), str) else None)
+                        watch=data.get("watch") if isinstance(data.get("watch"), str) else None,
+                        templates=[str(f) for f in data.get("templates") or ()])
         except FileNotFoundError:
             raise IndexUnavailable("no search index yet") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -118,7 +124,7 @@ class State:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"format": self.format, "model": self.model, "dim": self.dim,
                                    "head": self.head, "dirs": self.dirs, "head_dims": self.head_dims,
-                                   "dirty": self.dirty, "watch": self.watch}),
+                                   "dirty": self.dirty, "watch": self.watch, "templates": self.templates}),
                        encoding="utf-8")
         os.replace(tmp, path)
 
@@ -154,6 +160,7 @@ class Candidates:
     head: str | None
     dirty: list[str] | None
     watch: str | None = None  # the watcher's token as the check began
+    templates: list[str] = field(default_factory=list)  # State.templates, as the check began
 
 
 def walk_notes(root: Path, misnamed: list[str] | None = None) -> Iterator[str]:
@@ -329,7 +336,7 @@ class SearchIndex:
             return self._build(records, total=total, progress=progress, head=head, dirs=dirs)
 
     def _build(self, records: Iterable[NoteRecord], *, total: int | None, progress: Progress | None,
-               head: str | None, dirs: dict[str, int] | None) -> UpdateReport:
+               head: str | None, dirs: dict[str, int] | None, templates: tuple[str, ...] = ()) -> UpdateReport:
         from cortex.search.vectors import VectorStore
 
         import shutil  # here, not at the top: it imports lzma and bz2 (~7 ms a query)
@@ -365,7 +372,8 @@ class SearchIndex:
         # model2vec's distillation ends in PCA: leading dimensions carry the most variance
         head_dims = embedder.dim * 3 // 8 if embedder.config.get("apply_pca") else 0
         VectorStore(self.directory, matrix, keys, head_dims).save()
-        self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {}, head_dims=head_dims)
+        self.state = State(model=self.model_name, dim=embedder.dim, head=head, dirs=dirs or {}, head_dims=head_dims,
+                           templates=list(templates))
         self.state.write(self.directory / "state.json")
         self._loaded_stamp = self.state_version()
         self.lexical, self.vectors = lexical, VectorStore.load(self.directory, head_dims=head_dims)
@@ -384,12 +392,13 @@ class SearchIndex:
             probe = freshness.GitProbe.start(self.root)
             dirs = freshness.note_dirs(self.root)  # before reading: a change during the build is seen next time
             misnamed: list[str] = []
-            paths = list(walk_notes(self.root, misnamed))
+            templates = template_folders(self.root)
+            paths = [p for p in walk_notes(self.root, misnamed) if not in_folders(p, templates)]
             head = probe.result().head
             taxonomy = self.taxonomy
             skipped = [misnamed_warning(path) for path in misnamed]
             report = self._build(self._dated_all(self._readable(paths, taxonomy, skipped)), total=len(paths),
-                                 progress=progress, head=head, dirs=dirs)
+                                 progress=progress, head=head, dirs=dirs, templates=templates)
             report.skipped = skipped
         _drop_working_tree_index(self.root, self.directory)
         report.reason = reason
@@ -451,6 +460,34 @@ class SearchIndex:
     # --- incremental updates --------------------------------------------------------------
 
     def candidates(self, probe: freshness.GitProbe | None) -> Candidates:
+        """Notes that may differ from the index, with what to record once they are applied
+        (`_changes`), less Obsidian's templates (`_templates_followed`)."""
+        return self._templates_followed(self._changes(probe))
+
+    def _templates_followed(self, c: Candidates) -> Candidates:
+        """``c`` with no file of the folders Obsidian takes templates from (as its settings
+        say now, `layout.template_folders`): a template is no note, so an indexed one is
+        dropped and a new or changed one left out; where the setting changed since the last
+        update, the notes of a folder newly set apart are dropped and those of a folder let
+        go are read, without a rebuild. Two small settings files read, no walk."""
+        now = template_folders(self.root)
+        c.templates = list(now)
+        before = tuple(self.state.templates)
+        for folder in now:
+            if folder not in before:
+                c.found.update((path, None) for path in self.lexical.paths_below(folder))
+        for folder in before:
+            if folder not in now and not in_folders(folder + "/", now):
+                self._compare_below(folder, c.found)
+        if now:
+            for path in [p for p in c.found if in_folders(p, now)]:
+                if self.lexical.stored(path) is None:
+                    del c.found[path]
+                else:
+                    c.found[path] = None
+        return c
+
+    def _changes(self, probe: freshness.GitProbe | None) -> Candidates:
         """Notes that may differ from the index, with what to record once they are applied.
 
         With git's word (`probe`) and the last check's list of dirty notes, a folder whose
@@ -654,13 +691,13 @@ class SearchIndex:
         c = self.candidates(probe)
         report = UpdateReport()
         if c.found or c.dirs != self.state.dirs or c.head != self.state.head or c.dirty != self.state.dirty \
-                or c.watch != self.state.watch:
+                or c.watch != self.state.watch or c.templates != self.state.templates:
             with self._locked():
                 if self.state_version() != self._loaded_stamp:
                     self.load(vectors=False)  # another process updated meanwhile: its files, not ours
                 report = self.apply(c.found)
                 self.state.dirs, self.state.head, self.state.dirty = c.dirs, c.head, c.dirty
-                self.state.watch = c.watch
+                self.state.watch, self.state.templates = c.watch, c.templates
                 self.state.write(self.directory / "state.json")
                 self._loaded_stamp = self.state_version()
         report.notes = self.lexical.doc_count()
