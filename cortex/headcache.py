@@ -32,7 +32,7 @@ from cortex.fsutil import make_dirs, own
 from cortex.layout import cache_dir, is_note_path
 from cortex.taxonomy import ARCHIVE
 
-FORMAT = 4  # 4: ``declared``, whether the note carries its source hash
+FORMAT = 5  # 4: ``declared``, whether the note carries its source hash; 5: no Excalidraw drawings (layout.is_drawing)
 FILE = "head.sqlite"
 _HASH_RE = re.compile(rb"^source_hash:\s*[\"']?([0-9a-f]{64})", re.M)
 _ID_RE = re.compile(rb"^id:\s*[\"']?([0-9a-f-]{36})", re.M)

@@ -29,7 +29,7 @@ from cortex.fsutil import Before, atomic_write, share_as
 from cortex.gitlock import caller_env, git_dir_of
 from cortex.keepdeleted import merging
 from cortex.layout import (
-    UnreadableNote, case_twins, in_folders, in_partition, is_markdown, is_note_path, is_other_repository,
+    UnreadableNote, case_twins, in_folders, in_partition, is_drawing, is_markdown, is_other_repository,
     link_on_path, escaped_name, misnamed_reason, private_cache_dir, read_note_bytes, unportable_part, unprintable_name, write_cache,
 )
 from cortex.validate import IdIndex, Problem, read_id, without_identity_lines
@@ -108,9 +108,12 @@ class HookVault:
             self._config_data = data if isinstance(data, dict) else {}
         return self._config_data
 
-    def is_template(self, rel: str) -> bool:
+    def committed_as_is(self, rel: str) -> bool:
         """Whether ``rel`` lies in the folder Obsidian's Templates or Templater plugin
-        takes its templates from (``layout.template_folders``): a template, not a note."""
+        takes its templates from (``layout.template_folders``), or is an Excalidraw
+        drawing (``layout.is_drawing``): committed as it is, not a note."""
+        if is_drawing(rel):
+            return True
         if "_templates" not in self.__dict__:
             from cortex.layout import template_folders
 
@@ -193,7 +196,8 @@ class HookVault:
             return None
 
     def note_blobs(self, untracked: bool = False) -> dict[str, str | None]:
-        """Every note of the vault → its blob id in git's index (staged notes included);
+        """Every note of the vault → its blob id in git's index (staged notes included),
+        and every drawing (``layout.is_drawing``: no note, but checked for credentials);
         with ``untracked``, the working tree's notes not added yet too (→ None; not those
         git ignores); outside a git repository, every note found on disk → None."""
         others = ("--others", "--exclude-standard") if untracked else ()
@@ -206,7 +210,7 @@ class HookVault:
                 rel = Path(dirpath).relative_to(self.root).as_posix()
                 for name in sorted(filenames):
                     path = name if rel == "." else f"{rel}/{name}"
-                    if is_note_path(path) and not os.path.islink(Path(dirpath) / name):
+                    if is_markdown(path) and not unprintable_name(path) and not os.path.islink(Path(dirpath) / name):
                         paths[path] = None
             return paths
         blobs: dict[str, str | None] = {}
@@ -215,7 +219,7 @@ class HookVault:
             meta, tab, path = entry.partition("\t")
             if not tab:  # an untracked file: listed by its name alone
                 meta, path = "", entry
-            if is_note_path(path) and not meta.startswith("160000"):  # a submodule is no note
+            if is_markdown(path) and not unprintable_name(path) and not meta.startswith("160000"):  # a submodule is no note
                 blobs.setdefault(path, meta.split(" ")[1] if " " in meta else None)
             elif is_markdown(path) and unprintable_name(path) and path not in self.misnamed:
                 self.misnamed.append(path)
@@ -235,7 +239,7 @@ class HookVault:
             cache = {}
         seen: dict[str, str] = {}
         for rel, blob in blobs.items():
-            if rel in known or not in_partition(rel) or self.is_template(rel):
+            if rel in known or not in_partition(rel) or self.committed_as_is(rel):
                 continue
             if blob is not None and blob in cache:
                 ident = cache[blob]
@@ -377,8 +381,8 @@ def _select(vault: HookVault, files: Iterable[str], report: Report) -> list[str]
         if rel is not None and is_markdown(rel) and unprintable_name(rel):
             report.problems.append(_misnamed(rel))
             continue
-        if rel is None or not is_note_path(rel):
-            continue  # not a note: other hooks' business
+        if rel is None or not is_markdown(rel):
+            continue  # not a note, nor a drawing (checked for credentials): other hooks' business
         link = link_on_path(vault.root, rel)
         if link:
             report.problems.append(Problem(rel, 1, link, "commit the note itself, not a link to it (git rm --cached the link)"))
@@ -452,9 +456,9 @@ def validate(files: Sequence[str] = (), *, root: str | os.PathLike | None = None
             report.skipped.append(rel)
             continue
         report.checked += 1
-        if vault.is_template(rel):
-            # A template (placeholders, YAML that parses once Templater ran): committed as
-            # it is, never completed nor asked for fields; a credential in it is refused.
+        if vault.committed_as_is(rel):
+            # A template (placeholders, YAML that parses once Templater ran) or a drawing:
+            # committed as it is, never completed nor asked for fields; a credential in it is refused.
             report.problems += validator.credential_problems(rel, text)
             continue
         problems = validator.check(rel, text, new=True)
@@ -598,7 +602,7 @@ def fix(
         paths = [p for p in paths if p not in gone]
     texts: dict[str, str] = {}
     for rel in paths:
-        if vault.is_template(rel):
+        if vault.committed_as_is(rel):
             continue  # never completed: an id, a title written into a template would go into every note made from it
         try:
             text = vault.read(rel)

@@ -23,10 +23,22 @@ NOT_NOTES = frozenset({"observer"})
 
 def is_note_path(path: str) -> bool:
     """Whether a repository path (relative, posix) is a note: any markdown file except
-    under ``observer/`` or a dot folder, and not one whose name holds a control character
-    or is not UTF-8 (`unprintable_name`). What ``.gitignore`` excludes is left out by the
-    callers, which list files through git."""
-    return is_markdown(path) and not unprintable_name(path)
+    under ``observer/`` or a dot folder, a drawing (`is_drawing`), or one whose name holds
+    a control character or is not UTF-8 (`unprintable_name`). What ``.gitignore`` excludes
+    is left out by the callers, which list files through git; Obsidian's templates, by
+    those that read the vault's settings (`template_folders`)."""
+    return is_markdown(path) and not is_drawing(path) and not unprintable_name(path)
+
+
+# Obsidian's Excalidraw plugin saves each drawing as markdown (`Drawing 2026-11-29
+# 10.02.31.excalidraw.md`): the scene as compressed JSON, the words drawn listed above it.
+DRAWING_SUFFIX = ".excalidraw.md"
+
+
+def is_drawing(path: str) -> bool:
+    """Whether a markdown file is an Excalidraw drawing: no note (never completed, asked
+    for fields, searched or counted), only checked for credentials by the hook."""
+    return path.endswith(DRAWING_SUFFIX)
 
 
 def is_markdown(path: str) -> bool:

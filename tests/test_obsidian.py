@@ -420,3 +420,57 @@ def test_the_index_and_counts_follow_a_templates_folder_moved_in_obsidian_withou
     settings.write_text(json.dumps({"templates_folder": "vault/templates"}))
     assert _found(root) == ["mind/facts/crane-rota.md"]
     assert _cli(root, "status")["notes"]["by_type"] == {"vault": {}, "mind": {"fact": 1}}
+
+
+DRAWING = """---
+
+excalidraw-plugin: parsed
+tags: [excalidraw]
+
+---
+==⚠  Switch to EXCALIDRAW VIEW in the MORE OPTIONS menu of this document. ⚠==
+
+
+# Excalidraw Data
+
+## Text Elements
+Crane rota night shift ^Ab12Cd34
+
+%%
+## Drawing
+```compressed-json
+N4KAkARALgngDgUwgLgAQQQDwMYEMA2AlgCYBOuA7hADTgQBuCpAzoQPYB2KqATLZMzYBXUtiRoIACyhQ4zZAHoFAc0JRJQgEYA6bGwC2CgF7N6hbEcK4OCtptbErHALRY8RMpWdx8Q1TdIEfARcZgRmBShcZQUebQBmAE4EmjoghH0EDihmbgBtcDBQMBLoeHF0QOwojmVg1JLIRhZ2LjQANgAWWtLm1k4AOU4xbgAGAHYANhGADgBWcYBGABYAYAAtlxgARZTkmHgtslGNyFkfWlbJTkaO65OxmDHSxMiN
+```
+%%
+"""
+
+
+def test_an_excalidraw_drawing_is_committed_as_it_is_and_is_no_memory(tmp_path, ready_vault):
+    """The Excalidraw plugin saves each drawing as markdown, in vault/ as anywhere: the
+    commit takes it as it is (it was refused, asked for a type, holding back the git
+    plugin's backup) and no reader takes it for a memory; a token pasted in is refused."""
+    from conftest import cortex, git
+
+    root = ready_vault(tmp_path / "notes")
+    drawings = ["vault/diagrams/Crane yard.excalidraw.md", "Excalidraw/Drawing 2026-11-29 04.30.12.excalidraw.md"]
+    for rel in drawings:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(DRAWING, encoding="utf-8")
+    (root / "mind/facts/crane-rota.md").write_text(FROM_TEMPLATE, encoding="utf-8")
+    git(root, "add", "-A")
+    done = subprocess.run(["git", "commit", "-m", "two drawings and a note"], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert all(git(root, "show", f"HEAD:{rel}") == DRAWING for rel in drawings)
+    assert "\nid: " in git(root, "show", "HEAD:mind/facts/crane-rota.md")  # the hook ran, and completed the note
+    assert [r["path"] for r in _cli(root, "query", "crane rota night shift")["results"]] == ["mind/facts/crane-rota.md"]
+    assert _cli(root, "status")["notes"]["by_type"] == {"vault": {}, "mind": {"fact": 1}}
+    _cli(root, "maintain")
+    graph = json.loads((root / ".git/cortex/graph.json").read_text(encoding="utf-8"))
+    assert [n["path"] for n in graph["nodes"].values() if n["kind"] == "note"] == ["mind/facts/crane-rota.md"]
+    (root / drawings[0]).write_text(DRAWING.replace("night shift", f"token {fake_token()}"), encoding="utf-8")
+    git(root, "add", "-A")
+    done = subprocess.run(["git", "commit", "-m", "a token drawn"], cwd=root, capture_output=True, text=True)
+    assert done.returncode != 0 and drawings[0] in done.stdout + done.stderr
+    git(root, "commit", "-qm", "a token drawn", "--no-verify")  # past the hook: the check of every note finds it
+    done = cortex("--vault", str(root), "validate")
+    assert done.returncode == 1 and f"{drawings[0]}:13: looks like a credential" in done.stdout + done.stderr

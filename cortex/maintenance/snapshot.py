@@ -20,8 +20,8 @@ from typing import Any, Iterator
 
 from cortex.counts import Count, parse_merged
 from cortex.fsutil import atomic_write
-from cortex.layout import (MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition, misnamed_warning, template_folders,
-                           unprintable_name)
+from cortex.layout import (MAX_NOTE_BYTES, NOT_NOTES, PARTITIONS, in_partition, is_drawing, misnamed_warning,
+                           template_folders, unprintable_name)
 from cortex.notes import NoteSyntaxError, inline_tags, note_tags, parse_note, source_hash, split_frontmatter, title_of
 from cortex.taxonomy import ARCHIVE
 from cortex.timefmt import format_time
@@ -434,6 +434,8 @@ def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYT
         links.extend(f"{prefix}/{name}" for name, _ in listing["links"])
         misnamed.extend(misnamed_warning(f"{prefix}/{_from_json_safe(name)}") for name in listing["misnamed"])
         for name, blob in listing["files"]:
+            if is_drawing(name):
+                continue  # an Excalidraw drawing: no note
             notes.append(_info(f"{prefix}/{name}", blob, described(blob)))
         for name, oid in listing["dirs"]:
             if f"{prefix}/{name}" not in templates:
@@ -448,6 +450,8 @@ def take_snapshot(repo, cache: SnapshotCache, max_note_bytes: int = MAX_NOTE_BYT
         elif obj.type_str == "tree":
             trees.append((obj.name, str(obj.id)))
             walk(obj, obj.name)
+        elif obj.name.endswith(".md") and is_drawing(obj.name):
+            continue
         elif obj.name.endswith(".md") and obj.filemode == _LINK:
             links.append(obj.name)
         elif obj.name.endswith(".md"):  # a note at the top, where Obsidian puts new ones

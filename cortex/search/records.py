@@ -31,8 +31,8 @@ from cortex.taxonomy import ARCHIVE, Taxonomy
 # 12: such a note renamed since dated by its first name's first commit (it had the rename's).
 # 13: a person's note dated by its own `Created:` or `created_at:` (read as its commit's date).
 # 14: Korean (Hangul syllables) indexed by pairs too (a word with a particle joined was
-#     another term).
-FORMAT = 14
+#     another term). 15: Excalidraw drawings are no notes (layout.is_drawing).
+FORMAT = 15
 TS_PER_SECOND = 1000  # the stored, sortable `ts`: milliseconds since the epoch
 
 # The index stores tags and entities as one string each, joined by a character no name
