@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Iterable
 
 from cortex.errors import UsageError
-from cortex.layout import is_note_path
+from cortex.layout import in_folders, is_note_path, template_folders
 from cortex.taxonomy import ARCHIVE
 
 if TYPE_CHECKING:
@@ -63,6 +63,10 @@ def note_path(root: Path, ref: str) -> str | None:
     if not parts or ".." in parts or not is_note_path(PurePosixPath(*parts).as_posix()):
         raise BadReference(f"{ref!r} is not a note path: a note is a markdown file of the vault (.md), "
                           "not under observer/ or a dot folder")
+    folder = next((f for f in template_folders(root) if in_folders(PurePosixPath(*parts).as_posix(), (f,))), None)
+    if folder is not None:
+        raise BadReference(f"{ref!r} is a template, not a note: {folder}/ is the folder Obsidian's Templates or "
+                           "Templater plugin takes templates from (.obsidian settings)")
     return text
 
 

@@ -474,3 +474,25 @@ def test_an_excalidraw_drawing_is_committed_as_it_is_and_is_no_memory(tmp_path, 
     git(root, "commit", "-qm", "a token drawn", "--no-verify")  # past the hook: the check of every note finds it
     done = cortex("--vault", str(root), "validate")
     assert done.returncode == 1 and f"{drawings[0]}:13: looks like a credential" in done.stdout + done.stderr
+
+
+def test_an_observation_superseding_a_template_never_moves_it_out_of_the_templates_folder(tmp_path, ready_vault):
+    """A memory that says it replaces a template in mind/ archived the template: `cortex
+    run` moved it out of the folder Obsidian takes templates from, gone from the person's
+    templates menu. The reference is refused when written, and a line appended without
+    `cortex write` archives nothing."""
+    from conftest import cortex, git, observation
+
+    root = _templater_vault(tmp_path, ready_vault, "mind/templates")
+    template = "mind/templates/meeting.md"
+    done = cortex("--vault", str(root), "write", "-t", "fact", "-b", "The crane rota changes on Mondays.",
+                  "--supersedes", template)
+    assert done.returncode == 1 and f"{template!r} is a template, not a note" in done.stderr, done.stderr
+    with open(root / "observer/observations.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(observation(body="The crane rota changes on Mondays.", supersedes=template)) + "\n")
+    done = cortex("--vault", str(root), "run")
+    assert done.returncode == 0, done.stderr
+    assert git(root, "show", f"HEAD:{template}") == TEMPLATE
+    assert git(root, "ls-files", "mind/archive") == ""
+    shown = cortex("--vault", str(root), "show", template)
+    assert shown.returncode == 2 and "is a template, not a note" in shown.stderr
