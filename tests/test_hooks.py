@@ -464,19 +464,26 @@ def test_a_completion_waits_for_the_index_lock_another_batch_holds(repo):
     lock at once: a batch that found it taken left its completions unstaged and the
     person's commit refused ("fixed — review it, `git add` it"). Here another batch's git
     holds the lock while the hook stages."""
-    import threading
+    import time
 
     repo.write("mind/facts/vpn.md", "---\ntype: fact\n---\nThe VPN drops every night at 02:00.\n")
     repo.git("add", "-A")
     lock = repo.root / ".git" / "index.lock"
     lock.write_bytes(b"")
-    release = threading.Timer(0.5, lock.unlink)
-    release.start()
+    trace = repo.root.parent / "git-trace.json"  # git's own word that it found the lock taken
+    hook = subprocess.Popen([sys.executable, "-m", "cortex.hooks", "check", "--stage", "mind/facts/vpn.md"],
+                            cwd=repo.root, env={**repo.env, "GIT_TRACE2_EVENT": str(trace)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        done = subprocess.run([sys.executable, "-m", "cortex.hooks", "check", "--stage", "mind/facts/vpn.md"],
-                              cwd=repo.root, env=repo.env, capture_output=True, text=True, check=False)
+        deadline = time.monotonic() + 120  # a bound on a stuck hook only, not on its speed
+        while '"event":"error"' not in (trace.read_text() if trace.exists() else "") or "index.lock" not in trace.read_text():
+            assert hook.poll() is None, "the hook ended before it met the lock: " + hook.stdout.read()
+            assert time.monotonic() < deadline, "the hook never tried to stage"
+            time.sleep(0.02)
     finally:
-        release.join()
+        lock.unlink()  # released only once a `git add` of the hook was refused by it
+    output, _ = hook.communicate(timeout=120)
+    done = subprocess.CompletedProcess(hook.args, hook.returncode, output, "")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "completed (added id" in done.stdout + done.stderr
     staged = repo.git("show", ":mind/facts/vpn.md").stdout
