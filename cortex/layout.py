@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +58,18 @@ def unprintable_name(path: str) -> bool:
     line, and writes every name as UTF-8). Every name cortex lists (git's ``-z`` output,
     pygit2's tree entries, a folder's listing) is decoded with ``surrogateescape``, so a
     byte that is not UTF-8 is a lone surrogate here, whichever listing the name came from."""
-    return not_utf8(path) or any(ord(c) < 32 or ord(c) == 127 for c in path)
+    return _UNPRINTABLE.search(path) is not None
 
 
 def not_utf8(path: str) -> bool:
     """Whether a name decoded with ``surrogateescape`` held bytes that are not UTF-8."""
-    return any(0xD800 <= ord(c) <= 0xDFFF for c in path)
+    return _NOT_UTF8.search(path) is not None
+
+
+# One scan in C per name, not a Python step per character: every listing of the vault
+# (the HEAD cache's, the search index's rebuild) asks it of every path.
+_NOT_UTF8 = re.compile("[\ud800-\udfff]")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def escaped_name(path: str) -> str:
