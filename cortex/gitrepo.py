@@ -643,6 +643,18 @@ class GitRepo:
             except CortexError:
                 return
 
+    def still_staged(self, changes: Mapping[str, str | None]) -> dict[str, str | None]:
+        """Of ``changes`` a commit already made (a killed command's, being finished), those
+        the index still holds as that commit's ``materializing`` staged them (a removal: no
+        entry). Any other entry was put there since, with its working file: a person's
+        commit of an edit to the note, their ``git add``, a ``cortex forget`` archiving it;
+        that stays as it is, where the commit's content written again over it undid it (the
+        person's next commit reverted their edit, or brought the forgotten note back).
+        Asked under ``index.lock``."""
+        assert self._lock is not None, "the index is read for a write only under index.lock"
+        staged = self._staged_blobs(list(changes))
+        return {path: oid for path, oid in changes.items() if staged.get(path) == oid}
+
     def materialize(self, changes: Mapping[str, str | None], before: str | None) -> None:
         """Make the working tree and the index agree with committed ``changes``: files
         written, then one new index, all under ``index.lock``.

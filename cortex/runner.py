@@ -177,6 +177,19 @@ def _replan(repo: GitRepo, state: State, save, changes: dict[str, str], report: 
                            "(git gc --prune=now, or git repack -a -d, since): their lines were read again")
 
 
+def _to_write(repo: GitRepo, pending: dict, done: set[str]) -> dict[str, str | None]:
+    """What the index and the working tree take of a decision being finished (under
+    ``index.lock``): every change of a group still to commit; of a group a killed run had
+    committed already, only what the index still holds as it left it
+    (``GitRepo.still_staged``): a path changed since, by a person's commit or a
+    ``cortex forget``, stays as that left it."""
+    writing: dict[str, str | None] = {}
+    for part, group in enumerate(pending["groups"]):
+        changes = group["changes"]
+        writing.update(repo.still_staged(changes) if f"{pending['batch']}/{part}" in done else changes)
+    return writing
+
+
 def finish(
     repo: GitRepo, state: State, save, quarantine: Quarantine, author, now: datetime, report: RunReport, *, recovering: bool = False
 ) -> None:
@@ -205,8 +218,10 @@ def finish(
         report.superseded += group.get("superseded", [])
     # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
     try:
-        with repo.locked(), (repo.materializing(all_changes, pending.get("head_before")) if all_changes
-                             else contextlib.nullcontext()):
+        with repo.locked(), contextlib.ExitStack() as stack:
+            writing = _to_write(repo, pending, done)
+            if writing:
+                stack.enter_context(repo.materializing(writing, pending.get("head_before")))
             for part, group in enumerate(pending["groups"]):
                 tag = f"{batch}/{part}"
                 if tag not in done:

@@ -477,6 +477,58 @@ def test_a_job_killed_between_its_index_and_its_commit_leaves_nothing_staged(vau
     assert len(archived) == 1 and "ferry" in (vault.root / archived[0]).read_text()
 
 
+# A real cortex process killed (-9) once its commit is made and its files written, before it
+# closes its record (the run's pending decision, a job's journal): the next one finishes it.
+KILLED_AFTER_ITS_COMMIT = {
+    "run": "import cortex.gitrepo as m\nm.GitRepo.release_packs = lambda self: os.kill(os.getpid(), 9)\n",
+    "reinforce": "import cortex.maintenance.base as m\nm._close_journal = lambda state, job: os.kill(os.getpid(), 9)\n",
+}
+
+
+@pytest.mark.parametrize("killed", ["run", "reinforce"])
+@pytest.mark.parametrize("since", ["the person commits an edit of the note", "cortex forget archives the note"])
+def test_a_commit_finished_after_a_kill_leaves_what_came_since_as_it_is(vault, killed, since):
+    """The finish of a killed run's (or job's) commit wrote the commit's notes into the
+    index and the working tree again, whatever happened since: a person's committed edit
+    of the new note was staged back to cortex's version (said as "edited while cortex
+    committed it"), so their next commit reverted it; a note forgotten since was written
+    and staged again, so their next commit stored the memory twice (active and archived).
+    Now what the index no longer holds as the commit left it stays as it is."""
+    body = "The staging database is rebuilt every night at 02:00."
+    vault.write(observation(body=body))
+    if killed == "reinforce":  # the memory, then said again: a reinforcement for the job
+        vault.run()
+        vault.write(observation(body=body))
+        vault.run()
+    program = "import os, sys\n" + KILLED_AFTER_ITS_COMMIT[killed] + \
+        "from cortex.cli import main\nsys.argv[0] = 'cortex'\nmain()\n"
+    died = subprocess.run([str(VENV_BIN / "python"), "-c", program, "--vault", str(vault.root), killed],
+                          capture_output=True, text=True)
+    assert died.returncode == -9, died.stderr
+    (rel,) = [p for p in tree_paths(vault.root) if p.startswith("mind/facts/") and p.endswith(".md")]
+    assert git(vault.root, "status", "--porcelain") == ""  # the commit made and written: only the record is left
+
+    if since.startswith("the person"):
+        with open(vault.root / rel, "a", encoding="utf-8") as fh:
+            fh.write("Since March it is rebuilt at 03:00.\n")
+        git(vault.root, "commit", "-qam", "person: the new hour")
+    else:
+        forgot = cortex(vault.root, "forget", rel, "--reason", "rebuilt weekly now")
+        assert forgot.returncode == 0, forgot.stderr
+    after = git(vault.root, "rev-parse", "HEAD")
+
+    done = cortex(vault.root, killed)  # finishes the killed one first
+    assert done.returncode == 0, done.stderr
+    assert "while cortex committed it" not in done.stderr
+    assert git(vault.root, "rev-parse", "HEAD") == after
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""  # nothing staged back
+    if since.startswith("the person"):
+        assert "Since March it is rebuilt at 03:00." in (vault.root / rel).read_text()
+    else:
+        assert not (vault.root / rel).exists() and rel not in git(vault.root, "ls-files").split()
+        assert len([p for p in tree_paths(vault.root) if p.startswith("mind/archive/")]) == 1
+
+
 def test_an_edit_made_in_the_second_git_wrote_the_index_is_still_committed(person_vault):
     """git trusts an index entry whose stat data matches the file, except when the file
     changed in the same second the index was written: it reads such an entry as racy and

@@ -144,8 +144,9 @@ class JobContext:
         committed = any(
             info.trailers.get("Job") == pending["token"] for info in self.repo.commits_since(pending.get("head_before"))
         )
-        if committed:
-            self.repo.materialize(pending["changes"], pending.get("head_before"))
+        if committed:  # what was changed since stays as it is (``GitRepo.still_staged``)
+            with self.repo.locked():
+                self.repo.materialize(self.repo.still_staged(pending["changes"]), pending.get("head_before"))
             if on_done is not None:
                 on_done(state, pending)
         else:  # killed before its commit: what was staged for it goes (the job plans again)
