@@ -177,6 +177,17 @@ def _replan(repo: GitRepo, state: State, save, changes: dict[str, str], report: 
                            "(git gc --prune=now, or git repack -a -d, since): their lines were read again")
 
 
+BLOBS_GONE = ("git removed this run's notes from its object store before cortex committed them "
+              "(git gc --prune=now, or git repack -a -d, while cortex ran)",
+              "run `cortex run` again: nothing was committed, and its lines are read again")
+
+
+def _blobs_gone(repo: GitRepo, pending: dict, done: set[str]) -> bool:
+    """Whether a blob of a group still to commit is gone from the object store."""
+    return bool(repo.missing(oid for part, group in enumerate(pending["groups"]) if f"{pending['batch']}/{part}" not in done
+                             for oid in group["changes"].values() if oid))
+
+
 def _to_write(repo: GitRepo, pending: dict, done: set[str]) -> dict[str, str | None]:
     """What the index and the working tree take of a decision being finished (under
     ``index.lock``): every change of a group still to commit; of a group a killed run had
@@ -206,14 +217,11 @@ def finish(
     all_changes: dict[str, str] = {}
     for group in pending["groups"]:
         all_changes.update(group["changes"])
-    if repo.missing(oid for part, group in enumerate(pending["groups"]) if f"{batch}/{part}" not in done
-                    for oid in group["changes"].values() if oid):
+    if _blobs_gone(repo, pending, done):
         _replan(repo, state, save, all_changes, report)
         if recovering:
             return
-        raise CortexError("git removed this run's notes from its object store before cortex committed them "
-                          "(git gc --prune=now, or git repack -a -d, while cortex ran)",
-                          "run `cortex run` again: nothing was committed, and its lines are read again")
+        raise CortexError(*BLOBS_GONE)
     for group in pending["groups"]:
         report.superseded += group.get("superseded", [])
     # HEAD and the index move together (cortex/gitlock.py); the index made first (GitRepo.materializing)
@@ -237,6 +245,16 @@ def finish(
             pending["held_back"] = True
             save(state)
         raise
+    except Exception:
+        # A `git gc --prune=now` beside the run pruned the blobs after the look above:
+        # the commit failed on them (libgit2: "invalid object specified") before moving
+        # HEAD. The decision is dropped and its lines read again, as above: not a bug.
+        if not _blobs_gone(repo, pending, done):
+            raise
+        _replan(repo, state, save, all_changes, report)
+        if recovering:
+            return
+        raise CortexError(*BLOBS_GONE) from None
     for note_id, at, path in pending["reinforcements"]:
         state.add_reinforcement(note_id, at, path)
     if recovering:

@@ -564,6 +564,33 @@ def test_a_run_killed_before_its_commit_survives_a_git_gc_or_repack(vault, monke
     assert not list((vault.root / ".git" / "objects" / "pack").glob("*.keep"))  # released once committed
 
 
+def test_a_git_gc_pruning_a_runs_blobs_just_before_its_commit_is_said_not_a_bug(vault, monkeypatch):
+    """A person's `git gc --prune=now` that removed the run's loose blobs after the run
+    found them there and before its commit: the commit failed on them inside libgit2
+    ("invalid object specified") and the run exited 3, "an unexpected error (a bug)",
+    with a bug log. Now it says what happened, as when the blobs were gone before the
+    look, and its lines are read again: every line a note, once."""
+    from cortex.errors import CortexError
+    from cortex.gitrepo import GitRepo
+
+    append_lines(vault, *big_batch(5))  # loose blobs: nothing protects them from a prune "now"
+    looked = GitRepo.missing
+
+    def then_pruned(self, oids):
+        found = looked(self, oids)
+        git(vault.root, "prune", "--expire=now")  # the person's gc, at that instant
+        return found
+
+    with monkeypatch.context() as m:
+        m.setattr(GitRepo, "missing", then_pruned)
+        with pytest.raises(CortexError, match="git removed this run's notes from its object store"):
+            vault.run(now=NOW)
+    assert git(vault.root, "status", "--porcelain") == "" and vault.load_state().pending is None
+    report = vault.run(now=NOW)
+    assert report.memorized == 5 and len(notes(vault)) == 5
+    git(vault.root, "fsck", "--strict")
+
+
 def test_the_pack_of_a_run_is_released_once_committed_and_git_may_repack_it(vault):
     append_lines(vault, *big_batch(130))
     vault.run(now=NOW)
