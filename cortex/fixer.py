@@ -36,7 +36,6 @@ The chosen type is written into the note, where the person can change it.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Callable
@@ -48,6 +47,7 @@ from cortex.notes import (
     SEPARATOR,
     NoteSyntaxError,
     flow_list,
+    is_tag_name,
     make_title,
     note_aliases,
     parse_note,
@@ -55,13 +55,14 @@ from cortex.notes import (
     source_hash,
     split_frontmatter,
     split_tags,
+    tag_char,
+    tag_name,
     template_placeholder,
     uuid7,
 )
 from cortex.maintenance.settings import DEFAULT_FORGET_THRESHOLD
 from cortex.taxonomy import ARCHIVE, ARCHIVE_FIELDS, Taxonomy, TypeSpec
 from cortex.timefmt import format_time, parse_time
-from cortex.validate import TAG_RE
 
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
@@ -89,13 +90,14 @@ def folder_type(taxonomy: Taxonomy, path: str) -> TypeSpec | None:
 # --- tags -------------------------------------------------------------------------------
 
 def normalise_tag(tag: Any) -> str | None:
-    """``#Project/Big Idea`` → ``project/big-idea``; None when nothing usable is left."""
-    text = unicodedata.normalize("NFKD", str(tag)).encode("ascii", "ignore").decode()
-    text = re.sub(r"\s+", "-", text.strip().lstrip("#").lower())
-    text = re.sub(r"[^a-z0-9_/-]+", "-", text)
+    """``#Project/Big Idea`` → ``project/big-idea``; None when nothing usable is left.
+    Letters stay as typed in any script (``#Café`` → ``café``, ``#项目``): Obsidian counts
+    them, and the same word in a note's text is that tag."""
+    text = re.sub(r"\s+", "-", tag_name(str(tag)))
+    text = "".join(c if c == "/" or tag_char(c) else "-" for c in text)
     segments = [re.sub(r"-{2,}", "-", s).strip("-") for s in text.split("/")]
     out = "/".join(s for s in segments if s)
-    return out if TAG_RE.fullmatch(out) else None
+    return out if out and is_tag_name(out) else None
 
 
 def normalise_tags(tags: Any) -> list[Any] | None:

@@ -533,6 +533,20 @@ def tag_name(text: str) -> str:
     return unicodedata.normalize("NFC", text.strip().lstrip("#")).lower()
 
 
+def tag_char(char: str) -> bool:
+    """Whether ``char`` may stand in a tag's segment: a letter or digit of any script, a
+    mark that belongs to one (Hindi's vowel signs, the dot of a lowercased `İ`), `_` or
+    `-`, as Obsidian takes `#项目`, `#café` and `#ελληνικά`."""
+    return char.isalnum() or char in "_-" or unicodedata.category(char)[0] == "M"
+
+
+def is_tag_name(tag: str) -> bool:
+    """Whether ``tag`` is a tag as a memory's ``tags`` holds it: as ``tag_name`` gives it
+    (lowercase, composed), segments of ``tag_char``s joined by `/`."""
+    return (tag == tag_name(tag) and
+            all(segment and all(tag_char(c) for c in segment) for segment in tag.split("/")))
+
+
 def name_key(text: str) -> str:
     """A name as one thing whatever its case, spacing or composition: `Café Central` typed
     on Windows and `Café Central` with e + U+0301 from macOS are one entity, one note name."""

@@ -16,12 +16,11 @@ from typing import Any, Callable, Iterable, Mapping
 
 from cortex.layout import in_partition
 from cortex.timefmt import jsonable
-from cortex.notes import (REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, digits_alone, parse_note, source_hash,
-                          template_placeholder)
+from cortex.notes import (REQUIRED_FIELDS, SEPARATOR, NoteSyntaxError, digits_alone, is_tag_name, parse_note,
+                          source_hash, template_placeholder)
 from cortex.schema_lite import compile_schema
 from cortex.taxonomy import Taxonomy, type_folder
 
-TAG_RE = re.compile(r"[a-z0-9_-]+(/[a-z0-9_-]+)*")
 CONFLICT_RE = re.compile(r"^(<{7}|>{7})(?: |\r?$)", re.M)
 
 
@@ -217,8 +216,8 @@ class NoteValidator:
         tags = meta.get("tags")
         if isinstance(tags, list):
             for tag in tags:
-                if not isinstance(tag, str) or not TAG_RE.fullmatch(tag):
-                    add(line_of("tags"), f"tag {tag!r} is malformed", "use lowercase [a-z0-9_-] segments joined by `/`, or delete it (capitals, spaces and `#` the commit tidies itself)")
+                if not isinstance(tag, str) or not is_tag_name(tag):
+                    add(line_of("tags"), f"tag {tag!r} is malformed", "use lowercase segments of letters, digits, `_` and `-` joined by `/`, or delete it (capitals, spaces and `#` the commit tidies itself)")
                 elif self.tag_allow is not None and tag not in self.tag_allow:
                     add(line_of("tags"), f"tag {tag!r} is not in observer/tags.yml", "use an allowed tag or add it to observer/tags.yml")
                 elif unseen := digits_alone(tag):

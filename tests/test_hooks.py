@@ -1192,6 +1192,24 @@ def test_a_tag_of_digits_alone_is_a_warning_since_obsidian_does_not_count_it(rep
            "— give it a letter (y2026, fy-2026) to find the note by it in Obsidian" in done.output
 
 
+def test_a_tag_in_any_script_commits_as_obsidian_shows_it(repo):
+    """Obsidian takes letters of every script in a tag (`#项目`, `#ελληνικά`, `#café`): a
+    memory tagged so commits on the first try, its tags lowercased and nothing else;
+    the same tags already so stay byte for byte."""
+    repo.write("mind/facts/launch.md", "---\ntype: fact\ntags:\n  - 项目\n  - Café\n  - ΕΛΛΗΝΙΚΆ/Αθήνα\n"
+                                       "  - हिन्दी\n---\n\nThe launch is in March. #项目\n")
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    assert "tag" not in done.output.replace("normalised tags", ""), done.output
+    committed = repo.git("show", "HEAD:mind/facts/launch.md").stdout
+    assert parse_note(committed).meta["tags"] == ["项目", "café", "ελληνικά/αθήνα", "हिन्दी"]
+    kept = "---\ntype: fact\ntags:\n  - 项目\n  - café\n---\n\nThe budget review is in March.\n"
+    repo.write("mind/facts/budget.md", kept)
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    assert "  - 项目\n  - café\n" in repo.git("show", "HEAD:mind/facts/budget.md").stdout
+
+
 # --- the hooks a commit runs are the ones this machine accepted ------------------------------
 
 PLANTED = ("      - id: cortex-extra\n        name: cortex (index notes)\n"
