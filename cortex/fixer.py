@@ -239,8 +239,8 @@ def fix_note(
     removes |= _emptied(meta, properties or {}, updates, changes)
     completed = _completed_date(meta.get("created"))
     if completed:
-        updates["created"] = completed
-        changes.append("gave the date in created a time (midnight UTC)")
+        updates["created"], said = completed
+        changes.append(said)
     if spec is not None and has_body:
         fresh = _required_values(spec, body, now, new_id)
         lacking = [k for k in IDENTITY if meta.get(k) is None or meta[k] == ""]
@@ -467,17 +467,32 @@ def _emptied(meta: dict, properties: dict[str, Any], updates: dict[str, str], ch
     return frozenset(dropped)
 
 
-def _completed_date(value: Any) -> str | None:
-    """A date with no time (`2026-03-01`, what Obsidian's Date property writes) as the
-    time cortex writes, midnight UTC, the time every reader already took it for; None
-    for anything else (a date and time passes as it is, whatever its precision)."""
+# A date and time with a space between them, as Templater's `tp.file.creation_date()` and
+# the core Templates plugin's `{{date}} {{time}}` write them by default (`2026-03-01 09:30`);
+# YAML reads it as text unless it has seconds (then it is a timestamp, and passes as one).
+_SPACED_TIME_RE = re.compile(r"(\d{4}-\d{2}-\d{2})[ \t]+(\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?)")
+
+
+def _completed_date(value: Any) -> tuple[str, str] | None:
+    """``(created as written, what was done)`` for a date with no time (`2026-03-01`, what
+    Obsidian's Date property writes): the time cortex writes, midnight UTC, the time every
+    reader already took it for; for a date and time written with a space
+    (`2026-03-01 09:30`): the `T` of ISO 8601 between them, the time as written. None for
+    anything else (a date and time passes as it is, whatever its precision)."""
+    if isinstance(value, str) and (spaced := _SPACED_TIME_RE.fullmatch(value.strip())):
+        joined = f"{spaced.group(1)}T{spaced.group(2)}"
+        try:
+            parse_time(joined)
+        except ValueError:
+            return None  # no such day or hour: the validator says what is expected
+        return joined, f"wrote the date and time in created with a T ({joined})"
     if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
         try:
             value = date.fromisoformat(value.strip())
         except ValueError:
             return None  # no such day: the validator says what is expected
     if isinstance(value, date) and not isinstance(value, datetime):
-        return format_time(parse_time(value))
+        return format_time(parse_time(value)), "gave the date in created a time (midnight UTC)"
     return None
 
 

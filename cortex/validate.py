@@ -385,7 +385,7 @@ def _schema_fix(key: str) -> str:
     return {
         "id": "ids are UUIDv7 strings; delete the line and commit again: the hook writes a new one",
         "created": "write the time the note was made, such as 2026-02-16T15:23:14.527Z (a date alone, "
-                   "2026-03-01, the commit completes to midnight UTC)",
+                   "2026-03-01, the commit completes to midnight UTC; 2026-03-01 09:30 to 2026-03-01T09:30)",
         "links": "write each link as [[Name]]",
         "source_hash": "delete the source_hash line and commit again: the hook sets it from the body",
         "confidence": "use a number from 0 to 1",

@@ -335,6 +335,23 @@ def test_a_date_property_is_completed_to_a_time_within_the_first_commit(repo):
     assert f"{rel}: completed (gave the date in created a time (midnight UTC);" in done.output
 
 
+def test_a_date_and_time_written_with_a_space_commits_first_time(repo):
+    """Templater's `tp.file.creation_date()` and the Templates plugin's `{{date}} {{time}}`
+    write `created: 2026-03-01 09:30` by default: the commit writes the `T` between date
+    and time and goes through, the time as written; with seconds (a YAML timestamp) it
+    was committed already, and still is as written."""
+    repo.write("mind/facts/cranes.md", "---\ntype: fact\ncreated: 2026-03-01 09:30\n---\n\nThe crane lift is booked.\n")
+    repo.write("vault/decisions/rent.md", '---\ntype: decision\ncreated: "2026-03-01 09:30"\n---\n\nWe rent the crane.\n')
+    repo.write("mind/facts/operator.md", "---\ntype: fact\ncreated: 2026-03-01 09:30:00\n---\n\nMaya runs the crane.\n")
+    done = repo.commit()
+    assert done.returncode == 0, done.output
+    for rel in ("mind/facts/cranes.md", "vault/decisions/rent.md"):
+        assert "\ncreated: 2026-03-01T09:30\n" in repo.git("show", f"HEAD:{rel}").stdout
+        assert f"{rel}: completed (wrote the date and time in created with a T (2026-03-01T09:30);" in done.output
+    assert "\ncreated: 2026-03-01 09:30:00\n" in repo.git("show", "HEAD:mind/facts/operator.md").stdout
+    assert repo.git("status", "--porcelain").stdout == ""  # the note on disk is the note in git
+
+
 FACT_TEMPLATE = ('---\ntype: fact\ncreated: <% tp.date.now("YYYY-MM-DDTHH:mm:ss") %>\n'
                  'tags: [<% tp.system.prompt("tag") %>]\n---\n\n<% tp.file.cursor() %>\n')
 MEETING_TEMPLATE = ('---\n<%* const who = await tp.system.prompt("who") -%>\nattendees: <% who %>\ndate: {{date}}\n---\n\n'
