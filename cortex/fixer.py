@@ -61,7 +61,7 @@ from cortex.notes import (
     uuid7,
 )
 from cortex.maintenance.settings import DEFAULT_FORGET_THRESHOLD
-from cortex.taxonomy import ARCHIVE, ARCHIVE_FIELDS, Taxonomy, TypeSpec
+from cortex.taxonomy import ARCHIVE, ARCHIVE_FIELDS, Taxonomy, TypeSpec, type_folder
 from cortex.timefmt import format_time, parse_time
 
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
@@ -176,6 +176,7 @@ def fix_note(
     copy_of: str | None = None,
     properties: dict[str, Any] | None = None,
     taken_ids: frozenset[str] = frozenset(),
+    moved_from: str | None = None,
 ) -> Fixed:
     """``previous``: the note's committed text (None: there is none, the note is entering
     the vault; ``UNKNOWN``: not looked up yet, and the result says when it is needed). ``redact``: the credential
@@ -185,7 +186,9 @@ def fix_note(
     carrying the id of a note still there, as Obsidian's "Make a copy" leaves it): it is a
     memory of its own, and gets an id of its own. ``properties``: the note schema's, for
     the properties a person left with no value (``_emptied``). ``taken_ids``: the ids
-    other notes of the commit carry, which the committed note's id is not put back as."""
+    other notes of the commit carry, which the committed note's id is not put back as.
+    ``moved_from``: the path the note is staged as moved from (``previous`` is its text
+    there), for a memory a person moved into another type's folder (``_followed_type``)."""
     if not in_partition(path):
         return Fixed(text)  # a person's own note: cortex fields are not asked of it
     try:
@@ -208,6 +211,10 @@ def fix_note(
     updates: dict[str, str] = {}  # existing keys: new rendered value
     adds: dict[str, str] = {}  # missing keys: rendered value
     changes: list[str] = []
+    if spec is not None and type_folder(path) != spec.directory and (here := folder_type(taxonomy, path)) is not None:
+        if previous is UNKNOWN:
+            return Fixed(text, wants_previous=True)
+        spec = _followed_type(meta, spec, here, previous, moved_from, updates, changes)
     removes = _restored(path, meta, now, forget_threshold, updates, adds, changes)
     if copy_of and meta.get("id"):
         updates["id"] = quote(new_id(int(now.timestamp() * 1000)))
@@ -326,6 +333,24 @@ def _restored(path: str, meta: dict, now: datetime, threshold: float, updates: d
 # them, and completed afresh they would make it another memory (a new id, its references
 # and its observation's repeats lost).
 IDENTITY = ("id", "created", "source_hash")
+
+
+def _followed_type(meta: dict, spec: TypeSpec, here: TypeSpec, previous: Any, moved_from: str | None,
+                   updates: dict[str, str], changes: list[str]) -> TypeSpec:
+    """A memory a person moved from its type's folder into another type's (``here``, the
+    folder's: dragged in Obsidian from `mind/facts/` to `vault/decisions/`), its `type`
+    left as committed: the move says what it is now, so its type (and the category that
+    type gave it) follows the folder. A type the person wrote, or a note from elsewhere,
+    keeps its type (the validator then says where it belongs)."""
+    committed = _committed_meta(previous)
+    if (moved_from is None or committed is None or committed.get("type") != spec.name
+            or type_folder(moved_from) != spec.directory):
+        return spec
+    updates["type"] = here.name
+    if meta.get("category") == spec.category != here.category:
+        updates["category"] = here.category
+    changes.append(f"moved from {spec.directory}/: type {spec.name} → {here.name}")
+    return here
 
 
 def _committed_meta(previous: Any) -> dict | None:

@@ -619,11 +619,12 @@ def fix(
         report.checked += 1
         result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact,
                           previous=vault.committed(rel) if rel in recounted else UNKNOWN,
-                          forget_threshold=threshold, copy_of=copies.get(rel), properties=properties)
+                          forget_threshold=threshold, copy_of=copies.get(rel), properties=properties,
+                          moved_from=vault.renamed().get(rel) if rel in recounted else None)
         if result.wants_previous:
             result = fix_note(rel, text, taxonomy, now=now, new_id=new_id or uuid7, redact=redact,
                               previous=vault.committed(rel), forget_threshold=threshold, copy_of=copies.get(rel),
-                              properties=properties, taken_ids=carried)
+                              properties=properties, taken_ids=carried, moved_from=vault.renamed().get(rel))
         if result.text != text and rel in held:
             # pre-commit set the person's unstaged edits of this note aside and puts them
             # back after the hooks: a completion staged now could clash with them.

@@ -635,6 +635,30 @@ def test_deleted_and_renamed_notes_are_handled(repo):
     assert repo.committed("mind/facts/renamed.md") and not repo.committed("mind/facts/b.md")
 
 
+def test_a_memory_moved_into_another_types_folder_takes_that_type(repo):
+    """Dragged in Obsidian's file list from mind/facts/ to vault/decisions/ (a fact that
+    is a decision after all) and committed by the git plugin (`git add -A`, commit): its
+    type and category follow the folder, the same memory (its id) at its new path. A
+    note whose type the person wrote into another type's folder keeps it, refused."""
+    repo.write("mind/facts/2026-02/staging.md", note())  # filed by month, as cortex files its notes
+    repo.write("mind/facts/pg.md", note("Postgres suits the billing service best.", id_="019c7a1e-5b40-7a2c-9d3e-4f1a2b3c4d5f"))
+    assert repo.commit().returncode == 0
+    (repo.root / "vault/decisions").mkdir(parents=True, exist_ok=True)
+    (repo.root / "mind/facts/2026-02/staging.md").rename(repo.root / "vault/decisions/staging.md")
+    (repo.root / "mind/facts/pg.md").rename(repo.root / "mind/opinions/pg.md")
+    done = repo.commit("vault backup")
+    assert done.returncode == 0, done.output
+    assert "vault/decisions/staging.md: completed (moved from mind/facts/: type fact → decision)" in done.output
+    decision = parse_note(repo.git("show", "HEAD:vault/decisions/staging.md").stdout).meta
+    assert (decision["id"], decision["type"], decision["category"]) == (NOTE_ID, "decision", "concept")
+    assert parse_note(repo.git("show", "HEAD:mind/opinions/pg.md").stdout).meta["type"] == "opinion"
+    assert repo.git("status", "--porcelain").stdout == ""
+    repo.write("vault/tasks/call.md", "---\ntype: fact\n---\n\nCall the crane company.\n")  # a new note: the person's word
+    done = repo.commit()
+    assert done.returncode != 0
+    assert "vault/tasks/call.md:1: a fact note belongs in mind/facts/, not vault/tasks/" in done.output
+
+
 def test_rename_with_the_old_path_still_staged_explains_itself(repo):
     repo.write("mind/facts/a.md", note())
     assert repo.commit().returncode == 0
