@@ -296,9 +296,12 @@ def _limit(limit: int) -> int:
 
 
 def _hit_record(rank: int, hit, *, scored: bool = True) -> dict:
+    """One result as an agent reads it; `why` is `cortex query --json`'s (each side's score,
+    the share matched, the relevance `min_score` and the floor compare with, the priors):
+    without it a result kept by `min_score=0` could not be told from one that answers."""
     record = {"rank": rank, "id": hit.id, "path": hit.path, "type": hit.type, "title": hit.title,
               "created": hit.created, "score": hit.score, "archived": hit.archived, "attribution": hit.attribution,
-              "tags": hit.tags, "entities": hit.entities, "text": hit.snippet}
+              "tags": hit.tags, "entities": hit.entities, "text": hit.snippet, "why": hit.why}
     if not scored:  # the temporal view orders by time: its "score" is a timestamp
         del record["score"]
     if getattr(hit, "via", None):  # reached by the second hop: from which result, through which entity

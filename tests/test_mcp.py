@@ -755,3 +755,31 @@ def test_a_server_stopped_while_its_index_rebuilds_ends_the_rebuild_first(tmp_pa
     assert live.error == "the server is stopping"  # given up, not finished, not failed
     report = Session(root).open()
     assert report.rebuilt and report.notes >= 60
+
+
+async def scored(root: Path, errlog) -> list[dict]:
+    from mcp import ClientSession, stdio_client
+
+    async with stdio_client(server_params(root), errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            return unfence(await call(session, "query", {"text": "when is the staging database rebuilt", "min_score": 0}))
+
+
+def test_each_result_says_why_it_matched_as_cortex_query_json_does(vault, tmp_path):
+    """`min_score` compares with a result's relevance, and with `min_score=0` the notes only
+    the embedding side found come back too: each record carries `cortex query --json`'s
+    `why` (each side's score, the share matched, the relevance, the priors), so an agent
+    can tell the note that answers from the candidates kept beside it."""
+    for body in (FACT, DECISION):
+        assert cortex("--vault", str(vault), "write", "--type", "fact", "--body", body).returncode == 0
+    assert cortex("--vault", str(vault), "run").returncode == 0
+    proc = cortex("--vault", str(vault), "query", "when is the staging database rebuilt", "--min-score", "0", "--json")
+    assert proc.returncode == 0, proc.stderr
+    expected = {r["path"]: r["why"] for r in json.loads(proc.stdout)["results"]}
+    with open(tmp_path / "server.log", "w") as errlog:
+        records = anyio.run(scored, vault, errlog)
+    assert len(records) >= 2 and {r["path"]: r["why"] for r in records} == expected
+    answer, *others = records
+    assert answer["text"] == FACT and answer["why"]["matched"] > 0.5
+    assert all(r["why"]["relevance"] < answer["why"]["relevance"] for r in others)
