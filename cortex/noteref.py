@@ -43,8 +43,48 @@ class NoteNotFound(BadReference):
     kind = "not_found"  # the name given is no note's
     exit_code = 1
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, paths: tuple = ()) -> None:
         super().__init__(message, FIND_HINT)
+        self.paths = paths
+
+
+# what an archived memory's fields say of why it left, each only as cortex writes it: a
+# person's file could put any words there, and an error text reaches the agent unfenced
+_SUCCESSOR = {"merged": ("merged_into", "merged into"), "superseded": ("superseded_by", "superseded by")}
+_REASONS = ("merged", "superseded", "forgotten", "faded")
+
+
+def gone(root: Path, rel: str) -> NoteNotFound:
+    """The error for a path that names no file. A memory of that path in `mind/archive/`
+    (a path an agent kept from an earlier answer, archived since by dedup, decay, a
+    correction or `forget`) is named, with why it was archived and the id of the memory
+    that replaced it, which `get_note` and `cortex show` take."""
+    parts = rel.split("/")
+    if len(parts) > 2 and parts[0] == "mind" and parts[1] != ARCHIVE:
+        archived = "/".join(["mind", ARCHIVE, *parts[1:]])
+        meta = _frontmatter(root, archived)
+        if meta is not None:
+            said = f"no note at {rel}: a memory of that name was archived to {archived}"
+            reason = meta.get("archive_reason")
+            field, words = _SUCCESSOR.get(reason, ("", ""))
+            successor = meta.get(field)
+            if isinstance(successor, str) and ID_RE.match(successor):
+                said += f", {words} the memory {successor}"
+            elif reason in _REASONS:
+                said += f" ({reason})"
+            return NoteNotFound(said, (archived,))
+    return NoteNotFound(f"no note at {rel} (moved or archived, maybe)")
+
+
+def _frontmatter(root: Path, rel: str) -> dict | None:
+    """A note's frontmatter, or None for a file that is not there or not a note cortex reads."""
+    from cortex.layout import UnreadableNote, read_note_bytes
+    from cortex.notes import NoteSyntaxError, parse_note
+
+    try:
+        return dict(parse_note(read_note_bytes(root, rel).decode("utf-8")).meta)
+    except (OSError, UnreadableNote, UnicodeDecodeError, NoteSyntaxError):
+        return None
 
 
 def note_path(root: Path, ref: str) -> str | None:
@@ -168,7 +208,7 @@ def read_note(vault: "Vault", ref: str, known: dict[str, str] | None = None) -> 
             raise BadReference(f"{exc}: it could lead outside the vault or into .git/; cortex reads notes only") from None
         raise BadReference(str(exc)) from None
     except FileNotFoundError:
-        raise NoteNotFound(f"no note at {rel} (moved or archived, maybe)") from None
+        raise gone(vault.root, rel) from None
     except UnicodeDecodeError as exc:  # said as the hook and validate say it
         raise NoteNotUTF8(f"{rel} is not UTF-8 text ({exc.reason} at byte {exc.start})",
                            "save it as UTF-8: cortex reads and writes UTF-8 only") from None

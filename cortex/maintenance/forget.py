@@ -53,7 +53,7 @@ def clean_reason(reason: str) -> str:
 
 def forget(vault: Vault, ref: str, reason: str, *, now: datetime, dry_run: bool = False) -> Forgotten:
     """Archive the memory ``ref`` names (a path or an id) with ``reason``."""
-    from cortex.noteref import NoteNotFound, kind_of, resolve
+    from cortex.noteref import gone, kind_of, resolve
 
     reason = clean_reason(reason)
     with vault.lock():
@@ -64,7 +64,7 @@ def forget(vault: Vault, ref: str, reason: str, *, now: datetime, dry_run: bool 
         note = ctx.snapshot().by_path().get(path)
         if note is None:
             if not (vault.root / path).exists():
-                raise NoteNotFound(f"no note at {path} (moved or archived, maybe)")
+                raise gone(vault.root, path)
             raise CortexError(f"{path} is not a committed note", "commit it first, or name a note from `cortex query`")
         if note.archived:
             raise CortexError(f"{path} is archived already", "nothing to forget")
