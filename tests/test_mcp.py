@@ -783,3 +783,39 @@ def test_each_result_says_why_it_matched_as_cortex_query_json_does(vault, tmp_pa
     answer, *others = records
     assert answer["text"] == FACT and answer["why"]["matched"] > 0.5
     assert all(r["why"]["relevance"] < answer["why"]["relevance"] for r in others)
+
+
+async def asked_right_after_commits(root: Path, errlog) -> list[list[str]]:
+    from mcp import ClientSession, stdio_client
+
+    from conftest import git
+
+    async def paths(session, text: str) -> list[str]:
+        return [r["path"] for r in unfence(await call(session, "query", {"text": text}))]
+
+    # the thread that looks for changes waits an hour: only what the question itself looks at counts
+    async with stdio_client(server_params(root, "--refresh", "3600"), errlog=errlog) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            seen = [await paths(session, "staging database rebuilt")]
+            done = cortex("--vault", str(root), "write", "--type", "decision", "--body", DECISION)
+            assert done.returncode == 0 and cortex("--vault", str(root), "run").returncode == 0
+            seen.append(await paths(session, "remote push daemon"))
+            git(root, "rm", "-q", seen[0][0])
+            git(root, "commit", "-q", "-m", "wrong: the rebuild moved")
+            seen.append(await paths(session, "staging database rebuilt"))
+            return seen
+
+
+def test_a_query_right_after_a_commit_answers_from_it(vault, tmp_path):
+    """A `cortex run` from cron or the agent's own shell memorizes a note, a person commits
+    the deletion of another, and the agent asks at once, with no watcher running: the
+    server reads the commit before it answers (git's stamps, looked at per question),
+    rather than missing the new memory and serving the deleted one until its next look."""
+    done = cortex("--vault", str(vault), "write", "--type", "fact", "--body", FACT)
+    assert done.returncode == 0 and cortex("--vault", str(vault), "run").returncode == 0
+    with open(tmp_path / "server.log", "w") as errlog:
+        before, after_run, after_delete = anyio.run(asked_right_after_commits, vault, errlog)
+    assert len(before) == 1 and before[0].startswith("mind/facts/")
+    assert len(after_run) == 1 and after_run[0].startswith("vault/decisions/")
+    assert after_delete == []

@@ -5,7 +5,8 @@ once (in the background, so the server answers meanwhile). While `cortex watch` 
 each question first asks it what changed (exact, a few milliseconds); besides, a thread
 keeps the index current: cheap stamps every second (folder mtimes, git's index and HEAD log, the index's
 own state file, which another process's `cortex index` rewrites), and a `git status`
-sweep every 30 s that catches in-place edits the stamps cannot see.
+sweep every 30 s that catches in-place edits the stamps cannot see; git's own stamps are
+looked at before each question as well, so a commit is never answered from before it.
 
 Threads: the MCP SDK runs tools on worker threads; every use of the index holds one lock.
 """
@@ -22,6 +23,7 @@ from cortex.search.question import Question
 from cortex.search.session import Answer, BuildStopped, Session
 
 FULL_CHECK_EVERY = 30.0  # seconds between `git status` sweeps that catch in-place edits
+GIT_STAMPS = ("index", "HEAD", "logs/HEAD")  # files of .git/ that every commit, checkout or `git add` rewrites
 STOP_WAIT = 10.0  # seconds `stop` waits for the loader thread: a rebuild gives up within a batch
 
 
@@ -43,6 +45,7 @@ class LiveIndex:
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._signature: tuple | None = None
+        self._git_seen: tuple | None = None
         self._state_stamp: tuple | None = None
         self._last_full = 0.0
         self._was_gone = False
@@ -125,7 +128,9 @@ class LiveIndex:
     def ask(self, question: Question) -> Answer:
         """Answer from the loaded index. While `cortex watch` runs, its word on what changed
         since the index's last update is asked first (a few milliseconds), so the answer is
-        as fresh as a cold query's; without it, as fresh as the last stamp check."""
+        as fresh as a cold query's; without it, a commit since the last stamp check (git's
+        index and HEAD, three stats) is read first, and a note saved but not committed is
+        seen at the next check (every second; within 30 s for an edit in place)."""
         self.wait_ready()
         if self.gone():
             raise NotReady(f"the vault at {self.root} is gone (deleted or moved): nothing to search until it is back")
@@ -136,6 +141,11 @@ class LiveIndex:
                 self.session.recover(exc)
                 self._mark()
             probe = self._watcher_probe()
+            if probe is None and self._git_stamps() != self._git_seen:
+                try:  # a commit since the last look (a `cortex run`, a sync, a person's): read before answering
+                    self.refresh()
+                except Exception as exc:  # answered from the index as it is; the thread tries again
+                    self.say(f"index refresh failed ({type(exc).__name__}: {exc}); retrying")
             answer = self.session.ask(question, probe=probe)
             if answer.report.rebuilt or answer.report.touched:
                 self._mark()
@@ -159,6 +169,7 @@ class LiveIndex:
     def _mark(self) -> None:
         self._state_stamp = self.index.state_version()
         self._signature = self._changes_signature()
+        self._git_seen = self._signature[-len(GIT_STAMPS):]
         self._last_full = time.monotonic()
 
     def _changes_signature(self) -> tuple:
@@ -169,7 +180,14 @@ class LiveIndex:
                 sig.append(os.stat(self.root / rel).st_mtime_ns)
             except OSError:
                 sig.append(None)
-        for name in ("index", "HEAD", "logs/HEAD"):
+        return (*sig, *self._git_stamps())
+
+    def _git_stamps(self) -> tuple:
+        """git's index, HEAD and HEAD log: moved by every commit, checkout, merge and `git
+        add`. Three stats, looked at before each question too: an answer right after a
+        `cortex run` or a person's commit must not wait for the thread's next look."""
+        sig = []
+        for name in GIT_STAMPS:
             try:
                 st = os.stat(self.root / ".git" / name)
                 sig.append((st.st_mtime_ns, st.st_size))
