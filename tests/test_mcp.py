@@ -807,11 +807,19 @@ async def asked_right_after_commits(root: Path, errlog) -> list[list[str]]:
             return seen
 
 
-def test_a_query_right_after_a_commit_answers_from_it(vault, tmp_path):
+@pytest.mark.parametrize("linked", [False, True], ids=["clone", "linked-worktree"])
+def test_a_query_right_after_a_commit_answers_from_it(vault, tmp_path, linked):
     """A `cortex run` from cron or the agent's own shell memorizes a note, a person commits
     the deletion of another, and the agent asks at once, with no watcher running: the
-    server reads the commit before it answers (git's stamps, looked at per question),
-    rather than missing the new memory and serving the deleted one until its next look."""
+    server reads the commit before it answers (git's stamps, looked at per question; a
+    linked worktree's are in its own git directory), rather than missing the new memory
+    and serving the deleted one until its next look."""
+    if linked:
+        from conftest import git
+
+        git(vault, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "linked")
+        vault = tmp_path / "linked"
+        assert (vault / ".git").is_file()
     done = cortex("--vault", str(vault), "write", "--type", "fact", "--body", FACT)
     assert done.returncode == 0 and cortex("--vault", str(vault), "run").returncode == 0
     with open(tmp_path / "server.log", "w") as errlog:

@@ -186,10 +186,16 @@ class LiveIndex:
         """git's index, HEAD and HEAD log: moved by every commit, checkout, merge and `git
         add`. Three stats, looked at before each question too: an answer right after a
         `cortex run` or a person's commit must not wait for the thread's next look."""
+        from cortex.gitlock import git_dir_of
+
+        try:
+            git_dir = git_dir_of(self.root)  # a linked worktree's own, where its index and HEAD are
+        except (OSError, UnicodeDecodeError):
+            git_dir = self.root / ".git"
         sig = []
         for name in GIT_STAMPS:
             try:
-                st = os.stat(self.root / ".git" / name)
+                st = os.stat(git_dir / name)
                 sig.append((st.st_mtime_ns, st.st_size))
             except OSError:
                 sig.append(None)
