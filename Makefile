@@ -1,13 +1,26 @@
 # Two commands do all the set-up:  `make run` (the example) and `make test`.
-PYTHON ?= python3
+# Every supported Python (pyproject.toml's requires-python); one not installed here is
+# skipped with a note by test-pythons and smoke-pythons.
+PYTHONS ?= 3.10 3.11 3.12 3.13
+# python3 when it is a supported one, else the newest supported installed, pyenv's too
+# (scripts/find-python); `make run PYTHON=python3.12` to choose.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell scripts/find-python $(PYTHONS))
+endif
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+SUPPORTED := import sys; sys.exit(sys.version_info < (3, 10))
 
 .PHONY: install run test test-pythons smoke-pythons smoke-lowest bench soak model classifier clean
 
+# A .venv an older Python made (python3 was 3.9 the first time) is made again, not kept.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	@[ -n "$(PYTHON)" ] && $(PYTHON) -c '$(SUPPORTED)' 2>/dev/null || { \
+	  echo "cortex needs Python 3.10 or newer: $(if $(PYTHON),$(PYTHON) is $$($(PYTHON) --version 2>&1),none of $(PYTHONS) is installed (python3 is $$(python3 --version 2>&1)))" >&2; \
+	  echo "hint: install one (python.org, your package manager, or pyenv), then \`make run PYTHON=python3.12\`" >&2; \
+	  exit 1; }
+	$(PYTHON) -m venv $$($(PY) -c '$(SUPPORTED)' 2>/dev/null || echo --clear) $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
@@ -25,9 +38,6 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m compileall -q cortex
 	$(PY) -m pytest -n 2 -q
-
-# Every supported Python; one not installed here is skipped with a note.
-PYTHONS ?= 3.10 3.11 3.12 3.13
 
 # The whole suite on each supported Python installed (a virtualenv each: .venv-3.X).
 test-pythons:

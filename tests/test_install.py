@@ -413,3 +413,85 @@ def test_the_sdist_carries_the_license_and_everything_its_tests_read():
     shipped = set(files.files) | {"README.md", "pyproject.toml", "MANIFEST.in"}  # setuptools adds these, and the packages
     missing = [p for p in tracked.stdout.split("\0") if p and not p.startswith("cortex/") and p not in shipped]
     assert missing == [], f"tracked files the sdist would leave out: {missing}"
+
+
+def _older_python() -> str | None:
+    """A Python older than every supported one installed here (pyenv's, say), or None."""
+    for v in ("3.9", "3.8", "3.7"):
+        found = subprocess.run([str(REPO / "scripts" / "find-python"), v], capture_output=True, text=True)
+        if found.returncode == 0:
+            return found.stdout.strip()
+    return None
+
+
+def _make_tree(tmp_path: Path) -> Path:
+    """The Makefile and what its set-up reads, nothing to install: a make that got as far
+    as pip fails there, fast and offline."""
+    tree = tmp_path / "checkout"
+    (tree / "scripts").mkdir(parents=True)
+    for name in ("Makefile", "pyproject.toml", "scripts/find-python"):
+        (tree / name).write_bytes((REPO / name).read_bytes())
+    (tree / "scripts" / "find-python").chmod(0o755)
+    return tree
+
+
+def _make_env(tmp_path: Path, path: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "MAKE", "PYTHON"))}
+    env.update(PATH=path, HOME=str(tmp_path), PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1",
+               PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return env
+
+
+def test_make_picks_a_supported_python_when_python3_is_older(tmp_path):
+    """`make run` on a machine whose python3 is 3.9 (macOS's, Debian 11's) made .venv with
+    it and stopped at pip's "requires a different Python"; the Makefile now takes python3
+    only when it is supported, else the newest supported Python installed."""
+    old = _older_python()
+    if old is None:
+        pytest.skip("no Python older than 3.10 installed here")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(old)
+    current = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    (bin_dir / current).symlink_to(sys.executable)
+    env = _make_env(tmp_path, f"{bin_dir}:/usr/bin:/bin")
+    picked = subprocess.run(["make", "-n", "install"], cwd=_make_tree(tmp_path), capture_output=True, text=True,
+                            env=env)
+    assert picked.returncode == 0, picked.stderr
+    assert f"{bin_dir / current} -m venv" in picked.stdout, picked.stdout
+
+
+def test_make_with_an_older_python_says_what_is_needed_and_makes_no_venv(tmp_path):
+    old = _older_python()
+    if old is None:
+        pytest.skip("no Python older than 3.10 installed here")
+    tree = _make_tree(tmp_path)
+    made = subprocess.run(["make", "install", f"PYTHON={old}"], cwd=tree, capture_output=True, text=True,
+                          env=_make_env(tmp_path, "/usr/bin:/bin"))
+    assert made.returncode != 0
+    assert "cortex needs Python 3.10 or newer" in made.stderr and "make run PYTHON=" in made.stderr, made.stderr
+    assert not (tree / ".venv").exists()
+
+
+def test_make_replaces_a_venv_an_unsupported_python_made(tmp_path):
+    """After that failure, `make run PYTHON=python3.12` kept the 3.9 .venv (venv does not
+    replace an existing one's interpreter) and failed the same way until the person found
+    `make clean`; a .venv whose Python is unsupported is now made again."""
+    old = _older_python()
+    if old is None:
+        pytest.skip("no Python older than 3.10 installed here")
+    tree = _make_tree(tmp_path)
+    subprocess.run([old, "-m", "venv", "--without-pip", str(tree / ".venv")], check=True)
+    subprocess.run(["make", "install", f"PYTHON={sys.executable}"], cwd=tree, capture_output=True, text=True,
+                   env=_make_env(tmp_path, "/usr/bin:/bin"))  # pip then finds nothing to install: no index
+    venv_python = subprocess.run([str(tree / ".venv" / "bin" / "python"), "-c", "import sys; print(sys.version_info[:2])"],
+                                 capture_output=True, text=True)
+    assert venv_python.stdout.strip() == str(sys.version_info[:2])
+
+
+def test_the_makefile_minimum_python_is_pyprojects():
+    minimum = re.search(r'^requires-python = ">=(\d+)\.(\d+)"', (REPO / "pyproject.toml").read_text(), re.M).groups()
+    makefile = (REPO / "Makefile").read_text()
+    assert f"sys.version_info < ({minimum[0]}, {minimum[1]})" in makefile
+    assert f"needs Python {minimum[0]}.{minimum[1]} or newer" in makefile
+    assert re.search(r"^PYTHONS \?= (\S+)", makefile, re.M).group(1) == ".".join(minimum)
