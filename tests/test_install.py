@@ -495,3 +495,29 @@ def test_the_makefile_minimum_python_is_pyprojects():
     assert f"sys.version_info < ({minimum[0]}, {minimum[1]})" in makefile
     assert f"needs Python {minimum[0]}.{minimum[1]} or newer" in makefile
     assert re.search(r"^PYTHONS \?= (\S+)", makefile, re.M).group(1) == ".".join(minimum)
+
+
+def test_every_package_cortex_imports_is_one_it_declares():
+    """cortex/mcp_server.py imports pydantic and typing_extensions, which only mcp's own
+    requirements brought: a checker of declared dependencies (deptry, a distribution's
+    packager) flagged them, and an mcp that dropped either would break `cortex mcp`."""
+    import ast
+    from importlib.metadata import packages_distributions
+
+    block = re.search(r"^dependencies = \[(.*?)^\]", (REPO / "pyproject.toml").read_text(), re.S | re.M).group(1)
+    declared = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower().replace("_", "-")
+                for r in re.findall(r'^\s*"([^"]+)"', block, re.M)}
+    dists = packages_distributions()
+    undeclared = []
+    for path in sorted((REPO / "cortex").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for top in {name.split(".")[0] for name in names} - set(sys.stdlib_module_names) - {"cortex"}:
+                if not {d.lower().replace("_", "-") for d in dists.get(top, [])} & declared:
+                    undeclared.append(f"{path.relative_to(REPO)}:{node.lineno} imports {top}")
+    assert undeclared == []
