@@ -1545,3 +1545,20 @@ def test_a_single_chinese_or_japanese_character_finds_the_notes_holding_it(vault
         assert found.returncode == 0, (question, found.stderr)
         assert {r["path"] for r in json.loads(found.stdout)["results"]} == expected, question
     assert cortex("--vault", str(vault), "query", "狗").returncode == 1  # a character no note holds
+
+
+def test_search_commands_close_what_they_open(vault):
+    """Under Python's development mode (PYTHONDEVMODE=1, `-X dev`) or `-W error`, every
+    `cortex query` printed sixteen ResourceWarnings about the index's files, and `cortex
+    index --rebuild` left git's status running unread: the command closed neither and left
+    them to the collector. Each now closes the index and waits for git before it returns."""
+    write_note(vault, "vault/decisions/db.md", "Use Postgres 16 for the ledger service.", type_="decision")
+    commit_all(vault)
+    env = {**ENV, "PYTHONDEVMODE": "1"}
+    for args in (["query", "ledger database"],  # no index yet: built
+                 ["index", "--rebuild"],
+                 ["query", "ledger database", "--type", "decision"],  # loaded and freshened
+                 ["index"]):
+        done = cortex("--vault", str(vault), *args, env=env)
+        assert done.returncode == 0, done.stderr
+        assert "ResourceWarning" not in done.stderr, (args, done.stderr)

@@ -100,7 +100,11 @@ def index(rebuild: bool, model: Optional[str], json_: bool) -> None:
             report, summary, touched = served["report"], served["summary"], served["touched"]
         else:
             session, probe = _session(model, root)
-            done = session.update(probe, rebuild=rebuild)
+            try:
+                done = session.update(probe, rebuild=rebuild)
+            finally:
+                session.index.close()
+                probe.close()
             report, summary, touched = done.as_dict(), done.summary(), done.touched
     except Exception as exc:
         _search_errors(exc)
@@ -232,13 +236,17 @@ def _answer_here(root, question, model: Optional[str]) -> tuple[list, int, dict]
     from cortex.search.query import result_shape, unknown_values
 
     session, probe = _session(model, root)
-    for field_, bad, allowed in unknown_values(question.filters, session.index.taxonomy):
-        raise _Failed(f"--{field_} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
-    opened = session.open(vectors=question.needs_vectors)
-    answer = session.ask(question, probe=None if opened.rebuilt else probe, count_hidden=True)
-    report = opened if opened.rebuilt else answer.report
-    return (result_shape(answer.hits), answer.hidden,
-            {"notes": report.notes or session.index.lexical.doc_count(), "updated": report.touched})
+    try:
+        for field_, bad, allowed in unknown_values(question.filters, session.index.taxonomy):
+            raise _Failed(f"--{field_} {', '.join(bad)}: not known here; use any of {', '.join(allowed)}")
+        opened = session.open(vectors=question.needs_vectors)
+        answer = session.ask(question, probe=None if opened.rebuilt else probe, count_hidden=True)
+        report = opened if opened.rebuilt else answer.report
+        return (result_shape(answer.hits), answer.hidden,
+                {"notes": report.notes or session.index.lexical.doc_count(), "updated": report.touched})
+    finally:  # not left to the collector (a ResourceWarning each): the index's files, git's status
+        session.index.close()
+        probe.close()
 
 
 def _print_text(results: list, mode: str) -> None:

@@ -511,6 +511,14 @@ class GitProbe:
         self.ok = True
         return self
 
+    def close(self) -> None:
+        """Done with, answer read or not (the index was rebuilt instead): git waited for, not
+        killed (it may be writing the watcher's copy of the index), its pipes closed, the
+        seed let go."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.communicate()
+        self._let_seed()
+
     def _let_seed(self) -> None:
         """Release the hold on the watcher's seed: it may start once the rest of this
         command is done (``SEED_GRACE``)."""
