@@ -24,6 +24,7 @@ import errno
 import os
 import re
 import sqlite3
+import weakref
 from pathlib import Path
 from typing import Iterator
 
@@ -202,6 +203,9 @@ class HeadCache:
             if db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").fetchone()[0] == 0:
                 db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} INSERT OR IGNORE INTO meta VALUES ('format', '{FORMAT}'); COMMIT;")
             self._db, self._pid = db, os.getpid()
+            # closed with the cache, not by the collector (Python 3.13 then warns of each
+            # unclosed database: `cortex run` under -X dev); a forked child's copy is not its own
+            weakref.finalize(self, _close_in, db, self._pid)
         return self._db
 
     def _meta(self, db: sqlite3.Connection, key: str) -> str | None:
@@ -411,6 +415,11 @@ class HeadCache:
 
     def notes(self) -> int:
         return self._connect().execute("SELECT coalesce(sum(n), 0) FROM counts").fetchone()[0]
+
+
+def _close_in(db: sqlite3.Connection, pid: int) -> None:
+    if os.getpid() == pid:
+        db.close()
 
 
 def _said_by_the_disk(exc: sqlite3.OperationalError, path: Path) -> Exception:
