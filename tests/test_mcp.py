@@ -827,3 +827,23 @@ def test_a_query_right_after_a_commit_answers_from_it(vault, tmp_path, linked):
     assert len(before) == 1 and before[0].startswith("mind/facts/")
     assert len(after_run) == 1 and after_run[0].startswith("vault/decisions/")
     assert after_delete == []
+
+
+def test_the_server_closes_its_index_and_git_when_it_stops(vault):
+    """`cortex mcp` under Python's development mode (PYTHONDEVMODE=1, `-X dev`) printed a
+    dozen ResourceWarning lines as it stopped: the search index's files and, where it had
+    built the index, git's status (started beside the build, never read) were left to the
+    collector. The server now closes the index when it stops and waits for git."""
+    def request(ident, method, params):
+        return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+    lines = [request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "script", "version": "1"}}),
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             request(2, "tools/call", {"name": "query", "arguments": {"text": "ledger database"}})]
+    done = subprocess.run([str(VENV_BIN / "cortex"), "--vault", str(vault), "mcp"], capture_output=True, text=True,
+                          input="".join(json.dumps(m) + "\n" for m in lines), timeout=120,
+                          env={**os.environ, "PYTHONDEVMODE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert {a["id"] for a in map(json.loads, done.stdout.splitlines())} == {1, 2}
+    assert "ResourceWarning" not in done.stderr, done.stderr

@@ -67,6 +67,9 @@ class LiveIndex:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+        if thread is None or not thread.is_alive():
+            with self.lock:  # the index's files closed, not left to the collector (a ResourceWarning each)
+                self.index.close()
 
     @property
     def ready(self) -> bool:
@@ -116,8 +119,11 @@ class LiveIndex:
 
         probe = GitProbe.start(self.root, since=search_token(self.root))
         with self.lock:
-            if not self.session.open(vectors=True).rebuilt:
-                self.session.refresh(probe)
+            try:
+                if not self.session.open(vectors=True).rebuilt:
+                    self.session.refresh(probe)
+            finally:
+                probe.close()  # read, or git waited for when the index was rebuilt instead
             self.session.ask(Question("warm up", limit=1))  # model, vectors and searcher paged in now
             self._mark()
         self._ready.set()
