@@ -880,8 +880,9 @@ def test_sync_on_run_is_a_machines_own_git_config_over_the_teams_default(tmp_pat
     assert bad.returncode == 1 and "cortex.syncOnRun" in bad.stderr and "true or false" in bad.stderr
 
 
-def test_cortex_clone_checks_out_the_pushed_branch_of_a_bare_remote_whose_head_names_another(tmp_path):
-    # `git init --bare` leaves HEAD on its default name (master here); machines push main.
+def pushed_to_a_bare_remote_whose_head_names_master(tmp_path: Path) -> tuple[Path, Path]:
+    """A vault with one memory pushed as `main` to a bare remote that `git init --bare`
+    left with HEAD on its default name (master here): (the vault, the remote)."""
     seed = tmp_path / "seed"
     sh(tmp_path, str(cx.__globals__["CORTEX"]), "init", str(seed))
     write(seed, BODY)
@@ -889,6 +890,12 @@ def test_cortex_clone_checks_out_the_pushed_branch_of_a_bare_remote_whose_head_n
     remote = tmp_path / "remote.git"
     sh(tmp_path, "git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(remote))
     sh(seed, "git", "push", "-q", str(remote), "HEAD:refs/heads/main")
+    return seed, remote
+
+
+def test_cortex_clone_checks_out_the_pushed_branch_of_a_bare_remote_whose_head_names_another(tmp_path):
+    # `git init --bare` leaves HEAD on its default name (master here); machines push main.
+    seed, remote = pushed_to_a_bare_remote_whose_head_names_master(tmp_path)
     joined = tmp_path / "joined"
     done = sh(tmp_path, str(cx.__globals__["CORTEX"]), "clone", str(remote), str(joined))
     assert "branch main" in done.stderr and "nothing rewritten" in done.stderr
@@ -910,13 +917,7 @@ def test_joining_with_git_clone_and_cortex_init_takes_the_pushed_branch_of_a_bar
     vault there — a second, unrelated history, whose first sync pushed it to `master`
     beside the team's `main` (exit 0, "pushed"): two vaults that never met. Init now takes
     the remote's one branch, as `cortex clone` does; with several it makes nothing and asks."""
-    seed = tmp_path / "seed"
-    sh(tmp_path, str(cx.__globals__["CORTEX"]), "init", str(seed))
-    write(seed, BODY)
-    cx(seed, "run")
-    remote = tmp_path / "remote.git"
-    sh(tmp_path, "git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(remote))
-    sh(seed, "git", "push", "-q", str(remote), "HEAD:refs/heads/main")
+    seed, remote = pushed_to_a_bare_remote_whose_head_names_master(tmp_path)
     joined = tmp_path / "joined"
     sh(tmp_path, "git", "clone", "-q", str(remote), str(joined))
     done = sh(tmp_path, str(cx.__globals__["CORTEX"]), "init", str(joined))
