@@ -46,6 +46,7 @@ class LiveIndex:
         self._thread: threading.Thread | None = None
         self._signature: tuple | None = None
         self._git_seen: tuple | None = None
+        self._git_dir: Path | None = None  # where git's index and HEAD are (`_git_stamps`)
         self._state_stamp: tuple | None = None
         self._last_full = 0.0
         self._was_gone = False
@@ -192,12 +193,14 @@ class LiveIndex:
         """git's index, HEAD and HEAD log: moved by every commit, checkout, merge and `git
         add`. Three stats, looked at before each question too: an answer right after a
         `cortex run` or a person's commit must not wait for the thread's next look."""
-        from cortex.gitlock import git_dir_of
+        git_dir = self._git_dir
+        if git_dir is None:  # found once, not per question: a linked worktree's own, where its index and HEAD are
+            from cortex.gitlock import git_dir_of
 
-        try:
-            git_dir = git_dir_of(self.root)  # a linked worktree's own, where its index and HEAD are
-        except (OSError, UnicodeDecodeError):
-            git_dir = self.root / ".git"
+            try:
+                git_dir = self._git_dir = git_dir_of(self.root)
+            except (OSError, UnicodeDecodeError):
+                git_dir = self.root / ".git"  # not kept: looked for again, once the vault is back
         sig = []
         for name in GIT_STAMPS:
             try:
