@@ -203,29 +203,26 @@ def tree_diff_args(old: str, new: str) -> tuple[str, ...]:
     return ("diff", "--raw", "-z", "--no-renames", "--no-abbrev", "--no-ext-diff", "--no-textconv", old, new)
 
 
-def start(root: Path, *args: str, env: dict[str, str] | None = None, stderr: bool = False) -> subprocess.Popen | None:
-    """``git -C root args`` started, its stdout a pipe (and its stderr, with ``stderr``),
-    for the caller to read later (the search index's freshness probe runs beside the
-    index load); None without git."""
+def start(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen | None:
+    """``git -C root args`` started, its stdout a pipe, for the caller to read later (the
+    search index's freshness probe runs beside the index load); None without git."""
     try:
-        return subprocess.Popen(["git", "-C", str(root), *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
+        return subprocess.Popen(["git", "-C", str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 stdin=subprocess.DEVNULL, env={**environment(root), **(env or {})})
     except OSError:
         return None
 
 
-def start_script(script: str, *args: str, root: Path | None = None, hold: int | None = None) -> None:
+def start_script(script: str, *args: str, root: Path | None = None) -> None:
     """``sh -c script`` with ``args`` as $1…, detached: a few git commands that must run
     as one (the watched probe's seed: ``cortex/search/freshness.py``), with git's
     environment, at the lowest priority (background work yields the cores to the
     commands people wait for), in a session of its own that may outlive this process;
-    ``root`` the vault they run on; ``hold``: an open file (a lock) the script keeps
-    open until it ends. Nothing happens where it cannot start."""
+    ``root`` the vault they run on. Nothing happens where it cannot start."""
     try:
         subprocess.Popen(["sh", "-c", script, "cortex", *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, env=environment(root), start_new_session=True,
-                         preexec_fn=lambda: os.nice(19), pass_fds=() if hold is None else (hold,))
+                         preexec_fn=lambda: os.nice(19))
     except OSError:
         pass
 

@@ -429,62 +429,6 @@ def test_git_names_the_changes_once_the_index_knows_what_was_dirty(vault, monkey
     assert "mind/facts" not in listed and idx.lexical.doc_count() >= 1
 
 
-def test_a_copied_vaults_stale_stat_data_is_refreshed_once_not_rehashed_by_every_command(vault, tmp_path):
-    """A vault copied or restored (`cp -a`: new inodes and change times) holds a git
-    index whose stat data matches no file. cortex's probe never writes the index, and
-    in a vault only cortex uses nobody else did: every `cortex status`, query and index
-    update read and hashed every note again, for good (2-3 s at 200,000 notes). git's
-    trace of the probe says so, and git's own refresh runs once, detached: the index's
-    entries, and a person's staged and unstaged work, stay as they were."""
-    import fcntl
-
-    from cortex.layout import cache_dir
-
-    env = {**ENV, "CORTEX_WATCH": "off"}
-    quiet = {**env, "GIT_OPTIONAL_LOCKS": "0"}  # the test's own git writes no index (nor does plumbing)
-
-    def sh(root: Path, *args: str, extra: dict | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, env={**quiet, **(extra or {})},
-                              check=True)
-
-    def looked_at_again(root: Path) -> int:
-        """Entries whose stat data git found not matching their file."""
-        trace = sh(root, "status", "--porcelain", "-uno", extra={"GIT_TRACE2_EVENT": "2"}).stderr
-        return int(json.loads(next(line for line in trace.splitlines() if b'"refresh/sum_lstat"' in line))["value"])
-
-    for i in range(1200):
-        write_note(vault, f"mind/facts/n{i:04d}.md", f"Station file {i} is cached overnight.", type_="fact")
-    commit_all(vault)
-    write_note(vault, "mind/facts/staged.md", "A note staged, not committed.", type_="fact")
-    sh(vault, "add", "mind/facts/staged.md")
-    copy = tmp_path / "copy"
-    subprocess.run(["cp", "-a", str(vault), str(copy)], check=True)
-    (copy / "mind/facts/n0001.md").write_text("edited, not staged\n", encoding="utf-8")
-    work = [sh(copy, *args).stdout for args in (("ls-files", "-s"), ("status", "--porcelain", "-uno"))]
-    assert looked_at_again(copy) >= 1200
-
-    done = subprocess.run([sys.executable, "-m", "cortex", "status", "--json"], cwd=copy, env=env,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    lock = os.open(cache_dir(copy) / "stat-refresh.lock", os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the refresh holds it until it is done
-    finally:
-        os.close(lock)
-    assert looked_at_again(copy) <= 1  # the edited note alone
-    assert [sh(copy, *args).stdout for args in (("ls-files", "-s"), ("status", "--porcelain", "-uno"))] == work
-    assert work[1].splitlines() == [b" M mind/facts/n0001.md", b"A  mind/facts/staged.md"]
-    # the last run's 1,000 notes, written in the second of the index, in a large vault: no refresh
-    from cortex.search.freshness import stale_index
-
-    def trace(stale: int, entries: int) -> bytes:
-        return (b'{"event":"data","category":"index","key":"read/cache_nr","value":"%d"}\n'
-                b'{"event":"data","category":"index","key":"refresh/sum_lstat","value":"%d"}\n' % (entries, stale))
-
-    assert not stale_index(trace(1000, 200_000)) and stale_index(trace(200_000, 200_000))
-    assert not stale_index(trace(900, 900)) and not stale_index(b"")
-
-
 def test_untracked_notes_stay_watched_while_git_is_asked_only_about_changed_folders(vault):
     """`git status` runs without its untracked walk: a person's uncommitted notes (at the
     top, in a type folder, in a new folder) are found when their folder changes, then

@@ -475,12 +475,9 @@ class GitProbe:
         # --no-optional-locks: `git status` would otherwise refresh and rewrite the index
         # under index.lock, and a person's `git commit` at that moment would fail. With
         # the watcher, git writes cortex's own copy instead (the watcher's token in it).
-        # Without one, git's trace says how many files it had to look at again
-        # (``STALE_MIN``).
         args = watched[1] if watched else ["--no-optional-locks"]
         # None without git on PATH: a full stat sweep instead
-        probe.proc = gitcli.start(root, *args, *STATUS, env=watched[0] if watched else TRACE_ENV,
-                                  stderr=not watched)
+        probe.proc = gitcli.start(root, *args, *STATUS, env=watched[0] if watched else None)
         return probe
 
     @property
@@ -492,12 +489,10 @@ class GitProbe:
         if self.proc is None or self.ok:
             self._let_seed()
             return self
-        out, err = self.proc.communicate()
+        out, _ = self.proc.communicate()
         self._let_seed()
         if self.proc.returncode != 0:
             return self
-        if err and stale_index(err):
-            refresh_stat_data(self.root)
         for entry in out.decode("utf-8", errors="surrogateescape").split("\0"):
             if entry.startswith("# branch.oid "):
                 oid = entry[len("# branch.oid "):].strip()
@@ -551,69 +546,6 @@ class GitProbe:
         if not self.ok or self.head is None:
             return None
         return changed_between(self.root, old_head, self.head)
-
-
-# git's trace of the probe on its stderr, for two of its counts: the index's entries
-# (read/cache_nr) and those whose stat data did not match their file (refresh/sum_lstat),
-# which git then reads and hashes whole to compare.
-TRACE_ENV = {"GIT_TRACE2_EVENT": "2", "GIT_TRACE2_EVENT_NESTING": "2"}
-STALE_MIN = 1000  # a refresh once this many entries, and
-STALE_SHARE = 10  # ... a tenth of the index or more, need a second look
-STAT_REFRESH = "stat-refresh.lock"  # in `layout.cache_dir`: held while the one refresh runs
-STAT_REFRESH_EVERY = 60.0  # seconds between two refreshes at most: where stat data never holds
-# (a file system whose inode numbers change), a refresh helps nothing, and each one hashes every file
-
-
-def stale_index(trace: bytes) -> bool:
-    """Whether git's trace of the probe (``TRACE_ENV``) says that most of the index's
-    stat data no longer matches the files: a vault copied or restored (`cp -a`, `rsync
-    -a`, a backup: new inodes and change times), or its files' modes changed. The probe
-    never writes the index, and in a vault only cortex uses nobody else does: each probe
-    then read and hashed every note again, command after command (2-3 s at 200,000 notes,
-    not 0.3). Notes written in the second the index was written (the last `cortex run`'s)
-    count too: a tenth of the index they reach only in a small vault."""
-    import re
-
-    counts = dict(re.findall(rb'"key":"(read/cache_nr|refresh/sum_lstat)","value":"(\d+)"', trace))
-    if b"refresh/sum_lstat" not in counts:
-        return False  # a git without the count, or a trace the person's settings shaped
-    stale = int(counts[b"refresh/sum_lstat"])
-    return stale >= STALE_MIN and stale * STALE_SHARE >= int(counts.get(b"read/cache_nr", b"0"))
-
-
-# git's own refresh: a `git status` that may write the index reads it and compares
-# every file without a lock, then takes index.lock only to write the refreshed index,
-# and only if it can and the index is still the one it read — as every `git status` a
-# person runs does. One thread, at the lowest priority (``gitcli.start_script``).
-_REFRESH = """exec git -C "$1" -c core.preloadIndex=false status --porcelain -uno --no-renames >/dev/null 2>&1"""
-
-
-def refresh_stat_data(root: Path) -> None:
-    """Start git's refresh of the index's stat data (``_REFRESH``), detached, unless one
-    runs already (it holds ``STAT_REFRESH`` while it runs): the next probe compares stat
-    data again, and reads no file whose stat is its index's. The index's entries, staged
-    or not, are as they were: only what git knows of each file's stat changes."""
-    from cortex import gitcli
-    from cortex.fsutil import make_dirs, own
-
-    folder = cache_dir(root)
-    try:
-        make_dirs(folder)
-        fd = os.open(folder / STAT_REFRESH, os.O_RDWR | os.O_CREAT, own(0o600))
-    except OSError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        st = os.fstat(fd)
-        if st.st_size and 0 <= time.time() - st.st_mtime < STAT_REFRESH_EVERY:  # (dated ahead: the clock set back)
-            return
-        os.ftruncate(fd, 0)
-        os.write(fd, b"1")  # when the last refresh started: its mtime
-        gitcli.start_script(_REFRESH, str(root), root=root, hold=fd)
-    except OSError:
-        return  # one runs
-    finally:
-        os.close(fd)
 
 
 def changed_between(root: Path, old: str, new: str) -> set[str] | None:
